@@ -1,1 +1,36 @@
-//! HTTP/1.1
+//! HTTP/1.1: messages, the strict request parser, the chunked decoder, query strings, cookies,
+//! dates, reply rendering, and the raw-reply helpers of the client side.
+//!
+//! Every function of the specification's `web/http` module lives here under its own name.
+
+mod chunked;
+mod cookie;
+mod date;
+mod error;
+mod grammar;
+mod head;
+mod message;
+mod query;
+mod render;
+mod reply;
+mod request;
+mod status;
+
+pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
+pub use cookie::{cookie, cookie_in};
+pub use date::http_date;
+pub use error::ParseError;
+pub use head::{
+    Framing, HeadLimits, HeadParser, RequestHead, Version, MAX_HEADERS, MAX_HEAD_BYTES,
+};
+pub use message::{
+    html_response, json_response, set_cookie, text_response, with_header, Header, Request,
+    Response, HTML, JSON, TEXT,
+};
+pub use query::{decoded, encoded, param, params, path_of, query_of};
+pub use render::response_bytes;
+pub use reply::{
+    content_length, parse_reply_head, response_body, status_of, ReplyFraming, ReplyHead,
+};
+pub use request::{header, header_in, parse_request};
+pub use status::status_text;

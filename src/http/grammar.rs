@@ -1,0 +1,227 @@
+//! Character classes and small pieces of HTTP syntax shared by the request parser, the reply
+//! parser and the chunked decoder (RFC 9110 §5.5–§5.6, RFC 9112 §2–§5).
+
+use super::error::ParseError;
+
+/// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~"
+/// / DIGIT / ALPHA` (RFC 9110 §5.6.2).
+static TCHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    t
+};
+
+/// Bytes allowed inside a field value: `field-vchar = VCHAR / obs-text` plus SP and HTAB between
+/// them (RFC 9110 §5.5). Every other control byte — NUL, CR, LF, DEL, ... — is refused.
+static FIELD_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = b == 0x09 || (b >= 0x20 && b != 0x7f);
+        b += 1;
+    }
+    t
+};
+
+/// Whether `b` may appear in a token (method, field name, transfer coding).
+#[inline]
+pub(crate) fn is_tchar(b: u8) -> bool {
+    TCHAR[b as usize]
+}
+
+/// Whether `b` may appear in a field value.
+#[inline]
+pub(crate) fn is_field_byte(b: u8) -> bool {
+    FIELD_BYTE[b as usize]
+}
+
+/// Whether every byte is a `tchar` and there is at least one.
+pub(crate) fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+}
+
+/// The position of the first `\n` in `buf`, eight bytes at a time.
+#[inline]
+pub(crate) fn find_lf(buf: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const LF: u64 = LO * b'\n' as u64;
+    let mut chunks = buf.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ LF;
+        // A zero byte in `x` is a `\n` in the input (the classic has-zero-byte test).
+        let found = x.wrapping_sub(LO) & !x & HI;
+        if found != 0 {
+            return Some(base + (found.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| base + i)
+}
+
+/// `s` without leading and trailing SP / HTAB (the optional whitespace `OWS`).
+#[inline]
+pub(crate) fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// Splits one field line (without its CRLF) into name and value, the value trimmed of OWS.
+///
+/// ```text
+/// field-line = field-name ":" OWS field-value OWS        (RFC 9112 §5)
+/// ```
+/// No whitespace is allowed between the name and the colon (RFC 9112 §5.1), a line starting with
+/// whitespace is an obsolete line folding (§5.2), and the value may hold no control byte but
+/// HTAB — a lone CR included.
+pub(crate) fn split_field_line(line: &[u8]) -> Result<(&[u8], &[u8]), ParseError> {
+    let name_len = line
+        .iter()
+        .position(|&b| !is_tchar(b))
+        .unwrap_or(line.len());
+    match line.get(name_len) {
+        _ if name_len == 0 => {
+            return Err(match line.first() {
+                Some(b' ' | b'\t') => ParseError::ObsFold,
+                _ => ParseError::HeaderName,
+            })
+        }
+        Some(b':') => {}
+        Some(b' ' | b'\t') => return Err(ParseError::SpaceBeforeColon),
+        _ => return Err(ParseError::HeaderName),
+    }
+    let value = trim_ows(&line[name_len + 1..]);
+    if !value.iter().all(|&b| is_field_byte(b)) {
+        return Err(ParseError::HeaderValue);
+    }
+    Ok((&line[..name_len], value))
+}
+
+/// The non-empty, trimmed elements of a comma-separated list (`#element`, RFC 9110 §5.6.1).
+pub(crate) fn list_items(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split(',')
+        .map(|s| s.trim_matches([' ', '\t']))
+        .filter(|s| !s.is_empty())
+}
+
+/// Parses `1*DIGIT` into a `u64`, refusing anything else (signs, spaces, overflow).
+pub(crate) fn parse_digits(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    s.iter().try_fold(0u64, |n, &b| {
+        if b.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_lf_finds_the_first_newline_at_every_position() {
+        for len in 0..40 {
+            for at in 0..len {
+                let mut buf = vec![b'a'; len];
+                buf[at] = b'\n';
+                if at + 1 < len {
+                    buf[len - 1] = b'\n';
+                }
+                assert_eq!(find_lf(&buf), Some(at), "len {len} at {at}");
+            }
+            assert_eq!(find_lf(&vec![0x8a; len]), None);
+        }
+    }
+
+    #[test]
+    fn split_field_line_cases() {
+        let ok: &[(&[u8], &[u8], &[u8])] = &[
+            (b"Host: a", b"Host", b"a"),
+            (b"X:\t a b \t", b"X", b"a b"),
+            (b"Empty:", b"Empty", b""),
+            (b"Empty:   ", b"Empty", b""),
+            (b"U: caf\xc3\xa9", b"U", b"caf\xc3\xa9"),
+        ];
+        for (line, name, value) in ok {
+            assert_eq!(split_field_line(line), Ok((*name, *value)));
+        }
+        let bad: &[(&[u8], ParseError)] = &[
+            (b"Host : a", ParseError::SpaceBeforeColon),
+            (b"Host\t: a", ParseError::SpaceBeforeColon),
+            (b" folded", ParseError::ObsFold),
+            (b"\tfolded", ParseError::ObsFold),
+            (b": novalue", ParseError::HeaderName),
+            (b"Na(me: x", ParseError::HeaderName),
+            (b"NoColon", ParseError::HeaderName),
+            (b"X: a\0b", ParseError::HeaderValue),
+            (b"X: a\rb", ParseError::HeaderValue),
+            (b"X: a\x7fb", ParseError::HeaderValue),
+            (b"X: a\x01", ParseError::HeaderValue),
+        ];
+        for (line, err) in bad {
+            assert_eq!(
+                split_field_line(line),
+                Err(*err),
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    #[test]
+    fn parse_digits_cases() {
+        assert_eq!(parse_digits(b"0"), Some(0));
+        assert_eq!(parse_digits(b"007"), Some(7));
+        assert_eq!(parse_digits(b"18446744073709551615"), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"18446744073709551616",
+            b"+1",
+            b"-1",
+            b"1 ",
+            b"0x10",
+            b"1.0",
+        ] {
+            assert_eq!(parse_digits(bad), None);
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Rendering a response on the wire (RFC 9112 §4, §6).
+
+use super::date;
+use super::grammar::{is_field_byte, is_token, list_items};
+use super::message::Response;
+use super::status::status_text;
+
+/// Renders a reply: the status line `HTTP/1.1 <status> <reason>`, then `Content-Type`,
+/// `Content-Length` (the body length in bytes), `Connection: close` (or `keep-alive` when
+/// `keep` is true), `Date`, then the response's own headers in their order, a blank line and the
+/// body. Every line ends CRLF.
+///
+/// What a handler cannot break:
+/// - **No header injection.** A header whose name is not a token (empty, or holding CR, LF, NUL,
+///   a space, a colon, ...) is left out. In a value — and in `content_type` — each CR, LF, NUL
+///   and other control byte except HTAB is written as a space.
+/// - **Framing belongs to the library.** The response's own `Content-Length`,
+///   `Transfer-Encoding`, `Connection` and `Date` lines are not written (the library writes
+///   these); a `Connection: close` among them turns the Connection line to `close` even when
+///   `keep` is true. A `Content-Type` among them replaces `content_type`.
+/// - **Bodiless statuses.** 1xx, 204 and 304 replies get neither `Content-Length` nor a body
+///   (RFC 9110 §8.6, RFC 9112 §6.3); an empty `content_type` leaves out the `Content-Type` line.
+/// - A status outside 100–999 is sent as 500.
+///
+/// ```
+/// use web::http::{response_bytes, text_response};
+/// let raw = response_bytes(&text_response(200, "hi"), false);
+/// let text = String::from_utf8(raw).unwrap();
+/// assert!(text.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\nDate: "));
+/// assert!(text.ends_with(" GMT\r\n\r\nhi"));
+/// ```
+pub fn response_bytes(res: &Response, keep: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160 + res.body.len());
+    write_head(
+        &mut out,
+        res,
+        keep,
+        date::now().as_bytes(),
+        res.body.len() as u64,
+    );
+    if has_body(res.status) {
+        out.extend_from_slice(&res.body);
+    }
+    out
+}
+
+/// Whether a reply with this status carries a body and `Content-Length`.
+pub(crate) fn has_body(status: u16) -> bool {
+    !(matches!(status, 100..=199 | 204 | 304))
+}
+
+/// Whether the response asks for the connection to close after it.
+pub(crate) fn wants_close(res: &Response) -> bool {
+    res.headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+        .any(|h| list_items(&h.value).any(|o| o.eq_ignore_ascii_case("close")))
+}
+
+/// Appends the head of `res` — status line through the blank line — to `out`, announcing a body
+/// of `body_len` bytes (for a reply to HEAD, the length a GET would get). Returns whether the
+/// connection stays open after the reply.
+pub(crate) fn write_head(
+    out: &mut Vec<u8>,
+    res: &Response,
+    keep: bool,
+    date: &[u8],
+    body_len: u64,
+) -> bool {
+    let status = if (100..=999).contains(&res.status) {
+        res.status
+    } else {
+        500
+    };
+    let keep = keep && !wants_close(res);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_u64(out, u64::from(status));
+    out.push(b' ');
+    out.extend_from_slice(status_text(status).as_bytes());
+    let content_type = res
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+        .map_or(res.content_type.as_str(), |h| h.value.as_str());
+    if !content_type.is_empty() {
+        out.extend_from_slice(b"\r\nContent-Type: ");
+        push_value(out, content_type);
+    }
+    if has_body(status) {
+        out.extend_from_slice(b"\r\nContent-Length: ");
+        push_u64(out, body_len);
+    }
+    out.extend_from_slice(if keep {
+        &b"\r\nConnection: keep-alive\r\nDate: "[..]
+    } else {
+        b"\r\nConnection: close\r\nDate: "
+    });
+    out.extend_from_slice(date);
+    for h in &res.headers {
+        let reserved = [
+            "content-type",
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "date",
+        ]
+        .iter()
+        .any(|r| h.name.eq_ignore_ascii_case(r));
+        if reserved || !is_token(h.name.as_bytes()) {
+            continue;
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(h.name.as_bytes());
+        out.extend_from_slice(b": ");
+        push_value(out, &h.value);
+    }
+    out.extend_from_slice(b"\r\n\r\n");
+    keep
+}
+
+/// Appends a field value, each control byte but HTAB written as a space.
+fn push_value(out: &mut Vec<u8>, value: &str) {
+    let bytes = value.as_bytes();
+    if bytes.iter().all(|&b| is_field_byte(b)) {
+        out.extend_from_slice(bytes);
+    } else {
+        out.extend(
+            bytes
+                .iter()
+                .map(|&b| if is_field_byte(b) { b } else { b' ' }),
+        );
+    }
+}
+
+/// Appends `n` in decimal.
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::{json_response, set_cookie, text_response, with_header, Header};
+
+    const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+
+    fn render(res: &Response, keep: bool) -> String {
+        let mut out = Vec::new();
+        write_head(&mut out, res, keep, DATE, res.body.len() as u64);
+        if has_body(res.status) {
+            out.extend_from_slice(&res.body);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn layout_with_keep_false_and_true() {
+        let res = text_response(404, "nope");
+        assert_eq!(
+            render(&res, false),
+            "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\nnope"
+        );
+        let res = set_cookie(
+            with_header(json_response(200, "{}"), "X-A", "1"),
+            "s",
+            "v",
+            "; Path=/",
+        );
+        assert_eq!(
+            render(&res, true),
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: keep-alive\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nX-A: 1\r\nSet-Cookie: s=v; Path=/\r\n\r\n{}"
+        );
+    }
+
+    #[test]
+    fn content_length_counts_bytes_not_chars() {
+        assert!(render(&text_response(200, "héllo €"), true).contains("Content-Length: 10\r\n"));
+        assert!(render(&text_response(200, ""), true).contains("Content-Length: 0\r\n"));
+    }
+
+    #[test]
+    fn header_injection_is_impossible() {
+        let res = Response::new(
+            200,
+            "text/plain\r\nX-Evil: 1",
+            vec![
+                Header::new("X-Ok", "a\r\nSet-Cookie: evil=1"),
+                Header::new("X-Bad\r\nSet-Cookie", "evil=2"),
+                Header::new("X-Nul", "a\0b"),
+                Header::new("", "nameless"),
+                Header::new("X Space", "v"),
+                Header::new("X-Tab", "a\tb"),
+            ],
+            "",
+        );
+        let text = render(&res, true);
+        assert_eq!(text.matches("\r\n").count(), 9, "{text}");
+        assert!(text.contains("Content-Type: text/plain  X-Evil: 1\r\n"));
+        assert!(text.contains("X-Ok: a  Set-Cookie: evil=1\r\n"));
+        assert!(text.contains("X-Nul: a b\r\n"));
+        assert!(text.contains("X-Tab: a\tb\r\n"));
+        assert!(
+            !text.contains("evil=2") && !text.contains("nameless") && !text.contains("X Space")
+        );
+    }
+
+    #[test]
+    fn framing_headers_belong_to_the_library() {
+        let res = Response::new(
+            200,
+            "text/plain",
+            vec![
+                Header::new("Content-Length", "999"),
+                Header::new("transfer-encoding", "chunked"),
+                Header::new("Date", "yesterday"),
+                Header::new("Content-Type", "image/png"),
+                Header::new("Connection", "close"),
+            ],
+            "abc",
+        );
+        let mut out = Vec::new();
+        assert!(
+            !write_head(&mut out, &res, true, DATE, 3),
+            "Connection: close in the response closes"
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 3\r\nConnection: close\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn bodiless_statuses_and_odd_codes() {
+        let cases = [
+            (204, "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
+            (304, "HTTP/1.1 304 Not Modified\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
+            (103, "HTTP/1.1 103 Early Hints\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
+            (42, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
+            (299, "HTTP/1.1 299 \r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
+        ];
+        for (status, start) in cases {
+            let text = render(&text_response(status, "body"), true);
+            assert!(text.starts_with(start), "{text}");
+            assert_eq!(text.ends_with("body"), has_body(status), "{status}");
+        }
+        let empty_type = Response::new(200, "", vec![], "x");
+        assert!(!render(&empty_type, true).contains("Content-Type"));
+    }
+
+    #[test]
+    fn response_bytes_uses_the_current_date() {
+        let text = String::from_utf8(response_bytes(&text_response(200, "ok"), true)).unwrap();
+        let date = text
+            .split("\r\nDate: ")
+            .nth(1)
+            .unwrap()
+            .split("\r\n")
+            .next()
+            .unwrap();
+        assert_eq!(date.len(), 29);
+        assert!(httpdate::parse_http_date(date).is_ok());
+        assert!(text.ends_with("\r\n\r\nok"));
+    }
+
+    #[test]
+    fn push_u64_cases() {
+        for n in [0u64, 7, 10, 99, 1234567890, u64::MAX] {
+            let mut out = Vec::new();
+            push_u64(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+    }
+}

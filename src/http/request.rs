@@ -1,0 +1,134 @@
+//! Reading a request: [`parse_request`] and the header lookups.
+
+use super::chunked;
+use super::error::ParseError;
+use super::head::{Framing, HeadParser};
+use super::message::{Header, Request};
+
+/// Splits raw request text into method, target (with its query), headers (names lower-cased)
+/// and body.
+///
+/// The head goes through the same strict parser as the server, with the server's default limits
+/// ([`MAX_HEAD_BYTES`](crate::http::MAX_HEAD_BYTES), [`MAX_HEADERS`](crate::http::MAX_HEADERS)),
+/// so `parse_request` accepts exactly what the server accepts. The body is:
+/// - with `Content-Length: n`, the `n` bytes after the head (anything after them is ignored);
+/// - with `Transfer-Encoding: chunked`, the de-chunked data;
+/// - otherwise everything after the head, as the specification says.
+///
+/// A head that is incomplete or invalid, or a body shorter than its framing announces, is an
+/// error; [`ParseError::status`] says which status a server would answer it with.
+///
+/// ```
+/// let req = web::http::parse_request(b"POST /form?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi").unwrap();
+/// assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/form?x=1"));
+/// assert_eq!(req.headers[1].name, "content-length");
+/// assert_eq!(req.body, b"hi");
+/// assert_eq!(web::http::parse_request(b"GET / HTTP/1.1\r\n\r\n").unwrap_err().status(), 400);
+/// ```
+pub fn parse_request(raw: &[u8]) -> Result<Request, ParseError> {
+    let head = HeadParser::default()
+        .parse(raw)?
+        .ok_or(ParseError::Incomplete)?;
+    let rest = &raw[head.len..];
+    let mut request = head.request;
+    request.body = match head.framing {
+        Framing::None => rest.to_vec(),
+        Framing::Length(n) => {
+            let n = usize::try_from(n).map_err(|_| ParseError::Incomplete)?;
+            rest.get(..n).ok_or(ParseError::Incomplete)?.to_vec()
+        }
+        Framing::Chunked => chunked::decode_all(rest, u64::MAX)?.0,
+    };
+    Ok(request)
+}
+
+/// The value of the request's header `name`, compared without regard to case; `""` when absent
+/// (absent and empty are indistinguishable). When the header appears more than once, the first
+/// line wins.
+///
+/// ```
+/// use web::http::{header, Header, Request};
+/// let req = Request::new("GET", "/", vec![Header::new("content-type", "text/plain")], "");
+/// assert_eq!(header(&req, "Content-Type"), "text/plain");
+/// assert_eq!(header(&req, "accept"), "");
+/// ```
+pub fn header<'a>(req: &'a Request, name: &str) -> &'a str {
+    header_in(&req.headers, name)
+}
+
+/// The same lookup as [`header`] over a header list.
+///
+/// ```
+/// use web::http::{header_in, Header};
+/// let hs = vec![Header::new("X-A", "1"), Header::new("x-a", "2")];
+/// assert_eq!(header_in(&hs, "x-A"), "1");
+/// ```
+pub fn header_in<'a>(headers: &'a [Header], name: &str) -> &'a str {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name))
+        .map_or("", |h| h.value.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_request_examples() {
+        let req = parse_request(b"GET /a/b?c=d&e HTTP/1.1\r\nHost: x\r\nX-Mixed-Case: V\r\n\r\n")
+            .unwrap();
+        assert_eq!(req.method, "GET");
+        assert_eq!(req.path, "/a/b?c=d&e");
+        assert_eq!(
+            req.headers,
+            vec![Header::new("host", "x"), Header::new("x-mixed-case", "V")]
+        );
+        assert!(req.body.is_empty());
+    }
+
+    #[test]
+    fn parse_request_bodies() {
+        let cases: &[(&[u8], Result<&[u8], ParseError>)] = &[
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcNEXT", Ok(b"abc")),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nab", Err(ParseError::Incomplete)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n", Ok(b"abc")),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n", Err(ParseError::Incomplete)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", Err(ParseError::ChunkSize)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\n\r\nwhatever follows", Ok(b"whatever follows")),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n", Err(ParseError::Incomplete)),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(
+                parse_request(raw).map(|r| r.body),
+                want.map(|b| b.to_vec()),
+                "{raw:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn trailers_are_not_merged_into_headers() {
+        let raw = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX-Late: 1\r\n\r\n";
+        let req = parse_request(raw).unwrap();
+        assert_eq!(header(&req, "x-late"), "");
+        assert_eq!(req.headers.len(), 2);
+    }
+
+    #[test]
+    fn header_lookup_is_case_blind_and_absent_is_empty() {
+        let req = parse_request(
+            b"GET / HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nAccept: a\r\nAccept: b\r\n\r\n",
+        )
+        .unwrap();
+        let cases = [
+            ("HOST", "h"),
+            ("x-empty", ""),
+            ("missing", ""),
+            ("accept", "a"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(header(&req, name), want, "{name}");
+        }
+    }
+}
