@@ -1,3 +1,89 @@
 //! The strand reactor under `web`: one `mio` event loop per worker thread, every connection a
 //! *strand* (a resumable state value parked in a slab). This crate knows nothing about HTTP or
 //! WebSocket; protocols plug in through its traits.
+//!
+//! # Shape
+//!
+//! - A **worker** is one thread with its own `mio::Poll`, a `slab` of strands, a timer wheel and a
+//!   scratch read buffer ([`DEFAULT_SCRATCH_SIZE`], shared by all its strands). N workers
+//!   ([`Config::workers`]) accept from the same listening address.
+//! - A **strand** ([`Strand`]) holds the whole state of one connection. The reactor resumes it on
+//!   readiness or timer expiry; it reads and writes through [`Io`] until it would block, then
+//!   returns a [`Next`]. The slab entry is the only per-connection memory the reactor keeps
+//!   ([`entry_size`]: the strand plus 24 bytes); a parked idle strand should own no heap memory.
+//! - **Timers** ([`Next::Park`]'s `deadline`) live in a hashed timing wheel whose lists run
+//!   through the slab entries: no allocation, O(1) arm/move/cancel, no scan of all connections.
+//! - **Tokens** carry a generation ([`ConnId`]): a stale event or message for a reused slab key
+//!   never reaches the new connection.
+//! - **Interest** is registered once per connection (readable and writable, edge-triggered) and
+//!   never changed: the reactor records readiness and resumes a strand only for what it waits
+//!   for, so parking differently from one request to the next costs no system call.
+//! - A [`Remote`] reaches the workers from any thread: messages to connections, shutdown, stats.
+//!
+//! # Example: a line echo
+//!
+//! ```no_run
+//! use reactor::{Config, ConnId, Io, Next, Reactor, Read, Service, Strand, Wake};
+//!
+//! struct Echo;
+//!
+//! impl Strand for Echo {
+//!     type Msg = ();
+//!     fn resume(&mut self, io: &mut Io<'_, ()>, _wake: Wake) -> Next {
+//!         loop {
+//!             let (read, mut out) = io.read_split();
+//!             match read {
+//!                 // A toy: a real strand keeps what the socket did not take.
+//!                 Read::Data(bytes) => drop(out.write(bytes)),
+//!                 Read::WouldBlock => return Next::read(),
+//!                 Read::Closed | Read::Error(_) => return Next::Close,
+//!             }
+//!         }
+//!     }
+//!     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next { Next::Close }
+//!     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next { Next::read() }
+//!     fn held_bytes(&self) -> usize { 0 }
+//! }
+//!
+//! struct EchoService;
+//! impl Service for EchoService {
+//!     type Strand = Echo;
+//!     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> Echo {
+//!         Echo
+//!     }
+//! }
+//!
+//! let listener = std::net::TcpListener::bind("127.0.0.1:7000")?;
+//! Reactor::new(listener, Config::default(), |_| EchoService)?.run()?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod config;
+mod conn_id;
+mod io;
+mod listen;
+mod next;
+mod remote;
+mod server;
+mod stats;
+mod strand;
+mod wheel;
+mod worker;
+
+pub use config::{
+    Config, DEFAULT_ACCEPT_BATCH, DEFAULT_ACCEPT_RETRY, DEFAULT_DRAIN_DEADLINE,
+    DEFAULT_EVENTS_CAPACITY, DEFAULT_MAX_CONNECTIONS, DEFAULT_SCRATCH_SIZE,
+    MAX_CONNECTIONS_PER_WORKER,
+};
+pub use conn_id::ConnId;
+pub use io::{Io, Output, Read};
+pub use listen::LISTEN_BACKLOG;
+pub use next::{Handover, Next, Wake};
+pub use remote::Remote;
+pub use server::{Handle, MsgOf, Reactor};
+pub use stats::{Stats, WorkerStats};
+pub use strand::{Service, Strand};
+pub use wheel::TIMER_TICK;
+pub use worker::entry_size;

@@ -1,0 +1,86 @@
+//! Connection identities and the `mio` tokens that carry them.
+//!
+//! A token is `generation << 32 | slab key`. Every accepted connection takes the worker's next
+//! generation, so an event still queued for a connection that closed (whose slab key was then
+//! reused by a new connection in the same batch) carries the old generation and is dropped
+//! instead of waking the new owner (mio issue #172). The same check drops `Remote::send`
+//! messages addressed to a connection that no longer exists.
+
+use mio::Token;
+
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("web-reactor packs a slab key and a generation into a 64-bit mio Token");
+
+/// Token of a worker's listening socket.
+pub(crate) const LISTENER: Token = Token(usize::MAX);
+/// Token of a worker's cross-thread waker.
+pub(crate) const WAKER: Token = Token(usize::MAX - 1);
+
+/// Identifies one connection of one server: its worker, its slab key and the generation that
+/// tells it apart from earlier and later connections parked under the same key. `Copy`, 12 bytes.
+///
+/// Obtained from [`Io::id`](crate::Io::id) or [`Service::open`](crate::Service::open), and used
+/// to address the connection from any thread with [`Remote::send`](crate::Remote::send).
+///
+/// ```
+/// fn log_line(id: reactor::ConnId) -> String {
+///     format!("worker {} key {} generation {}", id.worker(), id.key(), id.generation())
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId {
+    worker: u32,
+    key: u32,
+    generation: u32,
+}
+
+impl ConnId {
+    pub(crate) fn new(worker: u32, key: u32, generation: u32) -> ConnId {
+        ConnId {
+            worker,
+            key,
+            generation,
+        }
+    }
+
+    /// Index of the worker thread that owns the connection (0-based).
+    pub fn worker(self) -> u32 {
+        self.worker
+    }
+
+    /// The connection's key in its worker's slab. Reused after the connection closes.
+    pub fn key(self) -> u32 {
+        self.key
+    }
+
+    /// The generation taken when the connection was accepted; never shared by two connections
+    /// of the same worker alive at the same time (it wraps after 2³² accepts).
+    pub fn generation(self) -> u32 {
+        self.generation
+    }
+
+    /// The `mio` token the worker registers the connection's socket with.
+    pub(crate) fn token(self) -> Token {
+        Token(((self.generation as usize) << 32) | self.key as usize)
+    }
+}
+
+/// Splits a connection token into (slab key, generation).
+pub(crate) fn split_token(token: Token) -> (u32, u32) {
+    ((token.0 & 0xFFFF_FFFF) as u32, (token.0 >> 32) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_round_trips_and_never_meets_the_reserved_tokens() {
+        for (key, generation) in [(0, 0), (1, u32::MAX), (u32::MAX - 17, 7), (42, 1 << 31)] {
+            let id = ConnId::new(3, key, generation);
+            assert_eq!(split_token(id.token()), (key, generation));
+            assert_ne!(id.token(), LISTENER);
+            assert_ne!(id.token(), WAKER);
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! [`Io`]: what a strand touches while it runs — its socket, the worker's scratch buffer,
+//! the loop turn's clock, its identity and the worker's [`Remote`].
+
+use std::io::{self, IoSlice, Read as _, Write as _};
+use std::time::Instant;
+
+use mio::net::TcpStream;
+
+use crate::{ConnId, Remote};
+
+/// The socket has readiness to read that no read has consumed yet.
+pub(crate) const READ_READY: u8 = 1;
+/// The socket has readiness to write that no write has consumed yet.
+pub(crate) const WRITE_READY: u8 = 2;
+
+/// What one read from the socket gave.
+///
+/// `WouldBlock` is a state, not an error: the socket is drained and the strand parks.
+///
+/// ```
+/// use reactor::Read;
+/// fn describe(read: &Read<'_>) -> &'static str {
+///     match read {
+///         Read::Data(_) => "bytes in the scratch buffer",
+///         Read::WouldBlock => "nothing more for now",
+///         Read::Closed => "peer closed its side",
+///         Read::Error(_) => "connection failed",
+///     }
+/// }
+/// assert_eq!(describe(&Read::Closed), "peer closed its side");
+/// ```
+#[derive(Debug)]
+pub enum Read<'a> {
+    /// Bytes read into the worker's scratch buffer, never empty. They stay valid until the
+    /// next read of any strand of this worker: copy what must survive the resume.
+    Data(&'a [u8]),
+    /// Nothing to read until the next readiness.
+    WouldBlock,
+    /// The peer closed its writing side (end of stream).
+    Closed,
+    /// The connection failed (reset, ...).
+    Error(io::Error),
+}
+
+/// Handed to every [`Strand`](crate::Strand) call: read and write the connection without
+/// blocking, and reach the clock, the connection's id and the worker's [`Remote`].
+///
+/// `M` is the strand's message type ([`Strand::Msg`](crate::Strand::Msg)).
+///
+/// ```
+/// use reactor::{Io, Next, Read};
+/// // Answer every chunk with "ok\n" (a toy; a real strand keeps unsent bytes).
+/// fn pump(io: &mut Io<'_, ()>) -> Next {
+///     loop {
+///         let (read, mut out) = io.read_split();
+///         match read {
+///             Read::Data(_bytes) => {
+///                 let _ = out.write(b"ok\n");
+///             }
+///             Read::WouldBlock => return Next::read(),
+///             Read::Closed | Read::Error(_) => return Next::Close,
+///         }
+///     }
+/// }
+/// ```
+pub struct Io<'a, M> {
+    pub(crate) stream: &'a mut TcpStream,
+    pub(crate) scratch: &'a mut [u8],
+    pub(crate) ready: &'a mut u8,
+    pub(crate) now: Instant,
+    pub(crate) id: ConnId,
+    pub(crate) remote: &'a Remote<M>,
+}
+
+impl<'a, M> Io<'a, M> {
+    /// Reads once into the worker's scratch buffer.
+    ///
+    /// Mio is edge-triggered: keep reading until [`Read::WouldBlock`] before parking on `read`.
+    /// Use [`Io::read_split`] to write while holding the bytes read.
+    pub fn read(&mut self) -> Read<'_> {
+        self.read_split().0
+    }
+
+    /// Reads once into the scratch buffer and also returns the connection's [`Output`], so a
+    /// strand can answer while it still looks at the bytes it read.
+    pub fn read_split(&mut self) -> (Read<'_>, Output<'_>) {
+        let read = loop {
+            match (&*self.stream).read(self.scratch) {
+                Ok(0) => break Outcome::Closed,
+                Ok(n) => break Outcome::Data(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    *self.ready &= !READ_READY;
+                    break Outcome::WouldBlock;
+                }
+                Err(e) => break Outcome::Error(e),
+            }
+        };
+        let read = match read {
+            Outcome::Data(n) => Read::Data(&self.scratch[..n.min(self.scratch.len())]),
+            Outcome::WouldBlock => Read::WouldBlock,
+            Outcome::Closed => Read::Closed,
+            Outcome::Error(e) => Read::Error(e),
+        };
+        let out = Output {
+            stream: self.stream,
+            ready: self.ready,
+        };
+        (read, out)
+    }
+
+    /// The connection's [`Output`].
+    pub fn output(&mut self) -> Output<'_> {
+        Output {
+            stream: self.stream,
+            ready: self.ready,
+        }
+    }
+
+    /// Writes what the socket takes now; see [`Output::write`].
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.output().write(buf)
+    }
+
+    /// Writes several buffers in one system call; see [`Output::write_vectored`].
+    pub fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.output().write_vectored(bufs)
+    }
+
+    /// The instant this loop turn started: one clock read per turn, shared by all strands.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// This connection's id.
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+
+    /// The server's [`Remote`], to address other connections (broadcast) or start shutdown.
+    pub fn remote(&self) -> &Remote<M> {
+        self.remote
+    }
+
+    /// The raw socket (socket options, peer address, ...). Reads and writes made directly on it
+    /// bypass the reactor's readiness bookkeeping: a `WouldBlock` seen there is not recorded,
+    /// which costs at most one extra resume.
+    pub fn stream(&mut self) -> &mut TcpStream {
+        self.stream
+    }
+
+    /// The size of the scratch buffer reads land in.
+    pub fn scratch_size(&self) -> usize {
+        self.scratch.len()
+    }
+}
+
+enum Outcome {
+    Data(usize),
+    WouldBlock,
+    Closed,
+    Error(io::Error),
+}
+
+/// The writing half of [`Io`], usable while bytes from [`Io::read_split`] are borrowed.
+///
+/// ```
+/// use reactor::{Io, Next};
+/// fn flush(io: &mut Io<'_, ()>, pending: &mut Vec<u8>) -> Next {
+///     match io.output().write(pending) {
+///         Ok(n) => {
+///             pending.drain(..n);
+///             if pending.is_empty() {
+///                 *pending = Vec::new(); // give the memory back: idle strands hold none
+///                 Next::read()
+///             } else {
+///                 Next::write()
+///             }
+///         }
+///         Err(_) => Next::Close,
+///     }
+/// }
+/// ```
+pub struct Output<'a> {
+    stream: &'a TcpStream,
+    ready: &'a mut u8,
+}
+
+impl Output<'_> {
+    /// Writes what the socket takes now and returns how many bytes it took. A count short of
+    /// `buf.len()` (0 included) means the socket's buffer is full: keep the rest and park on
+    /// `write`. `WouldBlock` never comes back as an error; errors are real failures.
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            match (&*self.stream).write(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    *self.ready &= !WRITE_READY;
+                    return Ok(0);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Like [`Output::write`] for several buffers in one system call (`writev`).
+    pub fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        loop {
+            match (&*self.stream).write_vectored(bufs) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    *self.ready &= !WRITE_READY;
+                    return Ok(0);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! [`Remote`]: the cross-thread side of a server — messages to connections, shutdown, stats.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::stats::{Stats, WorkerStats};
+use crate::ConnId;
+
+/// Per-worker figures, written by the worker once per loop turn, read by anyone.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) open: AtomicUsize,
+    pub(crate) parked: AtomicUsize,
+    pub(crate) held_bytes: AtomicUsize,
+    pub(crate) accepted: AtomicU64,
+    pub(crate) accept_errors: AtomicU64,
+    pub(crate) dropped_messages: AtomicU64,
+    pub(crate) panics: AtomicU64,
+}
+
+/// What other threads share with one worker.
+pub(crate) struct WorkerShared<M> {
+    /// Messages waiting for the worker; it swaps the vector out when woken.
+    pub(crate) inbox: Mutex<Vec<(ConnId, M)>>,
+    pub(crate) waker: mio::Waker,
+    pub(crate) counters: Counters,
+    /// False once the worker's loop has ended.
+    pub(crate) running: AtomicBool,
+}
+
+pub(crate) struct Shared<M> {
+    pub(crate) workers: Box<[WorkerShared<M>]>,
+    pub(crate) shutdown: AtomicBool,
+}
+
+impl<M> WorkerShared<M> {
+    pub(crate) fn inbox(&self) -> MutexGuard<'_, Vec<(ConnId, M)>> {
+        // A panic while holding this lock cannot leave the vector inconsistent.
+        self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The server seen from any thread: send messages to connections, start the graceful shutdown,
+/// read the figures. `Clone + Send + Sync`; cheap to clone (one `Arc`).
+///
+/// Each worker has a mutex-guarded inbox and a `mio::Waker`; a send locks one inbox and wakes the
+/// worker only when its inbox was empty (the worker empties it whole on each wake).
+///
+/// ```no_run
+/// # fn demo(remote: reactor::Remote<String>, ids: Vec<reactor::ConnId>) {
+/// // Broadcast to many connections: one lock and at most one wake per worker.
+/// let queued = remote.broadcast(&ids, &"hello".to_string());
+/// # let _ = queued;
+/// # }
+/// ```
+pub struct Remote<M> {
+    pub(crate) shared: Arc<Shared<M>>,
+}
+
+impl<M> Clone for Remote<M> {
+    fn clone(&self) -> Remote<M> {
+        Remote {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<M> std::fmt::Debug for Remote<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("workers", &self.shared.workers.len())
+            .finish()
+    }
+}
+
+impl<M: Send + 'static> Remote<M> {
+    /// Queues `msg` for the connection `id`; its strand receives it through
+    /// [`Strand::message`](crate::Strand::message) on its worker thread.
+    ///
+    /// Returns `false` when the message cannot be queued (no such worker, or the worker has
+    /// stopped). A message to a connection that has closed, or whose slab key now belongs to
+    /// another connection (a different generation), is dropped by the worker and counted in
+    /// [`Stats::dropped_messages`].
+    ///
+    /// ```no_run
+    /// # fn demo(remote: &reactor::Remote<Vec<u8>>, id: reactor::ConnId) {
+    /// if !remote.send(id, b"ping".to_vec()) {
+    ///     // the server is gone
+    /// }
+    /// # }
+    /// ```
+    pub fn send(&self, id: ConnId, msg: M) -> bool {
+        let Some(worker) = self.shared.workers.get(id.worker() as usize) else {
+            return false;
+        };
+        if !worker.running.load(Relaxed) {
+            return false;
+        }
+        let was_empty = {
+            let mut inbox = worker.inbox();
+            let was_empty = inbox.is_empty();
+            inbox.push((id, msg));
+            was_empty
+        };
+        if was_empty {
+            let _ = worker.waker.wake();
+        }
+        true
+    }
+
+    /// Queues a clone of `msg` for every connection in `ids`, taking each worker's lock once and
+    /// waking each worker at most once. Returns how many messages were queued (see
+    /// [`Remote::send`] for what is dropped later).
+    ///
+    /// ```no_run
+    /// # fn demo(remote: &reactor::Remote<std::sync::Arc<[u8]>>, ids: &[reactor::ConnId]) {
+    /// let frame: std::sync::Arc<[u8]> = b"news".to_vec().into();
+    /// remote.broadcast(ids, &frame); // clones are Arc bumps
+    /// # }
+    /// ```
+    pub fn broadcast(&self, ids: &[ConnId], msg: &M) -> usize
+    where
+        M: Clone,
+    {
+        let mut queued = 0;
+        for (w, worker) in self.shared.workers.iter().enumerate() {
+            if !worker.running.load(Relaxed) {
+                continue;
+            }
+            let mut mine = ids.iter().filter(|id| id.worker() as usize == w).peekable();
+            if mine.peek().is_none() {
+                continue;
+            }
+            let was_empty = {
+                let mut inbox = worker.inbox();
+                let was_empty = inbox.is_empty();
+                for id in mine {
+                    inbox.push((*id, msg.clone()));
+                    queued += 1;
+                }
+                was_empty
+            };
+            if was_empty {
+                let _ = worker.waker.wake();
+            }
+        }
+        queued
+    }
+
+    /// Starts the graceful shutdown and returns at once: workers stop accepting, call
+    /// [`Strand::drain`](crate::Strand::drain) on every strand, let them finish until the drain
+    /// deadline, close the rest and end. [`Handle::shutdown`](crate::Handle::shutdown) does this
+    /// and also waits.
+    ///
+    /// ```no_run
+    /// # fn demo(remote: &reactor::Remote<()>) {
+    /// remote.shutdown();
+    /// # }
+    /// ```
+    pub fn shutdown(&self) {
+        self.shared
+            .shutdown
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        for worker in self.shared.workers.iter() {
+            let _ = worker.waker.wake();
+        }
+    }
+
+    /// Whether [`Remote::shutdown`] was called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared
+            .shutdown
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        self.shared.workers.len()
+    }
+
+    /// The server's figures now (each worker publishes its own once per loop turn).
+    ///
+    /// ```no_run
+    /// # fn demo(remote: &reactor::Remote<()>) {
+    /// let stats = remote.stats();
+    /// println!("{} open, {} bytes held", stats.open, stats.held_bytes);
+    /// # }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let workers: Vec<WorkerStats> = self
+            .shared
+            .workers
+            .iter()
+            .map(|w| {
+                let c = &w.counters;
+                WorkerStats {
+                    open: c.open.load(Relaxed),
+                    parked: c.parked.load(Relaxed),
+                    held_bytes: c.held_bytes.load(Relaxed),
+                    accepted: c.accepted.load(Relaxed),
+                    accept_errors: c.accept_errors.load(Relaxed),
+                    dropped_messages: c.dropped_messages.load(Relaxed),
+                    panics: c.panics.load(Relaxed),
+                }
+            })
+            .collect();
+        Stats::sum(workers)
+    }
+}

@@ -1,0 +1,247 @@
+//! [`Reactor`]: sets up the workers; [`Handle`]: a running server.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use mio::{Interest, Poll};
+
+use crate::conn_id::{LISTENER, WAKER};
+use crate::listen;
+use crate::remote::{Counters, Shared, WorkerShared};
+use crate::worker::Worker;
+use crate::{Config, Remote, Service, Stats, Strand};
+
+/// The message type of a service's strands.
+pub type MsgOf<S> = <<S as Service>::Strand as Strand>::Msg;
+
+/// A server ready to run: one poll, listener and service per worker.
+///
+/// ```no_run
+/// # use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+/// # struct Closer;
+/// # impl Strand for Closer {
+/// #     type Msg = ();
+/// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+/// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+/// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+/// #     fn held_bytes(&self) -> usize { 0 }
+/// # }
+/// # struct CloseAll;
+/// # impl Service for CloseAll {
+/// #     type Strand = Closer;
+/// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> Closer { Closer }
+/// # }
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let reactor = reactor::Reactor::new(listener, reactor::Config::default(), |_worker| CloseAll)?;
+/// let handle = reactor.spawn()?;
+/// println!("listening on {}", handle.local_addr());
+/// handle.shutdown()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Reactor<S: Service> {
+    parts: Vec<(Poll, mio::net::TcpListener, S)>,
+    remote: Remote<MsgOf<S>>,
+    config: Config,
+    local_addr: SocketAddr,
+}
+
+impl<S: Service> Reactor<S> {
+    /// Prepares `config.workers` workers sharing `listener` (an already bound listener: each
+    /// worker polls its own `dup` of it, all accepting from one queue). `make_service(i)` makes
+    /// worker `i`'s service.
+    pub fn new(
+        listener: TcpListener,
+        config: Config,
+        make_service: impl FnMut(usize) -> S,
+    ) -> io::Result<Reactor<S>> {
+        let local_addr = listener.local_addr()?;
+        let listeners = listen::duplicated(listener, config.workers)?;
+        Reactor::with_listeners(listeners, local_addr, config, make_service)
+    }
+
+    /// Binds `addr` (port 0 picks a free port) with one `SO_REUSEPORT` socket per worker, so the
+    /// kernel spreads connections across workers by a hash of the connection's addresses
+    /// (Linux; elsewhere this shares one listener as [`Reactor::new`] does).
+    ///
+    /// # Dup or `SO_REUSEPORT`
+    ///
+    /// Figures from `tests/listener_spread.rs` (`cargo test -p web-reactor --release --test
+    /// listener_spread -- --ignored --nocapture`), 2 workers on a 2-core machine, 4 client
+    /// threads each running connect, one echo round trip, close:
+    ///
+    /// | listeners | connections per worker (of 4 000) | per-worker share |
+    /// |---|---|---|
+    /// | shared `dup` ([`Reactor::new`]) | see `SPREAD_FIGURES` below | |
+    /// | `SO_REUSEPORT` ([`Reactor::bind`]) | | |
+    ///
+    /// SPREAD_FIGURES
+    pub fn bind(
+        addr: SocketAddr,
+        config: Config,
+        make_service: impl FnMut(usize) -> S,
+    ) -> io::Result<Reactor<S>> {
+        let listeners = listen::reuseport(addr, config.workers)?;
+        let local_addr = match listeners.first() {
+            Some(l) => l.local_addr()?,
+            None => addr,
+        };
+        Reactor::with_listeners(listeners, local_addr, config, make_service)
+    }
+
+    fn with_listeners(
+        listeners: Vec<TcpListener>,
+        local_addr: SocketAddr,
+        config: Config,
+        mut make_service: impl FnMut(usize) -> S,
+    ) -> io::Result<Reactor<S>> {
+        let mut parts = Vec::with_capacity(listeners.len());
+        let mut shared = Vec::with_capacity(listeners.len());
+        for (i, listener) in listeners.into_iter().enumerate() {
+            listener.set_nonblocking(true)?;
+            let poll = Poll::new()?;
+            let mut listener = mio::net::TcpListener::from_std(listener);
+            poll.registry()
+                .register(&mut listener, LISTENER, Interest::READABLE)?;
+            let waker = mio::Waker::new(poll.registry(), WAKER)?;
+            shared.push(WorkerShared {
+                inbox: Mutex::new(Vec::new()),
+                waker,
+                counters: Counters::default(),
+                running: AtomicBool::new(true),
+            });
+            parts.push((poll, listener, make_service(i)));
+        }
+        let remote = Remote {
+            shared: Arc::new(Shared {
+                workers: shared.into_boxed_slice(),
+                shutdown: AtomicBool::new(false),
+            }),
+        };
+        Ok(Reactor {
+            parts,
+            remote,
+            config,
+            local_addr,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The server's [`Remote`], usable before it runs (say, to shut down a [`Reactor::run`]
+    /// from another thread).
+    pub fn remote(&self) -> Remote<MsgOf<S>> {
+        self.remote.clone()
+    }
+
+    /// Starts one thread per worker (named `reactor-<i>`) and returns at once.
+    pub fn spawn(self) -> io::Result<Handle<MsgOf<S>>> {
+        let mut handle = Handle {
+            remote: self.remote.clone(),
+            threads: Vec::with_capacity(self.parts.len()),
+            local_addr: self.local_addr,
+        };
+        for (i, (poll, listener, service)) in self.parts.into_iter().enumerate() {
+            let worker = Worker::new(
+                i,
+                poll,
+                listener,
+                service,
+                self.remote.clone(),
+                self.config.clone(),
+            );
+            let thread = std::thread::Builder::new()
+                .name(format!("reactor-{i}"))
+                .spawn(move || worker.run())?;
+            handle.threads.push(thread);
+        }
+        Ok(handle)
+    }
+
+    /// Runs the server and returns only after a shutdown started through a [`Remote`]
+    /// (see [`Reactor::remote`]) has completed.
+    pub fn run(self) -> io::Result<()> {
+        self.spawn()?.join()
+    }
+}
+
+/// A running server. Dropping it shuts the server down gracefully and waits for its workers.
+///
+/// ```no_run
+/// # fn demo(handle: reactor::Handle<()>) -> std::io::Result<()> {
+/// let addr = handle.local_addr();
+/// let stats = handle.stats();
+/// handle.shutdown()?; // stop accepting, drain, join
+/// # let _ = (addr, stats);
+/// # Ok(())
+/// # }
+/// ```
+pub struct Handle<M: Send + 'static> {
+    remote: Remote<M>,
+    threads: Vec<JoinHandle<()>>,
+    local_addr: SocketAddr,
+}
+
+impl<M: Send + 'static> Handle<M> {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A [`Remote`] of this server.
+    pub fn remote(&self) -> Remote<M> {
+        self.remote.clone()
+    }
+
+    /// The server's figures now.
+    pub fn stats(&self) -> Stats {
+        self.remote.stats()
+    }
+
+    /// Graceful shutdown: stops accepting, asks every strand to [drain](crate::Strand::drain),
+    /// waits for them to close (closing the rest after the drain deadline), then joins the
+    /// workers. Fails only if a worker thread panicked (a bug of the reactor: strand panics are
+    /// caught).
+    pub fn shutdown(mut self) -> io::Result<()> {
+        self.remote.shutdown();
+        self.wait()
+    }
+
+    /// Waits until the workers end (after a shutdown started elsewhere).
+    pub fn join(mut self) -> io::Result<()> {
+        self.wait()
+    }
+
+    fn wait(&mut self) -> io::Result<()> {
+        let mut result = Ok(());
+        for thread in self.threads.drain(..) {
+            if thread.join().is_err() {
+                result = Err(io::Error::other("a reactor worker thread panicked"));
+            }
+        }
+        result
+    }
+}
+
+impl<M: Send + 'static> Drop for Handle<M> {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.remote.shutdown();
+            let _ = self.wait();
+        }
+    }
+}
+
+impl<M: Send + 'static> std::fmt::Debug for Handle<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("local_addr", &self.local_addr)
+            .field("workers", &self.threads.len())
+            .finish()
+    }
+}

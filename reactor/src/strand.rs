@@ -1,0 +1,111 @@
+//! The two traits a protocol implements: [`Strand`] (one connection) and [`Service`]
+//! (one per worker, makes strands).
+
+use std::net::SocketAddr;
+
+use mio::net::TcpStream;
+
+use crate::{ConnId, Io, Next, Wake};
+
+/// What a protocol does with one connection: a plain value holding the connection's whole
+/// state, parked in its worker's slab between resumes.
+///
+/// Every method runs on the worker thread, must not block, and returns what the strand waits
+/// for next. A panic in any of them closes this connection only.
+///
+/// An idle strand should hold no heap memory: reads land in the worker's scratch buffer
+/// ([`Io::read`]) and a strand keeps bytes only while a message is incomplete or a write is
+/// pending.
+///
+/// ```
+/// use reactor::{Io, Next, Read, Strand, Wake};
+///
+/// /// Discards everything it reads; closes after 10 idle seconds.
+/// struct Sink;
+///
+/// impl Strand for Sink {
+///     type Msg = ();
+///     fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Next {
+///         if wake == Wake::Timeout {
+///             return Next::Close;
+///         }
+///         loop {
+///             match io.read() {
+///                 Read::Data(_) => continue,
+///                 Read::WouldBlock => {
+///                     let idle = io.now() + std::time::Duration::from_secs(10);
+///                     return Next::read().until(idle);
+///                 }
+///                 Read::Closed | Read::Error(_) => return Next::Close,
+///             }
+///         }
+///     }
+///     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next {
+///         Next::Close
+///     }
+///     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next {
+///         Next::read()
+///     }
+///     fn held_bytes(&self) -> usize {
+///         0
+///     }
+/// }
+/// ```
+pub trait Strand: Send + 'static {
+    /// Messages other threads send to this connection with [`Remote::send`](crate::Remote::send)
+    /// (WebSocket sends and broadcasts). Use `()` when unused.
+    type Msg: Send + 'static;
+
+    /// Resume after readiness or timer expiry (`wake` says which). Read through `io` (into the
+    /// worker's scratch buffer) until [`Read::WouldBlock`](crate::Read::WouldBlock), write through
+    /// `io`, then say what comes next. Readiness is edge-triggered: see [`Wake`].
+    fn resume(&mut self, io: &mut Io<'_, Self::Msg>, wake: Wake) -> Next;
+
+    /// The server is shutting down: return [`Next::Close`] at once if idle, otherwise the `Next`
+    /// that finishes what is in flight; the reactor keeps resuming the strand as usual and it
+    /// closes afterwards. Strands still open when the drain deadline passes are closed.
+    fn drain(&mut self, io: &mut Io<'_, Self::Msg>) -> Next;
+
+    /// A message sent to this connection through [`Remote::send`](crate::Remote::send).
+    fn message(&mut self, io: &mut Io<'_, Self::Msg>, msg: Self::Msg) -> Next;
+
+    /// Heap bytes this strand holds now (buffers' capacities); 0 when idle. Read by the reactor
+    /// around every call to keep [`Stats::held_bytes`](crate::Stats::held_bytes) as a running sum.
+    fn held_bytes(&self) -> usize;
+}
+
+/// One per worker: makes the strand of each connection the worker accepts.
+///
+/// Per-protocol counters (requests served, ...) belong to the protocol: a service can hold an
+/// `Arc` of atomics shared with whoever reports them, and pass what a strand needs to it in
+/// `open` (a strand is a plain value; a `&'static` or an index costs no heap memory).
+///
+/// ```
+/// use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+/// use std::net::SocketAddr;
+///
+/// struct Closer;
+/// impl Strand for Closer {
+///     type Msg = ();
+///     fn resume(&mut self, _io: &mut Io<'_, ()>, _wake: Wake) -> Next { Next::Close }
+///     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next { Next::Close }
+///     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next { Next::Close }
+///     fn held_bytes(&self) -> usize { 0 }
+/// }
+///
+/// struct CloseAll;
+/// impl Service for CloseAll {
+///     type Strand = Closer;
+///     fn open(&mut self, _stream: &mio::net::TcpStream, _peer: SocketAddr, _id: ConnId) -> Closer {
+///         Closer
+///     }
+/// }
+/// ```
+pub trait Service: Send + 'static {
+    /// The strand made for each connection.
+    type Strand: Strand;
+
+    /// Makes the strand of a connection just accepted. The reactor then resumes it with
+    /// [`Wake::Start`].
+    fn open(&mut self, stream: &TcpStream, peer: SocketAddr, id: ConnId) -> Self::Strand;
+}

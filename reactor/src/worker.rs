@@ -1,0 +1,536 @@
+//! One worker: a thread with its own `mio::Poll`, slab of strands, timer wheel and scratch buffer.
+
+use std::io;
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+
+use crate::conn_id::{split_token, LISTENER, WAKER};
+use crate::io::{READ_READY, WRITE_READY};
+use crate::remote::WorkerShared;
+use crate::wheel::{Clock, Link, Links, Wheel};
+use crate::{Config, ConnId, Io, Next, Remote, Service, Strand, Wake};
+
+/// The strand wants to be resumed when readable.
+const WANT_READ: u8 = 4;
+/// The strand wants to be resumed when writable.
+const WANT_WRITE: u8 = 8;
+/// Counted in `parked`: last `Next` was a `Park` without `write`.
+const PARKED: u8 = 16;
+
+type Msg<S> = <<S as Service>::Strand as Strand>::Msg;
+
+/// A slab entry: the strand and what the reactor keeps beside it. Nothing here owns heap memory
+/// besides what the strand itself holds.
+pub(crate) struct Entry<T> {
+    strand: T,
+    stream: TcpStream,
+    generation: u32,
+    link: Link,
+    flags: u8,
+}
+
+/// Size in bytes of the slab entry the reactor keeps per connection for strands of type `T`
+/// (the strand plus 24 bytes: socket, generation, timer links and flags, before padding;
+/// the slab adds its own tag).
+///
+/// ```
+/// struct Tiny;
+/// # impl reactor::Strand for Tiny {
+/// #     type Msg = ();
+/// #     fn resume(&mut self, _: &mut reactor::Io<'_, ()>, _: reactor::Wake) -> reactor::Next { reactor::Next::Close }
+/// #     fn drain(&mut self, _: &mut reactor::Io<'_, ()>) -> reactor::Next { reactor::Next::Close }
+/// #     fn message(&mut self, _: &mut reactor::Io<'_, ()>, _: ()) -> reactor::Next { reactor::Next::Close }
+/// #     fn held_bytes(&self) -> usize { 0 }
+/// # }
+/// assert!(reactor::entry_size::<Tiny>() <= 32);
+/// ```
+pub fn entry_size<T: Strand>() -> usize {
+    std::mem::size_of::<Entry<T>>()
+}
+
+impl<T> Links for Slab<Entry<T>> {
+    fn link(&mut self, key: u32) -> &mut Link {
+        // Invariant: a key is unlinked from the wheel before its entry leaves the slab.
+        &mut self[key as usize].link
+    }
+}
+
+pub(crate) struct Worker<S: Service> {
+    index: u32,
+    poll: Poll,
+    listener: Option<TcpListener>,
+    service: S,
+    slab: Slab<Entry<S::Strand>>,
+    wheel: Wheel,
+    clock: Clock,
+    scratch: Box<[u8]>,
+    remote: Remote<Msg<S>>,
+    config: Config,
+    limit: usize,
+    next_generation: u32,
+    now: Instant,
+    /// Accepting pauses until then after running out of descriptors.
+    accept_paused_until: Option<Instant>,
+    /// The batch limit was hit: accept again on the next turn.
+    accept_more: bool,
+    /// The connection limit was hit: accept again once a connection closes.
+    at_limit: bool,
+    draining: bool,
+    drain_until: Option<Instant>,
+    /// Strands to resume because readiness they want was already recorded: (key, generation).
+    again: Vec<(u32, u32)>,
+    again_spare: Vec<(u32, u32)>,
+    expired: Vec<u32>,
+    inbox_spare: Vec<(ConnId, Msg<S>)>,
+    parked: usize,
+    held: usize,
+    accepted: u64,
+    accept_errors: u64,
+    dropped: u64,
+    panics: u64,
+}
+
+impl<S: Service> Worker<S> {
+    pub(crate) fn new(
+        index: usize,
+        poll: Poll,
+        listener: TcpListener,
+        service: S,
+        remote: Remote<Msg<S>>,
+        config: Config,
+    ) -> Worker<S> {
+        let now = Instant::now();
+        let clock = Clock::new(now);
+        Worker {
+            index: index as u32,
+            poll,
+            listener: Some(listener),
+            service,
+            slab: Slab::new(),
+            wheel: Wheel::new(clock.tick(now)),
+            clock,
+            scratch: vec![0; config.scratch_size].into_boxed_slice(),
+            remote,
+            limit: config.per_worker_limit(),
+            config,
+            next_generation: 0,
+            now,
+            accept_paused_until: None,
+            accept_more: false,
+            at_limit: false,
+            draining: false,
+            drain_until: None,
+            again: Vec::new(),
+            again_spare: Vec::new(),
+            expired: Vec::new(),
+            inbox_spare: Vec::new(),
+            parked: 0,
+            held: 0,
+            accepted: 0,
+            accept_errors: 0,
+            dropped: 0,
+            panics: 0,
+        }
+    }
+
+    fn shared(&self) -> &WorkerShared<Msg<S>> {
+        &self.remote.shared.workers[self.index as usize]
+    }
+
+    /// The loop: runs until shutdown has drained every strand (or the drain deadline passed).
+    pub(crate) fn run(mut self) {
+        let mut events = Events::with_capacity(self.config.events_capacity);
+        loop {
+            let timeout = self.timeout();
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    // Never spin on a failing poll.
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            self.now = Instant::now();
+            let mut listener_ready = false;
+            let mut woken = false;
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => listener_ready = true,
+                    WAKER => woken = true,
+                    token => self.ready(token, event),
+                }
+            }
+            if woken {
+                self.take_inbox();
+            }
+            if !self.draining && self.remote.shared.shutdown.load(SeqCst) {
+                self.start_drain();
+            }
+            let retry_due = self.accept_paused_until.is_some_and(|t| self.now >= t);
+            if listener_ready || self.accept_more || retry_due {
+                self.accept();
+            }
+            self.expire_timers();
+            self.resume_again();
+            self.publish();
+            if self.draining {
+                if self.slab.is_empty() {
+                    break;
+                }
+                if self.drain_until.is_some_and(|t| Instant::now() >= t) {
+                    self.close_all();
+                    break;
+                }
+            }
+        }
+        self.shared().running.store(false, SeqCst);
+        self.close_all();
+        // Messages that arrived too late are dropped.
+        let late = std::mem::take(&mut *self.shared().inbox());
+        self.dropped += late.len() as u64;
+        self.publish();
+    }
+
+    /// How long the next poll may sleep.
+    fn timeout(&self) -> Option<Duration> {
+        if !self.again.is_empty() || self.accept_more {
+            return Some(Duration::ZERO);
+        }
+        let mut at: Option<Instant> = None;
+        if let Some(ticks) = self.wheel.next_in() {
+            at = Some(self.clock.instant(self.wheel.current().wrapping_add(ticks)));
+        }
+        for t in [self.accept_paused_until, self.drain_until]
+            .into_iter()
+            .flatten()
+        {
+            at = Some(at.map_or(t, |a| a.min(t)));
+        }
+        at.map(|t| t.saturating_duration_since(Instant::now()))
+    }
+
+    /// A readiness event for a connection.
+    fn ready(&mut self, token: Token, event: &mio::event::Event) {
+        let (key, generation) = split_token(token);
+        let Some(entry) = self.slab.get_mut(key as usize) else {
+            return;
+        };
+        if entry.generation != generation {
+            return; // stale: the key belongs to a newer connection now
+        }
+        if event.is_readable() || event.is_read_closed() || event.is_error() {
+            entry.flags |= READ_READY;
+        }
+        if event.is_writable() || event.is_write_closed() || event.is_error() {
+            entry.flags |= WRITE_READY;
+        }
+        if let Some(wake) = wanted(entry.flags) {
+            self.call(key, |strand, io| strand.resume(io, wake));
+        }
+    }
+
+    /// Resumes strands whose wanted readiness was already recorded when they parked.
+    fn resume_again(&mut self) {
+        if self.again.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::replace(&mut self.again, std::mem::take(&mut self.again_spare));
+        for &(key, generation) in &batch {
+            let Some(entry) = self.slab.get(key as usize) else {
+                continue;
+            };
+            if entry.generation != generation {
+                continue;
+            }
+            if let Some(wake) = wanted(entry.flags) {
+                self.call(key, |strand, io| strand.resume(io, wake));
+            }
+        }
+        batch.clear();
+        self.again_spare = batch;
+    }
+
+    fn expire_timers(&mut self) {
+        let tick = self.clock.tick(self.now);
+        let mut expired = std::mem::take(&mut self.expired);
+        self.wheel.expire(&mut self.slab, tick, &mut expired);
+        for &key in &expired {
+            self.call(key, |strand, io| strand.resume(io, Wake::Timeout));
+        }
+        expired.clear();
+        self.expired = expired;
+    }
+
+    /// Delivers the messages other threads queued.
+    fn take_inbox(&mut self) {
+        let mut batch = std::mem::take(&mut self.inbox_spare);
+        std::mem::swap(&mut *self.shared().inbox(), &mut batch);
+        for (id, msg) in batch.drain(..) {
+            let live = id.worker() == self.index
+                && self
+                    .slab
+                    .get(id.key() as usize)
+                    .is_some_and(|e| e.generation == id.generation());
+            if live {
+                self.call(id.key(), |strand, io| strand.message(io, msg));
+            } else {
+                self.dropped += 1;
+            }
+        }
+        self.inbox_spare = batch;
+    }
+
+    /// Accepts until the backlog is empty, the batch or connection limit is reached, or
+    /// descriptors run out. Accept errors never stop the worker and never make it spin.
+    fn accept(&mut self) {
+        self.accept_more = false;
+        if self.draining {
+            return;
+        }
+        if let Some(until) = self.accept_paused_until {
+            if self.now < until {
+                return;
+            }
+            self.accept_paused_until = None;
+        }
+        for _ in 0..self.config.accept_batch {
+            if self.slab.len() >= self.limit {
+                // New connections wait in the backlog until one of ours closes.
+                self.at_limit = true;
+                return;
+            }
+            let Some(listener) = self.listener.as_ref() else {
+                return;
+            };
+            match listener.accept() {
+                Ok((stream, peer)) => self.open(stream, peer),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.accept_errors += 1;
+                    if !skippable(&e) {
+                        // EMFILE, ENFILE, ENOBUFS, ENOMEM or unknown: pause, retry on a timer.
+                        self.accept_paused_until = Some(self.now + self.config.accept_retry);
+                        return;
+                    }
+                }
+            }
+        }
+        self.accept_more = true;
+    }
+
+    fn open(&mut self, stream: TcpStream, peer: SocketAddr) {
+        let mut stream = stream;
+        if self.config.nodelay {
+            let _ = stream.set_nodelay(true);
+        }
+        let key = self.slab.vacant_key() as u32;
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1);
+        let id = ConnId::new(self.index, key, generation);
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if self
+            .poll
+            .registry()
+            .register(&mut stream, id.token(), interest)
+            .is_err()
+        {
+            return; // dropping the stream closes it
+        }
+        let service = &mut self.service;
+        let strand = match catch_unwind(AssertUnwindSafe(|| service.open(&stream, peer, id))) {
+            Ok(strand) => strand,
+            Err(_) => {
+                self.panics += 1;
+                return;
+            }
+        };
+        self.slab.insert(Entry {
+            strand,
+            stream,
+            generation,
+            link: Link::new(),
+            // Nothing is known yet: let the first read find out.
+            flags: READ_READY | WRITE_READY,
+        });
+        self.accepted += 1;
+        self.call(key, |strand, io| strand.resume(io, Wake::Start));
+    }
+
+    /// Runs one strand method under `catch_unwind` and applies the `Next` it returns.
+    fn call<F>(&mut self, key: u32, f: F)
+    where
+        F: FnOnce(&mut S::Strand, &mut Io<'_, Msg<S>>) -> Next,
+    {
+        let Some(entry) = self.slab.get_mut(key as usize) else {
+            return;
+        };
+        let before = entry.strand.held_bytes();
+        let id = ConnId::new(self.index, key, entry.generation);
+        let result = {
+            let mut io = Io {
+                stream: &mut entry.stream,
+                scratch: &mut self.scratch,
+                ready: &mut entry.flags,
+                now: self.now,
+                id,
+                remote: &self.remote,
+            };
+            let strand = &mut entry.strand;
+            catch_unwind(AssertUnwindSafe(|| f(strand, &mut io)))
+        };
+        match result {
+            Ok(next) => self.apply(key, next, before),
+            Err(_) => {
+                self.panics += 1;
+                self.close(key, before);
+            }
+        }
+    }
+
+    fn apply(&mut self, key: u32, next: Next, before: usize) {
+        match next {
+            Next::Park {
+                read,
+                write,
+                deadline,
+            } => {
+                let entry = &mut self.slab[key as usize];
+                let after = entry.strand.held_bytes();
+                self.held = self.held.saturating_sub(before).saturating_add(after);
+                let was_parked = entry.flags & PARKED != 0;
+                let mut flags = entry.flags & (READ_READY | WRITE_READY);
+                if read {
+                    flags |= WANT_READ;
+                }
+                if write {
+                    flags |= WANT_WRITE;
+                } else {
+                    flags |= PARKED;
+                }
+                entry.flags = flags;
+                match (was_parked, !write) {
+                    (false, true) => self.parked += 1,
+                    (true, false) => self.parked -= 1,
+                    _ => {}
+                }
+                let generation = entry.generation;
+                if wanted(flags).is_some() {
+                    self.again.push((key, generation));
+                }
+                match deadline {
+                    None => self.wheel.remove(&mut self.slab, key),
+                    Some(t) => {
+                        let due = self.clock.due_tick(t);
+                        self.wheel.set(&mut self.slab, key, due);
+                    }
+                }
+            }
+            Next::Close => self.close(key, before),
+            Next::Release(handover) => {
+                if let Some(mut stream) = self.remove(key, before) {
+                    let _ = self.poll.registry().deregister(&mut stream);
+                    let stream = std::net::TcpStream::from(stream);
+                    if stream.set_nonblocking(false).is_ok() {
+                        if catch_unwind(AssertUnwindSafe(|| handover(stream))).is_err() {
+                            self.panics += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, key: u32, before: usize) {
+        // Closing the descriptor removes it from the poll: no deregister call needed.
+        drop(self.remove(key, before));
+    }
+
+    /// Takes an entry out of the slab, its timer and counters; drops the strand and returns
+    /// the socket.
+    fn remove(&mut self, key: u32, before: usize) -> Option<TcpStream> {
+        if !self.slab.contains(key as usize) {
+            return None;
+        }
+        self.wheel.remove(&mut self.slab, key);
+        let Entry {
+            strand,
+            stream,
+            flags,
+            ..
+        } = self.slab.remove(key as usize);
+        if flags & PARKED != 0 {
+            self.parked -= 1;
+        }
+        self.held = self.held.saturating_sub(before);
+        if catch_unwind(AssertUnwindSafe(move || drop(strand))).is_err() {
+            self.panics += 1;
+        }
+        if self.at_limit {
+            self.at_limit = false;
+            self.accept_more = true;
+        }
+        Some(stream)
+    }
+
+    /// Stops accepting and asks every strand to drain.
+    fn start_drain(&mut self) {
+        self.draining = true;
+        self.drain_until = Some(self.now + self.config.drain_deadline);
+        self.accept_more = false;
+        self.accept_paused_until = None;
+        if let Some(mut listener) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        // Shutdown is the one place that visits every connection.
+        for key in 0..self.slab.capacity() {
+            if self.slab.contains(key) {
+                self.call(key as u32, |strand, io| strand.drain(io));
+            }
+        }
+    }
+
+    fn close_all(&mut self) {
+        for key in 0..self.slab.capacity() {
+            if let Some(entry) = self.slab.get(key) {
+                let before = entry.strand.held_bytes();
+                self.close(key as u32, before);
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let c = &self.shared().counters;
+        c.open.store(self.slab.len(), Relaxed);
+        c.parked.store(self.parked, Relaxed);
+        c.held_bytes.store(self.held, Relaxed);
+        c.accepted.store(self.accepted, Relaxed);
+        c.accept_errors.store(self.accept_errors, Relaxed);
+        c.dropped_messages.store(self.dropped, Relaxed);
+        c.panics.store(self.panics, Relaxed);
+    }
+}
+
+/// The wake a strand is owed: readiness it wants that has been recorded.
+fn wanted(flags: u8) -> Option<Wake> {
+    let read = flags & WANT_READ != 0 && flags & READ_READY != 0;
+    let write = flags & WANT_WRITE != 0 && flags & WRITE_READY != 0;
+    match (read, write) {
+        (true, true) => Some(Wake::Both),
+        (true, false) => Some(Wake::Readable),
+        (false, true) => Some(Wake::Writable),
+        (false, false) => None,
+    }
+}
+
+/// Accept errors that concern one connection only: skip it and go on accepting.
+fn skippable(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ECONNABORTED | libc::EPROTO | libc::ECONNRESET | libc::EPERM | libc::ETIMEDOUT)
+    ) || e.kind() == io::ErrorKind::ConnectionAborted
+}
