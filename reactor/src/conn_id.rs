@@ -43,6 +43,17 @@ impl ConnId {
         }
     }
 
+    /// Rebuilds an id from its parts (say, an id stored as integers). An id that names no live
+    /// connection is harmless: messages sent to it are dropped.
+    ///
+    /// ```
+    /// let id = reactor::ConnId::from_parts(1, 42, 7);
+    /// assert_eq!((id.worker(), id.key(), id.generation()), (1, 42, 7));
+    /// ```
+    pub fn from_parts(worker: u32, key: u32, generation: u32) -> ConnId {
+        ConnId::new(worker, key, generation)
+    }
+
     /// Index of the worker thread that owns the connection (0-based).
     pub fn worker(self) -> u32 {
         self.worker
