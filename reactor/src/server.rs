@@ -66,18 +66,26 @@ impl<S: Service> Reactor<S> {
     /// kernel spreads connections across workers by a hash of the connection's addresses
     /// (Linux; elsewhere this shares one listener as [`Reactor::new`] does).
     ///
-    /// # Dup or `SO_REUSEPORT`
+    /// # Dup or `SO_REUSEPORT`: measured, `SO_REUSEPORT` spreads better
     ///
-    /// Figures from `tests/listener_spread.rs` (`cargo test -p web-reactor --release --test
-    /// listener_spread -- --ignored --nocapture`), 2 workers on a 2-core machine, 4 client
-    /// threads each running connect, one echo round trip, close:
+    /// `tests/listener_spread.rs` (`cargo test -p web-reactor --release --test listener_spread
+    /// -- --ignored --nocapture`), 2 workers on the project's 2-core machine (shared with other
+    /// work, so noisy), 3 rounds each. *Churn*: 4 client threads × 1 000 times (connect, one echo
+    /// round trip, close). *Held*: 2 000 connections opened one after another and kept open.
+    /// Figures are the busiest worker's share of the connections accepted (50% is perfect):
     ///
-    /// | listeners | connections per worker (of 4 000) | per-worker share |
+    /// | listeners | churn 4 × 1 000 | 2 000 held |
     /// |---|---|---|
-    /// | shared `dup` ([`Reactor::new`]) | see `SPREAD_FIGURES` below | |
-    /// | `SO_REUSEPORT` ([`Reactor::bind`]) | | |
+    /// | one listener `dup`ed per worker ([`Reactor::new`]) | 51.1%, 55.5%, 57.6% (65.8% in an earlier run) | 50.8%, 51.4%, 66.0% (1 319 vs 681) |
+    /// | one `SO_REUSEPORT` socket per worker ([`Reactor::bind`]) | 50.1%, 50.2%, 50.4% | 50.1%, 50.5%, 50.6% |
     ///
-    /// SPREAD_FIGURES
+    /// With a shared listener every worker's poll is woken for each connection (edge-triggered,
+    /// no `EPOLLEXCLUSIVE`) and whichever runs first takes it, so the split drifts with
+    /// scheduling (the 500-connection echo test has seen 400 / 100). `SO_REUSEPORT` hashes each
+    /// connection's addresses to one socket: an even split, and only one worker woken. Its cost:
+    /// the split ignores load, so a worker stuck in a long strand call still gets its share.
+    /// Prefer `bind` when the server owns its address; `new` serves callers that hand over an
+    /// already bound listener.
     pub fn bind(
         addr: SocketAddr,
         config: Config,
