@@ -9,6 +9,9 @@
 //! `SLOTS × TIMER_TICK` ≈ 41 s, such as a 75 s keep-alive) stay linked and are looked at once per
 //! round. Nothing ever scans all connections. A bitmap of non-empty slots tells the worker how long
 //! it may sleep.
+//!
+//! Micro figure (`cargo test -p web-reactor --release --lib wheel -- --nocapture`): moving a
+//! deadline, as every keep-alive request does, costs about 10 ns with 100 000 timers armed.
 
 use std::time::{Duration, Instant};
 
@@ -85,9 +88,13 @@ impl Clock {
         d.div_ceil(t) as u32
     }
 
-    /// The instant tick `tick` starts.
-    pub(crate) fn instant(&self, tick: u32) -> Instant {
-        self.start + TIMER_TICK * tick
+    /// Time from `now` to the start of the tick `ahead` ticks after the one `now` falls in
+    /// (computed without absolute ticks, so the `u32` tick counter may wrap).
+    pub(crate) fn until(&self, now: Instant, ahead: u32) -> Duration {
+        let tick = TIMER_TICK.as_nanos();
+        let into = now.saturating_duration_since(self.start).as_nanos() % tick;
+        let nanos = (ahead as u128 * tick).saturating_sub(into);
+        Duration::from_nanos(nanos.min(u64::MAX as u128) as u64)
     }
 }
 
@@ -114,11 +121,6 @@ impl Wheel {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// The last tick processed.
-    pub(crate) fn current(&self) -> u32 {
-        self.current
     }
 
     /// Clamps a due tick into `(current, current + MAX_AHEAD]`: a deadline already past fires
@@ -405,6 +407,19 @@ mod tests {
                 NextIn(Some(2)),
             ],
         );
+    }
+
+    #[test]
+    fn clock_rounds_deadlines_up_and_sleeps_to_tick_starts() {
+        let start = Instant::now();
+        let clock = Clock::new(start);
+        let ms = Duration::from_millis;
+        for (at, tick, due) in [(0, 0, 0), (3, 0, 1), (10, 1, 1), (19, 1, 2), (25, 2, 3)] {
+            assert_eq!(clock.tick(start + ms(at)), tick, "tick of {at} ms");
+            assert_eq!(clock.due_tick(start + ms(at)), due, "due tick of {at} ms");
+        }
+        assert_eq!(clock.until(start + ms(3), 1), ms(7));
+        assert_eq!(clock.until(start + ms(20), 2), ms(20));
     }
 
     /// Micro figure: moving a deadline (what every keep-alive request does) with many armed

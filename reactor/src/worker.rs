@@ -201,10 +201,11 @@ impl<S: Service> Worker<S> {
         if !self.again.is_empty() || self.accept_more {
             return Some(Duration::ZERO);
         }
-        let mut at: Option<Instant> = None;
-        if let Some(ticks) = self.wheel.next_in() {
-            at = Some(self.clock.instant(self.wheel.current().wrapping_add(ticks)));
-        }
+        // The wheel's current tick is the one `self.now` falls in (timers expire every turn).
+        let mut at: Option<Instant> = self
+            .wheel
+            .next_in()
+            .map(|ticks| self.now + self.clock.until(self.now, ticks));
         for t in [self.accept_paused_until, self.drain_until]
             .into_iter()
             .flatten()

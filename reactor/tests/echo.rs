@@ -204,3 +204,34 @@ fn slab_entry_is_small() {
     let extra = if cfg!(debug_assertions) { 40 } else { 24 };
     assert!(size <= strand + extra, "{size} bytes");
 }
+
+#[test]
+fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
+    let handle = start(Config::default().workers(1), IDLE);
+    let mut c = Client::connect(handle.local_addr());
+    let mut writer = c.reader.get_ref().try_clone().expect("clone");
+    const LINES: usize = 40_000;
+    let sender = std::thread::spawn(move || {
+        for i in 0..LINES {
+            let line = format!("{i:08} {}\n", "x".repeat(90));
+            writer.write_all(line.as_bytes()).expect("write");
+        }
+    });
+    // Do not read for a while: both socket buffers fill, the strand holds output and stops reading.
+    std::thread::sleep(Duration::from_millis(300));
+    let held = handle.stats().held_bytes;
+    assert!(held > 0, "output is pending while the reader sleeps");
+    assert!(
+        held <= 4 * 64 * 1024,
+        "bounded by backpressure: {held} bytes"
+    );
+    for i in 0..LINES {
+        let want = format!("{i:08} {}", "x".repeat(90));
+        assert_eq!(c.line().as_deref(), Some(want.as_str()), "line {i}");
+    }
+    sender.join().expect("sender");
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .held_bytes
+        == 0));
+}
