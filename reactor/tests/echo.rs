@@ -210,7 +210,8 @@ fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
     let handle = start(Config::default().workers(1), IDLE);
     let mut c = Client::connect(handle.local_addr());
     let mut writer = c.reader.get_ref().try_clone().expect("clone");
-    const LINES: usize = 40_000;
+    // 16 MB: more than loopback socket buffers absorb, however large the kernel tunes them.
+    const LINES: usize = 160_000;
     let sender = std::thread::spawn(move || {
         for i in 0..LINES {
             let line = format!("{i:08} {}\n", "x".repeat(90));
@@ -218,9 +219,11 @@ fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
         }
     });
     // Do not read for a while: both socket buffers fill, the strand holds output and stops reading.
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_until(Duration::from_secs(5), || handle.stats().held_bytes > 0),
+        "output is pending while the reader sleeps"
+    );
     let held = handle.stats().held_bytes;
-    assert!(held > 0, "output is pending while the reader sleeps");
     assert!(
         held <= 4 * 64 * 1024,
         "bounded by backpressure: {held} bytes"

@@ -52,7 +52,7 @@ enum State {
 /// let mut body = Vec::new();
 /// let n = d.decode(b"3;ext=1\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\nNEXT", &mut body).unwrap();
 /// assert!(d.is_done());
-/// assert_eq!((body.as_slice(), n), (&b"abc"[..], 34));
+/// assert_eq!((body.as_slice(), n), (&b"abc"[..], 33));
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ChunkedDecoder {

@@ -62,20 +62,24 @@ pub(crate) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Whether `word` has a byte equal to zero: the lowest set bit of the result marks the first.
+#[inline]
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(LO) & !word & HI
+}
+
 /// The position of the first `\n` in `buf`, eight bytes at a time.
 #[inline]
 pub(crate) fn find_lf(buf: &[u8]) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    const LF: u64 = LO * b'\n' as u64;
     let mut chunks = buf.chunks_exact(8);
     let mut base = 0;
     for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word) ^ LF;
-        // A zero byte in `x` is a `\n` in the input (the classic has-zero-byte test).
-        let found = x.wrapping_sub(LO) & !x & HI;
+        let found = zero_bytes(u64::from_le_bytes(word) ^ (LO * u64::from(b'\n')));
         if found != 0 {
             return Some(base + (found.trailing_zeros() / 8) as usize);
         }
@@ -86,6 +90,33 @@ pub(crate) fn find_lf(buf: &[u8]) -> Option<usize> {
         .iter()
         .position(|&b| b == b'\n')
         .map(|i| base + i)
+}
+
+/// The position of the first control byte (below 0x20, or DEL) in `buf` at or after `from`,
+/// eight bytes at a time. Sets `non_ascii` when a byte of 0x80 or above is passed over (or lies
+/// in the same eight bytes as the control byte found).
+#[inline]
+pub(crate) fn find_control(buf: &[u8], from: usize, non_ascii: &mut bool) -> Option<usize> {
+    let mut at = from;
+    while let Some(chunk) = buf.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // Bytes below 0x20 (exact as a "has any" test, and for the lowest hit) or equal to 0x7f.
+        let below = word.wrapping_sub(LO * 0x20) & !word & HI;
+        let del = zero_bytes(word ^ (LO * 0x7f));
+        *non_ascii |= word & HI != 0;
+        let found = below | del;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let rest = buf.get(at..)?;
+    *non_ascii |= rest.iter().any(|&b| b >= 0x80);
+    rest.iter()
+        .position(|&b| b < 0x20 || b == 0x7f)
+        .map(|i| at + i)
 }
 
 /// `s` without leading and trailing SP / HTAB (the optional whitespace `OWS`).
@@ -105,9 +136,9 @@ pub(crate) fn trim_ows(mut s: &[u8]) -> &[u8] {
 /// ```text
 /// field-line = field-name ":" OWS field-value OWS        (RFC 9112 §5)
 /// ```
-/// No whitespace is allowed between the name and the colon (RFC 9112 §5.1), a line starting with
-/// whitespace is an obsolete line folding (§5.2), and the value may hold no control byte but
-/// HTAB — a lone CR included.
+/// No whitespace is allowed between the name and the colon (RFC 9112 §5.1) and a line starting
+/// with whitespace is an obsolete line folding (§5.2). The bytes of the value are not checked
+/// here: see [`check_field_value`].
 pub(crate) fn split_field_line(line: &[u8]) -> Result<(&[u8], &[u8]), ParseError> {
     let name_len = line
         .iter()
@@ -124,11 +155,16 @@ pub(crate) fn split_field_line(line: &[u8]) -> Result<(&[u8], &[u8]), ParseError
         Some(b' ' | b'\t') => return Err(ParseError::SpaceBeforeColon),
         _ => return Err(ParseError::HeaderName),
     }
-    let value = trim_ows(&line[name_len + 1..]);
-    if !value.iter().all(|&b| is_field_byte(b)) {
-        return Err(ParseError::HeaderValue);
+    Ok((&line[..name_len], trim_ows(&line[name_len + 1..])))
+}
+
+/// Refuses a field value holding a control byte other than HTAB (a lone CR included).
+pub(crate) fn check_field_value(value: &[u8]) -> Result<(), ParseError> {
+    if value.iter().all(|&b| is_field_byte(b)) {
+        Ok(())
+    } else {
+        Err(ParseError::HeaderValue)
     }
-    Ok((&line[..name_len], value))
 }
 
 /// The non-empty, trimmed elements of a comma-separated list (`#element`, RFC 9110 §5.6.1).
@@ -173,6 +209,33 @@ mod tests {
     }
 
     #[test]
+    fn find_control_finds_the_first_control_byte_and_notes_non_ascii() {
+        for len in 0..40 {
+            for at in 0..len {
+                for byte in [0u8, b'\t', b'\r', b'\n', 0x1f, 0x7f] {
+                    let mut buf = vec![b'a'; len];
+                    buf[at] = byte;
+                    let mut non_ascii = false;
+                    assert_eq!(
+                        find_control(&buf, 0, &mut non_ascii),
+                        Some(at),
+                        "len {len} at {at}"
+                    );
+                    assert!(!non_ascii);
+                    if at > 0 {
+                        assert_eq!(find_control(&buf, at, &mut non_ascii), Some(at));
+                    }
+                }
+            }
+            let mut non_ascii = false;
+            assert_eq!(find_control(&vec![0x20; len], 0, &mut non_ascii), None);
+            assert_eq!(find_control(&vec![0xc3; len], 0, &mut non_ascii), None);
+            assert_eq!(non_ascii, len > 0);
+            assert_eq!(find_control(b"ab", 5, &mut non_ascii), None);
+        }
+    }
+
+    #[test]
     fn split_field_line_cases() {
         let ok: &[(&[u8], &[u8], &[u8])] = &[
             (b"Host: a", b"Host", b"a"),
@@ -199,7 +262,7 @@ mod tests {
         ];
         for (line, err) in bad {
             assert_eq!(
-                split_field_line(line),
+                split_field_line(line).and_then(|(_, v)| check_field_value(v)),
                 Err(*err),
                 "{:?}",
                 String::from_utf8_lossy(line)

@@ -7,7 +7,9 @@
 //! soon as that line is complete.
 
 use super::error::ParseError;
-use super::grammar::{find_lf, is_token, list_items, parse_digits, split_field_line, trim_ows};
+use super::grammar::{
+    find_control, is_token, list_items, parse_digits, split_field_line, trim_ows,
+};
 use super::message::{Header, Request};
 
 /// Default limit on the request line plus header lines, in bytes (answered with 431, or 414
@@ -235,6 +237,8 @@ pub struct HeadParser {
     scanned: usize,
     /// Where the line being received starts.
     line_start: usize,
+    /// Whether a byte of 0x80 or above was seen in the current line.
+    non_ascii: bool,
     /// Whether the request line has been parsed into `request` and `version`.
     started: bool,
     request: Request,
@@ -278,38 +282,59 @@ impl HeadParser {
         result
     }
 
+    /// Looks at each byte once, in order: a control byte is either the CR of a line's CRLF, an
+    /// HTAB (allowed in values), or an error at its position; a line is taken apart when its
+    /// CRLF arrives. Nothing past the head limit is looked at, so feeding the input in pieces
+    /// answers exactly as feeding it whole.
     fn scan(&mut self, buf: &[u8]) -> Result<Option<RequestHead>, ParseError> {
-        let max = self.limits.max_head_bytes;
-        while let Some(at) = find_lf(&buf[self.scanned..]) {
-            let lf = self.scanned + at;
-            let line_start = self.line_start;
-            self.scanned = lf + 1;
-            self.line_start = lf + 1;
-            if lf >= max {
-                return Err(self.too_large(buf));
-            }
-            // RFC 9112 §2.2: lines end in CRLF; a bare LF is refused, not guessed at.
-            if lf == line_start || buf[lf - 1] != b'\r' {
-                return Err(ParseError::LineEnding);
-            }
-            let line = &buf[line_start..lf - 1];
-            if !self.started {
-                // RFC 9112 §2.2: ignore empty lines received before the request line.
-                if !line.is_empty() {
-                    self.request_line(line)?;
-                    self.started = true;
+        let view = &buf[..buf.len().min(self.limits.max_head_bytes)];
+        while let Some(at) = find_control(view, self.scanned, &mut self.non_ascii) {
+            match (view[at], view.get(at + 1)) {
+                (b'\t', _) => self.scanned = at + 1,
+                (b'\r', Some(b'\n')) => {
+                    let line = &view[self.line_start..at];
+                    self.scanned = at + 2;
+                    self.line_start = at + 2;
+                    if let Some(head) = self.line(line, at + 2)? {
+                        return Ok(Some(head));
+                    }
+                    self.non_ascii = false;
                 }
-            } else if line.is_empty() {
-                return self.finish(lf + 1).map(Some);
-            } else {
-                self.field_line(line)?;
+                // A CR as the last byte received: wait for what follows it.
+                (b'\r', None) => {
+                    self.scanned = at;
+                    break;
+                }
+                // RFC 9112 §2.2: a bare LF is refused, not guessed at.
+                (b'\n', _) => return Err(ParseError::LineEnding),
+                // A bare CR, NUL, DEL or another control byte.
+                _ if !self.started => return Err(ParseError::RequestLine),
+                _ => return Err(ParseError::HeaderValue),
             }
         }
-        self.scanned = buf.len();
-        if buf.len() > max {
+        if !matches!(view.get(self.scanned), Some(b'\r')) {
+            self.scanned = view.len();
+        }
+        if buf.len() > view.len() {
             return Err(self.too_large(buf));
         }
         Ok(None)
+    }
+
+    /// Takes apart one line that ended at `end` (its CRLF excluded from `line`).
+    fn line(&mut self, line: &[u8], end: usize) -> Result<Option<RequestHead>, ParseError> {
+        if !self.started {
+            // RFC 9112 §2.2: ignore empty lines received before the request line.
+            if !line.is_empty() {
+                self.request_line(line)?;
+                self.started = true;
+            }
+            Ok(None)
+        } else if line.is_empty() {
+            self.finish(end).map(Some)
+        } else {
+            self.field_line(line).map(|()| None)
+        }
     }
 
     /// 414 when the request line itself is past the limit (and has a target), else 431.
@@ -340,10 +365,8 @@ impl HeadParser {
         }
         self.version = Some(parse_version(version)?);
         check_target(method, target)?;
-        self.request.method = ascii(method)?.to_owned();
-        self.request.path = std::str::from_utf8(target)
-            .map_err(|_| ParseError::NotUtf8)?
-            .to_owned();
+        self.request.method = self.text(method)?.to_owned();
+        self.request.path = self.text(target)?.to_owned();
         self.request.headers = Vec::with_capacity(16);
         Ok(())
     }
@@ -353,14 +376,26 @@ impl HeadParser {
             return Err(ParseError::TooManyHeaders);
         }
         let (name, value) = split_field_line(line)?;
-        let name = ascii(name)?.to_ascii_lowercase();
-        let value = std::str::from_utf8(value).map_err(|_| ParseError::NotUtf8)?;
+        let name = self.text(name)?.to_ascii_lowercase();
+        let value = self.text(value)?;
         self.fields.note(&name, value);
         self.request.headers.push(Header {
             name,
             value: value.to_owned(),
         });
         Ok(())
+    }
+
+    /// Bytes of the current line as text: checked as UTF-8 only when the line has a byte of 0x80
+    /// or above (a head that is not UTF-8 is refused, never altered).
+    fn text<'b>(&self, bytes: &'b [u8]) -> Result<&'b str, ParseError> {
+        if self.non_ascii {
+            return std::str::from_utf8(bytes).map_err(|_| ParseError::NotUtf8);
+        }
+        debug_assert!(bytes.is_ascii());
+        // SAFETY: `non_ascii` is false, so `find_control` saw no byte of 0x80 or above in this
+        // line, of which `bytes` is a part: ASCII bytes are valid UTF-8.
+        Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
     }
 
     fn finish(&mut self, len: usize) -> Result<RequestHead, ParseError> {
@@ -375,11 +410,6 @@ impl HeadParser {
             expect_continue,
         })
     }
-}
-
-/// Text made only of ASCII bytes already checked by the grammar.
-fn ascii(bytes: &[u8]) -> Result<&str, ParseError> {
-    std::str::from_utf8(bytes).map_err(|_| ParseError::NotUtf8)
 }
 
 /// `HTTP-version = "HTTP/" DIGIT "." DIGIT` (RFC 9112 §2.3).

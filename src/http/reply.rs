@@ -3,7 +3,9 @@
 
 use super::chunked;
 use super::error::ParseError;
-use super::grammar::{find_lf, list_items, parse_digits, split_field_line, trim_ows};
+use super::grammar::{
+    check_field_value, find_lf, list_items, parse_digits, split_field_line, trim_ows,
+};
 use super::message::Header;
 
 /// How the body of a reply is delimited (RFC 9112 §6.3).
@@ -57,6 +59,7 @@ pub fn parse_reply_head(raw: &[u8]) -> Result<Option<ReplyHead>, ParseError> {
             break;
         }
         let (name, value) = split_field_line(line)?;
+        check_field_value(value)?;
         headers.push(Header {
             name: String::from_utf8_lossy(name).to_ascii_lowercase(),
             value: std::str::from_utf8(value)
@@ -201,6 +204,8 @@ pub fn response_body(raw: &[u8]) -> Result<Vec<u8>, ParseError> {
 mod tests {
     use super::*;
 
+    type Case = (&'static [u8], Result<&'static [u8], ParseError>);
+
     #[test]
     fn status_of_cases() {
         let cases: &[(&[u8], Option<u16>)] = &[
@@ -286,7 +291,7 @@ mod tests {
 
     #[test]
     fn response_body_cases() {
-        let cases: &[(&[u8], Result<&[u8], ParseError>)] = &[
+        let cases: &[Case] = &[
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloEXTRA",
                 Ok(b"hello"),

@@ -74,6 +74,8 @@ pub fn header_in<'a>(headers: &'a [Header], name: &str) -> &'a str {
 mod tests {
     use super::*;
 
+    type Case = (&'static [u8], Result<&'static [u8], ParseError>);
+
     #[test]
     fn parse_request_examples() {
         let req = parse_request(b"GET /a/b?c=d&e HTTP/1.1\r\nHost: x\r\nX-Mixed-Case: V\r\n\r\n")
@@ -89,7 +91,7 @@ mod tests {
 
     #[test]
     fn parse_request_bodies() {
-        let cases: &[(&[u8], Result<&[u8], ParseError>)] = &[
+        let cases: &[Case] = &[
             (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcNEXT", Ok(b"abc")),
             (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nab", Err(ParseError::Incomplete)),
             (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n", Ok(b"abc")),
