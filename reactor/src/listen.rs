@@ -37,14 +37,31 @@ pub(crate) fn reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<TcpListene
     Ok(all)
 }
 
+/// Elsewhere `SO_REUSEPORT` does not balance connections: a plain listener.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
+    TcpListener::bind(addr)
+}
+
 /// Elsewhere `SO_REUSEPORT` does not balance connections: share one listener instead.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<TcpListener>> {
     duplicated(TcpListener::bind(addr)?, n)
 }
 
+/// Binds one listening socket with `SO_REUSEPORT` (and `SO_REUSEADDR`), so that more sockets
+/// can join it on the same address later — [`Reactor::from_listeners`](crate::Reactor::from_listeners)
+/// takes one per worker. Port 0 picks a free port; bind the others to the first one's
+/// `local_addr()`.
+///
+/// ```
+/// let first = reactor::bind_reuseport("127.0.0.1:0".parse().unwrap())?;
+/// let second = reactor::bind_reuseport(first.local_addr()?)?;
+/// assert_eq!(first.local_addr()?, second.local_addr()?);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
+pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
     let domain = match addr {

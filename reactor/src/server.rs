@@ -99,6 +99,24 @@ impl<S: Service> Reactor<S> {
         Reactor::with_listeners(listeners, local_addr, config, make_service)
     }
 
+    /// Prepares one worker per listener in `listeners` (for example sockets made with
+    /// [`bind_reuseport`](crate::bind_reuseport) on one address); `config.workers` is ignored.
+    pub fn from_listeners(
+        listeners: Vec<TcpListener>,
+        config: Config,
+        make_service: impl FnMut(usize) -> S,
+    ) -> io::Result<Reactor<S>> {
+        let Some(first) = listeners.first() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no listener given",
+            ));
+        };
+        let local_addr = first.local_addr()?;
+        let config = config.workers(listeners.len());
+        Reactor::with_listeners(listeners, local_addr, config, make_service)
+    }
+
     fn with_listeners(
         listeners: Vec<TcpListener>,
         local_addr: SocketAddr,

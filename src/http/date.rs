@@ -1,6 +1,7 @@
 //! HTTP dates (RFC 9110 §5.6.7, IMF-fixdate).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::cell::RefCell;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The last instant the four-digit year of IMF-fixdate can show: 9999-12-31 23:59:59.999 UTC.
 const LAST_MILLIS: i64 = 253_402_300_799_999;
@@ -24,6 +25,41 @@ pub(crate) fn now() -> String {
     httpdate::fmt_http_date(SystemTime::now().max(UNIX_EPOCH))
 }
 
+/// The current date of this thread, formatted at most once per second.
+struct DateCache {
+    /// When the formatted date goes stale (the next whole wall-clock second).
+    stale_at: Option<Instant>,
+    text: [u8; 29],
+}
+
+thread_local! {
+    static DATE: RefCell<DateCache> = const {
+        RefCell::new(DateCache { stale_at: None, text: [b' '; 29] })
+    };
+}
+
+/// Calls `f` with the current HTTP date. Each thread (each server worker) formats the date at
+/// most once per second; `now` is the caller's clock reading (the reactor reads it once per
+/// loop turn).
+pub(crate) fn with_date<R>(now: Instant, f: impl FnOnce(&[u8]) -> R) -> R {
+    DATE.with(|cell| {
+        let mut cache = cell.borrow_mut();
+        if cache.stale_at.map_or(true, |t| now >= t) {
+            let wall = SystemTime::now().max(UNIX_EPOCH);
+            let into_second = wall
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let text = httpdate::fmt_http_date(wall);
+            if text.len() == cache.text.len() {
+                cache.text.copy_from_slice(text.as_bytes());
+            }
+            cache.stale_at =
+                Some(now + Duration::from_nanos(u64::from(1_000_000_000 - into_second)));
+        }
+        f(&cache.text)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +80,20 @@ mod tests {
         for (ms, want) in cases {
             assert_eq!(http_date(ms), want, "{ms}");
         }
+    }
+
+    #[test]
+    fn the_cached_date_is_the_current_one_and_refreshes() {
+        let t = Instant::now();
+        let first = with_date(t, |d| d.to_vec());
+        assert!(httpdate::parse_http_date(std::str::from_utf8(&first).unwrap()).is_ok());
+        assert_eq!(
+            with_date(t, |d| d.to_vec()),
+            first,
+            "same instant, same text"
+        );
+        let later = with_date(t + Duration::from_secs(2), |d| d.to_vec());
+        assert!(httpdate::parse_http_date(std::str::from_utf8(&later).unwrap()).is_ok());
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //!
 //! Every function of the specification's `web/http` module lives here under its own name.
 
+mod blocking;
 mod chunked;
 mod cookie;
 mod date;
 mod error;
+mod exchange;
 mod grammar;
 mod head;
 mod message;
@@ -14,8 +16,11 @@ mod query;
 mod render;
 mod reply;
 mod request;
+mod server;
 mod status;
+mod strand;
 
+pub use blocking::handle_conn;
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use cookie::{cookie, cookie_in};
 pub use date::http_date;
@@ -33,4 +38,9 @@ pub use reply::{
     content_length, parse_reply_head, response_body, status_of, ReplyFraming, ReplyHead,
 };
 pub use request::{header, header_in, parse_request};
+pub use server::{
+    accept_forever, accept_n, serve, serve_at, serve_n, serve_taking, Server, ServerHandle,
+    ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
+    WRITE_TIMEOUT,
+};
 pub use status::status_text;

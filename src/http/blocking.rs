@@ -1,0 +1,141 @@
+//! [`handle_conn`]: the blocking, `std::net` driver of the same request codec the reactor
+//! strands use.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use super::date::with_date;
+use super::exchange::{refusal, render, respond, RequestReader, Step, CONTINUE};
+use super::message::{text_response, Request, Response};
+use super::strand::Limits;
+
+/// Serves request after request on an accepted connection, blocking, until one side asks to
+/// stop (a `Connection: close`, an HTTP/1.0 request without keep-alive, end of stream, a
+/// malformed request — answered with its 4xx — or a timeout), then closes it. Returns how many
+/// requests it answered.
+///
+/// The server's default limits apply; its timeouts are per read here: a read that waits longer
+/// than [`IDLE_TIMEOUT`](crate::http::IDLE_TIMEOUT) between requests ends the connection
+/// quietly, and one that waits longer than [`HEADER_TIMEOUT`](crate::http::HEADER_TIMEOUT)
+/// inside a request gets a 408.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let mut client = std::net::TcpStream::connect(listener.local_addr()?)?;
+/// client.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+/// let (conn, _) = listener.accept()?;
+/// let served = web::http::handle_conn(conn, |req| web::http::text_response(200, req.path))?;
+/// assert_eq!(served, 2);
+/// let mut replies = String::new();
+/// client.read_to_string(&mut replies)?;
+/// assert!(replies.ends_with("\r\n\r\n/b"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn handle_conn(conn: TcpStream, handler: impl Fn(Request) -> Response) -> io::Result<usize> {
+    serve_blocking(conn, &handler, &Limits::default())
+}
+
+pub(crate) fn serve_blocking(
+    mut conn: TcpStream,
+    handler: &dyn Fn(Request) -> Response,
+    limits: &Limits,
+) -> io::Result<usize> {
+    conn.set_write_timeout(Some(limits.write_timeout))?;
+    let mut reader = RequestReader::new(limits.head, limits.max_body);
+    let mut input: Vec<u8> = Vec::new();
+    let mut out: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut served = 0;
+    loop {
+        // Answer every complete request buffered, replies written together.
+        let mut at = 0;
+        let mut close = false;
+        while !close {
+            match reader.step(&input[at..]) {
+                Step::More => break,
+                Step::Continue => out.extend_from_slice(CONTINUE),
+                Step::Refuse(e) => {
+                    with_date(Instant::now(), |d| {
+                        render(&mut out, refusal(e), false, false, d, usize::MAX)
+                    });
+                    close = true;
+                }
+                Step::Done {
+                    request,
+                    keep_alive,
+                    used,
+                } => {
+                    at += used;
+                    let head_only = request.method == "HEAD";
+                    let res = respond(handler, request);
+                    served += 1;
+                    let (keep, body) = with_date(Instant::now(), |d| {
+                        render(&mut out, res, keep_alive, head_only, d, usize::MAX)
+                    });
+                    debug_assert!(body.is_empty());
+                    close = !keep;
+                }
+            }
+        }
+        conn.write_all(&out)?;
+        out.clear();
+        if close {
+            return finish(conn, served);
+        }
+        input.drain(..at);
+        let waiting_inside_request = !input.is_empty() || reader.is_mid_request();
+        conn.set_read_timeout(Some(if waiting_inside_request {
+            limits.header_timeout
+        } else {
+            limits.idle_timeout
+        }))?;
+        match conn.read(&mut chunk) {
+            Ok(0) => return Ok(served),
+            Ok(n) => input.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if waiting_inside_request {
+                    let timeout: Response = text_response(408, "request timeout\n");
+                    with_date(Instant::now(), |d| {
+                        render(&mut out, timeout, false, false, d, usize::MAX)
+                    });
+                    conn.write_all(&out)?;
+                    return finish(conn, served);
+                }
+                return Ok(served);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                return Ok(served)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Closes after the last reply: shut our side, then read and drop what the client still sends
+/// for a moment, so the close does not reset the connection before it has read the reply.
+fn finish(mut conn: TcpStream, served: usize) -> io::Result<usize> {
+    let _ = conn.shutdown(Shutdown::Write);
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut sink = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        match conn.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    Ok(served)
+}

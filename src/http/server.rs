@@ -1,0 +1,423 @@
+//! Serving: the [`Server`] builder and the specification's serving functions.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reactor::{Config, Reactor};
+
+use super::head::HeadLimits;
+use super::message::{Request, Response};
+use super::strand::{Counter, DynTaken, HttpService, Limits, Shared};
+
+/// Default limit on a request body, in bytes (answered with 413).
+pub const MAX_BODY: u64 = 1024 * 1024;
+/// Default time a request has to arrive whole once its first byte came (answered with 408).
+/// Reading a body extends it by this much at every read that brings bytes.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a keep-alive connection may stay idle between requests (closed quietly).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(75);
+/// Default time the socket may take none of a pending reply before the connection is closed.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default most open connections (more wait in the listen backlog).
+pub const MAX_CONNECTIONS: usize = 100_000;
+/// Default time a graceful shutdown waits for requests in flight.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long, after the last reply, the server reads and drops what a client still sends before
+/// closing, so the close does not reset the connection before the client has read the reply.
+pub const LINGER: Duration = Duration::from_secs(2);
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            head: HeadLimits::default(),
+            max_body: MAX_BODY,
+            header_timeout: HEADER_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            write_timeout: WRITE_TIMEOUT,
+            linger: LINGER,
+        }
+    }
+}
+
+/// Where the server's connections come from.
+enum Listen {
+    /// A socket this builder bound with `SO_REUSEPORT`; each further worker binds its own to
+    /// the same address, and the kernel spreads connections evenly across them.
+    Bound(TcpListener),
+    /// A listener the caller bound: each worker polls a duplicate of it.
+    Given(TcpListener),
+}
+
+/// An HTTP/1.1 server: bind, set limits, then [`run`](Server::run) or [`spawn`](Server::spawn).
+///
+/// Every connection is a strand in one of the workers' reactors. Limits, timeouts and the
+/// statuses they answer with:
+///
+/// | setting | default | when exceeded |
+/// |---|---|---|
+/// | [`max_head_bytes`](Server::max_head_bytes) | 16 KiB | 431 (414 when the request line alone is longer) |
+/// | [`max_headers`](Server::max_headers) | 100 | 431 |
+/// | [`max_body`](Server::max_body) | 1 MiB | 413 |
+/// | [`header_timeout`](Server::header_timeout) | 10 s | 408 |
+/// | [`idle_timeout`](Server::idle_timeout) | 75 s | closed quietly |
+/// | [`write_timeout`](Server::write_timeout) | 30 s | closed |
+/// | [`max_connections`](Server::max_connections) | 100 000 | new connections wait in the backlog |
+/// | [`workers`](Server::workers) | available cores | |
+///
+/// Each refusal is followed by `Connection: close`.
+///
+/// ```no_run
+/// use web::http::{text_response, Server};
+/// let server = Server::bind("127.0.0.1:0")?.workers(2).max_body(64 * 1024);
+/// let handle = server.spawn(|req| text_response(200, format!("you asked for {}", req.path)))?;
+/// println!("listening on {}", handle.local_addr());
+/// handle.shutdown()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Server {
+    listen: Listen,
+    workers: Option<usize>,
+    limits: Limits,
+    max_connections: usize,
+    drain_timeout: Duration,
+    budget: Option<u64>,
+    taken: Option<Box<DynTaken>>,
+}
+
+impl Server {
+    /// Binds `addr` (its first address; port 0 picks a free port).
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<Server> {
+        let addr = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to bind"))?;
+        Ok(Server::with(Listen::Bound(reactor::bind_reuseport(addr)?)))
+    }
+
+    /// Serves connections from a listener the caller bound.
+    pub fn from_listener(listener: TcpListener) -> Server {
+        Server::with(Listen::Given(listener))
+    }
+
+    fn with(listen: Listen) -> Server {
+        Server {
+            listen,
+            workers: None,
+            limits: Limits::default(),
+            max_connections: MAX_CONNECTIONS,
+            drain_timeout: DRAIN_TIMEOUT,
+            budget: None,
+            taken: None,
+        }
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match &self.listen {
+            Listen::Bound(l) | Listen::Given(l) => l.local_addr(),
+        }
+    }
+
+    /// Worker threads, each with its own reactor (default: available cores).
+    pub fn workers(mut self, n: usize) -> Server {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// Most bytes of request line and headers.
+    pub fn max_head_bytes(mut self, n: usize) -> Server {
+        self.limits.head.max_head_bytes = n;
+        self
+    }
+
+    /// Most header lines.
+    pub fn max_headers(mut self, n: usize) -> Server {
+        self.limits.head.max_headers = n;
+        self
+    }
+
+    /// Most body bytes (after de-chunking).
+    pub fn max_body(mut self, n: u64) -> Server {
+        self.limits.max_body = n;
+        self
+    }
+
+    /// Time a request has to arrive whole once started.
+    pub fn header_timeout(mut self, d: Duration) -> Server {
+        self.limits.header_timeout = d;
+        self
+    }
+
+    /// Time a keep-alive connection may wait for its next request.
+    pub fn idle_timeout(mut self, d: Duration) -> Server {
+        self.limits.idle_timeout = d;
+        self
+    }
+
+    /// Time the socket may take none of a pending reply.
+    pub fn write_timeout(mut self, d: Duration) -> Server {
+        self.limits.write_timeout = d;
+        self
+    }
+
+    /// Most open connections; past it, new connections wait in the kernel's backlog.
+    pub fn max_connections(mut self, n: usize) -> Server {
+        self.max_connections = n;
+        self
+    }
+
+    /// How long a graceful shutdown waits for requests in flight before closing them.
+    pub fn drain_timeout(mut self, d: Duration) -> Server {
+        self.drain_timeout = d;
+        self
+    }
+
+    /// Serves `count` requests in all, then stops (what [`serve_n`] and [`accept_n`] use).
+    pub fn requests(mut self, count: u64) -> Server {
+        self.budget = Some(count);
+        self
+    }
+
+    /// Calls `taken(conn, raw)` with every request before it is answered; see [`serve_taking`].
+    pub fn taking(
+        mut self,
+        taken: impl Fn(&TcpStream, &[u8]) -> bool + Send + Sync + 'static,
+    ) -> Server {
+        self.taken = Some(Box::new(taken));
+        self
+    }
+
+    fn reactor(
+        self,
+        handler: Box<super::strand::DynHandler>,
+    ) -> io::Result<(Reactor<HttpService>, Arc<Shared>)> {
+        let workers = self
+            .workers
+            .unwrap_or_else(|| Config::default().worker_count());
+        let config = Config::default()
+            .workers(workers)
+            .max_connections(self.max_connections)
+            .drain_deadline(self.drain_timeout);
+        let shared = Arc::new(Shared {
+            handler,
+            taken: self.taken,
+            limits: self.limits,
+            budget: self.budget.map(AtomicU64::new),
+            served: (0..workers).map(|_| Counter::default()).collect(),
+        });
+        let service = |_| HttpService {
+            shared: Arc::clone(&shared),
+        };
+        let reactor = match self.listen {
+            Listen::Bound(first) => {
+                let addr = first.local_addr()?;
+                let mut listeners = vec![first];
+                for _ in 1..workers {
+                    listeners.push(reactor::bind_reuseport(addr)?);
+                }
+                Reactor::from_listeners(listeners, config, service)?
+            }
+            Listen::Given(listener) => Reactor::new(listener, config, service)?,
+        };
+        Ok((reactor, shared))
+    }
+
+    /// Serves on this thread until the server stops (after [`requests`](Server::requests) are
+    /// served, or never).
+    pub fn run(
+        self,
+        handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    ) -> io::Result<()> {
+        self.reactor(Box::new(handler))?.0.run()
+    }
+
+    /// Serves on background threads; the handle stops and joins them.
+    pub fn spawn(
+        self,
+        handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    ) -> io::Result<ServerHandle> {
+        let (reactor, shared) = self.reactor(Box::new(handler))?;
+        Ok(ServerHandle {
+            handle: reactor.spawn()?,
+            shared,
+        })
+    }
+}
+
+/// A running server: its address, its figures, and a graceful stop. Dropping it stops the
+/// server too.
+pub struct ServerHandle {
+    handle: reactor::Handle<()>,
+    shared: Arc<Shared>,
+}
+
+/// What a running server holds now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Open connections.
+    pub open_connections: usize,
+    /// Connections parked with nothing to write (idle, or waiting for the rest of a request).
+    pub parked: usize,
+    /// Requests answered since the start.
+    pub requests: u64,
+    /// Heap bytes held in connections' buffers now: what idle connections cost beyond their
+    /// slab entry (0 when all are idle).
+    pub held_bytes: usize,
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.handle.local_addr()
+    }
+
+    /// The server's figures now (published by each worker once per loop turn).
+    pub fn stats(&self) -> ServerStats {
+        let s = self.handle.stats();
+        ServerStats {
+            open_connections: s.open,
+            parked: s.parked,
+            requests: self
+                .shared
+                .served
+                .iter()
+                .map(|c| c.0.load(Ordering::Relaxed))
+                .sum(),
+            held_bytes: s.held_bytes,
+        }
+    }
+
+    /// Stops gracefully: no new connections, requests in flight are answered (for up to the
+    /// drain timeout), idle connections are closed, then the workers are joined.
+    pub fn shutdown(self) -> io::Result<()> {
+        self.handle.shutdown()
+    }
+
+    /// Waits until the server stops by itself (after [`Server::requests`]).
+    pub fn join(self) -> io::Result<()> {
+        self.handle.join()
+    }
+}
+
+/// Listens on `port` on all IPv4 addresses and serves forever.
+///
+/// ```no_run
+/// web::http::serve(8080, |_req| web::http::text_response(200, "Hello, World!"))?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn serve(
+    port: u16,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+) -> io::Result<()> {
+    Server::bind(("0.0.0.0", port))?.run(handler)
+}
+
+/// Listens on `host:port` and serves forever.
+///
+/// ```no_run
+/// web::http::serve_at("127.0.0.1", 8080, |_req| web::http::text_response(200, "hi"))?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn serve_at(
+    host: &str,
+    port: u16,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+) -> io::Result<()> {
+    Server::bind((host, port))?.run(handler)
+}
+
+/// Listens on `port` on all IPv4 addresses, serves `count` requests, then stops. Intended for
+/// tests; the listening socket exists before this returns an error or starts serving, but a
+/// client racing it may connect before — prefer [`accept_n`] on a listener bound beforehand.
+///
+/// ```no_run
+/// web::http::serve_n(8080, |_req| web::http::text_response(200, "once"), 1)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn serve_n(
+    port: u16,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    count: u64,
+) -> io::Result<()> {
+    Server::bind(("0.0.0.0", port))?
+        .requests(count)
+        .run(handler)
+}
+
+/// Serves `count` **requests** (not connections; over any number of connections) from an
+/// already listening socket, then stops: the reply to the last one says `Connection: close`,
+/// and requests past the count are not answered (their connections are closed).
+///
+/// ```
+/// use std::io::{Read, Write};
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let addr = listener.local_addr()?;
+/// let server = std::thread::spawn(move || web::http::accept_n(listener, |_req| web::http::text_response(200, "ok"), 1));
+/// let mut client = std::net::TcpStream::connect(addr)?;
+/// client.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")?;
+/// let mut reply = String::new();
+/// client.read_to_string(&mut reply)?;
+/// assert!(reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.ends_with("\r\n\r\nok"));
+/// server.join().unwrap()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn accept_n(
+    server: TcpListener,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    count: u64,
+) -> io::Result<()> {
+    Server::from_listener(server).requests(count).run(handler)
+}
+
+/// Serves from an already listening socket forever.
+///
+/// ```no_run
+/// let listener = std::net::TcpListener::bind("127.0.0.1:8080")?;
+/// web::http::accept_forever(listener, |_req| web::http::text_response(200, "hi"))?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn accept_forever(
+    server: TcpListener,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+) -> io::Result<()> {
+    Server::from_listener(server).run(handler)
+}
+
+/// Like [`accept_forever`], but `taken(conn, raw)` sees every request before it is answered:
+/// `raw` is the request's bytes as received (head and body; followed by any bytes the client
+/// sent after it without waiting for the reply), and `conn` the connection, switched to
+/// blocking mode. Returning `true` takes the connection: keep it with `conn.try_clone()`; the
+/// server lets go of it and never writes to it again, and closing it is the caller's job.
+/// Returning `false` lets the handler answer the request as usual.
+///
+/// `taken` runs on a worker thread: it must not block (move the connection to a thread of
+/// its own). Replies to earlier requests on the connection are written before it is called.
+/// This is the hook for upgrades such as WebSocket.
+///
+/// ```no_run
+/// use std::io::Write;
+/// let listener = std::net::TcpListener::bind("127.0.0.1:8080")?;
+/// web::http::serve_taking(
+///     listener,
+///     |_req| web::http::text_response(200, "plain HTTP"),
+///     |conn, raw| {
+///         if !raw.starts_with(b"GET /raw ") {
+///             return false;
+///         }
+///         let Ok(mut mine) = conn.try_clone() else { return false };
+///         std::thread::spawn(move || mine.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nmine!"));
+///         true
+///     },
+/// )?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn serve_taking(
+    server: TcpListener,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    taken: impl Fn(&TcpStream, &[u8]) -> bool + Send + Sync + 'static,
+) -> io::Result<()> {
+    Server::from_listener(server).taking(taken).run(handler)
+}
