@@ -5,6 +5,7 @@
 
 mod blocking;
 mod chunked;
+mod client;
 mod cookie;
 mod date;
 mod error;
@@ -22,6 +23,10 @@ mod strand;
 
 pub use blocking::handle_conn;
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
+pub use client::{
+    ask, get, get_all, read_response, Client, CLIENT_CONNECT_TIMEOUT, CLIENT_READ_TIMEOUT,
+    CLIENT_WRITE_TIMEOUT, MAX_REPLY,
+};
 pub use cookie::{cookie, cookie_in};
 pub use date::http_date;
 pub use error::ParseError;

@@ -259,6 +259,8 @@ pub struct ServerHandle {
 pub struct ServerStats {
     /// Open connections.
     pub open_connections: usize,
+    /// Connections accepted since the start.
+    pub connections: u64,
     /// Connections parked with nothing to write (idle, or waiting for the rest of a request).
     pub parked: usize,
     /// Requests answered since the start.
@@ -279,6 +281,7 @@ impl ServerHandle {
         let s = self.handle.stats();
         ServerStats {
             open_connections: s.open,
+            connections: s.accepted,
             parked: s.parked,
             requests: self
                 .shared
