@@ -32,9 +32,10 @@ const HIGH_WATER: usize = 64 * 1024;
 const INLINE_BODY: usize = 16 * 1024;
 /// Reads one resume makes before letting the worker's other connections run.
 const READS_PER_TURN: usize = 16;
-/// Output buffers a worker keeps for reuse, and the largest it keeps.
-const POOL_BUFFERS: usize = 64;
-const POOL_BUFFER_MAX: usize = 64 * 1024;
+/// Output buffers a worker keeps for reuse, and the largest it keeps (so at most 256 KiB per
+/// worker stays allocated for them).
+const POOL_BUFFERS: usize = 16;
+const POOL_BUFFER_MAX: usize = 16 * 1024;
 
 /// A handler as the server stores it.
 pub(crate) type DynHandler = dyn Fn(Request) -> Response + Send + Sync;
