@@ -101,7 +101,7 @@ fn get_all_sends_again_on_a_new_connection_when_a_kept_alive_one_was_closed() {
         let read_head = |conn: &mut TcpStream| {
             let mut head = Vec::new();
             let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).map_or(false, |n| n == 1) {
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
                 head.push(byte[0]);
             }
             String::from_utf8(head).unwrap()
