@@ -1,0 +1,232 @@
+//! A raw HTTP/1.1 client over `std::net` for the server tests: it writes exactly the bytes a
+//! test gives it and reads replies back one at a time, every read bounded by a timeout so a
+//! failing test fails instead of hanging.
+
+#![allow(dead_code)] // each test file uses a different part of it
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use web::http::{parse_reply_head, Header, ReplyFraming};
+
+/// How long any single read may wait before the test fails.
+pub const READ_LIMIT: Duration = Duration::from_secs(5);
+
+/// A reply as received.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    /// Header lines in order, names lower-cased.
+    pub headers: Vec<Header>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// The value of the first header called `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|h| h.name == name)
+            .map(|h| h.value.as_str())
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.header(name).is_some()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Asserts the reply says `Connection: close`.
+    pub fn assert_closes(&self) {
+        assert_eq!(
+            self.header("connection"),
+            Some("close"),
+            "expected Connection: close in {self:?}"
+        );
+    }
+
+    /// Asserts the reply says `Connection: keep-alive`.
+    pub fn assert_keeps_alive(&self) {
+        assert_eq!(
+            self.header("connection"),
+            Some("keep-alive"),
+            "expected Connection: keep-alive in {self:?}"
+        );
+    }
+}
+
+/// One client connection with the bytes it has received but not yet taken apart.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_nodelay(true).unwrap();
+        stream.set_read_timeout(Some(READ_LIMIT)).unwrap();
+        stream
+            .set_write_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, bytes: impl AsRef<[u8]>) {
+        self.stream.write_all(bytes.as_ref()).expect("send");
+    }
+
+    /// Sends `GET <path>` with a Host header and reads its reply.
+    pub fn get(&mut self, path: &str) -> Reply {
+        self.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
+        self.reply()
+    }
+
+    /// Reads more bytes into the buffer; returns how many (0 at end of stream). Panics when
+    /// nothing arrives within [`READ_LIMIT`].
+    fn fill(&mut self) -> usize {
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    return n;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => panic!(
+                    "read failed ({e}) with {:?} buffered",
+                    String::from_utf8_lossy(&self.buf)
+                ),
+            }
+        }
+    }
+
+    /// Reads one reply head, then its body as its framing says.
+    pub fn reply(&mut self) -> Reply {
+        self.read_reply(false)
+    }
+
+    /// Reads the reply to a HEAD request: a head, no body whatever it announces.
+    pub fn head_reply(&mut self) -> Reply {
+        self.read_reply(true)
+    }
+
+    fn read_reply(&mut self, to_head: bool) -> Reply {
+        let head = loop {
+            match parse_reply_head(&self.buf) {
+                Ok(Some(head)) => break head,
+                Ok(None) => {
+                    if self.fill() == 0 {
+                        panic!(
+                            "end of stream inside a reply head: {:?}",
+                            String::from_utf8_lossy(&self.buf)
+                        );
+                    }
+                }
+                Err(e) => panic!(
+                    "bad reply head ({e:?}): {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                ),
+            }
+        };
+        self.buf.drain(..head.len);
+        let body = match (to_head, head.framing) {
+            (true, _) | (_, ReplyFraming::None) => Vec::new(),
+            (false, ReplyFraming::Length(n)) => {
+                let n = n as usize;
+                while self.buf.len() < n {
+                    if self.fill() == 0 {
+                        panic!("end of stream inside a body of {n} bytes");
+                    }
+                }
+                self.buf.drain(..n).collect()
+            }
+            (false, ReplyFraming::UntilClose) => {
+                while self.fill() > 0 {}
+                std::mem::take(&mut self.buf)
+            }
+            (false, ReplyFraming::Chunked) => panic!("the server does not send chunked replies"),
+        };
+        Reply {
+            status: head.status,
+            headers: head.headers,
+            body,
+        }
+    }
+
+    /// Reads exactly `n` raw bytes.
+    pub fn exact(&mut self, n: usize) -> Vec<u8> {
+        while self.buf.len() < n {
+            if self.fill() == 0 {
+                panic!(
+                    "end of stream after {:?}, {n} bytes expected",
+                    String::from_utf8_lossy(&self.buf)
+                );
+            }
+        }
+        self.buf.drain(..n).collect()
+    }
+
+    /// Asserts the server closed the connection with nothing more sent.
+    pub fn assert_eof(&mut self) {
+        let n = self.fill();
+        assert_eq!(
+            n,
+            0,
+            "expected end of stream, got {:?}",
+            String::from_utf8_lossy(&self.buf)
+        );
+        assert!(
+            self.buf.is_empty(),
+            "unread bytes before end of stream: {:?}",
+            String::from_utf8_lossy(&self.buf)
+        );
+    }
+
+    /// Asserts nothing arrives (and the connection stays open) for `wait`.
+    pub fn assert_silent_for(&mut self, wait: Duration) {
+        assert!(self.buf.is_empty(), "unread bytes: {:?}", self.buf);
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let mut byte = [0u8; 1];
+        let got = self.stream.read(&mut byte);
+        self.stream.set_read_timeout(Some(READ_LIMIT)).unwrap();
+        match got {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Ok(0) => panic!("the server closed the connection"),
+            Ok(_) => panic!("unexpected byte {:?}", byte[0] as char),
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+
+    /// Whether any bytes are buffered but not yet taken apart.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// Polls `cond` every few milliseconds until it holds; panics with `what` after `limit`.
+pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A handler that describes the request: `<method> <target>\n`, one `<name>: <value>\n` per
+/// header, a blank line, then the body.
+pub fn echo(req: web::http::Request) -> web::http::Response {
+    let mut text = format!("{} {}\n", req.method, req.path).into_bytes();
+    for h in &req.headers {
+        text.extend_from_slice(format!("{}: {}\n", h.name, h.value).as_bytes());
+    }
+    text.push(b'\n');
+    text.extend_from_slice(&req.body);
+    web::http::text_response(200, text)
+}
