@@ -123,7 +123,6 @@ fn graceful_shutdown_answers_the_request_in_flight_and_closes_idle_connections()
 }
 
 #[test]
-#[ignore = "BUG: a reply finished while shutdown is under way still says Connection: keep-alive"]
 fn the_reply_in_flight_at_shutdown_says_connection_close() {
     let (server, started) = start(1);
     let mut busy = slow_request_in_flight(&server, &started);
@@ -192,7 +191,6 @@ fn dropping_the_handle_stops_the_server() {
 }
 
 #[test]
-#[ignore = "BUG: a connection whose reply was still being written at shutdown stays open until the drain timeout"]
 fn shutdown_during_a_large_reply_finishes_it_then_closes_promptly() {
     let drain = Duration::from_secs(3);
     let server = Server::bind("127.0.0.1:0")

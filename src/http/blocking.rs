@@ -6,7 +6,7 @@ use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::date::with_date;
-use super::exchange::{refusal, render, respond, RequestReader, Step, CONTINUE};
+use super::exchange::{empty_lines, refusal, render, respond, RequestReader, Step, CONTINUE};
 use super::message::{text_response, Request, Response};
 use super::strand::Limits;
 
@@ -53,6 +53,9 @@ pub(crate) fn serve_blocking(
         let mut at = 0;
         let mut close = false;
         while !close {
+            if reader.is_fresh() {
+                at += empty_lines(&input[at..]);
+            }
             match reader.step(&input[at..]) {
                 Step::More => break,
                 Step::Continue => out.extend_from_slice(CONTINUE),

@@ -64,6 +64,11 @@ impl RequestReader {
         }
     }
 
+    /// Whether no byte of the next request has been read.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.head.is_fresh() && self.body.is_none()
+    }
+
     /// Whether part of a request has been read.
     pub(crate) fn is_mid_request(&self) -> bool {
         self.body.is_some()
@@ -141,6 +146,17 @@ impl RequestReader {
             None => Step::More,
         }
     }
+}
+
+/// How many bytes of empty lines (CRLF) `buf` starts with. RFC 9112 §2.2: a server ignores
+/// empty lines received before a request line — typically the CRLF some clients send after a
+/// body. Skipped between requests, they neither start a request (and its timer) nor stay
+/// buffered.
+pub(crate) fn empty_lines(buf: &[u8]) -> usize {
+    buf.chunks_exact(2)
+        .take_while(|pair| pair == b"\r\n")
+        .count()
+        * 2
 }
 
 /// Runs the handler on `request`. A handler that panics gets a 500 reply.
@@ -293,6 +309,22 @@ mod tests {
                     .unwrap()
                     .contains("Content-Length: 4\r\n")
         );
+    }
+
+    #[test]
+    fn empty_lines_are_whole_crlf_pairs_only() {
+        let cases: &[(&[u8], usize)] = &[
+            (b"", 0),
+            (b"\r\n", 2),
+            (b"\r\n\r\nGET", 4),
+            (b"\r", 0),
+            (b"\r\n\r", 2),
+            (b"\n\r\n", 0),
+            (b"GET / HTTP/1.1\r\n", 0),
+        ];
+        for (buf, want) in cases {
+            assert_eq!(empty_lines(buf), *want, "{buf:?}");
+        }
     }
 
     #[test]

@@ -266,6 +266,11 @@ impl HeadParser {
         }
     }
 
+    /// Whether no byte of a request has been looked at yet.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.scanned == 0
+    }
+
     /// Bytes of heap this parser holds for a head still incomplete.
     pub fn held_bytes(&self) -> usize {
         self.request.method.capacity()

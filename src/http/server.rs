@@ -207,6 +207,7 @@ impl Server {
             limits: self.limits,
             budget: self.budget.map(AtomicU64::new),
             served: (0..workers).map(|_| Counter::default()).collect(),
+            remote: std::sync::OnceLock::new(),
         });
         let service = |_| HttpService {
             shared: Arc::clone(&shared),
@@ -222,6 +223,7 @@ impl Server {
             }
             Listen::Given(listener) => Reactor::new(listener, config, service)?,
         };
+        let _ = shared.remote.set(reactor.remote());
         Ok((reactor, shared))
     }
 

@@ -22,7 +22,7 @@ use reactor::{ConnId, Io, Next, Read, Service, Strand, Wake};
 
 use super::date::with_date;
 use super::error::ParseError;
-use super::exchange::{refusal, render, respond, RequestReader, Step, CONTINUE};
+use super::exchange::{empty_lines, refusal, render, respond, RequestReader, Step, CONTINUE};
 use super::head::HeadLimits;
 use super::message::{text_response, Request, Response};
 
@@ -67,6 +67,8 @@ pub(crate) struct Shared {
     pub(crate) budget: Option<AtomicU64>,
     /// Requests answered, per worker.
     pub(crate) served: Box<[Counter]>,
+    /// The server's remote, set once the reactor exists: whether it is shutting down.
+    pub(crate) remote: std::sync::OnceLock<reactor::Remote<()>>,
 }
 
 impl Shared {
@@ -82,6 +84,10 @@ impl Shared {
         self.budget
             .as_ref()
             .is_some_and(|b| b.load(Ordering::Acquire) == 0)
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.remote.get().is_some_and(|r| r.is_shutting_down())
     }
 }
 
@@ -142,7 +148,6 @@ enum Timer {
 struct Ctx {
     now: Instant,
     fd: RawFd,
-    draining: bool,
     worker: usize,
 }
 
@@ -182,6 +187,14 @@ thread_local! {
 }
 
 impl HttpStrand {
+    /// Serving, with nothing to write and no part of a request read.
+    fn is_idle(&self) -> bool {
+        self.phase == Phase::Open
+            && !self.has_output()
+            && self.input.is_empty()
+            && self.reader.is_none()
+    }
+
     fn has_output(&self) -> bool {
         self.out_at < self.out.len() || self.body_at < self.body.len()
     }
@@ -275,6 +288,9 @@ impl HttpStrand {
     ) -> (usize, bool) {
         let mut at = 0;
         while !self.held_back() {
+            if reader.is_fresh() {
+                at += empty_lines(&buf[at..]);
+            }
             match reader.step(&buf[at..]) {
                 Step::More => return (at, at < buf.len()),
                 Step::Continue => self.out_buffer().extend_from_slice(CONTINUE),
@@ -315,7 +331,8 @@ impl HttpStrand {
                         .fetch_add(1, Ordering::Relaxed);
                     let spent = self.shared.budget_spent();
                     outcome.spent |= spent;
-                    let keep = keep_alive && !ctx.draining && !spent;
+                    // Read after the handler ran: a shutdown begun meanwhile makes this the last.
+                    let keep = keep_alive && !spent && !self.shared.shutting_down();
                     let out = self.out_buffer();
                     let (keep, body) = with_date(ctx.now, |date| {
                         render(out, res, keep, head_only, date, INLINE_BODY)
@@ -443,6 +460,8 @@ impl HttpStrand {
             match self.flush(io, &mut progressed) {
                 Err(_) => return Next::Close,
                 Ok(true) if self.phase != Phase::Open => return self.linger(io),
+                // Shutting down and nothing in flight any more: done.
+                Ok(true) if self.is_idle() && self.shared.shutting_down() => return Next::Close,
                 Ok(true) => {}
                 Ok(false) if self.phase != Phase::Open || self.held_back() => {
                     return self.park(io.now(), progressed, false, true)
@@ -452,7 +471,6 @@ impl HttpStrand {
             let ctx = Ctx {
                 now: io.now(),
                 fd: io.stream().as_raw_fd(),
-                draining: io.remote().is_shutting_down(),
                 worker: io.id().worker() as usize,
             };
             let mut outcome = Answered::default();
@@ -518,14 +536,10 @@ impl Strand for HttpStrand {
     }
 
     fn drain(&mut self, io: &mut Io<'_, ()>) -> Next {
-        if self.phase == Phase::Open
-            && !self.has_output()
-            && self.input.is_empty()
-            && self.reader.is_none()
-        {
+        if self.is_idle() {
             return Next::Close;
         }
-        // In flight: finish it; `Ctx::draining` makes its reply the last.
+        // In flight: finish it; its reply is the last (`Shared::shutting_down`).
         self.run(io)
     }
 
