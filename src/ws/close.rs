@@ -1,0 +1,70 @@
+//! Close codes (RFC 6455 §7.4) and the close frame's payload.
+
+/// 1000: normal closure.
+pub const NORMAL: u16 = 1000;
+/// 1001: the endpoint is going away (server shutting down).
+pub const GOING_AWAY: u16 = 1001;
+/// 1002: protocol error.
+pub const PROTOCOL_ERROR: u16 = 1002;
+/// 1007: a text message (or close reason) that is not UTF-8.
+pub const INVALID_DATA: u16 = 1007;
+/// 1008: policy violation (used when a peer does not read what it is sent).
+pub const POLICY: u16 = 1008;
+/// 1009: a message too big to process.
+pub const TOO_BIG: u16 = 1009;
+/// 1011: the server met an unexpected condition.
+pub const INTERNAL_ERROR: u16 = 1011;
+
+/// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1011 and the later
+/// registered 1012–1014, and 3000–4999 (registered and private use). 1004–1006 and 1015 are
+/// reserved never to be sent; anything else is unassigned.
+pub fn is_valid_code(code: u16) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
+}
+
+/// A close frame's payload taken apart: `Ok(None)` when empty, `Ok(Some((code, reason)))`, or
+/// the close code the frame earns: 1002 for a one-byte payload or an invalid code, 1007 for a
+/// reason that is not UTF-8.
+pub fn parse_close(payload: &[u8]) -> Result<Option<(u16, &str)>, u16> {
+    match payload {
+        [] => Ok(None),
+        [_] => Err(PROTOCOL_ERROR),
+        [hi, lo, reason @ ..] => {
+            let code = u16::from_be_bytes([*hi, *lo]);
+            if !is_valid_code(code) {
+                return Err(PROTOCOL_ERROR);
+            }
+            let reason = std::str::from_utf8(reason).map_err(|_| INVALID_DATA)?;
+            Ok(Some((code, reason)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_payloads() {
+        type Case = (&'static [u8], Result<Option<(u16, &'static str)>, u16>);
+        let cases: &[Case] = &[
+            (b"", Ok(None)),
+            (&[0x03], Err(PROTOCOL_ERROR)),
+            (&[0x03, 0xe8], Ok(Some((1000, "")))),
+            (&[0x03, 0xe8, b'b', b'y', b'e'], Ok(Some((1000, "bye")))),
+            (&[0x0b, 0xb8], Ok(Some((3000, "")))),
+            (&[0x13, 0x87], Ok(Some((4999, "")))),
+            (&[0x03, 0xec], Err(PROTOCOL_ERROR)), // 1004
+            (&[0x03, 0xed], Err(PROTOCOL_ERROR)), // 1005
+            (&[0x03, 0xee], Err(PROTOCOL_ERROR)), // 1006
+            (&[0x03, 0xf7], Err(PROTOCOL_ERROR)), // 1015
+            (&[0x03, 0xe7], Err(PROTOCOL_ERROR)), // 999
+            (&[0x07, 0xd0], Err(PROTOCOL_ERROR)), // 2000
+            (&[0x13, 0x88], Err(PROTOCOL_ERROR)), // 5000
+            (&[0x03, 0xe8, 0xff], Err(INVALID_DATA)),
+        ];
+        for (payload, want) in cases {
+            assert_eq!(parse_close(payload), *want, "{payload:?}");
+        }
+    }
+}

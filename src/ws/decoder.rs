@@ -1,0 +1,354 @@
+//! The message-level decoder: frames in, messages out, every rule of RFC 6455 §5 enforced.
+//!
+//! It reassembles fragmented messages up to a maximum size, checks text as it arrives
+//! ([`Utf8Check`]), passes control frames through between fragments, and answers a broken rule
+//! with the close code it earns. It holds no heap memory between messages: the data of a
+//! message is handed over whole, and the few bytes of a frame head split across reads are kept
+//! inline.
+
+use super::close::{parse_close, INVALID_DATA, PROTOCOL_ERROR, TOO_BIG};
+use super::frame::{
+    apply_mask, parse_frame_head, FrameHead, Role, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING,
+    OP_PONG, OP_TEXT,
+};
+use super::utf8::Utf8Check;
+
+/// Default largest message, in bytes (the specification's 64 KiB).
+pub const MAX_MESSAGE: usize = 64 * 1024;
+
+/// What arrived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A whole text message (valid UTF-8).
+    Text(String),
+    /// A whole binary message.
+    Binary(Vec<u8>),
+    /// A ping and its payload (to be answered with a pong carrying the same payload).
+    Ping(Vec<u8>),
+    /// A pong and its payload.
+    Pong(Vec<u8>),
+    /// A close frame: its code and reason, if it had any (both already checked).
+    Close(Option<(u16, String)>),
+}
+
+/// A frame being read.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    head: FrameHead,
+    /// Payload bytes read so far.
+    read: u64,
+}
+
+/// Turns received bytes into [`Event`]s.
+///
+/// ```
+/// use web::ws::{client_frame, Decoder, Event, Role};
+/// let mut d = Decoder::new(Role::Server, 1 << 16);
+/// let wire = client_frame("hello");
+/// let (used, event) = d.next(&wire).unwrap();
+/// assert_eq!((used, event), (wire.len(), Some(Event::Text("hello".into()))));
+/// ```
+#[derive(Debug)]
+pub struct Decoder {
+    role: Role,
+    max_message: usize,
+    /// Bytes of a frame head split across reads.
+    head: [u8; 14],
+    head_len: u8,
+    frame: Option<Frame>,
+    /// The message being reassembled: its opcode (text or binary) and data so far.
+    message: Option<u8>,
+    data: Vec<u8>,
+    utf8: Utf8Check,
+    /// The payload of a control frame split across reads.
+    control: Vec<u8>,
+}
+
+impl Decoder {
+    /// A decoder reading `role`'s peer, refusing messages over `max_message` bytes (1009).
+    pub fn new(role: Role, max_message: usize) -> Decoder {
+        Decoder {
+            role,
+            max_message,
+            head: [0; 14],
+            head_len: 0,
+            frame: None,
+            message: None,
+            data: Vec::new(),
+            utf8: Utf8Check::default(),
+            control: Vec::new(),
+        }
+    }
+
+    /// Whether the decoder is between frames with nothing buffered.
+    pub fn is_idle(&self) -> bool {
+        self.head_len == 0 && self.frame.is_none() && self.message.is_none()
+    }
+
+    /// Heap bytes held for a message or control frame in progress.
+    pub fn held_bytes(&self) -> usize {
+        self.data.capacity() + self.control.capacity()
+    }
+
+    /// Reads from `input` until one event is complete or the input is used up. Returns the
+    /// bytes consumed and the event, if one completed; call again with the rest. `Err(code)`:
+    /// the peer broke a rule and the connection is to be closed with `code` (1002 protocol
+    /// error, 1007 text that is not UTF-8, 1009 message too big).
+    pub fn next(&mut self, input: &[u8]) -> Result<(usize, Option<Event>), u16> {
+        let mut at = 0;
+        loop {
+            let frame = match self.frame {
+                Some(frame) => frame,
+                None => {
+                    let (used, head) = self.read_head(&input[at..])?;
+                    at += used;
+                    let Some(head) = head else {
+                        return Ok((at, None));
+                    };
+                    self.start_frame(head)?;
+                    Frame { head, read: 0 }
+                }
+            };
+            let left = frame.head.len - frame.read;
+            let take = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(input.len() - at);
+            let bytes = &input[at..at + take];
+            at += take;
+            if frame.head.is_control() {
+                self.control.extend_from_slice(bytes);
+            } else {
+                let start = self.data.len();
+                self.data.extend_from_slice(bytes);
+                if let Some(key) = frame.head.mask {
+                    apply_mask(&mut self.data[start..], key, frame.read as usize);
+                }
+                if self.message == Some(OP_TEXT) && !self.utf8.feed(&self.data[start..]) {
+                    return Err(INVALID_DATA);
+                }
+            }
+            let read = frame.read + take as u64;
+            if read < frame.head.len {
+                self.frame = Some(Frame { read, ..frame });
+                return Ok((at, None));
+            }
+            self.frame = None;
+            if let Some(event) = self.finish_frame(frame.head)? {
+                return Ok((at, Some(event)));
+            }
+            if at == input.len() {
+                return Ok((at, None));
+            }
+        }
+    }
+
+    /// Reads a frame head, keeping a partial one inline.
+    fn read_head(&mut self, input: &[u8]) -> Result<(usize, Option<FrameHead>), u16> {
+        if self.head_len == 0 {
+            if let Some(head) = parse_frame_head(input, self.role)? {
+                return Ok((head.head_len, Some(head)));
+            }
+        }
+        // Split across reads: gather the head's bytes (at most 14) inline.
+        let had = usize::from(self.head_len);
+        let take = (self.head.len() - had).min(input.len());
+        self.head[had..had + take].copy_from_slice(&input[..take]);
+        let have = had + take;
+        match parse_frame_head(&self.head[..have], self.role)? {
+            Some(head) => {
+                self.head_len = 0;
+                Ok((head.head_len - had, Some(head)))
+            }
+            None => {
+                self.head_len = have as u8;
+                Ok((take, None))
+            }
+        }
+    }
+
+    /// The rules a frame head must meet in the light of the message in progress.
+    fn start_frame(&mut self, head: FrameHead) -> Result<(), u16> {
+        match head.opcode {
+            OP_TEXT | OP_BINARY if self.message.is_some() => return Err(PROTOCOL_ERROR),
+            OP_CONTINUATION if self.message.is_none() => return Err(PROTOCOL_ERROR),
+            OP_TEXT | OP_BINARY => {
+                self.message = Some(head.opcode);
+                self.utf8 = Utf8Check::default();
+            }
+            _ => {}
+        }
+        if !head.is_control() {
+            let total = (self.data.len() as u64).saturating_add(head.len);
+            if total > self.max_message as u64 {
+                return Err(TOO_BIG);
+            }
+            // Never more than the limit, whatever length the peer announced.
+            self.data.reserve(head.len as usize);
+        }
+        Ok(())
+    }
+
+    fn finish_frame(&mut self, head: FrameHead) -> Result<Option<Event>, u16> {
+        if head.is_control() {
+            let mut payload = std::mem::take(&mut self.control);
+            if let Some(key) = head.mask {
+                apply_mask(&mut payload, key, 0);
+            }
+            return Ok(Some(match head.opcode {
+                OP_PING => Event::Ping(payload),
+                OP_PONG => Event::Pong(payload),
+                OP_CLOSE => Event::Close(
+                    parse_close(&payload)?.map(|(code, reason)| (code, reason.to_owned())),
+                ),
+                _ => return Err(PROTOCOL_ERROR),
+            }));
+        }
+        if !head.fin {
+            return Ok(None);
+        }
+        let data = std::mem::take(&mut self.data);
+        Ok(Some(match self.message.take() {
+            Some(OP_TEXT) => {
+                if !self.utf8.is_complete() {
+                    return Err(INVALID_DATA);
+                }
+                Event::Text(String::from_utf8(data).map_err(|_| INVALID_DATA)?)
+            }
+            _ => Event::Binary(data),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ws::frame::write_frame;
+
+    const KEY: [u8; 4] = [1, 2, 3, 4];
+
+    fn frame(first: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_frame(&mut out, first, payload, Some(KEY));
+        out
+    }
+
+    fn decode_all(wire: &[u8], max: usize) -> Result<Vec<Event>, u16> {
+        let mut d = Decoder::new(Role::Server, max);
+        let mut at = 0;
+        let mut events = Vec::new();
+        while at < wire.len() {
+            let (used, event) = d.next(&wire[at..])?;
+            at += used;
+            events.extend(event);
+            if used == 0 {
+                break;
+            }
+        }
+        Ok(events)
+    }
+
+    #[test]
+    fn messages_and_control_frames() {
+        let wire = [
+            frame(0x81, b"hi"),
+            frame(0x82, &[0, 255]),
+            frame(0x89, b"p"),
+            frame(0x8a, b""),
+            frame(0x88, &[0x03, 0xe8, b'o', b'k']),
+        ]
+        .concat();
+        assert_eq!(
+            decode_all(&wire, 100),
+            Ok(vec![
+                Event::Text("hi".into()),
+                Event::Binary(vec![0, 255]),
+                Event::Ping(b"p".to_vec()),
+                Event::Pong(vec![]),
+                Event::Close(Some((1000, "ok".into()))),
+            ])
+        );
+    }
+
+    #[test]
+    fn fragments_are_reassembled_with_control_frames_between() {
+        let wire = [
+            frame(0x01, "κό".as_bytes()),
+            frame(0x89, b"x"),
+            frame(0x00, &"σμε".as_bytes()[..3]),
+            frame(0x80, &"σμε".as_bytes()[3..]),
+        ]
+        .concat();
+        assert_eq!(
+            decode_all(&wire, 100),
+            Ok(vec![
+                Event::Ping(b"x".to_vec()),
+                Event::Text("κόσμε".into())
+            ])
+        );
+        let empty = [frame(0x01, b""), frame(0x00, b""), frame(0x80, b"")].concat();
+        assert_eq!(
+            decode_all(&empty, 100),
+            Ok(vec![Event::Text(String::new())])
+        );
+    }
+
+    #[test]
+    fn broken_rules_earn_their_close_codes() {
+        let cases: &[(Vec<u8>, u16)] = &[
+            (frame(0x00, b"x"), PROTOCOL_ERROR), // continuation without a message
+            (
+                [frame(0x01, b"a"), frame(0x81, b"b")].concat(),
+                PROTOCOL_ERROR,
+            ), // new message inside one
+            (
+                [frame(0x02, b"a"), frame(0x82, b"b")].concat(),
+                PROTOCOL_ERROR,
+            ),
+            (frame(0x81, b"\xff"), INVALID_DATA),
+            (
+                [frame(0x01, b"\xe2\x82"), frame(0x80, b"")].concat(),
+                INVALID_DATA,
+            ), // unfinished code point
+            (frame(0x88, &[0x03]), PROTOCOL_ERROR),
+            (frame(0x88, &[0x03, 0xed]), PROTOCOL_ERROR),
+            (frame(0x88, &[0x03, 0xe8, 0xff]), INVALID_DATA),
+            (frame(0x82, &[0; 101]), TOO_BIG),
+            (
+                [frame(0x02, &[0; 60]), frame(0x80, &[0; 41])].concat(),
+                TOO_BIG,
+            ),
+            (
+                vec![0x81, 0x05, b'h', b'e', b'l', b'l', b'o'],
+                PROTOCOL_ERROR,
+            ), // unmasked
+        ];
+        for (wire, code) in cases {
+            assert_eq!(decode_all(wire, 100), Err(*code), "{wire:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_text_fails_before_the_message_ends() {
+        let mut d = Decoder::new(Role::Server, 100);
+        let first = frame(0x01, b"ok\xf4\x90");
+        assert_eq!(d.next(&first), Err(INVALID_DATA));
+    }
+
+    #[test]
+    fn a_huge_announced_length_allocates_nothing() {
+        let mut d = Decoder::new(Role::Server, 1 << 20);
+        let head = [0x82, 0xff, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4]; // 4 GiB
+        assert_eq!(d.next(&head), Err(TOO_BIG));
+        assert_eq!(d.held_bytes(), 0);
+    }
+
+    #[test]
+    fn idle_between_messages_holds_nothing() {
+        let mut d = Decoder::new(Role::Server, 100);
+        let wire = [frame(0x01, b"ab"), frame(0x80, b"cd")].concat();
+        let (_, e) = d.next(&wire).unwrap();
+        assert_eq!(e, Some(Event::Text("abcd".into())));
+        assert!(d.is_idle());
+        assert_eq!(d.held_bytes(), 0);
+    }
+}

@@ -1,0 +1,308 @@
+//! Frames (RFC 6455 §5.2): encoding, masking, and the strict parsing of a frame's head.
+//!
+//! ```text
+//!  0                   1                   2                   3
+//! +-+-+-+-+-------+-+-------------+-------------------------------+
+//! |F|R|R|R| opcode|M| Payload len |    Extended payload length    |
+//! |I|S|S|S|  (4)  |A|     (7)     |             (16/64)           |
+//! |N|V|V|V|       |S|             |   (if payload len==126/127)   |
+//! +-+-+-+-+-------+-+-------------+ - - - - - - - - - - - - - - - +
+//! |     Extended payload length continued, if payload len == 127  |
+//! + - - - - - - - - - - - - - - - +-------------------------------+
+//! |                               |Masking-key, if MASK set to 1  |
+//! +-------------------------------+-------------------------------+
+//! ```
+
+use super::close::PROTOCOL_ERROR;
+
+/// Continuation frame.
+pub const OP_CONTINUATION: u8 = 0x0;
+/// Text frame.
+pub const OP_TEXT: u8 = 0x1;
+/// Binary frame.
+pub const OP_BINARY: u8 = 0x2;
+/// Close frame.
+pub const OP_CLOSE: u8 = 0x8;
+/// Ping frame.
+pub const OP_PING: u8 = 0x9;
+/// Pong frame.
+pub const OP_PONG: u8 = 0xA;
+
+/// The fixed mask key of [`client_frame`](crate::ws::client_frame) and
+/// [`client_frame_bin`](crate::ws::client_frame_bin). A client library should use a fresh random
+/// key per frame (RFC 6455 §5.3); these two functions are the specification's, for tests.
+pub const FIXED_MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
+
+/// The head of a frame, as parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameHead {
+    /// FIN: the last frame of a message.
+    pub fin: bool,
+    /// The opcode (low four bits of the first byte).
+    pub opcode: u8,
+    /// The masking key, when the frame is masked.
+    pub mask: Option<[u8; 4]>,
+    /// Payload length.
+    pub len: u64,
+    /// Bytes the head took.
+    pub head_len: usize,
+}
+
+impl FrameHead {
+    /// Whether this is a control frame (close, ping, pong).
+    pub fn is_control(&self) -> bool {
+        self.opcode & 0x8 != 0
+    }
+}
+
+/// Which side's frames are being read: a server reads masked frames, a client unmasked ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Reading a client's frames: they must be masked.
+    Server,
+    /// Reading a server's frames: they must not be masked.
+    Client,
+}
+
+/// Parses a frame head from the start of `buf`: `Ok(None)` while incomplete, `Err(code)` with
+/// the close code the frame earns when it breaks RFC 6455 §5: 1002 for a frame masked the wrong
+/// way for `role`, set RSV bits (no extension is negotiated), an unknown opcode, a fragmented or
+/// longer-than-125-byte control frame, or a 64-bit length with its top bit set.
+///
+/// ```
+/// use web::ws::{parse_frame_head, Role, OP_TEXT};
+/// let frame = web::ws::client_frame("hi");
+/// let head = parse_frame_head(&frame, Role::Server).unwrap().unwrap();
+/// assert_eq!((head.fin, head.opcode, head.len, head.head_len), (true, OP_TEXT, 2, 6));
+/// assert_eq!(parse_frame_head(&frame[..1], Role::Server), Ok(None));
+/// ```
+pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, u16> {
+    let (Some(&b0), Some(&b1)) = (buf.first(), buf.get(1)) else {
+        return Ok(None);
+    };
+    let fin = b0 & 0x80 != 0;
+    let opcode = b0 & 0x0f;
+    let masked = b1 & 0x80 != 0;
+    if b0 & 0x70 != 0 || !matches!(opcode, 0x0..=0x2 | 0x8..=0xA) {
+        return Err(PROTOCOL_ERROR);
+    }
+    if masked != (role == Role::Server) {
+        return Err(PROTOCOL_ERROR);
+    }
+    let short = u64::from(b1 & 0x7f);
+    let control = opcode & 0x8 != 0;
+    if control && (!fin || short > 125) {
+        return Err(PROTOCOL_ERROR);
+    }
+    let (len, mut at) = match short {
+        126 => match buf.get(2..4) {
+            Some(b) => (u64::from(u16::from_be_bytes([b[0], b[1]])), 4),
+            None => return Ok(None),
+        },
+        127 => match buf.get(2..10) {
+            Some(b) => {
+                let mut bytes = [0u8; 8];
+                bytes.copy_from_slice(b);
+                let len = u64::from_be_bytes(bytes);
+                if len >> 63 != 0 {
+                    return Err(PROTOCOL_ERROR);
+                }
+                (len, 10)
+            }
+            None => return Ok(None),
+        },
+        n => (n, 2),
+    };
+    let mask = if masked {
+        let Some(key) = buf.get(at..at + 4) else {
+            return Ok(None);
+        };
+        at += 4;
+        Some([key[0], key[1], key[2], key[3]])
+    } else {
+        None
+    };
+    Ok(Some(FrameHead {
+        fin,
+        opcode,
+        mask,
+        len,
+        head_len: at,
+    }))
+}
+
+/// XORs `data` with `key`, where `offset` bytes of the payload came before `data`.
+pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
+    let mut rotated = [0u8; 4];
+    for (i, r) in rotated.iter_mut().enumerate() {
+        *r = key[(offset + i) % 4];
+    }
+    let word = u32::from_ne_bytes(rotated);
+    let wide = u64::from(word) | (u64::from(word) << 32);
+    let mut chunks = data.chunks_exact_mut(8);
+    for chunk in &mut chunks {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        chunk.copy_from_slice(&(u64::from_ne_bytes(bytes) ^ wide).to_ne_bytes());
+    }
+    for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
+        *b ^= rotated[i % 4];
+    }
+}
+
+/// Appends a frame: `first` is the first byte (FIN and opcode, e.g. `0x81` for a final text
+/// frame), then the length in its shortest form, the mask key when given, and the payload
+/// (masked with it).
+pub fn write_frame(out: &mut Vec<u8>, first: u8, payload: &[u8], mask: Option<[u8; 4]>) {
+    let mask_bit = if mask.is_some() { 0x80 } else { 0 };
+    out.push(first);
+    match payload.len() {
+        n @ 0..=125 => out.push(mask_bit | n as u8),
+        n @ 126..=0xffff => {
+            out.push(mask_bit | 126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(mask_bit | 127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    match mask {
+        Some(key) => {
+            out.extend_from_slice(&key);
+            let start = out.len();
+            out.extend_from_slice(payload);
+            apply_mask(&mut out[start..], key, 0);
+        }
+        None => out.extend_from_slice(payload),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_accepted() {
+        let cases: &[(&[u8], Role, FrameHead)] = &[
+            (
+                &[0x81, 0x82, 1, 2, 3, 4],
+                Role::Server,
+                FrameHead {
+                    fin: true,
+                    opcode: 1,
+                    mask: Some([1, 2, 3, 4]),
+                    len: 2,
+                    head_len: 6,
+                },
+            ),
+            (
+                &[0x02, 0xfe, 0x01, 0x00, 0, 0, 0, 0],
+                Role::Server,
+                FrameHead {
+                    fin: false,
+                    opcode: 2,
+                    mask: Some([0; 4]),
+                    len: 256,
+                    head_len: 8,
+                },
+            ),
+            (
+                &[0x80, 0xff, 0, 0, 0, 0, 0, 1, 0, 0, 9, 9, 9, 9],
+                Role::Server,
+                FrameHead {
+                    fin: true,
+                    opcode: 0,
+                    mask: Some([9; 4]),
+                    len: 65536,
+                    head_len: 14,
+                },
+            ),
+            (
+                &[0x89, 0x00],
+                Role::Client,
+                FrameHead {
+                    fin: true,
+                    opcode: 9,
+                    mask: None,
+                    len: 0,
+                    head_len: 2,
+                },
+            ),
+            (
+                &[0x88, 0xfd, 0, 0, 0, 0],
+                Role::Server,
+                FrameHead {
+                    fin: true,
+                    opcode: 8,
+                    mask: Some([0; 4]),
+                    len: 125,
+                    head_len: 6,
+                },
+            ),
+        ];
+        for (buf, role, want) in cases {
+            assert_eq!(parse_frame_head(buf, *role), Ok(Some(*want)), "{buf:?}");
+            for cut in 0..buf.len() {
+                assert_eq!(
+                    parse_frame_head(&buf[..cut], *role),
+                    Ok(None),
+                    "{buf:?} cut at {cut}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn heads_refused_with_1002() {
+        let cases: &[(&[u8], Role)] = &[
+            (&[0x81, 0x02], Role::Server),             // unmasked client frame
+            (&[0x81, 0x82, 0, 0, 0, 0], Role::Client), // masked server frame
+            (&[0xc1, 0x80, 0, 0, 0, 0], Role::Server), // RSV1
+            (&[0xa1, 0x80, 0, 0, 0, 0], Role::Server), // RSV2
+            (&[0x91, 0x80, 0, 0, 0, 0], Role::Server), // RSV3
+            (&[0x83, 0x80, 0, 0, 0, 0], Role::Server), // reserved data opcode
+            (&[0x8b, 0x80, 0, 0, 0, 0], Role::Server), // reserved control opcode
+            (&[0x09, 0x80, 0, 0, 0, 0], Role::Server), // fragmented ping
+            (&[0x89, 0xfe, 0, 126, 0, 0, 0, 0], Role::Server), // long ping
+            (&[0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0], Role::Server), // 64-bit length, top bit set
+        ];
+        for (buf, role) in cases {
+            assert_eq!(parse_frame_head(buf, *role), Err(PROTOCOL_ERROR), "{buf:?}");
+        }
+    }
+
+    #[test]
+    fn mask_round_trips_at_every_offset() {
+        let key = [0xde, 0xad, 0xbe, 0xef];
+        let data: Vec<u8> = (0..50u8).collect();
+        for split in 0..data.len() {
+            let mut masked = data.clone();
+            apply_mask(&mut masked, key, 0);
+            for (i, b) in masked.iter().enumerate() {
+                assert_eq!(*b, data[i] ^ key[i % 4]);
+            }
+            let (a, b) = masked.split_at_mut(split);
+            apply_mask(a, key, 0);
+            apply_mask(b, key, split);
+            assert_eq!(masked, data);
+        }
+    }
+
+    #[test]
+    fn lengths_use_their_shortest_form() {
+        for (len, head) in [
+            (0usize, 2usize),
+            (125, 2),
+            (126, 4),
+            (65535, 4),
+            (65536, 10),
+        ] {
+            let mut out = Vec::new();
+            write_frame(&mut out, 0x82, &vec![7; len], None);
+            assert_eq!(out.len(), head + len);
+            let parsed = parse_frame_head(&out, Role::Client).unwrap().unwrap();
+            assert_eq!((parsed.len, parsed.head_len), (len as u64, head));
+        }
+    }
+}

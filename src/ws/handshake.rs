@@ -1,0 +1,250 @@
+//! The opening handshake (RFC 6455 §4): checking a client's upgrade request, the server's 101
+//! reply, and the client's request.
+
+use base64::Engine as _;
+use sha1::{Digest, Sha1};
+
+use crate::http::{HeadLimits, HeadParser, Version};
+
+/// The GUID RFC 6455 §1.3 appends to the key before hashing.
+const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// The value of header `name` in raw message text, the name matched without regard to case and
+/// passed with its trailing colon and space (`"Sec-WebSocket-Key: "`; without them works too).
+/// The value is read from the original bytes, case intact, without surrounding whitespace; `""`
+/// when absent. Only the head (up to the first empty line) is searched.
+///
+/// ```
+/// let raw = b"GET / HTTP/1.1\r\nsec-websocket-key: AbC==\r\n\r\n";
+/// assert_eq!(web::ws::header_value(raw, "Sec-WebSocket-Key: "), "AbC==");
+/// assert_eq!(web::ws::header_value(raw, "Upgrade: "), "");
+/// ```
+pub fn header_value(raw: &[u8], name: &str) -> String {
+    let name = name.trim_end_matches(' ').trim_end_matches(':').as_bytes();
+    raw.split(|&b| b == b'\n')
+        .skip(1)
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .take_while(|line| !line.is_empty())
+        .find_map(|line| {
+            let (n, rest) = (line.get(..name.len())?, line.get(name.len()..)?);
+            let value = rest.strip_prefix(b":")?;
+            n.eq_ignore_ascii_case(name)
+                .then(|| String::from_utf8_lossy(value.trim_ascii()).into_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// The `Sec-WebSocket-Accept` value for a client's `Sec-WebSocket-Key`: base64 of the SHA-1 of
+/// the key followed by the RFC's GUID.
+///
+/// ```
+/// assert_eq!(web::ws::accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+/// ```
+pub fn accept_key(key: &str) -> String {
+    let mut sha = Sha1::new();
+    sha.update(key.trim().as_bytes());
+    sha.update(GUID.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(sha.finalize())
+}
+
+/// Whether the raw request carries a `Sec-WebSocket-Key` header (name matched case-blind).
+///
+/// ```
+/// assert!(web::ws::ws_wanted(b"GET / HTTP/1.1\r\nSEC-WEBSOCKET-KEY: x\r\n\r\n"));
+/// assert!(!web::ws::ws_wanted(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+/// ```
+pub fn ws_wanted(request_raw: &[u8]) -> bool {
+    raw_has_header(request_raw, b"sec-websocket-key")
+}
+
+fn raw_has_header(raw: &[u8], name: &[u8]) -> bool {
+    raw.split(|&b| b == b'\n')
+        .skip(1)
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .take_while(|line| !line.is_empty())
+        .any(|line| {
+            line.len() > name.len()
+                && line[name.len()] == b':'
+                && line[..name.len()].eq_ignore_ascii_case(name)
+        })
+}
+
+/// Checks an upgrade request (RFC 6455 §4.2.1) and returns the reply to write: the 101 that
+/// opens the WebSocket (`Ok`), or the HTTP refusal (`Err`): 400 for a request that is not a
+/// valid upgrade (not GET, not HTTP/1.1, `Upgrade` without `websocket`, `Connection` without
+/// `upgrade`, a key that does not decode to 16 bytes), 426 with `Sec-WebSocket-Version: 13` for
+/// another version. No subprotocol or extension is accepted.
+pub fn upgrade_reply(request_raw: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
+    let refuse = |status: &str, reason: &str, extra: &str| {
+        let body = format!("{reason}\n");
+        format!("HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}", body.len()).into_bytes()
+    };
+    let bad = |reason: &str| refuse("400 Bad Request", reason, "");
+    let head = match HeadParser::new(HeadLimits::default()).parse(request_raw) {
+        Ok(Some(head)) => head,
+        Ok(None) => return Err(bad("incomplete request")),
+        Err(e) => return Err(bad(e.reason())),
+    };
+    let req = &head.request;
+    let has_token = |name: &str, token: &str| {
+        req.headers
+            .iter()
+            .filter(|h| h.name == name)
+            .flat_map(|h| h.value.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    };
+    if req.method != "GET" || head.version != Version::Http11 {
+        return Err(bad("a WebSocket upgrade is a GET over HTTP/1.1"));
+    }
+    if !has_token("upgrade", "websocket") || !has_token("connection", "upgrade") {
+        return Err(bad(
+            "not a WebSocket upgrade (Upgrade: websocket, Connection: Upgrade)",
+        ));
+    }
+    let key = crate::http::header_in(&req.headers, "sec-websocket-key").trim();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(key)
+        .unwrap_or_default();
+    if decoded.len() != 16 {
+        return Err(bad("Sec-WebSocket-Key must be 16 bytes in base64"));
+    }
+    if crate::http::header_in(&req.headers, "sec-websocket-version").trim() != "13" {
+        return Err(refuse(
+            "426 Upgrade Required",
+            "only WebSocket version 13 is supported",
+            "Sec-WebSocket-Version: 13\r\n",
+        ));
+    }
+    Ok(format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_key(key)
+    )
+    .into_bytes())
+}
+
+/// A client's upgrade request: `GET <path> HTTP/1.1`, `Host: <host>`, `Upgrade: websocket`,
+/// then `Connection: Upgrade`, a fresh random `Sec-WebSocket-Key` and
+/// `Sec-WebSocket-Version: 13`.
+///
+/// ```
+/// let req = web::ws::ws_handshake_request("example.com", "/chat");
+/// assert!(req.starts_with(b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n"));
+/// ```
+pub fn ws_handshake_request(host: &str, path: &str) -> Vec<u8> {
+    let key = base64::engine::general_purpose::STANDARD.encode(random_16());
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// 16 random bytes from the operating system (for a fresh key), with a time-and-counter
+/// fallback should it fail (a key need only be unpredictable enough to defeat caches).
+fn random_16() -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    // SAFETY: getrandom(2) writes at most `bytes.len()` bytes into the live buffer it is given.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != 16 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut sha = Sha1::new();
+        sha.update(now.to_le_bytes());
+        sha.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        bytes.copy_from_slice(&sha.finalize()[..16]);
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "GET /chat HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+    #[test]
+    fn the_rfc_example_is_accepted() {
+        let reply = String::from_utf8(upgrade_reply(GOOD.as_bytes()).unwrap()).unwrap();
+        assert_eq!(reply, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n");
+        let lists = GOOD
+            .replace("Upgrade: websocket", "Upgrade: foo, WebSocket")
+            .replace("Connection: Upgrade", "Connection: keep-alive, upgrade");
+        assert!(upgrade_reply(lists.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn bad_upgrades_are_refused_with_400_or_426() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("GET /chat", "POST /chat", "HTTP/1.1 400 "),
+            ("HTTP/1.1\r\nHost", "HTTP/1.0\r\nHost", "HTTP/1.1 400 "),
+            ("Upgrade: websocket", "Upgrade: h2c", "HTTP/1.1 400 "),
+            (
+                "Connection: Upgrade",
+                "Connection: keep-alive",
+                "HTTP/1.1 400 ",
+            ),
+            (
+                "dGhlIHNhbXBsZSBub25jZQ==",
+                "dGhlIHNhbXBsZQ==",
+                "HTTP/1.1 400 ",
+            ),
+            ("dGhlIHNhbXBsZSBub25jZQ==", "not base64!", "HTTP/1.1 400 "),
+            (
+                "Sec-WebSocket-Version: 13",
+                "Sec-WebSocket-Version: 8",
+                "HTTP/1.1 426 ",
+            ),
+            ("Sec-WebSocket-Version: 13\r\n", "", "HTTP/1.1 426 "),
+            ("Host: server.example.com\r\n", "", "HTTP/1.1 400 "),
+        ];
+        for (from, to, status) in cases {
+            let raw = GOOD.replace(from, to);
+            let reply = String::from_utf8(upgrade_reply(raw.as_bytes()).unwrap_err()).unwrap();
+            assert!(reply.starts_with(status), "{from} -> {to}: {reply}");
+            assert!(reply.contains("Connection: close\r\n"));
+            assert_eq!(
+                reply.contains("Sec-WebSocket-Version: 13\r\n"),
+                status.contains("426")
+            );
+        }
+    }
+
+    #[test]
+    fn header_value_cases() {
+        let raw =
+            b"GET / HTTP/1.1\r\nHost: a\r\nX-Key:   MiXeD Case  \r\nx-other: 1\r\n\r\nX-Body: no";
+        let cases = [
+            ("X-Key: ", "MiXeD Case"),
+            ("x-key: ", "MiXeD Case"),
+            ("X-KEY", "MiXeD Case"),
+            ("X-Other: ", "1"),
+            ("X-Body: ", ""),
+            ("X: ", ""),
+            ("GET / HTTP/1.1", ""),
+        ];
+        for (name, want) in cases {
+            assert_eq!(header_value(raw, name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn handshake_requests_have_fresh_16_byte_keys() {
+        let a = ws_handshake_request("h", "/");
+        let b = ws_handshake_request("h", "/");
+        let key_a = header_value(&a, "Sec-WebSocket-Key: ");
+        assert_ne!(key_a, header_value(&b, "Sec-WebSocket-Key: "));
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(&key_a)
+                .unwrap()
+                .len(),
+            16
+        );
+        assert!(
+            upgrade_reply(&a).is_ok(),
+            "our own request is a valid upgrade"
+        );
+    }
+}

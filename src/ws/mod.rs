@@ -1,0 +1,27 @@
+//! WebSocket (RFC 6455): the handshake, frames, a strict message-level decoder, and the
+//! specification's blocking operations.
+//!
+//! Every function of the specification's `web/ws` module lives here under its own name.
+
+mod blocking;
+mod close;
+mod decoder;
+mod frame;
+mod handshake;
+mod utf8;
+
+pub use blocking::{
+    client_frame, client_frame_bin, fill, ws_accept, ws_close, ws_frame, ws_frame_bin, ws_frame_op,
+    ws_read, ws_take, ws_write, ws_write_bin, MAX_FRAME,
+};
+pub use close::{
+    is_valid_code, parse_close, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY,
+    PROTOCOL_ERROR, TOO_BIG,
+};
+pub use decoder::{Decoder, Event, MAX_MESSAGE};
+pub use frame::{
+    apply_mask, parse_frame_head, write_frame, FrameHead, Role, FIXED_MASK, OP_BINARY, OP_CLOSE,
+    OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
+};
+pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
+pub use utf8::Utf8Check;
