@@ -147,6 +147,17 @@ impl<M: Send + 'static> Remote<M> {
         queued
     }
 
+    /// Whether `other` addresses the same server's workers (so their ids can be sent together).
+    ///
+    /// ```
+    /// # fn demo<M: Send>(a: &reactor::Remote<M>, b: &reactor::Remote<M>) {
+    /// if a.same_server(b) { /* one broadcast for both lists of ids */ }
+    /// # }
+    /// ```
+    pub fn same_server(&self, other: &Remote<M>) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// Starts the graceful shutdown and returns at once: workers stop accepting, call
     /// [`Strand::drain`](crate::Strand::drain) on every strand, let them finish until the drain
     /// deadline, close the rest and end. [`Handle::shutdown`](crate::Handle::shutdown) does this

@@ -10,7 +10,8 @@ use reactor::{Config, Reactor};
 
 use super::head::HeadLimits;
 use super::message::{Request, Response};
-use super::strand::{Counter, DynTaken, HttpService, Limits, Shared};
+use super::strand::{Counter, DynTaken, HttpService, Limits, Shared, WsRoute};
+use crate::ws::{WsCommand, WsHandler, MAX_MESSAGE};
 
 /// Default limit on a request body, in bytes (answered with 413).
 pub const MAX_BODY: u64 = 1024 * 1024;
@@ -85,6 +86,8 @@ pub struct Server {
     drain_timeout: Duration,
     budget: Option<u64>,
     taken: Option<Box<DynTaken>>,
+    websocket: Option<(String, Arc<dyn WsHandler>)>,
+    max_message: usize,
 }
 
 impl Server {
@@ -111,6 +114,8 @@ impl Server {
             drain_timeout: DRAIN_TIMEOUT,
             budget: None,
             taken: None,
+            websocket: None,
+            max_message: MAX_MESSAGE,
         }
     }
 
@@ -181,6 +186,36 @@ impl Server {
         self
     }
 
+    /// Serves WebSocket at `path`: a valid upgrade request (RFC 6455 §4.2) for that path (query
+    /// ignored) becomes a WebSocket connection inside the reactor, driven by `handler`'s
+    /// callbacks; a broken one gets 400 (426 for another version) and is closed. Other requests
+    /// go to the HTTP handler. Messages are limited to [`max_message`](Server::max_message)
+    /// bytes (close 1009 beyond).
+    ///
+    /// ```no_run
+    /// use web::ws::{Message, Ws, WsHandler};
+    /// struct Echo;
+    /// impl WsHandler for Echo {
+    ///     fn message(&self, ws: &mut Ws<'_>, msg: Message) {
+    ///         ws.send(&msg);
+    ///     }
+    /// }
+    /// let server = web::http::Server::bind("127.0.0.1:9001")?.websocket("/", Echo);
+    /// server.run(|_req| web::http::text_response(404, "WebSocket only"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn websocket(mut self, path: &str, handler: impl WsHandler) -> Server {
+        self.websocket = Some((path.to_owned(), Arc::new(handler)));
+        self
+    }
+
+    /// Largest WebSocket message accepted, fragments reassembled (default 64 KiB, the
+    /// specification's limit); a larger one closes the connection with 1009.
+    pub fn max_message(mut self, bytes: usize) -> Server {
+        self.max_message = bytes;
+        self
+    }
+
     /// Calls `taken(conn, raw)` with every request before it is answered; see [`serve_taking`].
     pub fn taking(
         mut self,
@@ -208,6 +243,11 @@ impl Server {
             budget: self.budget.map(AtomicU64::new),
             served: (0..workers).map(|_| Counter::default()).collect(),
             remote: std::sync::OnceLock::new(),
+            websocket: self.websocket.map(|(path, handler)| WsRoute {
+                path,
+                handler,
+                max_message: self.max_message,
+            }),
         });
         let service = |_| HttpService {
             shared: Arc::clone(&shared),
@@ -252,7 +292,7 @@ impl Server {
 /// A running server: its address, its figures, and a graceful stop. Dropping it stops the
 /// server too.
 pub struct ServerHandle {
-    handle: reactor::Handle<()>,
+    handle: reactor::Handle<WsCommand>,
     shared: Arc<Shared>,
 }
 

@@ -20,11 +20,15 @@ use std::time::{Duration, Instant};
 
 use reactor::{ConnId, Io, Next, Read, Service, Strand, Wake};
 
+use crate::ws::{upgrade_reply, WsCommand, WsHandler, WsStrand};
+
 use super::date::with_date;
 use super::error::ParseError;
 use super::exchange::{empty_lines, refusal, render, respond, RequestReader, Step, CONTINUE};
 use super::head::HeadLimits;
 use super::message::{text_response, Request, Response};
+use super::query::path_of;
+use super::request::header_in;
 
 /// Output queued beyond which a strand stops reading until the socket takes it.
 const HIGH_WATER: usize = 64 * 1024;
@@ -68,7 +72,16 @@ pub(crate) struct Shared {
     /// Requests answered, per worker.
     pub(crate) served: Box<[Counter]>,
     /// The server's remote, set once the reactor exists: whether it is shutting down.
-    pub(crate) remote: std::sync::OnceLock<reactor::Remote<()>>,
+    pub(crate) remote: std::sync::OnceLock<reactor::Remote<WsCommand>>,
+    /// Where WebSocket upgrades are accepted, and by whom.
+    pub(crate) websocket: Option<WsRoute>,
+}
+
+/// The WebSocket application of a server: the path it serves and its callbacks.
+pub(crate) struct WsRoute {
+    pub(crate) path: String,
+    pub(crate) handler: Arc<dyn WsHandler>,
+    pub(crate) max_message: usize,
 }
 
 impl Shared {
@@ -97,15 +110,15 @@ pub(crate) struct HttpService {
 }
 
 impl Service for HttpService {
-    type Strand = HttpStrand;
+    type Strand = Conn;
 
     fn open(
         &mut self,
         _stream: &mio::net::TcpStream,
         _peer: std::net::SocketAddr,
         _id: ConnId,
-    ) -> HttpStrand {
-        HttpStrand {
+    ) -> Conn {
+        Conn::Http(HttpStrand {
             shared: Arc::clone(&self.shared),
             input: Vec::new(),
             reader: None,
@@ -116,7 +129,8 @@ impl Service for HttpService {
             deadline: None,
             timer: Timer::Idle,
             phase: Phase::Open,
-        }
+            upgrade: None,
+        })
     }
 }
 
@@ -158,6 +172,8 @@ struct Answered {
     completed: usize,
     /// `taken` took the connection.
     taken: bool,
+    /// The connection was upgraded to WebSocket.
+    upgraded: bool,
     /// The `serve_n` budget is spent: the server should stop.
     spent: bool,
 }
@@ -178,6 +194,8 @@ pub(crate) struct HttpStrand {
     deadline: Option<Instant>,
     timer: Timer,
     phase: Phase,
+    /// A WebSocket upgrade just accepted: its request and the bytes that came after it.
+    upgrade: Option<Box<Upgrade>>,
 }
 
 thread_local! {
@@ -205,7 +223,11 @@ impl HttpStrand {
 
     /// Writes what is pending: `Ok(true)` when all of it went, `Ok(false)` when the socket is
     /// full. Sets `progressed` when any byte went.
-    fn flush(&mut self, io: &mut Io<'_, ()>, progressed: &mut bool) -> std::io::Result<bool> {
+    fn flush(
+        &mut self,
+        io: &mut Io<'_, WsCommand>,
+        progressed: &mut bool,
+    ) -> std::io::Result<bool> {
         while self.has_output() {
             let n = io.write_vectored(&[
                 IoSlice::new(&self.out[self.out_at..]),
@@ -311,6 +333,28 @@ impl HttpStrand {
                         self.phase = Phase::Closing;
                         return (buf.len(), false);
                     }
+                    if let Some(ws) = &self.shared.websocket {
+                        if request.method == "GET"
+                            && path_of(&request.path) == ws.path
+                            && !header_in(&request.headers, "sec-websocket-key").is_empty()
+                        {
+                            match upgrade_reply(raw) {
+                                Ok(reply) => {
+                                    self.out_buffer().extend_from_slice(&reply);
+                                    self.upgrade = Some(Box::new(Upgrade {
+                                        request,
+                                        early: buf[at..].to_vec(),
+                                    }));
+                                    outcome.upgraded = true;
+                                }
+                                Err(refusal) => {
+                                    self.out_buffer().extend_from_slice(&refusal);
+                                    self.phase = Phase::Closing;
+                                }
+                            }
+                            return (buf.len(), false);
+                        }
+                    }
                     if let Some(taken) = &self.shared.taken {
                         match hand_over(taken, ctx.fd, raw) {
                             Some(true) => {
@@ -372,7 +416,11 @@ impl HttpStrand {
         let was_idle = self.input.is_empty() && self.reader.is_none();
         if self.input.is_empty() {
             let used = self.answer_all(bytes, ctx, outcome);
-            if used < bytes.len() && self.phase == Phase::Open && !outcome.taken {
+            if used < bytes.len()
+                && self.phase == Phase::Open
+                && !outcome.taken
+                && !outcome.upgraded
+            {
                 self.input.extend_from_slice(&bytes[used..]);
             }
         } else {
@@ -386,7 +434,7 @@ impl HttpStrand {
     fn answer_input(&mut self, ctx: &Ctx, outcome: &mut Answered) {
         let mut input = std::mem::take(&mut self.input);
         let used = self.answer_all(&input, ctx, outcome);
-        if self.phase != Phase::Open || outcome.taken || used == input.len() {
+        if self.phase != Phase::Open || outcome.taken || outcome.upgraded || used == input.len() {
             return; // `input` is dropped: nothing held
         }
         input.drain(..used);
@@ -433,7 +481,7 @@ impl HttpStrand {
     }
 
     /// Shuts our side and starts lingering.
-    fn linger(&mut self, io: &mut Io<'_, ()>) -> Next {
+    fn linger(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         if self.phase != Phase::Lingering {
             self.phase = Phase::Lingering;
             self.input = Vec::new();
@@ -453,7 +501,7 @@ impl HttpStrand {
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
-    fn run(&mut self, io: &mut Io<'_, ()>) -> Next {
+    fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let mut reads = 0;
         loop {
@@ -502,13 +550,17 @@ impl HttpStrand {
             if outcome.taken {
                 return Next::release(drop);
             }
+            if outcome.upgraded {
+                // `Conn` turns this strand into a WebSocket one before anything else runs.
+                return Next::sleep();
+            }
             if outcome.spent {
                 io.remote().shutdown();
             }
         }
     }
 
-    fn timed_out(&mut self, io: &mut Io<'_, ()>) -> Next {
+    fn timed_out(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         self.deadline = None;
         match (self.timer, self.phase) {
             (Timer::Request, Phase::Open) if !self.has_output() => {
@@ -522,10 +574,8 @@ impl HttpStrand {
     }
 }
 
-impl Strand for HttpStrand {
-    type Msg = ();
-
-    fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Next {
+impl HttpStrand {
+    fn resume(&mut self, io: &mut Io<'_, WsCommand>, wake: Wake) -> Next {
         if wake == Wake::Timeout {
             return self.timed_out(io);
         }
@@ -535,15 +585,11 @@ impl Strand for HttpStrand {
         self.run(io)
     }
 
-    fn drain(&mut self, io: &mut Io<'_, ()>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         if self.is_idle() {
             return Next::Close;
         }
         // In flight: finish it; its reply is the last (`Shared::shutting_down`).
-        self.run(io)
-    }
-
-    fn message(&mut self, io: &mut Io<'_, ()>, _msg: ()) -> Next {
         self.run(io)
     }
 
@@ -555,6 +601,94 @@ impl Strand for HttpStrand {
                 .reader
                 .as_ref()
                 .map_or(0, |r| std::mem::size_of::<RequestReader>() + r.held_bytes())
+    }
+
+    /// After an accepted upgrade: the WebSocket strand this connection becomes, and what to
+    /// start it with.
+    fn take_upgrade(&mut self, io: &mut Io<'_, WsCommand>) -> Option<(WsStrand, Box<Upgrade>)> {
+        let upgrade = self.upgrade.take()?;
+        let route = self.shared.websocket.as_ref()?;
+        let mut out = std::mem::take(&mut self.out);
+        out.drain(..self.out_at);
+        let ws = WsStrand::new(
+            Arc::clone(&route.handler),
+            route.max_message,
+            out,
+            self.shared.limits.write_timeout,
+            io.remote().clone(),
+        );
+        Some((ws, upgrade))
+    }
+}
+
+/// An accepted WebSocket upgrade: its request, and bytes the client sent after it.
+pub(crate) struct Upgrade {
+    request: Request,
+    early: Vec<u8>,
+}
+
+/// A connection in the reactor: HTTP/1.1 until it upgrades to WebSocket, in the same slab entry.
+pub(crate) enum Conn {
+    /// Serving HTTP requests.
+    Http(HttpStrand),
+    /// An upgraded WebSocket connection.
+    Ws(WsStrand),
+}
+
+impl Conn {
+    /// Runs `step` on the HTTP strand; if it accepted an upgrade, becomes a WebSocket strand and
+    /// starts it.
+    fn http(
+        &mut self,
+        io: &mut Io<'_, WsCommand>,
+        step: impl FnOnce(&mut HttpStrand, &mut Io<'_, WsCommand>) -> Next,
+    ) -> Next {
+        let Conn::Http(http) = self else {
+            return Next::Close;
+        };
+        let next = step(http, io);
+        match http.take_upgrade(io) {
+            Some((ws, upgrade)) => {
+                *self = Conn::Ws(ws);
+                let Conn::Ws(ws) = self else {
+                    return Next::Close;
+                };
+                ws.start(io, &upgrade.request, &upgrade.early)
+            }
+            None => next,
+        }
+    }
+}
+
+impl Strand for Conn {
+    type Msg = WsCommand;
+
+    fn resume(&mut self, io: &mut Io<'_, WsCommand>, wake: Wake) -> Next {
+        match self {
+            Conn::Http(_) => self.http(io, |h, io| h.resume(io, wake)),
+            Conn::Ws(ws) => ws.resume(io, wake == Wake::Timeout),
+        }
+    }
+
+    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        match self {
+            Conn::Http(_) => self.http(io, |h, io| h.drain(io)),
+            Conn::Ws(ws) => ws.drain(io),
+        }
+    }
+
+    fn message(&mut self, io: &mut Io<'_, WsCommand>, msg: WsCommand) -> Next {
+        match self {
+            Conn::Http(_) => self.http(io, |h, io| h.run(io)),
+            Conn::Ws(ws) => ws.message(io, msg),
+        }
+    }
+
+    fn held_bytes(&self) -> usize {
+        match self {
+            Conn::Http(h) => h.held_bytes(),
+            Conn::Ws(ws) => ws.held_bytes(),
+        }
     }
 }
 

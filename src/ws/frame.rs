@@ -135,7 +135,7 @@ pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, u16
 pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
     let mut rotated = [0u8; 4];
     for (i, r) in rotated.iter_mut().enumerate() {
-        *r = key[(offset + i) % 4];
+        *r = key[(offset % 4 + i) % 4];
     }
     let word = u32::from_ne_bytes(rotated);
     let wide = u64::from(word) | (u64::from(word) << 32);
@@ -287,6 +287,14 @@ mod tests {
             apply_mask(b, key, split);
             assert_eq!(masked, data);
         }
+    }
+
+    #[test]
+    fn masking_at_offsets_near_the_top_does_not_overflow() {
+        // Regression: the key index was computed as `(offset + i) % 4`, which overflows.
+        let mut data = [0u8; 3];
+        apply_mask(&mut data, [1, 2, 3, 4], usize::MAX);
+        assert_eq!(data, [4, 1, 2]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod close;
 mod decoder;
 mod frame;
 mod handshake;
+mod strand;
 mod utf8;
 
 pub use blocking::{
@@ -24,4 +25,8 @@ pub use frame::{
     OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
 };
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
+pub(crate) use strand::WsStrand;
+pub use strand::{
+    broadcast, Message, Ws, WsCommand, WsHandler, WsSender, WS_HIGH_WATER, WS_MAX_BACKLOG,
+};
 pub use utf8::Utf8Check;
