@@ -19,7 +19,7 @@ mod reply;
 mod request;
 mod server;
 mod status;
-mod strand;
+pub(crate) mod strand;
 
 pub use blocking::handle_conn;
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};

@@ -631,8 +631,10 @@ pub(crate) struct Upgrade {
 pub(crate) enum Conn {
     /// Serving HTTP requests.
     Http(HttpStrand),
-    /// An upgraded WebSocket connection.
-    Ws(WsStrand),
+    /// An upgraded WebSocket connection. Its state is boxed so that HTTP connections — most
+    /// connections — keep a small slab entry; a WebSocket connection costs its entry plus this
+    /// one fixed-size allocation, and no buffer while idle.
+    Ws(Box<WsStrand>),
 }
 
 impl Conn {
@@ -649,7 +651,7 @@ impl Conn {
         let next = step(http, io);
         match http.take_upgrade(io) {
             Some((ws, upgrade)) => {
-                *self = Conn::Ws(ws);
+                *self = Conn::Ws(Box::new(ws));
                 let Conn::Ws(ws) = self else {
                     return Next::Close;
                 };
