@@ -73,6 +73,21 @@ pub trait WsHandler: Send + Sync + 'static {
     }
 }
 
+/// A handler shared with the rest of the program (for its state) is a handler too.
+impl<T: WsHandler> WsHandler for Arc<T> {
+    fn open(&self, ws: &mut Ws<'_>, req: &Request) {
+        (**self).open(ws, req)
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, msg: Message) {
+        (**self).message(ws, msg)
+    }
+
+    fn close(&self, id: ConnId, code: Option<u16>) {
+        (**self).close(id, code)
+    }
+}
+
 /// What other threads send to a WebSocket connection (through [`WsSender`]).
 #[derive(Clone, Debug)]
 pub enum WsCommand {
@@ -496,7 +511,10 @@ mod tests {
     fn an_http_connection_entry_stays_small_and_websocket_state_is_boxed() {
         let entry = reactor::entry_size::<crate::http::strand::Conn>();
         let http = std::mem::size_of::<crate::http::strand::HttpStrand>();
-        assert!(entry <= http + 40, "slab entry {entry} bytes, HTTP strand {http}");
+        assert!(
+            entry <= http + 40,
+            "slab entry {entry} bytes, HTTP strand {http}"
+        );
         assert!(std::mem::size_of::<super::WsStrand>() <= 256);
     }
 }
