@@ -150,7 +150,7 @@ impl<M: Send + 'static> Remote<M> {
     /// Whether `other` addresses the same server's workers (so their ids can be sent together).
     ///
     /// ```
-    /// # fn demo<M: Send>(a: &reactor::Remote<M>, b: &reactor::Remote<M>) {
+    /// # fn demo<M: Send + 'static>(a: &reactor::Remote<M>, b: &reactor::Remote<M>) {
     /// if a.same_server(b) { /* one broadcast for both lists of ids */ }
     /// # }
     /// ```

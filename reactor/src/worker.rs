@@ -35,6 +35,9 @@ pub(crate) struct Entry<T> {
     flags: u8,
 }
 
+/// Slab capacity (entries) above which an emptied slab is shrunk.
+const SHRINK_ABOVE: usize = 1024;
+
 /// Size in bytes of the slab entry the reactor keeps per connection for strands of type `T`
 /// (the strand plus 24 bytes: socket, generation, timer links and flags, before padding;
 /// the slab adds its own tag).
@@ -472,6 +475,10 @@ impl<S: Service> Worker<S> {
         self.held = self.held.saturating_sub(before);
         if catch_unwind(AssertUnwindSafe(move || drop(strand))).is_err() {
             self.panics += 1;
+        }
+        if self.slab.is_empty() && self.slab.capacity() > SHRINK_ABOVE {
+            // The last connection of a crowd closed: give the slab's memory back.
+            self.slab.shrink_to_fit();
         }
         if self.at_limit {
             self.at_limit = false;

@@ -124,6 +124,9 @@ fn messages_to_a_closed_connection_are_dropped_after_its_key_is_reused() {
     let addr = handle.local_addr();
     let mut old = Client::connect(addr);
     let (w, key, generation) = old.id();
+    // Stats are published at the end of a loop turn, possibly after the reply above arrived:
+    // see the old connection counted before waiting for it to go.
+    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 1));
     drop(old);
     assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 0));
     let mut new = Client::connect(addr);
@@ -210,7 +213,10 @@ fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
     let handle = start(Config::default().workers(1), IDLE);
     let mut c = Client::connect(handle.local_addr());
     let mut writer = c.reader.get_ref().try_clone().expect("clone");
-    // 16 MB: more than loopback socket buffers absorb, however large the kernel tunes them.
+    // A small, fixed receive buffer on the client (setting it turns off the kernel's autotuning,
+    // which on loopback may grow buffers to tens of MB): the server's output backs up after a
+    // few MB at most, well before the 16 MB sent.
+    set_receive_buffer(c.reader.get_ref(), 64 * 1024);
     const LINES: usize = 160_000;
     let sender = std::thread::spawn(move || {
         for i in 0..LINES {
@@ -221,7 +227,8 @@ fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
     // Do not read for a while: both socket buffers fill, the strand holds output and stops reading.
     assert!(
         wait_until(Duration::from_secs(5), || handle.stats().held_bytes > 0),
-        "output is pending while the reader sleeps"
+        "output is pending while the reader sleeps: {:?}",
+        handle.stats()
     );
     let held = handle.stats().held_bytes;
     assert!(
@@ -237,4 +244,21 @@ fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
         .stats()
         .held_bytes
         == 0));
+}
+
+/// Fixes the socket's receive buffer size (`SO_RCVBUF`).
+fn set_receive_buffer(stream: &std::net::TcpStream, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setsockopt(2) reads `size_of::<c_int>()` bytes from a live `c_int`; the descriptor
+    // belongs to `stream`, open for the whole call.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt SO_RCVBUF");
 }

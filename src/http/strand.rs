@@ -163,6 +163,7 @@ struct Ctx {
     now: Instant,
     fd: RawFd,
     worker: usize,
+    scratch: usize,
 }
 
 /// What answering the buffered requests came to.
@@ -504,6 +505,8 @@ impl HttpStrand {
     fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let mut reads = 0;
+        // A read shorter than the scratch buffer drained the socket (see `reactor::Read`).
+        let mut drained = false;
         loop {
             match self.flush(io, &mut progressed) {
                 Err(_) => return Next::Close,
@@ -520,12 +523,16 @@ impl HttpStrand {
                 now: io.now(),
                 fd: io.stream().as_raw_fd(),
                 worker: io.id().worker() as usize,
+                scratch: io.scratch_size(),
             };
             let mut outcome = Answered::default();
             if !self.input.is_empty() && !self.held_back() && self.reader.is_none() {
                 // Requests held back by backpressure: answer them before reading more.
                 self.answer_input(&ctx, &mut outcome);
             } else {
+                if drained {
+                    return self.park(ctx.now, progressed, true, self.has_output());
+                }
                 if reads == READS_PER_TURN {
                     // Let other connections run; the reactor resumes this one next turn.
                     return self.park(ctx.now, progressed, true, self.has_output());
@@ -534,6 +541,7 @@ impl HttpStrand {
                 match io.read() {
                     Read::Data(bytes) => {
                         progressed = true;
+                        drained = bytes.len() < ctx.scratch;
                         self.take(bytes, &ctx, &mut outcome);
                     }
                     Read::WouldBlock => {

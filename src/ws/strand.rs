@@ -437,6 +437,9 @@ impl WsStrand {
     pub(crate) fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let id = io.id();
+        let scratch = io.scratch_size();
+        // A read shorter than the scratch buffer drained the socket (see `reactor::Read`).
+        let mut drained = false;
         for _ in 0..16 {
             match self.flush(io, &mut progressed) {
                 Err(_) => {
@@ -453,9 +456,13 @@ impl WsStrand {
                 }
                 Ok(false) => {}
             }
+            if drained {
+                return self.park(io.now(), progressed, true);
+            }
             match io.read() {
                 Read::Data(bytes) => {
                     progressed = true;
+                    drained = bytes.len() < scratch;
                     self.take(bytes, id);
                 }
                 Read::WouldBlock => return self.park(io.now(), progressed, true),

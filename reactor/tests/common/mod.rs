@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use reactor::{Config, ConnId, Handle, Io, Next, Output, Reactor, Read, Service, Strand, Wake};
+use reactor::{Config, ConnId, Handle, Io, Next, Reactor, Read, Service, Strand, Wake};
 
 pub struct LineEcho {
     partial: Vec<u8>,
@@ -27,41 +27,22 @@ enum Step {
 }
 
 impl LineEcho {
-    fn emit(out: &mut Output<'_>, pending: &mut Vec<u8>, bytes: &[u8]) -> bool {
-        if !pending.is_empty() {
-            pending.extend_from_slice(bytes);
-            return true;
-        }
-        match out.write(bytes) {
-            Ok(n) => {
-                if n < bytes.len() {
-                    pending.extend_from_slice(&bytes[n..]);
-                }
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    fn line(out: &mut Output<'_>, pending: &mut Vec<u8>, line: &[u8], id: ConnId) -> Step {
+    /// Answers one complete line into `out` (written later, all of a read's answers at once:
+    /// one write per read, not one per line, as a real protocol does).
+    fn line(out: &mut Vec<u8>, line: &[u8], id: ConnId) -> Step {
         match line {
             b"panic" => panic!("the test asked this strand to panic"),
             b"take" => Step::Take,
             b"id" => {
-                let reply = format!("id {} {} {}\n", id.worker(), id.key(), id.generation());
-                if Self::emit(out, pending, reply.as_bytes()) {
-                    Step::Go
-                } else {
-                    Step::Close
-                }
+                out.extend_from_slice(
+                    format!("id {} {} {}\n", id.worker(), id.key(), id.generation()).as_bytes(),
+                );
+                Step::Go
             }
             _ => {
-                let ok = Self::emit(out, pending, line) && Self::emit(out, pending, b"\n");
-                if ok {
-                    Step::Go
-                } else {
-                    Step::Close
-                }
+                out.extend_from_slice(line);
+                out.push(b'\n');
+                Step::Go
             }
         }
     }
@@ -112,17 +93,16 @@ impl Strand for LineEcho {
         }
         let id = io.id();
         loop {
-            let (read, mut out) = io.read_split();
-            match read {
+            match io.read() {
                 Read::Data(bytes) => {
                     let mut rest = bytes;
                     while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
                         let step = if self.partial.is_empty() {
-                            Self::line(&mut out, &mut self.out, &rest[..nl], id)
+                            Self::line(&mut self.out, &rest[..nl], id)
                         } else {
                             self.partial.extend_from_slice(&rest[..nl]);
                             let line = std::mem::take(&mut self.partial);
-                            Self::line(&mut out, &mut self.out, &line, id)
+                            Self::line(&mut self.out, &line, id)
                         };
                         rest = &rest[nl + 1..];
                         match step {
@@ -132,13 +112,16 @@ impl Strand for LineEcho {
                         }
                     }
                     self.partial.extend_from_slice(rest);
-                    if !self.out.is_empty() {
-                        // Backpressure: stop reading until the output drains.
-                        return Next::write();
-                    }
                 }
                 Read::WouldBlock => break,
                 Read::Closed | Read::Error(_) => return Next::Close,
+            }
+            if !self.flush(io) {
+                return Next::Close;
+            }
+            if !self.out.is_empty() {
+                // Backpressure: stop reading until the output drains.
+                return Next::write();
             }
         }
         self.next(io.now())
@@ -150,8 +133,8 @@ impl Strand for LineEcho {
     }
 
     fn message(&mut self, io: &mut Io<'_, Vec<u8>>, msg: Vec<u8>) -> Next {
-        let mut out = io.output();
-        if !Self::emit(&mut out, &mut self.out, &msg) {
+        self.out.extend_from_slice(&msg);
+        if !self.flush(io) {
             return Next::Close;
         }
         self.next(io.now())
