@@ -13,7 +13,9 @@ mod exchange;
 mod grammar;
 mod head;
 mod message;
+mod middleware;
 mod query;
+mod rate_limit;
 mod render;
 mod reply;
 mod request;
@@ -37,7 +39,11 @@ pub use message::{
     html_response, json_response, set_cookie, text_response, with_header, Header, Request,
     Response, HTML, JSON, TEXT,
 };
+pub use middleware::{layer, wrap, Layer, Next};
 pub use query::{decoded, encoded, param, params, path_of, query_of};
+pub use rate_limit::{
+    client_of, rate_limit, rate_limits, RateLimit, ANYONE, MAX_CALLERS, SHARDS, UNKNOWN_CALLER,
+};
 pub use render::response_bytes;
 pub use reply::{
     content_length, parse_reply_head, response_body, status_of, ReplyFraming, ReplyHead,

@@ -1,0 +1,232 @@
+//! The rate limiter on a real server over 127.0.0.1: the specification's example, the 429's
+//! shape on the wire, buckets per caller that forged headers cannot escape, and exact counts
+//! across workers.
+//!
+//! The window is the wall-clock second, so every sequence that must fall inside one second starts
+//! just after a second begins and is run again if the second changed while it ran.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use web::http::{
+    ask, header_in, parse_reply_head, rate_limit, rate_limits, response_body, status_of,
+    text_response, wrap, Header, Layer, Server, ServerHandle,
+};
+
+/// The wall-clock second now.
+fn second() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Runs `sequence` inside one wall-clock second, starting it just after a second begins; tries
+/// again (up to 5 times) when the second changed while it ran.
+fn within_one_second<T>(mut sequence: impl FnMut() -> T) -> T {
+    for _ in 0..5 {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        thread::sleep(Duration::from_nanos(
+            1_000_000_000 - u64::from(now.subsec_nanos()) + 5_000_000,
+        ));
+        let start = second();
+        let result = sequence();
+        if second() == start {
+            return result;
+        }
+    }
+    panic!("five attempts in a row straddled a second boundary: is the machine overloaded?");
+}
+
+/// A server with `workers` workers answering 200 behind `limiter`.
+fn limited(limiter: Layer, workers: usize) -> (ServerHandle, u16) {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(workers)
+        .spawn(wrap(vec![limiter], |_req| text_response(200, "ok")))
+        .unwrap();
+    let port = server.local_addr().port();
+    (server, port)
+}
+
+fn status(port: u16, method: &str, headers: &[Header]) -> u16 {
+    let reply = ask("127.0.0.1", port, method, "/", headers, b"").unwrap();
+    status_of(&reply).unwrap()
+}
+
+fn forwarded(value: &str) -> Vec<Header> {
+    vec![Header::new("X-Forwarded-For", value)]
+}
+
+#[test]
+fn specification_example_get_200_post_200_second_post_429() {
+    let (_server, port) = limited(rate_limits(1, 100, 0), 2);
+    let statuses = within_one_second(|| {
+        [
+            status(port, "GET", &[]),
+            status(port, "POST", &[]),
+            status(port, "POST", &[]),
+        ]
+    });
+    assert_eq!(statuses, [200, 200, 429]);
+}
+
+#[test]
+fn rate_limit_limits_writes_of_all_callers_together_and_never_reads() {
+    let (_server, port) = limited(rate_limit(2), 2);
+    let statuses = within_one_second(|| {
+        let mut s = vec![];
+        for _ in 0..20 {
+            s.push(status(port, "GET", &[]));
+        }
+        s.push(status(port, "POST", &forwarded("1.1.1.1")));
+        s.push(status(port, "PUT", &forwarded("2.2.2.2")));
+        s.push(status(port, "DELETE", &forwarded("3.3.3.3")));
+        s.push(status(port, "HEAD", &[]));
+        s
+    });
+    let mut want = vec![200; 20];
+    want.extend([200, 200, 429, 200]);
+    assert_eq!(statuses, want);
+}
+
+#[test]
+fn over_the_allowance_the_reply_is_429_with_retry_after_1_and_a_text_body() {
+    let (_server, port) = limited(rate_limits(0, 0, 0), 1);
+    let reply = ask("127.0.0.1", port, "POST", "/", &[], b"data").unwrap();
+    let head = parse_reply_head(&reply).unwrap().unwrap();
+    assert_eq!(head.status, 429);
+    assert_eq!(header_in(&head.headers, "retry-after"), "1");
+    assert_eq!(header_in(&head.headers, "content-type"), "text/plain");
+    let body = response_body(&reply).unwrap();
+    assert!(
+        (10..100).contains(&body.len()) && body.ends_with(b"\n"),
+        "{body:?}"
+    );
+    assert!(String::from_utf8(body)
+        .unwrap()
+        .contains("Too Many Requests"));
+}
+
+#[test]
+fn callers_named_by_x_forwarded_for_have_separate_buckets_that_forged_entries_cannot_escape() {
+    let (_server, port) = limited(rate_limits(1, 100, 1), 2);
+    let statuses = within_one_second(|| {
+        [
+            // The proxy appended 127.0.0.2: its first write passes.
+            status(port, "POST", &forwarded("127.0.0.2")),
+            // The same caller with forged entries on the left is still 127.0.0.2.
+            status(port, "POST", &forwarded("1.2.3.4, 127.0.0.2")),
+            status(port, "POST", &forwarded("127.0.0.3, 127.0.0.2")),
+            // Another caller has its own bucket.
+            status(port, "POST", &forwarded("127.0.0.2, 127.0.0.3")),
+            status(port, "POST", &forwarded("127.0.0.3")),
+            // No header: fewer entries than hops, one shared bucket, not unlimited.
+            status(port, "POST", &[]),
+            status(port, "POST", &[]),
+            // Reads are a bucket of their own.
+            status(port, "GET", &forwarded("127.0.0.2")),
+        ]
+    });
+    assert_eq!(statuses, [200, 429, 429, 200, 429, 200, 429, 200]);
+}
+
+#[test]
+fn exactly_the_allowance_passes_per_caller_across_4_workers_and_8_concurrent_clients() {
+    const CALLERS: usize = 8;
+    const THREADS: usize = 8;
+    const PER_THREAD: usize = 25; // 200 requests, 25 per caller
+    const WRITES: u32 = 5;
+    // The handler counts its calls per caller and per wall-clock second.
+    let calls: Arc<Mutex<HashMap<(String, u64), u32>>> = Arc::default();
+    let counted = Arc::clone(&calls);
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(4)
+        .spawn(wrap(vec![rate_limits(WRITES, 1, 1)], move |req| {
+            let caller = web::http::client_of(&req, 1).to_owned();
+            *counted
+                .lock()
+                .unwrap()
+                .entry((caller, second()))
+                .or_default() += 1;
+            text_response(200, "ok")
+        }))
+        .unwrap();
+    let port = server.local_addr().port();
+
+    let (statuses, start) = within_one_second(|| {
+        calls.lock().unwrap().clear();
+        let start = second();
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                thread::spawn(move || {
+                    // Each thread sends for every caller in turn, each request on a new
+                    // connection, so one caller's requests reach every worker.
+                    (0..PER_THREAD)
+                        .map(|i| {
+                            let caller = format!("10.0.0.{}", (t + i) % CALLERS);
+                            let via = forwarded(&format!("6.6.6.{i}, {caller}"));
+                            (caller, status(port, "POST", &via))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let statuses: Vec<(String, u16)> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        (statuses, start)
+    });
+
+    assert_eq!(statuses.len(), THREADS * PER_THREAD);
+    let mut passed: HashMap<&str, u32> = HashMap::new();
+    for (caller, status) in &statuses {
+        assert!(matches!(status, 200 | 429), "{status}");
+        *passed.entry(caller).or_default() += u32::from(*status == 200);
+    }
+    assert_eq!(passed.len(), CALLERS);
+    for (caller, n) in &passed {
+        assert_eq!(*n, WRITES, "caller {caller}: {n} writes passed");
+    }
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls.len(), CALLERS, "{calls:?}");
+    for ((caller, at), n) in calls.iter() {
+        assert_eq!((*at, *n), (start, WRITES), "handler calls for {caller}");
+    }
+    drop(calls);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn exactly_the_allowance_passes_for_one_shared_bucket_across_4_workers() {
+    const THREADS: usize = 8;
+    const PER_THREAD: usize = 25;
+    const WRITES: u32 = 37;
+    let (server, port) = limited(rate_limit(WRITES), 4);
+    let statuses = within_one_second(|| {
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                thread::spawn(move || {
+                    (0..PER_THREAD)
+                        .map(|_| status(port, "POST", &[]))
+                        .collect::<Vec<u16>>()
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect::<Vec<u16>>()
+    });
+    let passed = statuses.iter().filter(|&&s| s == 200).count();
+    let refused = statuses.iter().filter(|&&s| s == 429).count();
+    assert_eq!(
+        (passed, refused),
+        (WRITES as usize, THREADS * PER_THREAD - WRITES as usize)
+    );
+    server.shutdown().unwrap();
+}
