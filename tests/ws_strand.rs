@@ -135,8 +135,10 @@ impl Client {
         self.conn.write_all(bytes).unwrap();
     }
 
-    /// Reads until the server closes the connection (EOF or reset), within the read timeout.
+    /// Closes our side (as a client does after the closing handshake), then reads until the
+    /// server closes the connection (EOF or reset), within the read timeout.
     fn expect_eof(&mut self) {
+        let _ = self.conn.shutdown(std::net::Shutdown::Write);
         let mut chunk = [0u8; 4096];
         loop {
             match self.conn.read(&mut chunk) {
@@ -249,6 +251,29 @@ fn broken_rules_close_with_their_codes() {
         assert_eq!(payload[..2], code.to_be_bytes(), "{what}");
         c.expect_eof();
     }
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_client_still_sending_after_the_limit_still_reads_the_1009() {
+    // Regression: the server closed the socket right after its close frame, and a client still
+    // writing got a reset that destroyed the frame. Now it shuts its side and lingers.
+    let room = Arc::new(Room::default());
+    let server = start(&room, 32 * 1024);
+    let mut c = Client::connect(server.local_addr().port());
+    for i in 0..15 {
+        // A binary message in 16 KiB fragments: the limit is crossed at the third; the client
+        // goes on writing (errors ignored) as a client that does not read yet would.
+        let _ = c.conn.write_all(&masked(if i == 0 { 0x02 } else { 0x00 }, &[b'x'; 16 * 1024]));
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    let (first, payload) = c.frame();
+    assert_eq!((first, &payload[..2]), (0x88, &1009u16.to_be_bytes()[..]));
+    // The server ends cleanly (FIN), not with a reset that could destroy its close frame.
+    c.conn.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    let end = c.conn.read_to_end(&mut rest);
+    assert!(end.is_ok(), "the connection ended with {end:?}, not a clean close");
     server.shutdown().unwrap();
 }
 
@@ -425,6 +450,7 @@ fn ten_thousand_idle_websockets_all_get_a_broadcast() {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("the server process printed no port");
 }
 

@@ -157,12 +157,16 @@ pub fn ws_read(conn: &mut TcpStream) -> io::Result<String> {
             Some(op) => op,
             None => return Ok(String::new()),
         };
+        // Frames from a server are unmasked: then we are the client.
+        let client_side = acc.get(1).is_some_and(|b| b & 0x80 == 0);
         let (payload, rest) = ws_take(conn, std::mem::take(&mut acc))?;
         acc = rest;
         match opcode {
             OP_PING => {
+                // A client masks every frame it sends (RFC 6455 §5.3); a server never does.
+                let mask = client_side.then(fresh_mask);
                 let mut pong = Vec::new();
-                write_frame(&mut pong, 0x80 | OP_PONG, &payload, None);
+                write_frame(&mut pong, 0x80 | OP_PONG, &payload, mask);
                 conn.write_all(&pong)?;
             }
             OP_PONG => {}
@@ -180,10 +184,18 @@ pub fn ws_read(conn: &mut TcpStream) -> io::Result<String> {
 /// gone).
 fn take_frame_opcode(conn: &mut TcpStream, acc: &mut Vec<u8>) -> io::Result<Option<u8>> {
     *acc = skip_upgrade_reply(conn, std::mem::take(acc))?;
-    if acc.is_empty() {
-        *acc = fill(conn, std::mem::take(acc), 1)?;
+    if acc.len() < 2 {
+        // Two bytes: the opcode, and the mask bit that tells which side sent the frame.
+        *acc = fill(conn, std::mem::take(acc), 2)?;
     }
     Ok(acc.first().map(|b| b & 0x0f))
+}
+
+/// A mask key for a frame this client sends.
+fn fresh_mask() -> [u8; 4] {
+    let mut key = [0u8; 4];
+    key.copy_from_slice(&super::handshake::random_16()[..4]);
+    key
 }
 
 /// Sends a text message in one frame. Returns the bytes written: the whole frame, head included.

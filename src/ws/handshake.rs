@@ -140,7 +140,7 @@ pub fn ws_handshake_request(host: &str, path: &str) -> Vec<u8> {
 
 /// 16 random bytes from the operating system (for a fresh key), with a time-and-counter
 /// fallback should it fail (a key need only be unpredictable enough to defeat caches).
-fn random_16() -> [u8; 16] {
+pub(crate) fn random_16() -> [u8; 16] {
     let mut bytes = [0u8; 16];
     // SAFETY: getrandom(2) writes at most `bytes.len()` bytes into the live buffer it is given.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };

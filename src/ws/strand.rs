@@ -232,7 +232,14 @@ enum Closing {
     Sent,
     /// The handshake is done (or the connection is to end): flush, then close TCP.
     Done,
+    /// Our side is shut after the last frame; reading and dropping what the peer still sends
+    /// until it closes (or [`LINGER`]), so that closing does not reset the connection before
+    /// the peer has read our close frame.
+    Lingering,
 }
+
+/// How long a closed WebSocket connection waits for its peer to close its side.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// A WebSocket connection in the reactor.
 pub(crate) struct WsStrand {
@@ -447,9 +454,14 @@ impl WsStrand {
                     return Next::Close;
                 }
                 Ok(true) if self.closing == Closing::Done => {
-                    let _ = io.stream().shutdown(Shutdown::Write);
-                    return Next::Close;
+                    if io.stream().shutdown(Shutdown::Write).is_err() {
+                        return Next::Close;
+                    }
+                    self.closing = Closing::Lingering;
+                    self.deadline = Some(io.now() + LINGER);
+                    return self.linger(io);
                 }
+                Ok(true) if self.closing == Closing::Lingering => return self.linger(io),
                 Ok(true) => {}
                 Ok(false) if self.pending() > WS_HIGH_WATER => {
                     return self.park(io.now(), progressed, false)
@@ -476,6 +488,21 @@ impl WsStrand {
         self.park(io.now(), progressed, true)
     }
 
+    /// Reads and drops what the peer still sends, until it closes its side.
+    fn linger(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        for _ in 0..16 {
+            match io.read() {
+                Read::Data(_) => continue,
+                Read::WouldBlock => break,
+                Read::Closed | Read::Error(_) => return Next::Close,
+            }
+        }
+        match self.deadline {
+            Some(t) => Next::read().until(t),
+            None => Next::Close,
+        }
+    }
+
     pub(crate) fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
         if timeout {
             // No output taken for the write timeout, or no close reply in time.
@@ -486,6 +513,9 @@ impl WsStrand {
     }
 
     pub(crate) fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next {
+        if self.closing == Closing::Lingering {
+            return self.linger(io);
+        }
         if self.closing == Closing::No {
             match cmd {
                 WsCommand::Send(Message::Text(t)) => {
@@ -507,6 +537,9 @@ impl WsStrand {
     }
 
     pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        if self.closing == Closing::Lingering {
+            return self.linger(io);
+        }
         self.queue_close(GOING_AWAY);
         self.run(io)
     }
