@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Interop tests against real programs: curl and Python's http.client talking to the `hello`
-# and `echo` examples over 127.0.0.1, and the library's blocking client (the `fetch` example)
-# talking to nginx and Python's http.server. Run by .ci/run; runnable on its own from anywhere:
+# and `echo` examples over 127.0.0.1, the library's blocking client (the `fetch` example)
+# talking to nginx and Python's http.server, the rate limiter behind nginx, and `ws_echo`
+# against Python's `websockets` and headless Chromium. Run by .ci/run; runnable on its own:
 #
 #   tests/interop/run.sh
 #
-# Installs curl and nginx with apt-get when they are missing (CI runs as root on a machine that
-# may be new); a tool that is still missing afterwards is a failure, never a skip.
+# Installs curl, nginx and chromium with apt-get, and websockets with pip, when they are missing
+# (CI runs as root on a machine that may be new); a tool still missing afterwards is a failure,
+# never a skip.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -39,7 +41,14 @@ apt_install() {
 [[ :$PATH: == *:/usr/sbin:* ]] || PATH=$PATH:/usr/sbin
 apt_install curl curl
 apt_install nginx nginx
+apt_install chromium chromium
+if ! python3 -c 'import websockets, sys; sys.exit(int(websockets.__version__.split(".")[0]) < 14)' 2>/dev/null; then
+    echo "interop: installing Python's websockets with pip"
+    timeout 600 python3 -m pip install --quiet 'websockets>=14' || die "pip could not install websockets"
+fi
 echo "interop: $(curl --version | head -n 1)"
+echo "interop: websockets $(python3 -c 'import websockets; print(websockets.__version__)')"
+echo "interop: $(chromium --version 2>/dev/null | head -n 1)"
 echo "interop: $(python3 --version)"
 echo "interop: $(nginx -v 2>&1)"
 
@@ -49,7 +58,11 @@ cargo build --release --examples
 hello=target/release/examples/hello
 echo=target/release/examples/echo
 fetch=target/release/examples/fetch
-[[ -x $hello && -x $echo && -x $fetch ]] || die "the build did not produce $hello, $echo and $fetch"
+limited=target/release/examples/rate_limited
+ws_echo=target/release/examples/ws_echo
+for built in "$hello" "$echo" "$fetch" "$limited" "$ws_echo"; do
+    [[ -x $built ]] || die "the build did not produce $built"
+done
 
 failed=()
 # Each script bounds its own I/O; the outer timeout is the last resort.
@@ -62,6 +75,15 @@ timeout -k 10 300 tests/interop/curl.sh "$hello" "$echo" || failed+=("curl.sh (e
 echo
 echo "== interop: the blocking client (examples/fetch) against nginx and Python's http.server =="
 timeout -k 10 300 tests/interop/client.sh "$fetch" || failed+=("client.sh (exit $?)")
+echo
+echo "== interop: rate limiting behind nginx =="
+timeout -k 10 300 tests/interop/rate_limit_nginx.sh "$limited" || failed+=("rate_limit_nginx.sh (exit $?)")
+echo
+echo "== interop: WebSocket, Python's websockets against ws_echo =="
+timeout -k 10 300 python3 tests/interop/ws_python.py "$ws_echo" || failed+=("ws_python.py (exit $?)")
+echo
+echo "== interop: WebSocket, a page in headless Chromium against ws_echo =="
+timeout -k 10 120 bash tests/interop/ws_chromium.sh "$ws_echo" || failed+=("ws_chromium.sh (exit $?)")
 
 echo
 if [[ ${#failed[@]} -ne 0 ]]; then
