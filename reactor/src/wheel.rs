@@ -21,6 +21,8 @@ pub const TIMER_TICK: Duration = Duration::from_millis(10);
 pub(crate) const SLOTS: usize = 4096;
 const MASK: u32 = SLOTS as u32 - 1;
 const WORDS: usize = SLOTS / 64;
+// `Wheel::summary` has one bit per word.
+const _: () = assert!(WORDS == 64);
 /// End of a list (`next` of the tail, `prev` of the head, an empty slot).
 pub(crate) const NIL: u32 = u32::MAX;
 /// `prev` of an entry that is in no list.
@@ -102,6 +104,8 @@ impl Clock {
 pub(crate) struct Wheel {
     heads: Box<[u32]>,
     occupied: Box<[u64]>,
+    /// Bit `w` set when `occupied[w]` is not zero: finds the next non-empty slot in O(1).
+    summary: u64,
     current: u32,
     len: usize,
 }
@@ -112,6 +116,7 @@ impl Wheel {
         Wheel {
             heads: vec![NIL; SLOTS].into_boxed_slice(),
             occupied: vec![0; WORDS].into_boxed_slice(),
+            summary: 0,
             current,
             len: 0,
         }
@@ -160,6 +165,7 @@ impl Wheel {
         }
         self.heads[slot] = key;
         self.occupied[slot / 64] |= 1 << (slot % 64);
+        self.summary |= 1 << (slot / 64);
         self.len += 1;
     }
 
@@ -174,6 +180,9 @@ impl Wheel {
             self.heads[slot] = link.next;
             if link.next == NIL {
                 self.occupied[slot / 64] &= !(1 << (slot % 64));
+                if self.occupied[slot / 64] == 0 {
+                    self.summary &= !(1 << (slot / 64));
+                }
             }
         } else {
             links.link(link.prev).next = link.next;
@@ -235,24 +244,28 @@ impl Wheel {
         }
         let start = (self.current.wrapping_add(1) & MASK) as usize;
         let (sw, sb) = (start / 64, start % 64);
-        let mut found = None;
         let first = self.occupied[sw] & (!0u64 << sb);
-        if first != 0 {
-            found = Some(sw * 64 + first.trailing_zeros() as usize);
+        // The next non-empty slot: in the starting word at or after `start`, else in the next
+        // non-empty word (wrapping round), else in the starting word before `start`.
+        let after = if sw + 1 < WORDS {
+            self.summary & (!0u64 << (sw + 1))
         } else {
-            for i in 1..=WORDS {
-                let w = (sw + i) % WORDS;
-                let bits = if i == WORDS {
-                    self.occupied[w] & ((1u64 << sb) - 1)
-                } else {
-                    self.occupied[w]
-                };
-                if bits != 0 {
-                    found = Some(w * 64 + bits.trailing_zeros() as usize);
-                    break;
-                }
-            }
-        }
+            0
+        };
+        let before = self.summary & ((1u64 << sw) - 1);
+        let found = if first != 0 {
+            Some(sw * 64 + first.trailing_zeros() as usize)
+        } else if after != 0 || before != 0 {
+            let w = if after != 0 {
+                after.trailing_zeros()
+            } else {
+                before.trailing_zeros()
+            } as usize;
+            Some(w * 64 + self.occupied[w].trailing_zeros() as usize)
+        } else {
+            let wrapped = self.occupied[sw] & ((1u64 << sb) - 1);
+            (wrapped != 0).then(|| sw * 64 + wrapped.trailing_zeros() as usize)
+        };
         let slot = found? as u32;
         let d = slot.wrapping_sub(self.current) & MASK;
         Some(if d == 0 { SLOTS as u32 } else { d })
@@ -272,6 +285,47 @@ mod tests {
         NextIn(Option<u32>),
     }
     use Op::*;
+
+    /// `next_in` by scanning every slot, to check the summary-word search against.
+    fn next_in_by_scan(wheel: &Wheel) -> Option<u32> {
+        if wheel.len == 0 {
+            return None;
+        }
+        (1..=SLOTS as u32).find(|d| {
+            let slot = (wheel.current.wrapping_add(*d) & MASK) as usize;
+            wheel.occupied[slot / 64] & (1 << (slot % 64)) != 0
+        })
+    }
+
+    #[test]
+    fn next_in_agrees_with_a_full_scan_under_random_operations() {
+        let mut links = vec![Link::new(); 64];
+        let mut wheel = Wheel::new(4000);
+        let mut out = Vec::new();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let key = (rand() % 64) as u32;
+            match rand() % 4 {
+                0 | 1 => {
+                    let due = wheel.current.wrapping_add(1 + (rand() % 9000) as u32);
+                    wheel.set(&mut links, key, due);
+                }
+                2 => wheel.remove(&mut links, key),
+                _ => {
+                    out.clear();
+                    let now = wheel.current.wrapping_add((rand() % 700) as u32);
+                    wheel.expire(&mut links, now, &mut out);
+                }
+            }
+            assert_eq!(wheel.next_in(), next_in_by_scan(&wheel));
+        }
+    }
 
     fn run(name: &str, start: u32, ops: &[Op]) {
         let mut links = vec![Link::new(); 16];
