@@ -11,80 +11,31 @@
 //! (1), `--reads N` (100), `--hops H` (1: one proxy in front), `--no-limit` (the same handler,
 //! unwrapped: the benchmark's baseline).
 
-use std::io::{Error, ErrorKind};
+use web::http::{rate_limits, text_response, wrap, Request, Response};
 
-use web::http::{rate_limits, text_response, wrap, Request, Response, Server};
+mod cli;
 
 fn hello(_req: Request) -> Response {
     text_response(200, "Hello, World!")
 }
 
 fn main() -> std::io::Result<()> {
-    let o = options()?;
-    let mut server = Server::bind(("127.0.0.1", o.port))?;
-    if let Some(w) = o.workers {
-        server = server.workers(w);
-    }
+    let options = cli::Options::parse(
+        &["--port", "--workers", "--writes", "--reads", "--hops"],
+        &["--no-limit"],
+    )?;
+    let writes = options.get("--writes")?.unwrap_or(1);
+    let reads = options.get("--reads")?.unwrap_or(100);
+    let hops = options.get("--hops")?.unwrap_or(1);
+    let server = options.server(8080)?;
     let addr = server.local_addr()?;
-    if o.limit {
-        eprintln!(
-            "rate_limited: listening on http://{addr}, rate_limits({}, {}, {})",
-            o.writes, o.reads, o.hops
-        );
-        server.run(wrap(vec![rate_limits(o.writes, o.reads, o.hops)], hello))
-    } else {
+    if options.flag("--no-limit") {
         eprintln!("rate_limited: listening on http://{addr}, no limit");
         server.run(hello)
+    } else {
+        eprintln!(
+            "rate_limited: listening on http://{addr}, rate_limits({writes}, {reads}, {hops})"
+        );
+        server.run(wrap(vec![rate_limits(writes, reads, hops)], hello))
     }
-}
-
-struct Options {
-    port: u16,
-    workers: Option<usize>,
-    writes: u32,
-    reads: u32,
-    hops: usize,
-    limit: bool,
-}
-
-fn options() -> std::io::Result<Options> {
-    let mut o = Options {
-        port: 8080,
-        workers: None,
-        writes: 1,
-        reads: 100,
-        hops: 1,
-        limit: true,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        if flag == "--no-limit" {
-            o.limit = false;
-            continue;
-        }
-        let value = args.next().unwrap_or_default();
-        let bad = || {
-            Error::new(
-                ErrorKind::InvalidInput,
-                format!("bad value {value:?} for {flag}"),
-            )
-        };
-        match flag.as_str() {
-            "--port" => o.port = value.parse().map_err(|_| bad())?,
-            "--workers" => o.workers = Some(value.parse().map_err(|_| bad())?),
-            "--writes" => o.writes = value.parse().map_err(|_| bad())?,
-            "--reads" => o.reads = value.parse().map_err(|_| bad())?,
-            "--hops" => o.hops = value.parse().map_err(|_| bad())?,
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!(
-                        "unknown option {flag}; use --port P --workers W --writes N --reads N \
-                         --hops H --no-limit"
-                    ),
-                ))
-            }
-        }
-    }
-    Ok(o)
 }
