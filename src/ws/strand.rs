@@ -13,7 +13,6 @@
 //! application's `close` callback told 1008), so a slow peer cannot grow server memory without
 //! bound. A socket that takes no output for the server's write timeout is closed too.
 
-use std::io::IoSlice;
 use std::net::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -403,7 +402,7 @@ impl WsStrand {
         progressed: &mut bool,
     ) -> std::io::Result<bool> {
         while self.out_at < self.out.len() {
-            let n = io.write_vectored(&[IoSlice::new(&self.out[self.out_at..])])?;
+            let n = io.write(&self.out[self.out_at..])?;
             if n == 0 {
                 return Ok(false);
             }
