@@ -35,6 +35,17 @@ pub(crate) struct Entry<T> {
     flags: u8,
 }
 
+/// Asks the allocator to return freed memory to the system (glibc keeps freed chunks in its
+/// heap otherwise). Called rarely: when a worker's slab empties after a crowd.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim(3) takes no pointers and may be called at any time; it only returns
+    // free heap memory to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Slab capacity (entries) above which an emptied slab is shrunk.
 const SHRINK_ABOVE: usize = 1024;
 
@@ -477,8 +488,10 @@ impl<S: Service> Worker<S> {
             self.panics += 1;
         }
         if self.slab.is_empty() && self.slab.capacity() > SHRINK_ABOVE {
-            // The last connection of a crowd closed: give the slab's memory back.
+            // The last connection of a crowd closed: give the slab's memory back, and what the
+            // crowd's strands freed to the allocator.
             self.slab.shrink_to_fit();
+            release_free_memory();
         }
         if self.at_limit {
             self.at_limit = false;
