@@ -183,3 +183,49 @@ fn serve_taking_on_a_bound_listener_hands_over_and_serves() {
     assert_eq!(report.line, Ok(b"ping".to_vec()));
     assert_eq!(seen.lock().unwrap().len(), 2);
 }
+
+#[test]
+fn expect_100_continue_works_when_a_taken_hook_is_installed() {
+    // Regression: the queued 100 held the request back, its parse state was dropped, and the
+    // strand re-parsed the head and queued another 100 forever, starving its worker.
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .taking(|_conn, _raw| false)
+        .spawn(|req| text_response(200, req.body))
+        .unwrap();
+    let mut c = Client::connect(server.local_addr());
+    c.send("PUT /p HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    let interim = c.reply();
+    assert_eq!(interim.status, 100, "{interim:?}");
+    c.send("hello");
+    let r = c.reply();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"hello"[..]));
+    // The worker is free: another connection is answered.
+    let mut other = Client::connect(server.local_addr());
+    assert_eq!(other.get("/x").status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_panicking_taken_hook_closes_that_connection_and_the_worker_lives_on() {
+    // Regression: the socket stayed in blocking mode after the hook panicked, and lingering on
+    // it could block the worker.
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .taking(|_conn, raw| {
+            if raw.starts_with(b"GET /boom ") {
+                panic!("the hook fails");
+            }
+            false
+        })
+        .spawn(|_req| text_response(200, "fine"))
+        .unwrap();
+    let mut c = Client::connect(server.local_addr());
+    c.send("GET /boom HTTP/1.1\r\nHost: t\r\n\r\n");
+    c.assert_eof();
+    let mut other = Client::connect(server.local_addr());
+    assert_eq!(other.get("/x").status, 200);
+    server.shutdown().unwrap();
+}

@@ -293,3 +293,38 @@ fn every_reply_carries_a_valid_date_header() {
         );
     }
 }
+
+#[test]
+fn a_request_sent_with_the_end_of_stream_is_answered_and_the_connection_closes_at_once() {
+    // Guards the reactor's short-read shortcut: when the request and the client's FIN are both
+    // queued before the server reads, one short read may take both, and no later event will
+    // announce the end of stream; the reactor then keeps the socket readable (READ_CLOSED).
+    // (This setup has not been seen to reproduce the lost end of stream without that guard.)
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .idle_timeout(Duration::from_secs(60))
+        .spawn(|req| {
+            if req.path == "/busy" {
+                std::thread::sleep(Duration::from_millis(300)); // keeps the only worker away
+            }
+            text_response(200, "bye")
+        })
+        .unwrap();
+    let mut busy = Client::connect(server.local_addr());
+    busy.send("GET /busy HTTP/1.1\r\nHost: t\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(50));
+    let mut c = Client::connect(server.local_addr());
+    c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    c.shutdown_write(); // both queued while the worker sleeps in the other handler
+    let started = std::time::Instant::now();
+    assert_eq!(busy.reply().status, 200);
+    assert_eq!(c.reply().status, 200);
+    c.assert_eof();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    server.shutdown().unwrap();
+}

@@ -87,17 +87,39 @@ fn a_stalled_body_gets_408() {
 fn a_body_that_keeps_arriving_is_not_cut_by_the_header_timeout() {
     let server = start(HEADER_TIMEOUT, Duration::from_secs(30));
     let mut c = Client::connect(server.local_addr());
-    c.send("POST /b HTTP/1.1\r\nHost: t\r\nContent-Length: 8\r\n\r\n");
+    c.send("POST /b HTTP/1.1\r\nHost: t\r\nContent-Length: 8192\r\n\r\n");
     let started = Instant::now();
-    for byte in b"01234567" {
-        std::thread::sleep(Duration::from_millis(100));
-        c.send([*byte]);
+    // 1 KiB every 150 ms: each piece extends the deadline by another header timeout.
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(150));
+        c.send([b'z'; 1024]);
     }
-    // 800 ms in all, each read within the timeout of the one before.
-    assert!(started.elapsed() > HEADER_TIMEOUT * 2);
+    assert!(started.elapsed() > HEADER_TIMEOUT * 3);
     let r = c.reply();
     assert_eq!(r.status, 200, "{r:?}");
-    assert!(r.text().ends_with("\n\n01234567"));
+    assert!(r.text().ends_with(&"z".repeat(8192)));
+}
+
+#[test]
+fn a_body_trickling_below_the_minimum_rate_gets_408() {
+    // Regression: every read of a body used to restart the timer, so a byte now and then held
+    // the connection forever. Extensions now need 1 KiB of progress each.
+    let server = start(HEADER_TIMEOUT, Duration::from_secs(30));
+    let mut c = Client::connect(server.local_addr());
+    c.send("POST /b HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n");
+    let started = Instant::now();
+    for byte in b"0123456789" {
+        std::thread::sleep(Duration::from_millis(100));
+        if c.try_send([*byte]).is_err() {
+            break;
+        }
+    }
+    assert_timed_out(&mut c);
+    assert!(
+        started.elapsed() < HEADER_TIMEOUT * 4,
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

@@ -264,7 +264,10 @@ fn a_client_still_sending_after_the_limit_still_reads_the_1009() {
     for i in 0..15 {
         // A binary message in 16 KiB fragments: the limit is crossed at the third; the client
         // goes on writing (errors ignored) as a client that does not read yet would.
-        let _ = c.conn.write_all(&masked(if i == 0 { 0x02 } else { 0x00 }, &[b'x'; 16 * 1024]));
+        let _ = c.conn.write_all(&masked(
+            if i == 0 { 0x02 } else { 0x00 },
+            &[b'x'; 16 * 1024],
+        ));
         std::thread::sleep(Duration::from_millis(15));
     }
     let (first, payload) = c.frame();
@@ -273,7 +276,10 @@ fn a_client_still_sending_after_the_limit_still_reads_the_1009() {
     c.conn.shutdown(std::net::Shutdown::Write).unwrap();
     let mut rest = Vec::new();
     let end = c.conn.read_to_end(&mut rest);
-    assert!(end.is_ok(), "the connection ended with {end:?}, not a clean close");
+    assert!(
+        end.is_ok(),
+        "the connection ended with {end:?}, not a clean close"
+    );
     server.shutdown().unwrap();
 }
 

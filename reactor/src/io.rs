@@ -12,6 +12,9 @@ use crate::{ConnId, Remote};
 pub(crate) const READ_READY: u8 = 1;
 /// The socket has readiness to write that no write has consumed yet.
 pub(crate) const WRITE_READY: u8 = 2;
+/// The peer closed its side (or the socket failed): a short read is then no proof that nothing
+/// more is owed — the end of stream may sit behind the data, and no new edge will announce it.
+pub(crate) const READ_CLOSED: u8 = 32;
 
 /// Whether a read shorter than the buffer means the socket was drained. On Linux a TCP read
 /// copies until the receive queue is empty or the buffer full, and epoll (edge-triggered) raises
@@ -96,7 +99,10 @@ impl<'a, M> Io<'a, M> {
             match (&*self.stream).read(self.scratch) {
                 Ok(0) => break Outcome::Closed,
                 Ok(n) => {
-                    if n < self.scratch.len() && DRAINED_BY_SHORT_READ {
+                    if n < self.scratch.len()
+                        && DRAINED_BY_SHORT_READ
+                        && *self.ready & READ_CLOSED == 0
+                    {
                         // The read emptied the socket's receive queue: bytes arriving from now
                         // on raise a new readiness edge, so no read is owed before parking.
                         *self.ready &= !READ_READY;

@@ -11,7 +11,7 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
 use crate::conn_id::{split_token, LISTENER, WAKER};
-use crate::io::{READ_READY, WRITE_READY};
+use crate::io::{READ_CLOSED, READ_READY, WRITE_READY};
 use crate::remote::WorkerShared;
 use crate::wheel::{Clock, Link, Links, Wheel};
 use crate::{Config, ConnId, Io, Next, Remote, Service, Strand, Wake};
@@ -241,6 +241,9 @@ impl<S: Service> Worker<S> {
         if event.is_readable() || event.is_read_closed() || event.is_error() {
             entry.flags |= READ_READY;
         }
+        if event.is_read_closed() || event.is_error() {
+            entry.flags |= READ_CLOSED;
+        }
         if event.is_writable() || event.is_write_closed() || event.is_error() {
             entry.flags |= WRITE_READY;
         }
@@ -419,7 +422,7 @@ impl<S: Service> Worker<S> {
                 let after = entry.strand.held_bytes();
                 self.held = self.held.saturating_sub(before).saturating_add(after);
                 let was_parked = entry.flags & PARKED != 0;
-                let mut flags = entry.flags & (READ_READY | WRITE_READY);
+                let mut flags = entry.flags & (READ_READY | WRITE_READY | READ_CLOSED);
                 if read {
                     flags |= WANT_READ;
                 }

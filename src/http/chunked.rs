@@ -16,6 +16,12 @@ use super::grammar::{is_field_byte, is_tchar};
 pub const MAX_CHUNK_EXTENSIONS: usize = 16 * 1024;
 /// Most bytes of trailer lines accepted.
 pub const MAX_TRAILER_BYTES: usize = 16 * 1024;
+/// Most hex digits of a chunk size, leading zeros included (16 hold any 64-bit size).
+const MAX_SIZE_DIGITS: u32 = 32;
+/// Framing bytes (size lines, CRLFs) a body may spend beyond its data: 64 KiB plus as many as
+/// it carries data. Without this, a peer sending tiny chunks (or an endless run of zeros)
+/// would make the server hold far more raw input than the body limit says.
+const FRAMING_ALLOWANCE: u64 = 64 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 enum State {
@@ -62,6 +68,7 @@ pub struct ChunkedDecoder {
     digits: u32,
     extension_bytes: usize,
     trailer_bytes: usize,
+    framing: u64,
     decoded: u64,
     max_body: u64,
 }
@@ -112,6 +119,10 @@ impl ChunkedDecoder {
     /// One byte of framing.
     fn step(&mut self, b: u8) -> Result<(), ParseError> {
         use State::*;
+        self.framing += 1;
+        if self.framing > FRAMING_ALLOWANCE + self.decoded {
+            return Err(ParseError::BodyTooLarge);
+        }
         self.state = match (self.state, b) {
             (Size, _) if b.is_ascii_hexdigit() => {
                 let digit = u64::from((b as char).to_digit(16).unwrap_or(0));
@@ -121,6 +132,9 @@ impl ChunkedDecoder {
                     .and_then(|s| s.checked_add(digit))
                     .ok_or(ParseError::ChunkSizeOverflow)?;
                 self.digits += 1;
+                if self.digits > MAX_SIZE_DIGITS {
+                    return Err(ParseError::ChunkSize);
+                }
                 Size
             }
             (Size, _) if self.digits == 0 => return Err(ParseError::ChunkSize),
@@ -297,6 +311,33 @@ mod tests {
         assert_eq!(
             decode_all(&trailer, u64::MAX).map(|_| ()),
             Err(ParseError::Trailers)
+        );
+    }
+
+    #[test]
+    fn endless_zeros_and_tiny_chunks_are_refused() {
+        // Regression: a chunk size of endless leading zeros was accepted without bound.
+        let zeros = vec![b'0'; 10_000];
+        assert_eq!(
+            ChunkedDecoder::new(u64::MAX).decode(&zeros, &mut Vec::new()),
+            Err(ParseError::ChunkSize)
+        );
+        let mut ok = vec![b'0'; 31];
+        ok.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
+        assert_eq!(
+            decode_all(&ok, u64::MAX).map(|(b, _)| b),
+            Ok(b"hello".to_vec())
+        );
+        // 1-byte chunks cost 6 bytes each: past the framing allowance they are refused.
+        let tiny = b"1\r\nx\r\n".repeat(20_000);
+        assert_eq!(
+            decode_all(&tiny, u64::MAX).map(|_| ()),
+            Err(ParseError::BodyTooLarge)
+        );
+        let fine = b"1\r\nx\r\n".repeat(10_000);
+        assert_eq!(
+            decode_all(&fine, u64::MAX).map(|_| ()),
+            Err(ParseError::Incomplete)
         );
     }
 

@@ -11,6 +11,10 @@ use super::head::{Framing, HeadLimits, HeadParser, RequestHead};
 use super::message::{Request, Response};
 use super::render::{has_body, write_head};
 
+/// Bytes of body that extend a request's deadline by another header timeout: a body must
+/// arrive at 1 KiB per header timeout at least (100 B/s with the defaults).
+pub(crate) const MIN_BODY_PROGRESS: usize = 1024;
+
 /// The interim reply sent before reading the body of an `Expect: 100-continue` request.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -53,6 +57,8 @@ pub(crate) struct RequestReader {
     head: HeadParser,
     body: Option<Body>,
     max_body: u64,
+    /// Input length when the body deadline was last extended.
+    progress_mark: usize,
 }
 
 impl RequestReader {
@@ -61,12 +67,24 @@ impl RequestReader {
             head: HeadParser::new(limits),
             body: None,
             max_body,
+            progress_mark: 0,
         }
     }
 
     /// Whether no byte of the next request has been read.
     pub(crate) fn is_fresh(&self) -> bool {
         self.head.is_fresh() && self.body.is_none()
+    }
+
+    /// Whether a body being read has brought [`MIN_BODY_PROGRESS`] more bytes since the last
+    /// time this said yes (`have`: the request's bytes so far). The request deadline is extended
+    /// only then, so a body trickling in a byte at a time cannot hold a connection forever.
+    pub(crate) fn body_progressed(&mut self, have: usize) -> bool {
+        if self.body.is_none() || have < self.progress_mark + MIN_BODY_PROGRESS {
+            return false;
+        }
+        self.progress_mark = have;
+        true
     }
 
     /// Whether part of a request has been read.

@@ -18,9 +18,10 @@ use super::status::status_text;
 ///   `Transfer-Encoding`, `Connection` and `Date` lines are not written (the library writes
 ///   these); a `Connection: close` among them turns the Connection line to `close` even when
 ///   `keep` is true. A `Content-Type` among them replaces `content_type`.
-/// - **Bodiless statuses.** 1xx, 204 and 304 replies get neither `Content-Length` nor a body
+/// - **Bodiless statuses.** 204 and 304 replies get neither `Content-Length` nor a body
 ///   (RFC 9110 §8.6, RFC 9112 §6.3); an empty `content_type` leaves out the `Content-Type` line.
-/// - A status outside 100–999 is sent as 500.
+/// - A status outside 200–999 is sent as 500: a 1xx is an interim reply, which a client would
+///   take as a promise of the final one (the server sends `100 Continue` itself).
 ///
 /// ```
 /// use web::http::{response_bytes, text_response};
@@ -44,9 +45,10 @@ pub fn response_bytes(res: &Response, keep: bool) -> Vec<u8> {
     out
 }
 
-/// Whether a reply with this status carries a body and `Content-Length`.
+/// Whether a reply with this status carries a body and `Content-Length` (a 1xx is sent as 500,
+/// which does).
 pub(crate) fn has_body(status: u16) -> bool {
-    !(matches!(status, 100..=199 | 204 | 304))
+    !matches!(status, 204 | 304)
 }
 
 /// Whether the response asks for the connection to close after it.
@@ -67,7 +69,9 @@ pub(crate) fn write_head(
     date: &[u8],
     body_len: u64,
 ) -> bool {
-    let status = if (100..=999).contains(&res.status) {
+    // A 1xx is interim, never the reply itself: a handler returning one would leave the client
+    // waiting for the final reply.
+    let status = if (200..=999).contains(&res.status) {
         res.status
     } else {
         500
@@ -245,14 +249,18 @@ mod tests {
         let cases = [
             (204, "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
             (304, "HTTP/1.1 304 Not Modified\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
-            (103, "HTTP/1.1 103 Early Hints\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
+            (103, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
             (42, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
             (299, "HTTP/1.1 299 \r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
         ];
         for (status, start) in cases {
             let text = render(&text_response(status, "body"), true);
             assert!(text.starts_with(start), "{text}");
-            assert_eq!(text.ends_with("body"), has_body(status), "{status}");
+            assert_eq!(
+                text.ends_with("body"),
+                !matches!(status, 204 | 304),
+                "{status}"
+            );
         }
         let empty_type = Response::new(200, "", vec![], "x");
         assert!(!render(&empty_type, true).contains("Content-Type"));

@@ -177,6 +177,8 @@ struct Answered {
     upgraded: bool,
     /// The `serve_n` budget is spent: the server should stop.
     spent: bool,
+    /// The connection must close at once.
+    failed: bool,
 }
 
 /// One HTTP/1.1 connection.
@@ -369,7 +371,9 @@ impl HttpStrand {
                             }
                             Some(false) => {}
                             None => {
-                                self.phase = Phase::Closing;
+                                // The hook failed (or the socket's mode could not be set back):
+                                // close at once, never read a socket that may be blocking.
+                                outcome.failed = true;
                                 return (buf.len(), false);
                             }
                         }
@@ -399,7 +403,8 @@ impl HttpStrand {
                 }
             }
         }
-        (at, false)
+        // Held back: keep the parse state of a request begun (say, after its 100 Continue).
+        (at, !reader.is_fresh())
     }
 
     /// Queues the reply to a request that cannot be served, and closes after it.
@@ -449,8 +454,12 @@ impl HttpStrand {
 
     /// A request started, or a body made progress: the request timer (re)starts.
     fn restart_request_timer(&mut self, new_request: bool, now: Instant) {
-        let mid_body = self.reader.as_ref().is_some_and(|r| r.is_mid_request());
-        if !self.input.is_empty() && (new_request || mid_body) {
+        let have = self.input.len();
+        let body_progress = self
+            .reader
+            .as_mut()
+            .is_some_and(|r| r.body_progressed(have));
+        if !self.input.is_empty() && (new_request || body_progress) {
             self.timer = Timer::Request;
             self.deadline = Some(now + self.shared.limits.header_timeout);
         }
@@ -562,6 +571,9 @@ impl HttpStrand {
             }
             if outcome.taken {
                 return Next::release(drop);
+            }
+            if outcome.failed {
+                return Next::Close;
             }
             if outcome.upgraded {
                 // `Conn` turns this strand into a WebSocket one before anything else runs.
@@ -715,11 +727,13 @@ fn hand_over(taken: &DynTaken, fd: RawFd, raw: &[u8]) -> Option<bool> {
     // SAFETY: `fd` is this strand's open socket for the whole call; `ManuallyDrop` keeps this
     // borrowed view from closing it. The hook gets a shared reference only (it may `try_clone`).
     let stream = ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
-    let took = catch_unwind(AssertUnwindSafe(|| taken(&stream, raw))).ok()?;
-    if !took {
-        set_nonblocking(fd, true).ok()?;
+    let took = catch_unwind(AssertUnwindSafe(|| taken(&stream, raw)));
+    if took.as_ref().is_ok_and(|&t| t) {
+        return Some(true);
     }
-    Some(took)
+    // Not taken, or the hook panicked: the socket goes back to non-blocking either way.
+    let restored = set_nonblocking(fd, true).is_ok();
+    (took.is_ok() && restored).then_some(false)
 }
 
 fn set_nonblocking(fd: RawFd, on: bool) -> std::io::Result<()> {

@@ -182,8 +182,9 @@ impl Decoder {
             if total > self.max_message as u64 {
                 return Err(TOO_BIG);
             }
-            // Never more than the limit, whatever length the peer announced.
-            self.data.reserve(head.len as usize);
+            // Never more than the limit, nor more than 64 KiB ahead of the data that arrives,
+            // whatever length the peer announced.
+            self.data.reserve(head.len.min(64 * 1024) as usize);
         }
         Ok(())
     }
@@ -340,6 +341,16 @@ mod tests {
         let head = [0x82, 0xff, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4]; // 4 GiB
         assert_eq!(d.next(&head), Err(TOO_BIG));
         assert_eq!(d.held_bytes(), 0);
+    }
+
+    #[test]
+    fn a_huge_limit_still_reserves_only_what_can_arrive_soon() {
+        // Regression: the decoder reserved the announced length, which with a huge
+        // `max_message` let one frame head abort the process.
+        let mut d = Decoder::new(Role::Server, usize::MAX);
+        let head = [0x82, 0xff, 0x40, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4]; // 2^62 bytes
+        assert_eq!(d.next(&head), Ok((14, None)));
+        assert!(d.held_bytes() <= 64 * 1024, "{}", d.held_bytes());
     }
 
     #[test]

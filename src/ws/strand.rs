@@ -304,6 +304,10 @@ impl WsStrand {
         if let Some(code) = close {
             self.queue_close(code);
         }
+        if io.remote().is_shutting_down() {
+            // Upgraded while the server drains: the drain has passed this connection by.
+            self.queue_close(GOING_AWAY);
+        }
         if !early.is_empty() {
             self.take(early, io.id());
         }

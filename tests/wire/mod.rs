@@ -82,6 +82,20 @@ impl Client {
         self.stream.write_all(bytes.as_ref()).expect("send");
     }
 
+    /// Closes the client's sending side (the server sees the end of stream).
+    #[allow(dead_code)]
+    pub fn shutdown_write(&mut self) {
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shutdown");
+    }
+
+    /// Sends, reporting a failure (the server may have closed) instead of panicking.
+    #[allow(dead_code)]
+    pub fn try_send(&mut self, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+        self.stream.write_all(bytes.as_ref())
+    }
+
     /// Sends `GET <path>` with a Host header and reads its reply.
     pub fn get(&mut self, path: &str) -> Reply {
         self.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
