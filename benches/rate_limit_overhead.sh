@@ -15,6 +15,8 @@
 # Needs wrk, taskset, python3 and two CPUs; builds the example with cargo (release). Prints one
 # line per run, then the median of each configuration and the overhead.
 set -euo pipefail
+# shellcheck source=tests/interop/procs.sh
+. "$(dirname "$0")/../tests/interop/procs.sh"
 cd "$(dirname "$0")/.."
 
 ROUNDS=3
@@ -40,16 +42,9 @@ BIN=${CARGO_TARGET_DIR:-target}/release/examples/rate_limited
 TMP=$(mktemp -d)
 SERVER_PID=""
 stop_server() {
-    local pid=$SERVER_PID i
-    [[ -n $pid ]] || return 0
+    local pid=$SERVER_PID
     SERVER_PID=""
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stop_pid "$pid"
 }
 trap 'stop_server; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
@@ -77,10 +72,6 @@ cpu_ticks() { # utime + stime of PID (fields 14 and 15; the command name may hol
     stat=${stat##*) }
     read -r -a f <<<"$stat"
     echo $((f[11] + f[12]))
-}
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # run VARIANT CALLERS: prints "variant callers requests cpu_seconds"

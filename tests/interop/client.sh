@@ -19,6 +19,8 @@
 # to a server is under `timeout`. Prints `PASS name` per check; stops at the first failed one
 # with `FAIL name` and what differed, and exits 1 (2 on bad usage or a missing tool).
 set -euo pipefail
+# shellcheck source=tests/interop/procs.sh
+. "$(dirname "$0")/procs.sh"
 
 if [[ $# -ne 1 ]]; then
     echo "usage: $0 FETCH_BINARY" >&2
@@ -38,23 +40,6 @@ done
 
 TMP=$(mktemp -d)
 PIDS=() # servers running: stopped, last first, on exit
-stop_pid() {
-    local pid=$1 i kids
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        # Still there after 5 s: its children (nginx's worker) first, then itself.
-        kids=$(cat /proc/"$pid"/task/*/children 2>/dev/null || true)
-        # shellcheck disable=SC2086
-        [[ -z $kids ]] || kill -KILL $kids 2>/dev/null || true
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
 stop_all() {
     local i
     for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
@@ -68,10 +53,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-free_port() {
-    timeout 10 python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # accepting PORT: whether something accepts connections on 127.0.0.1:PORT.
 accepting() {

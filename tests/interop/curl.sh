@@ -7,6 +7,8 @@
 # exits, whatever happens. Every curl has --max-time. Prints one line per check and, for a
 # failed one, what differed; exits 1 if any check failed, 2 on bad usage or a missing tool.
 set -euo pipefail
+# shellcheck source=tests/interop/procs.sh
+. "$(dirname "$0")/procs.sh"
 
 if [[ $# -ne 2 ]]; then
     echo "usage: $0 HELLO_BINARY ECHO_BINARY" >&2
@@ -29,16 +31,9 @@ OPTS=(-sS --max-time 10 --noproxy '*')
 TMP=$(mktemp -d)
 SERVER_PID="" # the one server running, if any
 stop_server() {
-    local pid=$SERVER_PID i
-    [[ -n $pid ]] || return 0
+    local pid=$SERVER_PID
     SERVER_PID=""
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stop_pid "$pid"
 }
 cleanup() {
     stop_server
@@ -46,10 +41,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # start_server BINARY LOG: sets PORT and PID, or exits 2. A server that exits at once (its port
 # was taken between picking and binding) is retried on another port.

@@ -17,6 +17,8 @@
 # whatever happens. Every curl has --max-time. Prints one line per check; exits 1 if any check
 # failed, 2 on bad usage or a missing tool.
 set -euo pipefail
+# shellcheck source=tests/interop/procs.sh
+. "$(dirname "$0")/procs.sh"
 
 if [[ $# -ne 1 ]]; then
     echo "usage: $0 RATE_LIMITED_BINARY" >&2
@@ -38,28 +40,13 @@ TMP=$(mktemp -d)
 chmod 755 "$TMP" # nginx workers may run as another user than the master
 SERVER_PID=""
 NGINX_PID=""
-stop() { # stop PID: TERM, wait up to 5 s, then KILL
-    local pid=$1 i
-    [[ -n $pid ]] || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
 cleanup() {
-    stop "$NGINX_PID"
-    stop "$SERVER_PID"
+    stop_pid "$NGINX_PID"
+    stop_pid "$SERVER_PID"
     rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # wait_http PORT PID NAME: until GET / on PORT answers (any status), or exit 2 if PID died.
 wait_http() {

@@ -15,6 +15,8 @@
 # the page fetches /done (after the WebSocket has closed) or after 20 s: virtual time waits for
 # the WebSocket in real time, and the dump shows the page as it ended.
 set -euo pipefail
+# shellcheck source=tests/interop/procs.sh
+. "$(dirname "$0")/procs.sh"
 
 die() {
     echo "ws_chromium: FAIL: $*" >&2
@@ -47,10 +49,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # wait_listening PORT PID WHAT: until PORT accepts connections (10 s), while PID lives.
 wait_listening() {
