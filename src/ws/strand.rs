@@ -227,8 +227,10 @@ pub fn broadcast(to: &[WsSender], msg: &Message) -> usize {
 enum Closing {
     /// Open.
     No,
-    /// Our close frame is queued; waiting for the peer's (or the close wait).
+    /// Our close frame is queued (perhaps not yet written).
     Sent,
+    /// Our close frame is written; waiting for the peer's until the close wait passes.
+    Waiting,
     /// The handshake is done (or the connection is to end): flush, then close TCP.
     Done,
     /// Our side is shut after the last frame; reading and dropping what the peer still sends
@@ -427,10 +429,11 @@ impl WsStrand {
                 self.deadline = Some(now + self.write_timeout);
             }
         } else if self.closing == Closing::Sent {
-            if self.deadline.is_none() {
-                self.deadline = Some(now + CLOSE_WAIT);
-            }
-        } else {
+            // Our close frame went out just now: the peer has the close wait to answer (not
+            // what was left of a write deadline).
+            self.closing = Closing::Waiting;
+            self.deadline = Some(now + CLOSE_WAIT);
+        } else if self.closing != Closing::Waiting {
             self.deadline = None;
         }
         let next = Next::Park {
