@@ -23,11 +23,11 @@ fn run() -> std::io::Result<()> {
     let raw = take_flag(&mut args, "--raw");
     let head = take_flag(&mut args, "--head");
     let [host, port, paths @ ..] = args.as_slice() else {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "usage: fetch [--raw] [--head] HOST PORT PATH...",
-        ));
+        return Err(usage());
     };
+    if paths.is_empty() {
+        return Err(usage());
+    }
     let port: u16 = port
         .parse()
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad port"))?;
@@ -57,6 +57,13 @@ fn run() -> std::io::Result<()> {
         writeln!(out)?;
     }
     Ok(())
+}
+
+fn usage() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "usage: fetch [--raw] [--head] HOST PORT PATH...",
+    )
 }
 
 fn take_flag(args: &mut Vec<String>, flag: &str) -> bool {

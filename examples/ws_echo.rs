@@ -5,7 +5,7 @@
 //! cargo run --release --example ws_echo -- --port 9001 --max-message 16777216 --workers 1
 //! ```
 
-use web::http::text_response;
+use web::http::{text_response, with_header};
 use web::ws::{Message, Ws, WsHandler};
 
 mod cli;
@@ -29,5 +29,9 @@ fn main() -> std::io::Result<()> {
         .websocket("/", Echo)
         .max_message(max_message);
     eprintln!("ws_echo: listening on ws://{}/", server.local_addr()?);
-    server.run(|_req| text_response(426, "this server speaks WebSocket at /\n"))
+    // Plain HTTP gets 426 Upgrade Required, naming the protocol (RFC 9110 §15.5.22).
+    server.run(|_req| {
+        let res = text_response(426, "this server speaks WebSocket at /\n");
+        with_header(res, "Upgrade", "websocket")
+    })
 }

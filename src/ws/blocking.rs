@@ -17,7 +17,8 @@ pub const MAX_FRAME: usize = 64 * 1024;
 /// Answers a client's upgrade request on `conn`, per RFC 6455 §4.2: writes the 101 reply and
 /// returns `true` when `request_raw` is a valid upgrade. For a request that is not an upgrade
 /// at all (no `Sec-WebSocket-Key`) it writes nothing and returns `false`; for a broken upgrade
-/// it writes the HTTP refusal (400, or 426 with `Sec-WebSocket-Version: 13`) and returns
+/// it writes the HTTP refusal (400, or 426 with `Upgrade: websocket` and
+/// `Sec-WebSocket-Version: 13`) and returns
 /// `false`. Either way the caller then closes the connection.
 ///
 /// ```no_run

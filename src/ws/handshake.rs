@@ -72,8 +72,8 @@ fn raw_has_header(raw: &[u8], name: &[u8]) -> bool {
 /// Checks an upgrade request (RFC 6455 §4.2.1) and returns the reply to write: the 101 that
 /// opens the WebSocket (`Ok`), or the HTTP refusal (`Err`): 400 for a request that is not a
 /// valid upgrade (not GET, not HTTP/1.1, `Upgrade` without `websocket`, `Connection` without
-/// `upgrade`, a key that does not decode to 16 bytes), 426 with `Sec-WebSocket-Version: 13` for
-/// another version. No subprotocol or extension is accepted.
+/// `upgrade`, a key that does not decode to 16 bytes), 426 with `Upgrade: websocket` and
+/// `Sec-WebSocket-Version: 13` for another version. No subprotocol or extension is accepted.
 pub fn upgrade_reply(request_raw: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
     let refuse = |status: &str, reason: &str, extra: &str| {
         let body = format!("{reason}\n");
@@ -112,7 +112,8 @@ pub fn upgrade_reply(request_raw: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
         return Err(refuse(
             "426 Upgrade Required",
             "only WebSocket version 13 is supported",
-            "Sec-WebSocket-Version: 13\r\n",
+            // RFC 9110 §15.5.22: a 426 names the protocol to upgrade to.
+            "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
         ));
     }
     Ok(format!(
@@ -206,6 +207,10 @@ mod tests {
             assert!(reply.contains("Connection: close\r\n"));
             assert_eq!(
                 reply.contains("Sec-WebSocket-Version: 13\r\n"),
+                status.contains("426")
+            );
+            assert_eq!(
+                reply.contains("Upgrade: websocket\r\n"),
                 status.contains("426")
             );
         }
