@@ -3,35 +3,25 @@
 
 use super::error::ParseError;
 
-/// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~"
-/// / DIGIT / ALPHA` (RFC 9110 §5.6.2).
-static TCHAR: [bool; 256] = {
+/// A byte table: ASCII letters and digits, and the bytes of `extra`.
+pub(crate) const fn alphanumeric_and(extra: &[u8]) -> [bool; 256] {
     let mut t = [false; 256];
     let mut b = 0;
     while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
+        t[b] = (b as u8).is_ascii_alphanumeric();
         b += 1;
     }
+    let mut i = 0;
+    while i < extra.len() {
+        t[extra[i] as usize] = true;
+        i += 1;
+    }
     t
-};
+}
+
+/// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~"
+/// / DIGIT / ALPHA` (RFC 9110 §5.6.2).
+static TCHAR: [bool; 256] = alphanumeric_and(b"!#$%&'*+-.^_`|~");
 
 /// Bytes allowed inside a field value: `field-vchar = VCHAR / obs-text` plus SP and HTAB between
 /// them (RFC 9110 §5.5). Every other control byte — NUL, CR, LF, DEL, ... — is refused.

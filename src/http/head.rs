@@ -8,7 +8,7 @@
 
 use super::error::ParseError;
 use super::grammar::{
-    find_control, is_token, list_items, parse_digits, split_field_line, trim_ows,
+    alphanumeric_and, find_control, is_token, list_items, parse_digits, split_field_line, trim_ows,
 };
 use super::message::{Header, Request};
 
@@ -190,37 +190,7 @@ impl Fields {
 
 /// `Host = uri-host [ ":" port ]`: unreserved, percent-encoded and sub-delimiter characters,
 /// colons and the brackets of an IP literal (RFC 3986 §3.2.2).
-static HOST_BYTE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'%'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b':'
-                    | b'['
-                    | b']'
-            );
-        b += 1;
-    }
-    t
-};
+static HOST_BYTE: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=:[]");
 
 fn is_host_byte(b: u8) -> bool {
     HOST_BYTE[usize::from(b)]
