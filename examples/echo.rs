@@ -12,15 +12,16 @@ use web::http::{text_response, Request, Response};
 mod cli;
 
 fn echo(req: Request) -> Response {
-    let mut body = format!("{} {}\n", req.method, req.path).into_bytes();
-    for h in &req.headers {
-        body.extend_from_slice(h.name.as_bytes());
+    let mut body = format!("{} {}\n", req.method(), req.path()).into_bytes();
+    for h in req.headers() {
+        body.extend_from_slice(h.name().as_bytes());
         body.extend_from_slice(b": ");
-        body.extend_from_slice(h.value.as_bytes());
+        // Values are bytes: obs-text (0x80-0xFF) is echoed exactly as received.
+        body.extend_from_slice(h.value());
         body.push(b'\n');
     }
     body.push(b'\n');
-    body.extend_from_slice(&req.body);
+    body.extend_from_slice(req.body());
     text_response(200, body)
 }
 

@@ -25,21 +25,21 @@ fn main() -> std::io::Result<()> {
     };
     let reply = match parse_request(&raw) {
         Ok(req) => {
-            println!("method  {}", req.method);
+            println!("method  {}", req.method());
             println!(
                 "path    {}  (path_of {:?}, query_of {:?})",
-                req.path,
-                path_of(&req.path),
-                query_of(&req.path)
+                req.path(),
+                path_of(req.path()),
+                query_of(req.path())
             );
-            for h in &req.headers {
-                println!("header  {}: {}", h.name, h.value);
+            for h in req.headers() {
+                println!("header  {}: {}", h.name(), String::from_utf8_lossy(h.value()));
             }
-            println!("q       {:?}", param(query_of(&req.path), "q"));
+            println!("q       {:?}", param(query_of(req.path()), "q"));
             println!("cookie  session={:?}", cookie(&req, "session"));
             println!("host    {:?}", header(&req, "Host"));
-            println!("body    {:?}", String::from_utf8_lossy(&req.body));
-            text_response(200, format!("{} bytes received\n", req.body.len()))
+            println!("body    {:?}", String::from_utf8_lossy(req.body()));
+            text_response(200, format!("{} bytes received\n", req.body().len()))
         }
         Err(e) => {
             println!("refused: {e}");

@@ -50,7 +50,7 @@ fn get_all_of_100_paths_uses_one_connection() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(2)
-        .spawn(|req| text_response(200, req.path))
+        .spawn(|req| text_response(200, req.path().to_owned()))
         .unwrap();
     let port = server.local_addr().port();
     let paths: Vec<String> = (0..100).map(|i| format!("/item/{i}")).collect();
@@ -73,7 +73,7 @@ fn get_all_reconnects_when_the_server_closes_between_replies() {
         .unwrap()
         .spawn(move |req| {
             let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let res = text_response(200, req.path);
+            let res = text_response(200, req.path().to_owned());
             if n % 3 == 2 {
                 web::http::with_header(res, "Connection", "close")
             } else {
@@ -130,7 +130,7 @@ fn read_response_on_a_connection_the_server_closed_is_unexpected_eof() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .idle_timeout(Duration::from_millis(100))
-        .spawn(|req| text_response(200, req.path))
+        .spawn(|req| text_response(200, req.path().to_owned()))
         .unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
     conn.write_all(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -157,12 +157,12 @@ fn ask_sends_headers_and_body_and_reads_the_reply() {
         .spawn(|req| {
             let seen = format!(
                 "{} {} host={} ct={} len={} body={}",
-                req.method,
-                req.path,
+                req.method(),
+                req.path(),
                 web::http::header(&req, "host"),
                 web::http::header(&req, "content-type"),
                 web::http::header(&req, "content-length"),
-                String::from_utf8_lossy(&req.body)
+                String::from_utf8_lossy(&req.body())
             );
             text_response(201, seen)
         })
@@ -212,7 +212,7 @@ fn head_reply_has_no_body_and_the_next_reply_is_intact() {
 fn pipelined_replies_are_read_one_at_a_time_without_reading_past() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
-        .spawn(|req| text_response(200, req.path))
+        .spawn(|req| text_response(200, req.path().to_owned()))
         .unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
     conn.write_all(b"GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /22 HTTP/1.1\r\nHost: x\r\n\r\nGET /333 HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -12,7 +12,7 @@ use web::http::{handle_conn, text_response, Request, Response};
 use wire::{echo, Client};
 
 fn handler(req: Request) -> Response {
-    match req.path.as_str() {
+    match req.path() {
         "/panic" => panic!("this handler panics on purpose"),
         "/empty" => text_response(204, "not sent"),
         _ => echo(req),

@@ -18,8 +18,7 @@ use web::http::{
 fn trail(name: &'static str) -> Layer {
     layer(move |mut req, next| {
         let down = format!("{} {name}", header(&req, "x-trail"));
-        req.headers.retain(|h| h.name != "x-trail");
-        req.headers.push(Header::new("x-trail", down.trim_start()));
+        req.set_header("x-trail", down.trim_start());
         let mut res = next(req);
         let up = format!("{} {name}", header_in(&res.headers, "x-trail"));
         res.headers.retain(|h| h.name != "X-Trail");

@@ -19,7 +19,7 @@ fn counted() -> (
     let seen = Arc::clone(&calls);
     let handler = move |req: Request| {
         seen.fetch_add(1, Ordering::SeqCst);
-        text_response(200, req.path)
+        text_response(200, req.path().to_owned())
     };
     (handler, calls)
 }

@@ -66,7 +66,7 @@ fn hook(
 }
 
 fn handler(req: Request) -> Response {
-    text_response(200, format!("server: {}", req.path))
+    text_response(200, format!("server: {}", req.path()))
 }
 
 struct Setup {
@@ -192,7 +192,7 @@ fn expect_100_continue_works_when_a_taken_hook_is_installed() {
         .unwrap()
         .workers(1)
         .taking(|_conn, _raw| false)
-        .spawn(|req| text_response(200, req.body))
+        .spawn(|req| text_response(200, req.into_body()))
         .unwrap();
     let mut c = Client::connect(server.local_addr());
     c.send("PUT /p HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");

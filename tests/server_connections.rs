@@ -14,7 +14,7 @@ fn two_thousand_idle_keep_alive_connections_hold_no_bytes_and_a_fresh_request_is
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(2)
-        .spawn(|req| text_response(200, req.path))
+        .spawn(|req| text_response(200, req.path().to_owned()))
         .unwrap();
     let addr = server.local_addr();
     let mut idle = Vec::with_capacity(IDLE);
@@ -61,7 +61,7 @@ fn past_max_connections_a_new_connection_waits_until_one_closes() {
         .unwrap()
         .workers(1)
         .max_connections(2)
-        .spawn(|req| text_response(200, req.path))
+        .spawn(|req| text_response(200, req.path().to_owned()))
         .unwrap();
     let addr = server.local_addr();
     let mut a = Client::connect(addr);

@@ -17,12 +17,12 @@ fn start(handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> Serve
 }
 
 fn path_handler(req: Request) -> Response {
-    match req.path.as_str() {
+    match req.path() {
         "/close" => with_header(text_response(200, "bye"), "Connection", "close"),
         "/no-content" => text_response(204, "must not be sent"),
         "/not-modified" => text_response(304, "must not be sent"),
         "/big" => text_response(200, vec![b'b'; 100_000]),
-        _ => text_response(200, format!("{} {}", req.method, req.path)),
+        _ => text_response(200, format!("{} {}", req.method(), req.path())),
     }
 }
 
@@ -305,7 +305,7 @@ fn a_request_sent_with_the_end_of_stream_is_answered_and_the_connection_closes_a
         .workers(1)
         .idle_timeout(Duration::from_secs(60))
         .spawn(|req| {
-            if req.path == "/busy" {
+            if req.path() == "/busy" {
                 std::thread::sleep(Duration::from_millis(300)); // keeps the only worker away
             }
             text_response(200, "bye")

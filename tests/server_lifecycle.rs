@@ -19,7 +19,7 @@ fn start(workers: usize) -> (ServerHandle, mpsc::Receiver<()>) {
     let (tx, started) = mpsc::channel();
     let tx = Mutex::new(tx);
     let handler = move |req: Request| -> Response {
-        match req.path.as_str() {
+        match req.path() {
             "/slow" => {
                 let _ = tx.lock().unwrap().send(());
                 std::thread::sleep(SLOW);

@@ -226,8 +226,17 @@ fn malformed_requests_get_400() {
         // a control byte in a value, a name that is not a token
         b"GET / HTTP/1.1\r\nHost: t\r\nX: a\x00b\r\n\r\n",
         b"GET / HTTP/1.1\r\nHost: t\r\nX(Y): v\r\n\r\n",
-        // a head that is not UTF-8
-        b"GET / HTTP/1.1\r\nHost: t\r\nX: \xff\xfe\r\n\r\n",
+        // a target that is not UTF-8
+        b"GET /\xff\xfe HTTP/1.1\r\nHost: t\r\n\r\n",
+        // a Host with a non-numeric or out-of-range port (RFC 9112 §3.2, RFC 9110 §7.2)
+        b"GET / HTTP/1.1\r\nHost: t:http\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t:70000\r\n\r\n",
+        // Transfer-Encoding whose final coding is not chunked (RFC 9112 §6.3), or with an
+        // empty element or line beside chunked (TE.TE desync)
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked,\r\n\r\n0\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding:\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         // Transfer-Encoding in HTTP/1.0
         b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     ];
@@ -247,15 +256,17 @@ fn a_malformed_chunk_gets_400_and_the_connection_closes() {
         "-3\r\nabc\r\n0\r\n\r\n",       // a sign before the size
         "3\nabc\r\n0\r\n\r\n",          // bare LF after the size
         "ffffffffffffffffff\r\n",       // size overflows
+        "3 \r\nabc\r\n0\r\n\r\n",         // whitespace after a size with no extension
+        "3\r\nabc\r\n0\r\nNoColon\r\n\r\n", // a trailer line without a colon
     ] {
         assert_refused(&server, format!("{head}{chunks}"), 400);
     }
 }
 
 #[test]
-fn an_unknown_transfer_coding_gets_501() {
+fn an_unknown_transfer_coding_before_chunked_gets_501() {
     let server = start();
-    for te in ["gzip, chunked", "gzip"] {
+    for te in ["gzip, chunked", "x-custom, chunked"] {
         assert_refused(
             &server,
             format!("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: {te}\r\n\r\n"),
@@ -330,4 +341,15 @@ fn the_default_limits_are_16_kib_of_head_100_headers_and_1_mib_of_body() {
     assert_eq!(r.status, 200);
     assert!(r.body.ends_with(&[b'm'; 1024]));
     c.assert_silent_for(Duration::from_millis(50));
+}
+
+#[test]
+fn obs_text_in_a_header_value_is_accepted_and_kept_byte_for_byte() {
+    // RFC 9110 §5.5: bytes 0x80-0xFF in a value are opaque data, neither refused nor altered.
+    let server = start();
+    let mut c = Client::connect(server.local_addr());
+    c.send(b"GET /o HTTP/1.1\r\nHost: t\r\nX-Name: Andr\xe9 \xff\xfe\r\n\r\n");
+    let r = c.reply();
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.body, b"GET /o\nhost: t\nx-name: Andr\xe9 \xff\xfe\n\n");
 }

@@ -227,7 +227,7 @@ impl Echo {
                 thread::spawn(move || session(mine, raw, tx));
                 true
             })
-            .spawn(|req| text_response(200, format!("plain HTTP at {}", req.path)))
+            .spawn(|req| text_response(200, format!("plain HTTP at {}", req.path())))
             .unwrap();
         let addr = server.local_addr();
         Echo {

@@ -26,7 +26,7 @@ use super::strand::Limits;
 /// let mut client = std::net::TcpStream::connect(listener.local_addr()?)?;
 /// client.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
 /// let (conn, _) = listener.accept()?;
-/// let served = web::http::handle_conn(conn, |req| web::http::text_response(200, req.path))?;
+/// let served = web::http::handle_conn(conn, |req| web::http::text_response(200, req.path().to_owned()))?;
 /// assert_eq!(served, 2);
 /// let mut replies = String::new();
 /// client.read_to_string(&mut replies)?;
@@ -69,9 +69,10 @@ pub(crate) fn serve_blocking(
                     request,
                     keep_alive,
                     used,
+                    ..
                 } => {
                     at += used;
-                    let head_only = request.method == "HEAD";
+                    let head_only = request.method() == "HEAD";
                     let res = respond(handler, request);
                     served += 1;
                     let (keep, body) = with_date(Instant::now(), |d| {

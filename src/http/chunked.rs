@@ -28,7 +28,9 @@ enum State {
     /// Reading the hex digits of a chunk size (`digits` of them so far).
     #[default]
     Size,
-    /// After the size: whitespace or extensions up to the CR.
+    /// Whitespace after the size: only more of it or a `;` may follow (`BWS ";"`).
+    SizeWs,
+    /// Inside extensions, up to the CR.
     Extension,
     /// Expecting the LF of the size line.
     SizeLf,
@@ -40,7 +42,9 @@ enum State {
     DataLf,
     /// At the start of a trailer line or of the final CRLF.
     TrailerStart,
-    /// Inside a trailer line.
+    /// Inside a trailer line's field name, up to its colon.
+    TrailerName,
+    /// Inside a trailer line's value.
     Trailer,
     /// Expecting the LF ending a trailer line.
     TrailerLf,
@@ -138,13 +142,19 @@ impl ChunkedDecoder {
                 Size
             }
             (Size, _) if self.digits == 0 => return Err(ParseError::ChunkSize),
-            (Size, b';' | b' ' | b'\t') => {
+            // `chunk-ext = *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] )`: whitespace after
+            // the size only before a `;` (a size line `5 ` is refused, as parsers disagree on it).
+            (Size | SizeWs, b' ' | b'\t') => {
+                self.extension_byte()?;
+                SizeWs
+            }
+            (Size | SizeWs, b';') => {
                 self.extension_byte()?;
                 Extension
             }
             (Size | Extension, b'\r') => SizeLf,
-            (Size | Extension, b'\n') => return Err(ParseError::LineEnding),
-            (Size, _) => return Err(ParseError::ChunkSize),
+            (Size | SizeWs | Extension, b'\n') => return Err(ParseError::LineEnding),
+            (Size | SizeWs, _) => return Err(ParseError::ChunkSize),
             (Extension, _) if is_field_byte(b) => {
                 self.extension_byte()?;
                 Extension
@@ -171,12 +181,16 @@ impl ChunkedDecoder {
             (DataLf, b'\n') => Size,
             (DataLf, _) => return Err(ParseError::ChunkDataEnd),
             (TrailerStart, b'\r') => EndLf,
-            // A trailer line starts with a field name (no folding, no bare LF).
-            (TrailerStart, _) if is_tchar(b) => {
+            // A trailer line is a field line: a name, a colon, a value (no folding, no bare LF).
+            (TrailerStart | TrailerName, _) if is_tchar(b) => {
+                self.trailer_byte()?;
+                TrailerName
+            }
+            (TrailerName, b':') => {
                 self.trailer_byte()?;
                 Trailer
             }
-            (TrailerStart, _) => return Err(ParseError::Trailers),
+            (TrailerStart | TrailerName, _) => return Err(ParseError::Trailers),
             (Trailer, b'\r') => TrailerLf,
             (Trailer, _) if is_field_byte(b) => {
                 self.trailer_byte()?;
@@ -265,6 +279,15 @@ mod tests {
             (b"0\r\nX: a\0\r\n\r\n", ParseError::Trailers),
             (b"0\r\nX: a\n\r\n", ParseError::Trailers),
             (b"0\r\n\rX", ParseError::LineEnding),
+            // Whitespace after a size is allowed only before an extension.
+            (b"3 \r\nabc\r\n0\r\n\r\n", ParseError::ChunkSize),
+            (b"3\t\r\nabc\r\n0\r\n\r\n", ParseError::ChunkSize),
+            (b"3 x\r\nabc\r\n0\r\n\r\n", ParseError::ChunkSize),
+            (b"0 \r\n\r\n", ParseError::ChunkSize),
+            // A trailer line needs its colon.
+            (b"0\r\nNoColon\r\n\r\n", ParseError::Trailers),
+            (b"0\r\nX : a\r\n\r\n", ParseError::Trailers),
+            (b"0\r\n:a\r\n\r\n", ParseError::Trailers),
         ];
         for (input, err) in cases {
             assert_eq!(

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
-use super::grammar::{find_lf, is_field_byte, is_token, list_items};
+use super::fields::ConnectionOptions;
+use super::grammar::{find_lf, is_field_byte, is_token};
 use super::message::Header;
 use super::reply::{parse_reply_head, ReplyFraming, ReplyHead};
 
@@ -435,19 +436,12 @@ fn keeps_alive(reply: &[u8]) -> bool {
     let Ok(Some(head)) = parse_reply_head(reply) else {
         return false;
     };
-    let options = head
-        .headers
-        .iter()
-        .filter(|h| h.name == "connection")
-        .flat_map(|h| list_items(&h.value));
-    let mut close = false;
-    let mut keep = false;
-    for option in options {
-        close |= option.eq_ignore_ascii_case("close");
-        keep |= option.eq_ignore_ascii_case("keep-alive");
+    let mut options = ConnectionOptions::default();
+    for h in head.headers.iter().filter(|h| h.name == "connection") {
+        options.note(h.value.as_bytes());
     }
-    let http10 = reply.starts_with(b"HTTP/1.0");
-    !close && (!http10 || keep) && head.framing != ReplyFraming::UntilClose
+    let http11 = !reply.starts_with(b"HTTP/1.0");
+    options.persists(http11) && head.framing != ReplyFraming::UntilClose
 }
 
 /// The bytes of a request: request line, `Host`, the given headers, `Content-Length` when there

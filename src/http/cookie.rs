@@ -8,7 +8,8 @@ use super::message::Request;
 /// Names are compared exactly (cookie names are case-sensitive). When a name appears more than
 /// once, the first pair wins (browsers send the most specific cookie first). Should a client
 /// send several `Cookie` lines (HTTP/2 gateways may), they are read in order as one list.
-/// The value is returned as sent, quotes included.
+/// The value is returned as sent, quotes included. A `Cookie` line that is not valid UTF-8 is
+/// skipped.
 ///
 /// ```
 /// use web::http::{cookie, Header, Request};
@@ -17,10 +18,10 @@ use super::message::Request;
 /// assert_eq!(cookie(&req, "Session"), "");
 /// ```
 pub fn cookie<'a>(req: &'a Request, name: &str) -> &'a str {
-    req.headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("cookie"))
-        .flat_map(|h| h.value.split(';'))
+    req.headers()
+        .filter(|h| h.name().eq_ignore_ascii_case("cookie"))
+        .filter_map(|h| h.text())
+        .flat_map(|value| value.split(';'))
         .find_map(|pair| pair_value(pair, name))
         .unwrap_or("")
 }

@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
 use super::head::{Framing, HeadLimits, HeadParser, RequestHead};
-use super::message::{Request, Response};
+use super::message::{Body, Request, Response};
 use super::render::{has_body, write_head};
 
 /// Bytes of body that extend a request's deadline by another header timeout: a body must
@@ -29,6 +29,8 @@ pub(crate) enum Step {
     Done {
         request: Request,
         keep_alive: bool,
+        /// `Connection: upgrade` was asked for.
+        upgrade: bool,
         used: usize,
     },
     /// A request that cannot be served: answer `ParseError::status` and close.
@@ -37,11 +39,10 @@ pub(crate) enum Step {
 
 /// The body of a request whose head is complete.
 #[derive(Debug)]
-struct Body {
+struct BodyState {
+    /// The head; a chunked body is de-chunked straight into its request's buffer.
     head: RequestHead,
     chunked: Option<ChunkedDecoder>,
-    /// De-chunked data so far.
-    data: Vec<u8>,
     /// Bytes of input the chunked decoder consumed, head included.
     at: usize,
     continued: bool,
@@ -55,7 +56,7 @@ struct Body {
 #[derive(Debug)]
 pub(crate) struct RequestReader {
     head: HeadParser,
-    body: Option<Body>,
+    body: Option<BodyState>,
     max_body: u64,
     /// Input length when the body deadline was last extended.
     progress_mark: usize,
@@ -94,7 +95,7 @@ impl RequestReader {
 
     /// Heap bytes held for the request being read.
     pub(crate) fn held_bytes(&self) -> usize {
-        self.head.held_bytes() + self.body.as_ref().map_or(0, |b| b.data.capacity())
+        self.head.held_bytes() + self.body.as_ref().map_or(0, |b| b.head.request.held_bytes())
     }
 
     pub(crate) fn step(&mut self, buf: &[u8]) -> Step {
@@ -112,10 +113,9 @@ impl RequestReader {
                     let chunked = (head.framing == Framing::Chunked)
                         .then(|| ChunkedDecoder::new(self.max_body));
                     let at = head.len;
-                    self.body.insert(Body {
+                    self.body.insert(BodyState {
                         head,
                         chunked,
-                        data: Vec::new(),
                         at,
                         continued: false,
                     })
@@ -129,7 +129,10 @@ impl RequestReader {
                 (buf.len() as u64 >= end).then_some(end as usize)
             }
             (Framing::Chunked, Some(decoder)) => {
-                match decoder.decode(buf.get(body.at..).unwrap_or_default(), &mut body.data) {
+                let input = buf.get(body.at..).unwrap_or_default();
+                let decoded = decoder.decode(input, body.head.request.body_buffer());
+                body.head.request.body_written();
+                match decoded {
                     Ok(n) => body.at += n,
                     Err(e) => {
                         self.body = None;
@@ -142,17 +145,17 @@ impl RequestReader {
         };
         match used {
             Some(used) => {
-                let Some(Body { head, data, .. }) = self.body.take() else {
+                let Some(BodyState { head, .. }) = self.body.take() else {
                     return Step::More;
                 };
                 let mut request = head.request;
-                request.body = match head.framing {
-                    Framing::Chunked => data,
-                    _ => buf[head.len..used].to_vec(),
-                };
+                if let Framing::Length(_) = head.framing {
+                    request.append_body(buf.get(head.len..used).unwrap_or_default());
+                }
                 Step::Done {
                     request,
                     keep_alive: head.keep_alive,
+                    upgrade: head.upgrade,
                     used,
                 }
             }
@@ -198,21 +201,21 @@ pub(crate) fn refusal(e: ParseError) -> Response {
 /// body is never copied). Returns whether the connection stays open, and the body left to write.
 pub(crate) fn render(
     out: &mut Vec<u8>,
-    mut res: Response,
+    res: Response,
     keep: bool,
     head_only: bool,
     date: &[u8],
     inline_limit: usize,
-) -> (bool, Vec<u8>) {
+) -> (bool, Body) {
     let keep = write_head(out, &res, keep, date, res.body.len() as u64);
     if head_only || !has_body(res.status) {
-        return (keep, Vec::new());
+        return (keep, Body::default());
     }
     if res.body.len() < inline_limit {
         out.extend_from_slice(&res.body);
-        return (keep, Vec::new());
+        return (keep, Body::default());
     }
-    (keep, std::mem::take(&mut res.body))
+    (keep, res.body)
 }
 
 #[cfg(test)]
@@ -234,7 +237,7 @@ mod tests {
             match reader().step(raw) {
                 Step::Done { request, used, .. } => {
                     assert_eq!(
-                        (request.body.as_slice(), &raw[used..]),
+                        (request.body(), &raw[used..]),
                         (*body, &b"NEXT"[..])
                     )
                 }

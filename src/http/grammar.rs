@@ -83,10 +83,9 @@ pub(crate) fn find_lf(buf: &[u8]) -> Option<usize> {
 }
 
 /// The position of the first control byte (below 0x20, or DEL) in `buf` at or after `from`,
-/// eight bytes at a time. Sets `non_ascii` when a byte of 0x80 or above is passed over (or lies
-/// in the same eight bytes as the control byte found).
+/// eight bytes at a time.
 #[inline]
-pub(crate) fn find_control(buf: &[u8], from: usize, non_ascii: &mut bool) -> Option<usize> {
+pub(crate) fn find_control(buf: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     while let Some(chunk) = buf.get(at..at + 8) {
         let mut word = [0u8; 8];
@@ -95,16 +94,14 @@ pub(crate) fn find_control(buf: &[u8], from: usize, non_ascii: &mut bool) -> Opt
         // Bytes below 0x20 (exact as a "has any" test, and for the lowest hit) or equal to 0x7f.
         let below = word.wrapping_sub(LO * 0x20) & !word & HI;
         let del = zero_bytes(word ^ (LO * 0x7f));
-        *non_ascii |= word & HI != 0;
         let found = below | del;
         if found != 0 {
             return Some(at + (found.trailing_zeros() / 8) as usize);
         }
         at += 8;
     }
-    let rest = buf.get(at..)?;
-    *non_ascii |= rest.iter().any(|&b| b >= 0x80);
-    rest.iter()
+    buf.get(at..)?
+        .iter()
         .position(|&b| b < 0x20 || b == 0x7f)
         .map(|i| at + i)
 }
@@ -157,14 +154,6 @@ pub(crate) fn check_field_value(value: &[u8]) -> Result<(), ParseError> {
     }
 }
 
-/// The non-empty, trimmed elements of a comma-separated list (`#element`, RFC 9110 §5.6.1).
-pub(crate) fn list_items(value: &str) -> impl Iterator<Item = &str> {
-    value
-        .split(',')
-        .map(|s| s.trim_matches([' ', '\t']))
-        .filter(|s| !s.is_empty())
-}
-
 /// Parses `1*DIGIT` into a `u64`, refusing anything else (signs, spaces, overflow).
 pub(crate) fn parse_digits(s: &[u8]) -> Option<u64> {
     if s.is_empty() {
@@ -199,29 +188,21 @@ mod tests {
     }
 
     #[test]
-    fn find_control_finds_the_first_control_byte_and_notes_non_ascii() {
+    fn find_control_finds_the_first_control_byte() {
         for len in 0..40 {
             for at in 0..len {
                 for byte in [0u8, b'\t', b'\r', b'\n', 0x1f, 0x7f] {
                     let mut buf = vec![b'a'; len];
                     buf[at] = byte;
-                    let mut non_ascii = false;
-                    assert_eq!(
-                        find_control(&buf, 0, &mut non_ascii),
-                        Some(at),
-                        "len {len} at {at}"
-                    );
-                    assert!(!non_ascii);
+                    assert_eq!(find_control(&buf, 0), Some(at), "len {len} at {at}");
                     if at > 0 {
-                        assert_eq!(find_control(&buf, at, &mut non_ascii), Some(at));
+                        assert_eq!(find_control(&buf, at), Some(at));
                     }
                 }
             }
-            let mut non_ascii = false;
-            assert_eq!(find_control(&vec![0x20; len], 0, &mut non_ascii), None);
-            assert_eq!(find_control(&vec![0xc3; len], 0, &mut non_ascii), None);
-            assert_eq!(non_ascii, len > 0);
-            assert_eq!(find_control(b"ab", 5, &mut non_ascii), None);
+            assert_eq!(find_control(&vec![0x20; len], 0), None);
+            assert_eq!(find_control(&vec![0xc3; len], 0), None, "obs-text is not control");
+            assert_eq!(find_control(b"ab", 5), None);
         }
     }
 

@@ -4,13 +4,14 @@
 //! Fed any prefix of a byte stream it answers *incomplete* (`Ok(None)`), *complete*
 //! (`Ok(Some(head))`) or *error*. It never looks at a byte twice when searching for line ends, so
 //! a head arriving one byte at a time costs linear time, and it refuses a bad request line as
-//! soon as that line is complete.
+//! soon as that line is complete. Header values are bytes: `obs-text` (0x80–0xFF) is accepted
+//! as opaque data (RFC 9110 §5.5); the target must be UTF-8 (refused with 400 otherwise).
 
 use super::error::ParseError;
-use super::grammar::{
-    alphanumeric_and, find_control, is_token, list_items, parse_digits, split_field_line, trim_ows,
-};
-use super::message::{Header, Request};
+use super::fields::{valid_host, ConnectionOptions, ContentLength, TransferCodings};
+use super::grammar::{find_control, is_token, split_field_line};
+use super::message::pool::{self, HeadBuf};
+use super::message::{Line, Request, Span};
 
 /// Default limit on the request line plus header lines, in bytes (answered with 431, or 414
 /// when the request line alone is longer).
@@ -60,7 +61,7 @@ pub enum Framing {
 /// A complete, valid request head.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestHead {
-    /// Method, target and headers; the body is empty.
+    /// Method, target and headers (in one pooled buffer); the body is empty.
     pub request: Request,
     /// Bytes the head took in the input, from its first byte through the blank line.
     pub len: usize,
@@ -73,6 +74,8 @@ pub struct RequestHead {
     pub keep_alive: bool,
     /// `Expect: 100-continue` on an HTTP/1.1 request.
     pub expect_continue: bool,
+    /// `Connection: upgrade`: the client asks to switch protocols (RFC 9110 §7.8).
+    pub upgrade: bool,
 }
 
 /// What the header lines seen so far say about framing and connection handling.
@@ -80,59 +83,28 @@ pub struct RequestHead {
 struct Fields {
     hosts: u32,
     bad_host: bool,
-    content_length: Option<u64>,
-    bad_length: bool,
-    transfer_encoding: bool,
-    chunked: bool,
-    chunked_last: bool,
-    chunked_twice: bool,
-    unknown_coding: bool,
-    close: bool,
-    keep_alive: bool,
+    content_length: ContentLength,
+    transfer: TransferCodings,
+    connection: ConnectionOptions,
     expect_continue: bool,
     expect_other: bool,
 }
 
 impl Fields {
-    /// Notes what a header line means for framing; `name` is lower case.
-    fn note(&mut self, name: &str, value: &str) {
-        match name {
-            "host" => {
+    /// Notes what a header line means for framing; `name` in any case (matched by length
+    /// first: most names are none of these).
+    fn note(&mut self, name: &[u8], value: &[u8]) {
+        let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
+        match name.len() {
+            4 if is(b"host") => {
                 self.hosts += 1;
-                self.bad_host |= !value.bytes().all(is_host_byte);
+                self.bad_host |= !valid_host(value);
             }
-            "content-length" => {
-                // RFC 9110 §8.6: a list of identical values may be taken as one.
-                for item in value.split(',') {
-                    match parse_digits(trim_ows(item.as_bytes())) {
-                        Some(n) if self.content_length.map_or(true, |m| m == n) => {
-                            self.content_length = Some(n)
-                        }
-                        _ => self.bad_length = true,
-                    }
-                }
-            }
-            "transfer-encoding" => {
-                self.transfer_encoding = true;
-                for coding in list_items(value) {
-                    if coding.eq_ignore_ascii_case("chunked") {
-                        self.chunked_twice |= self.chunked;
-                        self.chunked = true;
-                        self.chunked_last = true;
-                    } else {
-                        self.unknown_coding = true;
-                        self.chunked_last = false;
-                    }
-                }
-            }
-            "connection" => {
-                for option in list_items(value) {
-                    self.close |= option.eq_ignore_ascii_case("close");
-                    self.keep_alive |= option.eq_ignore_ascii_case("keep-alive");
-                }
-            }
-            "expect" => {
-                if value.eq_ignore_ascii_case("100-continue") {
+            14 if is(b"content-length") => self.content_length.note(value),
+            17 if is(b"transfer-encoding") => self.transfer.note(value),
+            10 if is(b"connection") => self.connection.note(value),
+            6 if is(b"expect") => {
+                if value.eq_ignore_ascii_case(b"100-continue") {
                     self.expect_continue = true;
                 } else {
                     self.expect_other = true;
@@ -153,33 +125,23 @@ impl Fields {
         if self.bad_host {
             return Err(ParseError::BadHost);
         }
-        if self.bad_length {
-            return Err(ParseError::ContentLength);
-        }
-        let framing = if self.transfer_encoding {
+        let length = self.content_length.get()?;
+        let framing = if self.transfer.present() {
             if version == Version::Http10 {
                 return Err(ParseError::TransferEncodingInHttp10);
             }
-            if self.content_length.is_some() {
+            if length.is_some() {
                 return Err(ParseError::LengthAndTransferEncoding);
             }
-            if self.chunked_twice || !(self.chunked || self.unknown_coding) {
-                return Err(ParseError::TransferEncoding);
-            }
-            if self.unknown_coding || !self.chunked_last {
-                return Err(ParseError::UnsupportedTransferCoding);
-            }
+            self.transfer.check_request()?;
             Framing::Chunked
         } else {
-            match self.content_length {
+            match length {
                 Some(n) => Framing::Length(n),
                 None => Framing::None,
             }
         };
-        let keep_alive = match version {
-            Version::Http11 => !self.close,
-            Version::Http10 => self.keep_alive && !self.close,
-        };
+        let keep_alive = self.connection.persists(version == Version::Http11);
         let expect_continue = version == Version::Http11 && self.expect_continue;
         if version == Version::Http11 && self.expect_other {
             return Err(ParseError::Expectation);
@@ -188,19 +150,15 @@ impl Fields {
     }
 }
 
-/// `Host = uri-host [ ":" port ]`: unreserved, percent-encoded and sub-delimiter characters,
-/// colons and the brackets of an IP literal (RFC 3986 §3.2.2).
-static HOST_BYTE: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=:[]");
-
-fn is_host_byte(b: u8) -> bool {
-    HOST_BYTE[usize::from(b)]
-}
-
 /// The incremental request-head parser.
 ///
 /// Call [`parse`](HeadParser::parse) with the bytes received so far, each call with the same
 /// bytes as the last plus what arrived since. After it answers complete or error it starts over,
-/// ready for the next request.
+/// ready for the next request. Fed other bytes than promised it may answer wrongly, but never
+/// unsafely: nothing it hands out is trusted without a check.
+///
+/// The complete head is copied once into the [`Request`]'s pooled buffer (names lower-cased on
+/// the way), so parsing a request allocates nothing in steady state.
 ///
 /// ```
 /// use web::http::{Framing, HeadParser};
@@ -209,6 +167,7 @@ fn is_host_byte(b: u8) -> bool {
 /// assert_eq!(p.parse(&raw[..20]), Ok(None));
 /// let head = p.parse(raw).unwrap().unwrap();
 /// assert_eq!(head.framing, Framing::Length(3));
+/// assert_eq!(head.request.path(), "/up");
 /// assert_eq!(&raw[head.len..], b"abc");
 /// ```
 #[derive(Debug, Default)]
@@ -218,13 +177,14 @@ pub struct HeadParser {
     scanned: usize,
     /// Where the line being received starts.
     line_start: usize,
-    /// Whether a byte of 0x80 or above was seen in the current line.
-    non_ascii: bool,
-    /// Whether the request line has been parsed into `request` and `version`.
+    /// Whether the request line has been parsed (into `method`, `target`, `version`).
     started: bool,
-    request: Request,
+    method: Span,
+    target: Span,
     version: Option<Version>,
     fields: Fields,
+    /// The header lines so far (a pooled buffer, taken at the request line).
+    buf: HeadBuf,
 }
 
 impl HeadParser {
@@ -243,15 +203,7 @@ impl HeadParser {
 
     /// Bytes of heap this parser holds for a head still incomplete.
     pub fn held_bytes(&self) -> usize {
-        self.request.method.capacity()
-            + self.request.path.capacity()
-            + self.request.headers.capacity() * std::mem::size_of::<Header>()
-            + self
-                .request
-                .headers
-                .iter()
-                .map(|h| h.name.capacity() + h.value.capacity())
-                .sum::<usize>()
+        self.buf.held_bytes()
     }
 
     /// Parses what has arrived: `Ok(None)` while the head is incomplete, `Ok(Some(head))` once it
@@ -259,13 +211,19 @@ impl HeadParser {
     pub fn parse(&mut self, buf: &[u8]) -> Result<Option<RequestHead>, ParseError> {
         if buf.len() < self.scanned {
             // The caller broke the contract (fed less than before): start over on what we have.
-            *self = HeadParser::new(self.limits);
+            self.reset();
         }
         let result = self.scan(buf);
         if !matches!(result, Ok(None)) {
-            *self = HeadParser::new(self.limits);
+            self.reset();
         }
         result
+    }
+
+    /// Back to the start, the line buffer given back to the pool.
+    fn reset(&mut self) {
+        let old = std::mem::replace(self, HeadParser::new(self.limits));
+        pool::give(old.buf);
     }
 
     /// Looks at each byte once, in order: a control byte is either the CR of a line's CRLF, an
@@ -274,17 +232,16 @@ impl HeadParser {
     /// answers exactly as feeding it whole.
     fn scan(&mut self, buf: &[u8]) -> Result<Option<RequestHead>, ParseError> {
         let view = &buf[..buf.len().min(self.limits.max_head_bytes)];
-        while let Some(at) = find_control(view, self.scanned, &mut self.non_ascii) {
+        while let Some(at) = find_control(view, self.scanned) {
             match (view[at], view.get(at + 1)) {
                 (b'\t', _) => self.scanned = at + 1,
                 (b'\r', Some(b'\n')) => {
-                    let line = &view[self.line_start..at];
+                    let line = Span::new(self.line_start, at - self.line_start);
                     self.scanned = at + 2;
                     self.line_start = at + 2;
-                    if let Some(head) = self.line(line, at + 2)? {
-                        return Ok(Some(head));
+                    if self.line(view, line)? {
+                        return self.finish(view, at + 2).map(Some);
                     }
-                    self.non_ascii = false;
                 }
                 // A CR as the last byte received: wait for what follows it.
                 (b'\r', None) => {
@@ -307,19 +264,21 @@ impl HeadParser {
         Ok(None)
     }
 
-    /// Takes apart one line that ended at `end` (its CRLF excluded from `line`).
-    fn line(&mut self, line: &[u8], end: usize) -> Result<Option<RequestHead>, ParseError> {
+    /// Takes apart one line (its CRLF excluded); answers whether it was the blank line that
+    /// ends the head.
+    fn line(&mut self, view: &[u8], line: Span) -> Result<bool, ParseError> {
+        let bytes = &view[line.at..line.at + line.len];
         if !self.started {
             // RFC 9112 §2.2: ignore empty lines received before the request line.
-            if !line.is_empty() {
-                self.request_line(line)?;
+            if !bytes.is_empty() {
+                self.request_line(bytes, line.at)?;
                 self.started = true;
             }
-            Ok(None)
-        } else if line.is_empty() {
-            self.finish(end).map(Some)
+            Ok(false)
+        } else if bytes.is_empty() {
+            Ok(true)
         } else {
-            self.field_line(line).map(|()| None)
+            self.field_line(bytes, line.at).map(|()| false)
         }
     }
 
@@ -334,8 +293,9 @@ impl HeadParser {
         }
     }
 
-    /// `request-line = method SP request-target SP HTTP-version` (RFC 9112 §3).
-    fn request_line(&mut self, line: &[u8]) -> Result<(), ParseError> {
+    /// `request-line = method SP request-target SP HTTP-version` (RFC 9112 §3); `at` is where
+    /// the line starts in the input.
+    fn request_line(&mut self, line: &[u8], at: usize) -> Result<(), ParseError> {
         let sp1 = line
             .iter()
             .position(|&b| b == b' ')
@@ -351,49 +311,47 @@ impl HeadParser {
         }
         self.version = Some(parse_version(version)?);
         check_target(method, target)?;
-        self.request.method = self.text(method)?.to_owned();
-        self.request.path = self.text(target)?.to_owned();
-        self.request.headers = Vec::with_capacity(16);
+        self.method = Span::new(at, sp1);
+        self.target = Span::new(at + sp1 + 1, sp2);
+        self.buf = pool::take();
         Ok(())
     }
 
-    fn field_line(&mut self, line: &[u8]) -> Result<(), ParseError> {
-        if self.request.headers.len() >= self.limits.max_headers {
+    fn field_line(&mut self, line: &[u8], at: usize) -> Result<(), ParseError> {
+        if self.buf.lines.len() >= self.limits.max_headers {
             return Err(ParseError::TooManyHeaders);
         }
         let (name, value) = split_field_line(line)?;
-        let name = self.text(name)?.to_ascii_lowercase();
-        let value = self.text(value)?;
-        self.fields.note(&name, value);
-        self.request.headers.push(Header {
-            name,
-            value: value.to_owned(),
+        self.fields.note(name, value);
+        // Both are subslices of `line`: their offsets in it are where they lie in the input.
+        let offset = |part: &[u8]| at + (part.as_ptr() as usize - line.as_ptr() as usize);
+        self.buf.lines.push(Line {
+            name: Span::new(offset(name), name.len()),
+            value: Span::new(offset(value), value.len()),
         });
         Ok(())
     }
 
-    /// Bytes of the current line as text: checked as UTF-8 only when the line has a byte of 0x80
-    /// or above (a head that is not UTF-8 is refused, never altered).
-    fn text<'b>(&self, bytes: &'b [u8]) -> Result<&'b str, ParseError> {
-        if self.non_ascii {
-            return std::str::from_utf8(bytes).map_err(|_| ParseError::NotUtf8);
-        }
-        debug_assert!(bytes.is_ascii());
-        // SAFETY: `non_ascii` is false, so `find_control` saw no byte of 0x80 or above in this
-        // line, of which `bytes` is a part: ASCII bytes are valid UTF-8.
-        Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
-    }
-
-    fn finish(&mut self, len: usize) -> Result<RequestHead, ParseError> {
+    /// The blank line arrived: checks what needs the whole head, then copies the head into the
+    /// request's buffer, lower-casing the names in the copy.
+    fn finish(&mut self, view: &[u8], len: usize) -> Result<RequestHead, ParseError> {
         let version = self.version.ok_or(ParseError::RequestLine)?;
         let (framing, keep_alive, expect_continue) = self.fields.finish(version)?;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.bytes.extend_from_slice(&view[..len]);
+        for line in &buf.lines {
+            if let Some(name) = buf.bytes.get_mut(line.name.at..line.name.at + line.name.len) {
+                name.make_ascii_lowercase();
+            }
+        }
         Ok(RequestHead {
-            request: std::mem::take(&mut self.request),
+            request: Request::from_head(buf, self.method, self.target),
             len,
             version,
             framing,
             keep_alive,
             expect_continue,
+            upgrade: self.fields.connection.upgrade,
         })
     }
 }
@@ -420,6 +378,9 @@ fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
 fn check_target(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
     if target.is_empty() || !target.iter().all(|&b| b > 0x20 && b != 0x7f) {
         return Err(ParseError::Target);
+    }
+    if !target.is_ascii() && std::str::from_utf8(target).is_err() {
+        return Err(ParseError::NotUtf8);
     }
     let ok = match target {
         [b'/', ..] => true,

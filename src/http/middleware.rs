@@ -31,7 +31,7 @@ pub type Next<'a> = &'a dyn Fn(Request) -> Response;
 /// use web::http::{layer, rate_limits, text_response, wrap, Layer};
 /// let layers: Vec<Layer> = vec![
 ///     rate_limits(10, 100, 1),
-///     layer(|req, next| if req.path.starts_with("/admin") { text_response(403, "") } else { next(req) }),
+///     layer(|req, next| if req.path().starts_with("/admin") { text_response(403, "") } else { next(req) }),
 /// ];
 /// let app = wrap(layers, |_req| text_response(200, "hi"));
 /// # let _ = app;
@@ -46,10 +46,11 @@ pub type Layer = Box<dyn Fn(Request, Next<'_>) -> Response + Send + Sync + 'stat
 /// use web::http::{layer, text_response, wrap, Request};
 /// // Passes the request down with its path lower-cased.
 /// let lower = layer(|mut req, next| {
-///     req.path = req.path.to_ascii_lowercase();
+///     let path = req.path().to_ascii_lowercase();
+///     req.set_path(&path);
 ///     next(req)
 /// });
-/// let app = wrap(vec![lower], |req| text_response(200, req.path));
+/// let app = wrap(vec![lower], |req| text_response(200, req.path().to_owned()));
 /// assert_eq!(app(Request::new("GET", "/A/B", vec![], "")).body, b"/a/b");
 /// ```
 pub fn layer(f: impl Fn(Request, Next<'_>) -> Response + Send + Sync + 'static) -> Layer {
@@ -162,7 +163,7 @@ mod tests {
         let app = wrap(
             vec![
                 layer(|req, next| {
-                    if req.path == "/closed" {
+                    if req.path() == "/closed" {
                         text_response(503, "closed")
                     } else {
                         next(req)
@@ -192,7 +193,7 @@ mod tests {
             vec![
                 layer(|req, next| with_header(next(req), "X-Outer", "1")),
                 layer(|mut req, next| {
-                    req.headers.push(crate::http::Header::new("x-user", "ada"));
+                    req.append_header("x-user", "ada");
                     let mut res = next(req);
                     res.status = 201;
                     res

@@ -10,6 +10,7 @@ mod cookie;
 mod date;
 mod error;
 mod exchange;
+pub(crate) mod fields;
 mod grammar;
 mod head;
 mod message;
@@ -36,8 +37,8 @@ pub use head::{
     Framing, HeadLimits, HeadParser, RequestHead, Version, MAX_HEADERS, MAX_HEAD_BYTES,
 };
 pub use message::{
-    html_response, json_response, set_cookie, text_response, with_header, Header, Request,
-    Response, HTML, JSON, TEXT,
+    html_response, json_response, set_cookie, text_response, with_header, Body, Header,
+    HeaderRef, Headers, Request, Response, HTML, JSON, TEXT,
 };
 pub use middleware::{layer, wrap, Layer, Next};
 pub use query::{decoded, encoded, param, params, path_of, query_of};

@@ -65,21 +65,21 @@ pub fn client_of(req: &Request, hops: usize) -> &str {
     };
     // From the right: the last line's last entry first. (A plain loop: the same walk written
     // with rsplit/flat_map/filter/nth took 1.7 times the instructions.)
-    for line in req.headers.iter().rev() {
-        if !line.name.eq_ignore_ascii_case("x-forwarded-for") {
+    for line in req.headers().rev() {
+        if !line.name().eq_ignore_ascii_case("x-forwarded-for") {
             continue;
         }
-        let mut rest = line.value.as_str();
+        let mut rest = line.value();
         loop {
-            // `,` is ASCII, so both sides of it are on character boundaries.
-            let (left, entry) = match rest.bytes().rposition(|b| b == b',') {
-                Some(comma) => (rest.get(..comma), rest.get(comma + 1..).unwrap_or("")),
+            let (left, entry) = match rest.iter().rposition(|&b| b == b',') {
+                Some(comma) => (rest.get(..comma), rest.get(comma + 1..).unwrap_or_default()),
                 None => (None, rest),
             };
-            let entry = entry.trim_matches(|c| c == ' ' || c == '\t');
+            let entry = entry.trim_ascii();
             if !entry.is_empty() {
                 match skip.checked_sub(1) {
-                    None => return entry,
+                    // An entry that is not text (obs-text) cannot name a caller: shared bucket.
+                    None => return std::str::from_utf8(entry).unwrap_or(UNKNOWN_CALLER),
                     Some(s) => skip = s,
                 }
             }
@@ -222,7 +222,7 @@ impl RateLimit {
         let limiter = Limiter::new(&self);
         let hops = self.hops;
         layer(move |req, next| {
-            let kind = Kind::of(&req.method);
+            let kind = Kind::of(req.method());
             if limiter.admit(client_of(&req, hops), kind, now()) {
                 next(req)
             } else {

@@ -1,7 +1,8 @@
 //! Rendering a response on the wire (RFC 9112 §4, §6).
 
 use super::date;
-use super::grammar::{is_field_byte, is_token, list_items};
+use super::fields::has_token;
+use super::grammar::{is_field_byte, is_token};
 use super::message::Response;
 use super::status::status_text;
 
@@ -56,7 +57,7 @@ pub(crate) fn wants_close(res: &Response) -> bool {
     res.headers
         .iter()
         .filter(|h| h.name.eq_ignore_ascii_case("connection"))
-        .any(|h| list_items(&h.value).any(|o| o.eq_ignore_ascii_case("close")))
+        .any(|h| has_token(h.value.as_bytes(), "close"))
 }
 
 /// Appends the head of `res` — status line through the blank line — to `out`, announcing a body
@@ -85,7 +86,7 @@ pub(crate) fn write_head(
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-type"))
-        .map_or(res.content_type.as_str(), |h| h.value.as_str());
+        .map_or(&*res.content_type, |h| h.value.as_str());
     if !content_type.is_empty() {
         out.extend_from_slice(b"\r\nContent-Type: ");
         push_value(out, content_type);

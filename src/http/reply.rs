@@ -3,9 +3,8 @@
 
 use super::chunked;
 use super::error::ParseError;
-use super::grammar::{
-    check_field_value, find_lf, list_items, parse_digits, split_field_line, trim_ows,
-};
+use super::fields::{ContentLength, TransferCodings};
+use super::grammar::{check_field_value, find_lf, parse_digits, split_field_line};
 use super::message::Header;
 
 /// How the body of a reply is delimited (RFC 9112 §6.3).
@@ -110,15 +109,14 @@ fn reply_framing(status: u16, headers: &[Header]) -> Result<ReplyFraming, ParseE
     if matches!(status, 100..=199 | 204 | 304) {
         return Ok(ReplyFraming::None);
     }
-    let codings: Vec<&str> = headers
-        .iter()
-        .filter(|h| h.name == "transfer-encoding")
-        .flat_map(|h| list_items(&h.value))
-        .collect();
-    if let Some(last) = codings.last() {
+    let mut codings = TransferCodings::default();
+    for h in headers.iter().filter(|h| h.name == "transfer-encoding") {
+        codings.note(h.value.as_bytes());
+    }
+    if codings.present() {
         // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; a final coding other than
         // chunked means the body runs to the end of the connection.
-        return Ok(if last.eq_ignore_ascii_case("chunked") {
+        return Ok(if codings.ends_chunked() {
             ReplyFraming::Chunked
         } else {
             ReplyFraming::UntilClose
@@ -133,16 +131,11 @@ fn reply_framing(status: u16, headers: &[Header]) -> Result<ReplyFraming, ParseE
 /// The `Content-Length` of a header list: `None` when absent, an error when invalid or
 /// conflicting.
 fn length_of(headers: &[Header]) -> Result<Option<u64>, ParseError> {
-    let mut length = None;
+    let mut length = ContentLength::default();
     for h in headers.iter().filter(|h| h.name == "content-length") {
-        for item in h.value.split(',') {
-            match parse_digits(trim_ows(item.as_bytes())) {
-                Some(n) if length.map_or(true, |m| m == n) => length = Some(n),
-                _ => return Err(ParseError::ContentLength),
-            }
-        }
+        length.note(h.value.as_bytes());
     }
-    Ok(length)
+    length.get()
 }
 
 /// The status code of a raw reply; `None` when it does not start with a status line

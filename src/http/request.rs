@@ -20,9 +20,9 @@ use super::message::{Header, Request};
 ///
 /// ```
 /// let req = web::http::parse_request(b"POST /form?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi").unwrap();
-/// assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/form?x=1"));
-/// assert_eq!(req.headers[1].name, "content-length");
-/// assert_eq!(req.body, b"hi");
+/// assert_eq!((req.method(), req.path()), ("POST", "/form?x=1"));
+/// assert_eq!(req.headers().nth(1).unwrap().name(), "content-length");
+/// assert_eq!(req.body(), b"hi");
 /// assert_eq!(web::http::parse_request(b"GET / HTTP/1.1\r\n\r\n").unwrap_err().status(), 400);
 /// ```
 pub fn parse_request(raw: &[u8]) -> Result<Request, ParseError> {
@@ -31,20 +31,28 @@ pub fn parse_request(raw: &[u8]) -> Result<Request, ParseError> {
         .ok_or(ParseError::Incomplete)?;
     let rest = &raw[head.len..];
     let mut request = head.request;
-    request.body = match head.framing {
-        Framing::None => rest.to_vec(),
+    match head.framing {
+        Framing::None => request.append_body(rest),
         Framing::Length(n) => {
             let n = usize::try_from(n).map_err(|_| ParseError::Incomplete)?;
-            rest.get(..n).ok_or(ParseError::Incomplete)?.to_vec()
+            request.append_body(rest.get(..n).ok_or(ParseError::Incomplete)?);
         }
-        Framing::Chunked => chunked::decode_all(rest, u64::MAX)?.0,
-    };
+        Framing::Chunked => {
+            let mut decoder = chunked::ChunkedDecoder::new(u64::MAX);
+            decoder.decode(rest, request.body_buffer())?;
+            request.body_written();
+            if !decoder.is_done() {
+                return Err(ParseError::Incomplete);
+            }
+        }
+    }
     Ok(request)
 }
 
 /// The value of the request's header `name`, compared without regard to case; `""` when absent
 /// (absent and empty are indistinguishable). When the header appears more than once, the first
-/// line wins.
+/// line wins. A value that is not valid UTF-8 (obs-text) reads as `""` here: read its bytes with
+/// [`Request::header_bytes`].
 ///
 /// ```
 /// use web::http::{header, Header, Request};
@@ -53,7 +61,7 @@ pub fn parse_request(raw: &[u8]) -> Result<Request, ParseError> {
 /// assert_eq!(header(&req, "accept"), "");
 /// ```
 pub fn header<'a>(req: &'a Request, name: &str) -> &'a str {
-    header_in(&req.headers, name)
+    req.header(name)
 }
 
 /// The same lookup as [`header`] over a header list.
@@ -80,13 +88,18 @@ mod tests {
     fn parse_request_examples() {
         let req = parse_request(b"GET /a/b?c=d&e HTTP/1.1\r\nHost: x\r\nX-Mixed-Case: V\r\n\r\n")
             .unwrap();
-        assert_eq!(req.method, "GET");
-        assert_eq!(req.path, "/a/b?c=d&e");
+        assert_eq!(req.method(), "GET");
+        assert_eq!(req.path(), "/a/b?c=d&e");
         assert_eq!(
-            req.headers,
-            vec![Header::new("host", "x"), Header::new("x-mixed-case", "V")]
+            req,
+            Request::new(
+                "GET",
+                "/a/b?c=d&e",
+                vec![Header::new("host", "x"), Header::new("x-mixed-case", "V")],
+                ""
+            )
         );
-        assert!(req.body.is_empty());
+        assert!(req.body().is_empty());
     }
 
     #[test]
@@ -102,7 +115,7 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(
-                parse_request(raw).map(|r| r.body),
+                parse_request(raw).map(|r| r.into_body()),
                 want.map(|b| b.to_vec()),
                 "{raw:?}"
             );
@@ -114,7 +127,7 @@ mod tests {
         let raw = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX-Late: 1\r\n\r\n";
         let req = parse_request(raw).unwrap();
         assert_eq!(header(&req, "x-late"), "");
-        assert_eq!(req.headers.len(), 2);
+        assert_eq!(req.headers().len(), 2);
     }
 
     #[test]

@@ -73,7 +73,7 @@ enum Listen {
 /// ```no_run
 /// use web::http::{text_response, Server};
 /// let server = Server::bind("127.0.0.1:0")?.workers(2).max_body(64 * 1024);
-/// let handle = server.spawn(|req| text_response(200, format!("you asked for {}", req.path)))?;
+/// let handle = server.spawn(|req| text_response(200, format!("you asked for {}", req.path())))?;
 /// println!("listening on {}", handle.local_addr());
 /// handle.shutdown()?;
 /// # Ok::<(), std::io::Error>(())

@@ -26,9 +26,8 @@ use super::date::with_date;
 use super::error::ParseError;
 use super::exchange::{empty_lines, refusal, render, respond, RequestReader, Step, CONTINUE};
 use super::head::HeadLimits;
-use super::message::{text_response, Request, Response};
+use super::message::{text_response, Body, Request, Response};
 use super::query::path_of;
-use super::request::header_in;
 
 /// Output queued beyond which a strand stops reading until the socket takes it.
 const HIGH_WATER: usize = 64 * 1024;
@@ -124,7 +123,7 @@ impl Service for HttpService {
             reader: None,
             out: Vec::new(),
             out_at: 0,
-            body: Vec::new(),
+            body: Body::default(),
             body_at: 0,
             deadline: None,
             timer: Timer::Idle,
@@ -192,7 +191,7 @@ pub(crate) struct HttpStrand {
     out: Vec<u8>,
     out_at: usize,
     /// A large body to write after `out`, from `body_at` on.
-    body: Vec<u8>,
+    body: Body,
     body_at: usize,
     deadline: Option<Instant>,
     timer: Timer,
@@ -257,7 +256,7 @@ impl HttpStrand {
     fn release_output(&mut self) {
         self.out_at = 0;
         self.body_at = 0;
-        self.body = Vec::new();
+        self.body = Body::default();
         let mut out = std::mem::take(&mut self.out);
         if out.capacity() > 0 && out.capacity() <= POOL_BUFFER_MAX {
             out.clear();
@@ -332,6 +331,7 @@ impl HttpStrand {
                     request,
                     keep_alive,
                     used,
+                    ..
                 } => {
                     let raw = &buf[at..];
                     at += used;
@@ -342,9 +342,9 @@ impl HttpStrand {
                         return (buf.len(), false);
                     }
                     if let Some(ws) = &self.shared.websocket {
-                        if request.method == "GET"
-                            && path_of(&request.path) == ws.path
-                            && !header_in(&request.headers, "sec-websocket-key").is_empty()
+                        if request.method() == "GET"
+                            && path_of(request.path()) == ws.path
+                            && !request.header_bytes("sec-websocket-key").is_empty()
                         {
                             match upgrade_reply(raw) {
                                 Ok(reply) => {
@@ -378,7 +378,7 @@ impl HttpStrand {
                             }
                         }
                     }
-                    let head_only = request.method == "HEAD";
+                    let head_only = request.method() == "HEAD";
                     let res = respond(&*self.shared.handler, request);
                     self.shared.served[ctx.worker % self.shared.served.len()]
                         .0
@@ -621,7 +621,7 @@ impl HttpStrand {
     fn held_bytes(&self) -> usize {
         self.input.capacity()
             + self.out.capacity()
-            + self.body.capacity()
+            + self.body.held_bytes()
             + self
                 .reader
                 .as_ref()

@@ -4,7 +4,10 @@
 use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
-use crate::http::{HeadLimits, HeadParser, Version};
+use crate::http::fields::has_token;
+use crate::http::{
+    response_bytes, text_response, with_header, HeadLimits, HeadParser, Request, Response, Version,
+};
 
 /// The GUID RFC 6455 §1.3 appends to the key before hashing.
 const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -74,26 +77,40 @@ fn raw_has_header(raw: &[u8], name: &[u8]) -> bool {
 /// valid upgrade (not GET, not HTTP/1.1, `Upgrade` without `websocket`, `Connection` without
 /// `upgrade`, a key that does not decode to 16 bytes), 426 with `Upgrade: websocket` and
 /// `Sec-WebSocket-Version: 13` for another version. No subprotocol or extension is accepted.
+///
+/// ```
+/// let raw = b"GET /chat HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+/// Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+/// let reply = web::ws::upgrade_reply(raw).unwrap();
+/// assert!(reply.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+/// let refusal = web::ws::upgrade_reply(b"POST /chat HTTP/1.1\r\nHost: a\r\n\r\n").unwrap_err();
+/// assert!(refusal.starts_with(b"HTTP/1.1 400 Bad Request\r\n"));
+/// ```
 pub fn upgrade_reply(request_raw: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
-    let refuse = |status: &str, reason: &str, extra: &str| {
-        let body = format!("{reason}\n");
-        format!("HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}", body.len()).into_bytes()
+    let checked = match HeadParser::new(HeadLimits::default()).parse(request_raw) {
+        Ok(Some(head)) => check_upgrade(&head.request, head.version),
+        Ok(None) => Err(bad("incomplete request")),
+        Err(e) => Err(bad(e.reason())),
     };
-    let bad = |reason: &str| refuse("400 Bad Request", reason, "");
-    let head = match HeadParser::new(HeadLimits::default()).parse(request_raw) {
-        Ok(Some(head)) => head,
-        Ok(None) => return Err(bad("incomplete request")),
-        Err(e) => return Err(bad(e.reason())),
-    };
-    let req = &head.request;
+    checked
+        .map(|accept| switching_protocols(&accept))
+        .map_err(|refusal| response_bytes(&refusal, false))
+}
+
+/// A 400 refusal of an upgrade, with its reason.
+fn bad(reason: &str) -> Response {
+    text_response(400, format!("{reason}\n"))
+}
+
+/// The checks of RFC 6455 §4.2.1 on an upgrade request: `Ok` with the `Sec-WebSocket-Accept`
+/// value, or the refusal to answer with.
+pub(crate) fn check_upgrade(req: &Request, version: Version) -> Result<String, Response> {
     let has_token = |name: &str, token: &str| {
-        req.headers
-            .iter()
-            .filter(|h| h.name == name)
-            .flat_map(|h| h.value.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case(token))
+        req.headers()
+            .filter(|h| h.name().eq_ignore_ascii_case(name))
+            .any(|h| has_token(h.value(), token))
     };
-    if req.method != "GET" || head.version != Version::Http11 {
+    if req.method() != "GET" || version != Version::Http11 {
         return Err(bad("a WebSocket upgrade is a GET over HTTP/1.1"));
     }
     if !has_token("upgrade", "websocket") || !has_token("connection", "upgrade") {
@@ -101,26 +118,29 @@ pub fn upgrade_reply(request_raw: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
             "not a WebSocket upgrade (Upgrade: websocket, Connection: Upgrade)",
         ));
     }
-    let key = crate::http::header_in(&req.headers, "sec-websocket-key").trim();
+    let key = req.header("sec-websocket-key").trim();
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(key)
         .unwrap_or_default();
     if decoded.len() != 16 {
         return Err(bad("Sec-WebSocket-Key must be 16 bytes in base64"));
     }
-    if crate::http::header_in(&req.headers, "sec-websocket-version").trim() != "13" {
-        return Err(refuse(
-            "426 Upgrade Required",
-            "only WebSocket version 13 is supported",
-            // RFC 9110 §15.5.22: a 426 names the protocol to upgrade to.
-            "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
-        ));
+    if req.header("sec-websocket-version").trim() != "13" {
+        // RFC 9110 §15.5.22: a 426 names the protocol to upgrade to.
+        let refusal = text_response(426, "only WebSocket version 13 is supported\n");
+        let refusal = with_header(refusal, "Upgrade", "websocket");
+        return Err(with_header(refusal, "Sec-WebSocket-Version", "13"));
     }
-    Ok(format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        accept_key(key)
+    Ok(accept_key(key))
+}
+
+/// The 101 reply that switches the connection to WebSocket (a 1xx is never a handler's
+/// `Response`: it is written here, once).
+pub(crate) fn switching_protocols(accept: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     )
-    .into_bytes())
+    .into_bytes()
 }
 
 /// A client's upgrade request: `GET <path> HTTP/1.1`, `Host: <host>`, `Upgrade: websocket`,

@@ -236,11 +236,14 @@ pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
 /// A handler that describes the request: `<method> <target>\n`, one `<name>: <value>\n` per
 /// header, a blank line, then the body.
 pub fn echo(req: web::http::Request) -> web::http::Response {
-    let mut text = format!("{} {}\n", req.method, req.path).into_bytes();
-    for h in &req.headers {
-        text.extend_from_slice(format!("{}: {}\n", h.name, h.value).as_bytes());
+    let mut text = format!("{} {}\n", req.method(), req.path()).into_bytes();
+    for h in req.headers() {
+        text.extend_from_slice(h.name().as_bytes());
+        text.extend_from_slice(b": ");
+        text.extend_from_slice(h.value());
+        text.push(b'\n');
     }
     text.push(b'\n');
-    text.extend_from_slice(&req.body);
+    text.extend_from_slice(req.body());
     web::http::text_response(200, text)
 }

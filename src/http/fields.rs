@@ -1,0 +1,285 @@
+//! The rules of the header fields that frame a message or manage its connection, written once
+//! and used by the request parser, the reply parser, the client, the renderer and the WebSocket
+//! handshake: list syntax, `Content-Length`, `Transfer-Encoding`, `Connection`, `Host`.
+
+use super::error::ParseError;
+use super::grammar::{alphanumeric_and, parse_digits, trim_ows};
+
+/// Every element of a comma-separated list (`#element`, RFC 9110 §5.6.1), trimmed of optional
+/// whitespace — empty elements included, for the fields where an empty element is an error.
+pub(crate) fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(trim_ows)
+}
+
+/// The non-empty elements of a comma-separated list: what a recipient takes from it (RFC 9110
+/// §5.6.1 says empty elements are ignored).
+pub(crate) fn list_items(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    list_elements(value).filter(|e| !e.is_empty())
+}
+
+/// Whether the list `value` holds `token`, compared without regard to case.
+pub(crate) fn has_token(value: &[u8], token: &str) -> bool {
+    list_items(value).any(|t| t.eq_ignore_ascii_case(token.as_bytes()))
+}
+
+/// `Content-Length` over all its lines (RFC 9110 §8.6): each line a list of digits; several
+/// identical values may be taken as one, anything else makes the length unknowable.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ContentLength {
+    value: Option<u64>,
+    bad: bool,
+}
+
+impl ContentLength {
+    /// Takes one `Content-Length` line.
+    pub(crate) fn note(&mut self, value: &[u8]) {
+        for item in list_elements(value) {
+            match parse_digits(item) {
+                Some(n) if self.value.map_or(true, |m| m == n) => self.value = Some(n),
+                _ => self.bad = true,
+            }
+        }
+    }
+
+    /// The length: `None` when no line gave one, an error when a line was invalid or they
+    /// disagree.
+    pub(crate) fn get(&self) -> Result<Option<u64>, ParseError> {
+        if self.bad {
+            Err(ParseError::ContentLength)
+        } else {
+            Ok(self.value)
+        }
+    }
+}
+
+/// `Transfer-Encoding` over all its lines (RFC 9112 §6.1, §6.3): which codings, in order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TransferCodings {
+    present: bool,
+    chunked: bool,
+    chunked_last: bool,
+    chunked_twice: bool,
+    unknown: bool,
+    empty: bool,
+}
+
+impl TransferCodings {
+    /// Takes one `Transfer-Encoding` line. An empty line or element is noted: a proxy that
+    /// reads only one of several lines, or skips empty elements differently, would frame the
+    /// body otherwise (TE.TE desync), so a request with one is refused.
+    pub(crate) fn note(&mut self, value: &[u8]) {
+        self.present = true;
+        for coding in list_elements(value) {
+            if coding.is_empty() {
+                self.empty = true;
+            } else if coding.eq_ignore_ascii_case(b"chunked") {
+                self.chunked_twice |= self.chunked;
+                self.chunked = true;
+                self.chunked_last = true;
+            } else {
+                self.unknown = true;
+                self.chunked_last = false;
+            }
+        }
+    }
+
+    /// Whether any `Transfer-Encoding` line was seen.
+    pub(crate) fn present(&self) -> bool {
+        self.present
+    }
+
+    /// Whether the final coding is `chunked` (what a lenient reader, the client, needs).
+    pub(crate) fn ends_chunked(&self) -> bool {
+        self.chunked_last
+    }
+
+    /// The strict reading for a request (RFC 9112 §6.3): the final coding must be `chunked`,
+    /// applied once, with no empty element (400 otherwise); any other coding before it is one
+    /// this server does not implement (501).
+    pub(crate) fn check_request(&self) -> Result<(), ParseError> {
+        if self.empty || self.chunked_twice || !self.chunked_last {
+            return Err(ParseError::TransferEncoding);
+        }
+        if self.unknown {
+            return Err(ParseError::UnsupportedTransferCoding);
+        }
+        Ok(())
+    }
+}
+
+/// The options of `Connection` lines that matter to HTTP/1.1 (RFC 9110 §7.6.1, RFC 9112 §9.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ConnectionOptions {
+    pub(crate) close: bool,
+    pub(crate) keep_alive: bool,
+    pub(crate) upgrade: bool,
+}
+
+impl ConnectionOptions {
+    /// Takes one `Connection` line.
+    pub(crate) fn note(&mut self, value: &[u8]) {
+        for option in list_items(value) {
+            self.close |= option.eq_ignore_ascii_case(b"close");
+            self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
+            self.upgrade |= option.eq_ignore_ascii_case(b"upgrade");
+        }
+    }
+
+    /// Whether the connection persists after this message: HTTP/1.1 unless `close`; HTTP/1.0
+    /// only with `keep-alive` (RFC 9112 §9.3).
+    pub(crate) fn persists(&self, http11: bool) -> bool {
+        !self.close && (http11 || self.keep_alive)
+    }
+}
+
+/// `Host = uri-host [ ":" port ]`: unreserved, percent-encoded and sub-delimiter characters,
+/// colons and the brackets of an IP literal (RFC 3986 §3.2.2).
+static HOST_BYTE: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=:[]");
+
+/// Whether `value` is a valid `Host` (RFC 9110 §7.2, RFC 3986 §3.2.2–§3.2.3): host bytes only,
+/// brackets only around an IP literal at the start, and a port — after the host's last colon
+/// outside brackets — that is digits within 0–65535 (an empty port is allowed by `port =
+/// *DIGIT`). An empty value is valid (a target without authority).
+pub(crate) fn valid_host(value: &[u8]) -> bool {
+    if !value.iter().all(|&b| HOST_BYTE[usize::from(b)]) {
+        return false;
+    }
+    let (host, port) = match value {
+        [b'[', rest @ ..] => match rest.iter().position(|&b| b == b']') {
+            Some(close) => {
+                let after = &rest[close + 1..];
+                match after {
+                    [] => (&rest[..close], None),
+                    [b':', port @ ..] => (&rest[..close], Some(port)),
+                    _ => return false,
+                }
+            }
+            None => return false,
+        },
+        _ => match value.iter().rposition(|&b| b == b':') {
+            Some(colon) => (&value[..colon], Some(&value[colon + 1..])),
+            None => (value, None),
+        },
+    };
+    let host_ok = !value.starts_with(b"[") || !host.is_empty();
+    let bracket_outside = value.get(1..).unwrap_or_default().contains(&b'[')
+        || (!value.starts_with(b"[") && host.iter().any(|&b| matches!(b, b'[' | b']' | b':')));
+    let port_ok = port.map_or(true, |p| {
+        p.is_empty() || (p.len() <= 5 && parse_digits(p).is_some_and(|n| n <= 65535))
+    });
+    host_ok && !bracket_outside && port_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_elements_and_items() {
+        let all: Vec<&[u8]> = list_elements(b" a ,, b\t,").collect();
+        assert_eq!(all, [&b"a"[..], b"", b"b", b""]);
+        let items: Vec<&[u8]> = list_items(b" a ,, b\t,").collect();
+        assert_eq!(items, [&b"a"[..], b"b"]);
+        assert!(has_token(b"keep-alive, Upgrade", "upgrade"));
+        assert!(!has_token(b"upgraded", "upgrade"));
+    }
+
+    #[test]
+    fn content_length_cases() {
+        let cases: &[(&[&[u8]], Result<Option<u64>, ParseError>)] = &[
+            (&[], Ok(None)),
+            (&[b"0"], Ok(Some(0))),
+            (&[b"42"], Ok(Some(42))),
+            (&[b"42, 42"], Ok(Some(42))),
+            (&[b"42", b"42"], Ok(Some(42))),
+            (&[b"42", b"43"], Err(ParseError::ContentLength)),
+            (&[b"42,"], Err(ParseError::ContentLength)),
+            (&[b""], Err(ParseError::ContentLength)),
+            (&[b"+1"], Err(ParseError::ContentLength)),
+            (&[b"0x10"], Err(ParseError::ContentLength)),
+            (&[b"18446744073709551616"], Err(ParseError::ContentLength)),
+        ];
+        for (lines, want) in cases {
+            let mut cl = ContentLength::default();
+            for line in *lines {
+                cl.note(line);
+            }
+            assert_eq!(cl.get(), *want, "{lines:?}");
+        }
+    }
+
+    #[test]
+    fn transfer_encoding_cases() {
+        use ParseError::*;
+        let cases: &[(&[&[u8]], Result<(), ParseError>)] = &[
+            (&[b"chunked"], Ok(())),
+            (&[b"Chunked"], Ok(())),
+            (&[b"gzip, chunked"], Err(UnsupportedTransferCoding)),
+            (&[b"gzip", b"chunked"], Err(UnsupportedTransferCoding)),
+            (&[b"chunked, gzip"], Err(TransferEncoding)),
+            (&[b"gzip"], Err(TransferEncoding)),
+            (&[b"chunked, chunked"], Err(TransferEncoding)),
+            (&[b"chunked", b"chunked"], Err(TransferEncoding)),
+            (&[b""], Err(TransferEncoding)),
+            (&[b"chunked", b""], Err(TransferEncoding)),
+            (&[b"", b"chunked"], Err(TransferEncoding)),
+            (&[b"chunked,"], Err(TransferEncoding)),
+            (&[b", chunked"], Err(TransferEncoding)),
+        ];
+        for (lines, want) in cases {
+            let mut te = TransferCodings::default();
+            for line in *lines {
+                te.note(line);
+            }
+            assert!(te.present());
+            assert_eq!(te.check_request(), *want, "{lines:?}");
+        }
+    }
+
+    #[test]
+    fn connection_options_and_persistence() {
+        let mut c = ConnectionOptions::default();
+        assert!(c.persists(true) && !c.persists(false));
+        c.note(b"Keep-Alive, Upgrade");
+        assert!(c.keep_alive && c.upgrade && !c.close && c.persists(false));
+        c.note(b"close");
+        assert!(!c.persists(true));
+    }
+
+    #[test]
+    fn host_values() {
+        let good: &[&[u8]] = &[
+            b"",
+            b"example.com",
+            b"example.com:80",
+            b"example.com:",
+            b"127.0.0.1:65535",
+            b"[::1]",
+            b"[::1]:8080",
+            b"xn--bcher-kva.example",
+            b"a%20b",
+        ];
+        for v in good {
+            assert!(valid_host(v), "{:?}", String::from_utf8_lossy(v));
+        }
+        let bad: &[&[u8]] = &[
+            b"example.com:http",
+            b"example.com:65536",
+            b"example.com:99999999999999999999",
+            b"example.com:-1",
+            b"a:b:c",
+            b"a b",
+            b"a/b",
+            b"a@b",
+            b"[::1",
+            b"[::1]x",
+            b"[::1]:x",
+            b"a[b]",
+            b"[]",
+            b"example.com:80 ",
+        ];
+        for v in bad {
+            assert!(!valid_host(v), "{:?}", String::from_utf8_lossy(v));
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Header lines: the owned [`Header`] a program builds, and the [`HeaderRef`] views of a received
+//! request's header lines.
+
+/// One header line a program builds: a name and a value, both text.
+///
+/// Extra headers of a [`Response`](crate::http::Response), the headers given to
+/// [`Request::new`](crate::http::Request::new) and the pairs of [`params`](crate::http::params)
+/// are `Header`s. Headers of a received request are read through [`HeaderRef`] views instead.
+///
+/// ```
+/// use web::http::Header;
+/// let h = Header::new("X-Trace", "abc");
+/// assert_eq!((h.name.as_str(), h.value.as_str()), ("X-Trace", "abc"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// The field name.
+    pub name: String,
+    /// The field value.
+    pub value: String,
+}
+
+impl Header {
+    /// The specification's `Header(name, value)`.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Header {
+        Header {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// One header line of a [`Request`](crate::http::Request), borrowed from its buffer.
+///
+/// The name is text (a token: ASCII, lower-cased in a received request). The value is bytes as
+/// received, with the optional whitespace around it trimmed: RFC 9110 §5.5 lets a value carry
+/// `obs-text` (bytes 0x80–0xFF), which is opaque data, not necessarily UTF-8.
+/// [`value`](HeaderRef::value) gives the bytes; [`text`](HeaderRef::text) gives them as text
+/// when they are valid UTF-8.
+///
+/// ```
+/// let req = web::http::parse_request(b"GET / HTTP/1.1\r\nHost: a\r\nX-Raw: caf\xe9\r\n\r\n").unwrap();
+/// let raw = req.headers().nth(1).unwrap();
+/// assert_eq!(raw.name(), "x-raw");
+/// assert_eq!(raw.value(), b"caf\xe9");
+/// assert_eq!(raw.text(), None); // 0xE9 alone is not UTF-8
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HeaderRef<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) value: &'a [u8],
+}
+
+impl<'a> HeaderRef<'a> {
+    /// The field name (lower case in a received request).
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// The field value's bytes as received, surrounding whitespace trimmed.
+    pub fn value(&self) -> &'a [u8] {
+        self.value
+    }
+
+    /// The field value as text: `None` when its bytes are not valid UTF-8 (obs-text).
+    pub fn text(&self) -> Option<&'a str> {
+        std::str::from_utf8(self.value).ok()
+    }
+
+    /// An owned copy (the value converted lossily: each byte sequence that is not UTF-8 becomes
+    /// U+FFFD).
+    pub fn to_owned(&self) -> Header {
+        Header::new(self.name, String::from_utf8_lossy(self.value))
+    }
+}
+
+impl std::fmt::Debug for HeaderRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {:?}", self.name, String::from_utf8_lossy(self.value))
+    }
+}

@@ -1,0 +1,15 @@
+//! The specification's three message types — [`Header`], [`Request`], [`Response`] — the
+//! response builders, and the per-thread pool request buffers are recycled through.
+
+mod header;
+pub(crate) mod pool;
+mod request;
+mod response;
+
+pub use header::{Header, HeaderRef};
+pub(crate) use request::{Line, Span};
+pub use request::{Headers, Request};
+pub use response::{
+    html_response, json_response, set_cookie, text_response, with_header, Body, Response, HTML,
+    JSON, TEXT,
+};

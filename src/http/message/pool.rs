@@ -1,0 +1,105 @@
+//! The per-thread pool of request buffers: a request's buffer goes back to the pool of the
+//! thread that drops the request, and the next request parsed there takes it again, so a
+//! server worker in steady state allocates nothing per request.
+//!
+//! The pool is small and keeps only small buffers ([`POOL_BUFFERS`] of at most
+//! [`POOL_BUFFER_MAX`] bytes), so what a burst of large requests grew is given back to the
+//! allocator, and an idle worker holds at most a few kilobytes here.
+
+use std::cell::RefCell;
+
+use super::request::Line;
+
+/// Buffers each thread keeps for reuse.
+pub(crate) const POOL_BUFFERS: usize = 16;
+/// The largest buffer (bytes of head and body) kept for reuse.
+pub(crate) const POOL_BUFFER_MAX: usize = 16 * 1024;
+/// The most header lines a kept buffer has room for.
+const POOL_LINES_MAX: usize = 128;
+
+/// A request's storage: its bytes (head as received, then the body) and the positions of its
+/// header lines in them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HeadBuf {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) lines: Vec<Line>,
+}
+
+impl HeadBuf {
+    /// Heap bytes held.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.bytes.capacity() + self.lines.capacity() * std::mem::size_of::<Line>()
+    }
+}
+
+thread_local! {
+    static POOL: RefCell<Vec<HeadBuf>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer: a pooled one when this thread has one.
+pub(crate) fn take() -> HeadBuf {
+    POOL.try_with(|p| p.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// Gives a buffer back to this thread's pool (or to the allocator when it is large, has never
+/// allocated, or the pool is full).
+pub(crate) fn give(mut buf: HeadBuf) {
+    let keep = buf.bytes.capacity() > 0
+        && buf.bytes.capacity() <= POOL_BUFFER_MAX
+        && buf.lines.capacity() <= POOL_LINES_MAX;
+    if !keep {
+        return;
+    }
+    buf.bytes.clear();
+    buf.lines.clear();
+    // During thread teardown the pool may be gone: the buffer is then simply freed.
+    let _ = POOL.try_with(|p| {
+        let mut pool = p.borrow_mut();
+        if pool.len() < POOL_BUFFERS {
+            pool.push(buf);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_buffers_come_back_and_large_ones_do_not() {
+        std::thread::spawn(|| {
+            let mut small = take();
+            small.bytes.extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+            let ptr = small.bytes.as_ptr();
+            give(small);
+            let again = take();
+            assert_eq!(again.bytes.as_ptr(), ptr, "the same buffer is reused");
+            assert!(again.bytes.is_empty() && again.lines.is_empty());
+
+            let mut large = take();
+            large.bytes.resize(POOL_BUFFER_MAX + 1, 0);
+            give(large);
+            assert_eq!(take().bytes.capacity(), 0, "a large buffer is not kept");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_pool_is_bounded() {
+        std::thread::spawn(|| {
+            for _ in 0..POOL_BUFFERS * 2 {
+                let mut b = HeadBuf::default();
+                b.bytes.reserve(64);
+                give(b);
+            }
+            let kept = POOL.with(|p| p.borrow().len());
+            assert_eq!(kept, POOL_BUFFERS);
+        })
+        .join()
+        .unwrap();
+    }
+}
