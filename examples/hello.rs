@@ -4,13 +4,21 @@
 //! cargo run --release --example hello -- --port 8080 --workers 1
 //! curl -i http://127.0.0.1:8080/
 //! ```
+//!
+//! `--requests N` serves N requests, then exits cleanly (the reply to the last says
+//! `Connection: close`): a bounded run for profiling and allocation counting.
 
 use web::http::text_response;
 
 mod cli;
 
 fn main() -> std::io::Result<()> {
-    let server = cli::Options::parse(&["--port", "--workers"], &[])?.server(8080)?;
+    let options = cli::Options::parse(&["--port", "--workers", "--requests"], &[])?;
+    let mut server = options.server(8080)?;
+    if let Some(n) = options.get::<u64>("--requests")? {
+        server = server.requests(n);
+    }
     eprintln!("hello: listening on http://{}", server.local_addr()?);
+    // A `'static` body: answering allocates nothing.
     server.run(|_req| text_response(200, "Hello, World!"))
 }

@@ -1,6 +1,7 @@
 //! HTTP dates (RFC 9110 §5.6.7, IMF-fixdate).
 
 use std::cell::RefCell;
+use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The last instant the four-digit year of IMF-fixdate can show: 9999-12-31 23:59:59.999 UTC.
@@ -23,6 +24,24 @@ pub fn http_date(millis: i64) -> String {
 /// The current time as an HTTP date.
 pub(crate) fn now() -> String {
     httpdate::fmt_http_date(SystemTime::now().max(UNIX_EPOCH))
+}
+
+/// A `fmt::Write` into a fixed array (what does not fit is an error).
+struct FixedText {
+    buf: [u8; 29],
+    len: usize,
+}
+
+impl std::fmt::Write for FixedText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(std::fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// The current date of this thread, formatted at most once per second.
@@ -49,9 +68,14 @@ pub(crate) fn with_date<R>(now: Instant, f: impl FnOnce(&[u8]) -> R) -> R {
             let into_second = wall
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
-            let text = httpdate::fmt_http_date(wall);
-            if text.len() == cache.text.len() {
-                cache.text.copy_from_slice(text.as_bytes());
+            // Formatted in place: no allocation, even once a second.
+            let mut text = FixedText {
+                buf: [b' '; 29],
+                len: 0,
+            };
+            let formatted = write!(text, "{}", httpdate::HttpDate::from(wall)).is_ok();
+            if formatted && text.len == cache.text.len() {
+                cache.text = text.buf;
             }
             cache.stale_at =
                 Some(now + Duration::from_nanos(u64::from(1_000_000_000 - into_second)));
