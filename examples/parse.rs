@@ -33,7 +33,11 @@ fn main() -> std::io::Result<()> {
                 query_of(req.path())
             );
             for h in req.headers() {
-                println!("header  {}: {}", h.name(), String::from_utf8_lossy(h.value()));
+                println!(
+                    "header  {}: {}",
+                    h.name(),
+                    String::from_utf8_lossy(h.value())
+                );
             }
             println!("q       {:?}", param(query_of(req.path()), "q"));
             println!("cookie  session={:?}", cookie(&req, "session"));

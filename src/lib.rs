@@ -2,4 +2,5 @@
 #![deny(missing_docs)]
 
 pub mod http;
+mod server;
 pub mod ws;

@@ -162,7 +162,7 @@ fn ask_sends_headers_and_body_and_reads_the_reply() {
                 web::http::header(&req, "host"),
                 web::http::header(&req, "content-type"),
                 web::http::header(&req, "content-length"),
-                String::from_utf8_lossy(&req.body())
+                String::from_utf8_lossy(req.body())
             );
             text_response(201, seen)
         })

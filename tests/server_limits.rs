@@ -250,13 +250,13 @@ fn a_malformed_chunk_gets_400_and_the_connection_closes() {
     let server = start();
     let head = "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
     for chunks in [
-        "zz\r\nabc\r\n0\r\n\r\n",       // size not hex
-        "3\r\nabcX\r\n0\r\n\r\n",       // data not followed by CRLF
-        "3;a\x00b\r\nabc\r\n0\r\n\r\n", // a control byte in an extension
-        "-3\r\nabc\r\n0\r\n\r\n",       // a sign before the size
-        "3\nabc\r\n0\r\n\r\n",          // bare LF after the size
-        "ffffffffffffffffff\r\n",       // size overflows
-        "3 \r\nabc\r\n0\r\n\r\n",         // whitespace after a size with no extension
+        "zz\r\nabc\r\n0\r\n\r\n",           // size not hex
+        "3\r\nabcX\r\n0\r\n\r\n",           // data not followed by CRLF
+        "3;a\x00b\r\nabc\r\n0\r\n\r\n",     // a control byte in an extension
+        "-3\r\nabc\r\n0\r\n\r\n",           // a sign before the size
+        "3\nabc\r\n0\r\n\r\n",              // bare LF after the size
+        "ffffffffffffffffff\r\n",           // size overflows
+        "3 \r\nabc\r\n0\r\n\r\n",           // whitespace after a size with no extension
         "3\r\nabc\r\n0\r\nNoColon\r\n\r\n", // a trailer line without a colon
     ] {
         assert_refused(&server, format!("{head}{chunks}"), 400);
@@ -352,4 +352,67 @@ fn obs_text_in_a_header_value_is_accepted_and_kept_byte_for_byte() {
     let r = c.reply();
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.body, b"GET /o\nhost: t\nx-name: Andr\xe9 \xff\xfe\n\n");
+}
+
+#[test]
+fn a_refused_head_request_gets_its_status_and_no_body() {
+    // RFC 9110 §9.3.2: a reply to HEAD has no body, refusals included.
+    use std::io::{Read, Write};
+    let server = start();
+    for (raw, status) in [
+        (&b"HEAD / HTTP/1.1\r\n\r\n"[..], "400"),
+        (
+            b"HEAD / HTTP/1.1\r\nHost: t\r\nContent-Length: 101\r\n\r\n",
+            "413",
+        ),
+    ] {
+        let mut conn = std::net::TcpStream::connect(server.local_addr()).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        conn.write_all(raw).unwrap();
+        let mut reply = Vec::new();
+        conn.read_to_end(&mut reply).unwrap();
+        let text = String::from_utf8_lossy(&reply);
+        assert!(text.starts_with(&format!("HTTP/1.1 {status} ")), "{text}");
+        assert!(text.contains("\r\nContent-Length: "), "{text}");
+        assert!(text.ends_with("\r\n\r\n"), "a body followed: {text:?}");
+    }
+}
+
+#[test]
+fn a_longer_linger_lets_a_client_that_writes_its_whole_body_first_read_the_413() {
+    use std::io::{Read, Write};
+    // The client announces 3 MiB over the 100-byte limit and sends all of it, slowly (about
+    // 3 s), before it reads: the server refuses at once, then lingers reading and dropping.
+    // With the default 2 s linger the connection would be closed (reset) under the client.
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_body(MAX_BODY)
+        .linger(Duration::from_secs(8))
+        .spawn(echo)
+        .unwrap();
+    let mut conn = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let chunk = vec![b'x'; 64 * 1024];
+    let chunks = 48;
+    conn.write_all(
+        format!(
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+            chunk.len() * chunks
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    for _ in 0..chunks {
+        conn.write_all(&chunk).unwrap();
+        std::thread::sleep(Duration::from_millis(62));
+    }
+    let mut reply = Vec::new();
+    conn.read_to_end(&mut reply).unwrap();
+    assert!(
+        reply.starts_with(b"HTTP/1.1 413 "),
+        "{:?}",
+        String::from_utf8_lossy(&reply)
+    );
 }

@@ -302,6 +302,22 @@ fn bad_upgrades_get_http_errors() {
             request.replace("GET / ", "GET /elsewhere "),
             "HTTP/1.1 404 ",
         ),
+        // Asking for WebSocket on its route, but not a valid upgrade: the route refuses with
+        // 400 (RFC 6455 §4.2.1), the HTTP handler never sees it.
+        (request.replace("GET / ", "POST / "), "HTTP/1.1 400 "),
+        (
+            request
+                .lines()
+                .filter(|l| !l.starts_with("Sec-WebSocket-Key"))
+                .map(|l| format!("{l}\r\n"))
+                .collect::<String>(),
+            "HTTP/1.1 400 ",
+        ),
+        // An ordinary request to the route is the HTTP handler's.
+        (
+            "GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_owned(),
+            "HTTP/1.1 404 ",
+        ),
     ];
     for (raw, status) in cases {
         let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();

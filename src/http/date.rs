@@ -21,11 +21,6 @@ pub fn http_date(millis: i64) -> String {
     httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_millis(clamped))
 }
 
-/// The current time as an HTTP date.
-pub(crate) fn now() -> String {
-    httpdate::fmt_http_date(SystemTime::now().max(UNIX_EPOCH))
-}
-
 /// A `fmt::Write` into a fixed array (what does not fit is an error).
 struct FixedText {
     buf: [u8; 29],
@@ -121,9 +116,12 @@ mod tests {
     }
 
     #[test]
-    fn now_has_the_fixed_format() {
-        let s = now();
-        assert_eq!(s.len(), 29);
-        assert!(s.ends_with(" GMT"));
+    fn the_cached_date_has_the_fixed_format_and_parses() {
+        let text = with_date(Instant::now(), |d| String::from_utf8(d.to_vec()).unwrap());
+        assert_eq!(text.len(), 29);
+        assert!(text.ends_with(" GMT"));
+        let parsed = httpdate::parse_http_date(&text).unwrap();
+        let off = SystemTime::now().duration_since(parsed).unwrap_or_default();
+        assert!(off < Duration::from_secs(3), "{text}");
     }
 }

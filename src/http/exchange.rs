@@ -1,15 +1,11 @@
-//! One request/response exchange, I/O-free: [`RequestReader`] turns received bytes into whole
-//! requests (head and body), and [`answer`] runs the handler and renders its reply. The reactor
-//! strand and the blocking [`handle_conn`](crate::http::handle_conn) are two thin drivers around
-//! these.
-
-use std::panic::{catch_unwind, AssertUnwindSafe};
+//! Reading requests from a byte stream, I/O-free: [`RequestReader`] turns received bytes into
+//! whole requests (head and body). The server's dispatch (`crate::server::dispatch`) drives it
+//! for both the reactor strand and the blocking [`handle_conn`](crate::http::handle_conn).
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
-use super::head::{Framing, HeadLimits, HeadParser, RequestHead};
-use super::message::{Body, Request, Response};
-use super::render::{has_body, write_head};
+use super::head::{Framing, HeadLimits, HeadParser, RequestHead, Version};
+use super::message::Request;
 
 /// Bytes of body that extend a request's deadline by another header timeout: a body must
 /// arrive at 1 KiB per header timeout at least (100 B/s with the defaults).
@@ -28,13 +24,13 @@ pub(crate) enum Step {
     /// A whole request, which took the first `used` bytes.
     Done {
         request: Request,
+        version: Version,
         keep_alive: bool,
-        /// `Connection: upgrade` was asked for.
-        upgrade: bool,
         used: usize,
     },
-    /// A request that cannot be served: answer `ParseError::status` and close.
-    Refuse(ParseError),
+    /// A request that cannot be served: answer `ParseError::status` and close. `head_only`
+    /// when it was a HEAD request (its refusal then carries no body, RFC 9110 §9.3.2).
+    Refuse { error: ParseError, head_only: bool },
 }
 
 /// The body of a request whose head is complete.
@@ -93,9 +89,22 @@ impl RequestReader {
         self.body.is_some()
     }
 
+    /// Whether the request being read is a HEAD request (as far as is known: its request line
+    /// may not have arrived yet).
+    pub(crate) fn is_head(&self) -> bool {
+        match &self.body {
+            Some(body) => body.head.request.method() == "HEAD",
+            None => self.head.is_head(),
+        }
+    }
+
     /// Heap bytes held for the request being read.
     pub(crate) fn held_bytes(&self) -> usize {
-        self.head.held_bytes() + self.body.as_ref().map_or(0, |b| b.head.request.held_bytes())
+        self.head.held_bytes()
+            + self
+                .body
+                .as_ref()
+                .map_or(0, |b| b.head.request.held_bytes())
     }
 
     pub(crate) fn step(&mut self, buf: &[u8]) -> Step {
@@ -103,11 +112,19 @@ impl RequestReader {
             Some(body) => body,
             None => match self.head.parse(buf) {
                 Ok(None) => return Step::More,
-                Err(e) => return Step::Refuse(e),
+                Err(error) => {
+                    return Step::Refuse {
+                        error,
+                        head_only: self.head.refused_head(),
+                    }
+                }
                 Ok(Some(head)) => {
                     if let Framing::Length(n) = head.framing {
                         if n > self.max_body {
-                            return Step::Refuse(ParseError::BodyTooLarge);
+                            return Step::Refuse {
+                                error: ParseError::BodyTooLarge,
+                                head_only: head.request.method() == "HEAD",
+                            };
                         }
                     }
                     let chunked = (head.framing == Framing::Chunked)
@@ -134,9 +151,10 @@ impl RequestReader {
                 body.head.request.body_written();
                 match decoded {
                     Ok(n) => body.at += n,
-                    Err(e) => {
+                    Err(error) => {
+                        let head_only = body.head.request.method() == "HEAD";
                         self.body = None;
-                        return Step::Refuse(e);
+                        return Step::Refuse { error, head_only };
                     }
                 }
                 decoder.is_done().then_some(body.at)
@@ -154,8 +172,8 @@ impl RequestReader {
                 }
                 Step::Done {
                     request,
+                    version: head.version,
                     keep_alive: head.keep_alive,
-                    upgrade: head.upgrade,
                     used,
                 }
             }
@@ -180,44 +198,6 @@ pub(crate) fn empty_lines(buf: &[u8]) -> usize {
         * 2
 }
 
-/// Runs the handler on `request`. A handler that panics gets a 500 reply.
-pub(crate) fn respond(handler: &dyn Fn(Request) -> Response, request: Request) -> Response {
-    catch_unwind(AssertUnwindSafe(|| handler(request))).unwrap_or_else(|_| {
-        let mut res = super::message::text_response(500, "internal server error\n");
-        res.headers
-            .push(super::message::Header::new("Connection", "close"));
-        res
-    })
-}
-
-/// The reply a refused request gets: its status, a one-line reason, and `Connection: close`.
-pub(crate) fn refusal(e: ParseError) -> Response {
-    super::message::text_response(e.status(), format!("{}\n", e.reason()))
-}
-
-/// Renders `res` as the reply to a request (`head_only` for HEAD: the head with the length a
-/// GET would get, no body). Appends the head to `out`; the body is appended too when it is
-/// shorter than `inline_limit`, else handed back to be written from its own buffer (so a large
-/// body is never copied). Returns whether the connection stays open, and the body left to write.
-pub(crate) fn render(
-    out: &mut Vec<u8>,
-    res: Response,
-    keep: bool,
-    head_only: bool,
-    date: &[u8],
-    inline_limit: usize,
-) -> (bool, Body) {
-    let keep = write_head(out, &res, keep, date, res.body.len() as u64);
-    if head_only || !has_body(res.status) {
-        return (keep, Body::default());
-    }
-    if res.body.len() < inline_limit {
-        out.extend_from_slice(&res.body);
-        return (keep, Body::default());
-    }
-    (keep, res.body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,10 +216,7 @@ mod tests {
         for (raw, body) in cases {
             match reader().step(raw) {
                 Step::Done { request, used, .. } => {
-                    assert_eq!(
-                        (request.body(), &raw[used..]),
-                        (*body, &b"NEXT"[..])
-                    )
+                    assert_eq!((request.body(), &raw[used..]), (*body, &b"NEXT"[..]))
                 }
                 other => panic!("{other:?}"),
             }
@@ -251,13 +228,19 @@ mod tests {
         let raw = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n";
         assert!(matches!(
             reader().step(raw),
-            Step::Refuse(ParseError::BodyTooLarge)
+            Step::Refuse {
+                error: ParseError::BodyTooLarge,
+                ..
+            }
         ));
         let mut chunked =
             b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n".to_vec();
         assert!(matches!(
             reader().step(&chunked),
-            Step::Refuse(ParseError::BodyTooLarge)
+            Step::Refuse {
+                error: ParseError::BodyTooLarge,
+                ..
+            }
         ));
         chunked.truncate(chunked.len() - 4);
         chunked.extend_from_slice(b"64\r\n");
@@ -291,48 +274,6 @@ mod tests {
     }
 
     #[test]
-    fn render_inlines_small_bodies_and_hands_back_large_ones() {
-        let date = b"Sun, 06 Nov 1994 08:49:37 GMT";
-        let mut out = Vec::new();
-        let (keep, rest) = render(
-            &mut out,
-            super::super::message::text_response(200, "hi"),
-            true,
-            false,
-            date,
-            16,
-        );
-        assert!(keep && rest.is_empty() && out.ends_with(b"\r\n\r\nhi"));
-        let mut out = Vec::new();
-        let (_, rest) = render(
-            &mut out,
-            super::super::message::text_response(200, vec![b'x'; 16]),
-            true,
-            false,
-            date,
-            16,
-        );
-        assert_eq!(rest.len(), 16);
-        assert!(out.ends_with(b"Content-Length: 16\r\nConnection: keep-alive\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n"));
-        let mut out = Vec::new();
-        let (_, rest) = render(
-            &mut out,
-            super::super::message::text_response(200, "body"),
-            true,
-            true,
-            date,
-            16,
-        );
-        assert!(
-            rest.is_empty()
-                && out.ends_with(b"\r\n\r\n")
-                && std::str::from_utf8(&out)
-                    .unwrap()
-                    .contains("Content-Length: 4\r\n")
-        );
-    }
-
-    #[test]
     fn empty_lines_are_whole_crlf_pairs_only() {
         let cases: &[(&[u8], usize)] = &[
             (b"", 0),
@@ -346,12 +287,5 @@ mod tests {
         for (buf, want) in cases {
             assert_eq!(empty_lines(buf), *want, "{buf:?}");
         }
-    }
-
-    #[test]
-    fn a_panicking_handler_gets_a_500_that_closes() {
-        let res = respond(&|_req| panic!("boom"), Request::default());
-        assert_eq!(res.status, 500);
-        assert!(super::super::render::wants_close(&res));
     }
 }

@@ -184,9 +184,12 @@ mod tests {
         assert!(!has_token(b"upgraded", "upgrade"));
     }
 
+    /// Field lines, and what they come to.
+    type Case<T> = (&'static [&'static [u8]], Result<T, ParseError>);
+
     #[test]
     fn content_length_cases() {
-        let cases: &[(&[&[u8]], Result<Option<u64>, ParseError>)] = &[
+        let cases: &[Case<Option<u64>>] = &[
             (&[], Ok(None)),
             (&[b"0"], Ok(Some(0))),
             (&[b"42"], Ok(Some(42))),
@@ -211,7 +214,7 @@ mod tests {
     #[test]
     fn transfer_encoding_cases() {
         use ParseError::*;
-        let cases: &[(&[&[u8]], Result<(), ParseError>)] = &[
+        let cases: &[Case<()>] = &[
             (&[b"chunked"], Ok(())),
             (&[b"Chunked"], Ok(())),
             (&[b"gzip, chunked"], Err(UnsupportedTransferCoding)),

@@ -201,7 +201,11 @@ mod tests {
                 }
             }
             assert_eq!(find_control(&vec![0x20; len], 0), None);
-            assert_eq!(find_control(&vec![0xc3; len], 0), None, "obs-text is not control");
+            assert_eq!(
+                find_control(&vec![0xc3; len], 0),
+                None,
+                "obs-text is not control"
+            );
             assert_eq!(find_control(b"ab", 5), None);
         }
     }

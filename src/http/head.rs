@@ -182,6 +182,10 @@ pub struct HeadParser {
     method: Span,
     target: Span,
     version: Option<Version>,
+    /// The request line says `HEAD`.
+    head: bool,
+    /// The last request refused was a HEAD request (kept across the reset after an error).
+    refused_head: bool,
     fields: Fields,
     /// The header lines so far (a pooled buffer, taken at the request line).
     buf: HeadBuf,
@@ -201,6 +205,16 @@ impl HeadParser {
         self.scanned == 0
     }
 
+    /// Whether the request line seen so far is a HEAD request's.
+    pub(crate) fn is_head(&self) -> bool {
+        self.head
+    }
+
+    /// Whether the request the last error refused was a HEAD request.
+    pub(crate) fn refused_head(&self) -> bool {
+        self.refused_head
+    }
+
     /// Bytes of heap this parser holds for a head still incomplete.
     pub fn held_bytes(&self) -> usize {
         self.buf.held_bytes()
@@ -215,7 +229,9 @@ impl HeadParser {
         }
         let result = self.scan(buf);
         if !matches!(result, Ok(None)) {
+            let head = self.head;
             self.reset();
+            self.refused_head = head && result.is_err();
         }
         result
     }
@@ -312,6 +328,7 @@ impl HeadParser {
         self.version = Some(parse_version(version)?);
         check_target(method, target)?;
         self.method = Span::new(at, sp1);
+        self.head = method == b"HEAD";
         self.target = Span::new(at + sp1 + 1, sp2);
         self.buf = pool::take();
         Ok(())
@@ -340,7 +357,10 @@ impl HeadParser {
         let mut buf = std::mem::take(&mut self.buf);
         buf.bytes.extend_from_slice(&view[..len]);
         for line in &buf.lines {
-            if let Some(name) = buf.bytes.get_mut(line.name.at..line.name.at + line.name.len) {
+            if let Some(name) = buf
+                .bytes
+                .get_mut(line.name.at..line.name.at + line.name.len)
+            {
                 name.make_ascii_lowercase();
             }
         }

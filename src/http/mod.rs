@@ -3,13 +3,12 @@
 //!
 //! Every function of the specification's `web/http` module lives here under its own name.
 
-mod blocking;
 mod chunked;
 mod client;
 mod cookie;
 mod date;
 mod error;
-mod exchange;
+pub(crate) mod exchange;
 pub(crate) mod fields;
 mod grammar;
 mod head;
@@ -17,14 +16,11 @@ mod message;
 mod middleware;
 mod query;
 mod rate_limit;
-mod render;
+pub(crate) mod render;
 mod reply;
 mod request;
-mod server;
 mod status;
-pub(crate) mod strand;
 
-pub use blocking::handle_conn;
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use client::{
     ask, get, get_all, read_response, Client, CLIENT_CONNECT_TIMEOUT, CLIENT_READ_TIMEOUT,
@@ -37,8 +33,8 @@ pub use head::{
     Framing, HeadLimits, HeadParser, RequestHead, Version, MAX_HEADERS, MAX_HEAD_BYTES,
 };
 pub use message::{
-    html_response, json_response, set_cookie, text_response, with_header, Body, Header,
-    HeaderRef, Headers, Request, Response, HTML, JSON, TEXT,
+    html_response, json_response, set_cookie, text_response, with_header, Body, Header, HeaderRef,
+    Headers, Request, Response, HTML, JSON, TEXT,
 };
 pub use middleware::{layer, wrap, Layer, Next};
 pub use query::{decoded, encoded, param, params, path_of, query_of};
@@ -50,9 +46,11 @@ pub use reply::{
     content_length, parse_reply_head, response_body, status_of, ReplyFraming, ReplyHead,
 };
 pub use request::{header, header_in, parse_request};
-pub use server::{
-    accept_forever, accept_n, serve, serve_at, serve_n, serve_taking, Server, ServerHandle,
-    ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
-    WRITE_TIMEOUT,
+// Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
+// specification's `web/http` functions, so they are read from here.
+pub use crate::server::{
+    accept_forever, accept_n, handle_conn, serve, serve_at, serve_n, serve_taking, Server,
+    ServerHandle, ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY,
+    MAX_CONNECTIONS, WRITE_TIMEOUT,
 };
 pub use status::status_text;

@@ -3,8 +3,9 @@
 use super::date;
 use super::fields::has_token;
 use super::grammar::{is_field_byte, is_token};
-use super::message::Response;
+use super::message::{Body, Response};
 use super::status::status_text;
+use std::time::Instant;
 
 /// Renders a reply: the status line `HTTP/1.1 <status> <reason>`, then `Content-Type`,
 /// `Content-Length` (the body length in bytes), `Connection: close` (or `keep-alive` when
@@ -33,17 +34,43 @@ use super::status::status_text;
 /// ```
 pub fn response_bytes(res: &Response, keep: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(160 + res.body.len());
-    write_head(
-        &mut out,
-        res,
-        keep,
-        date::now().as_bytes(),
-        res.body.len() as u64,
-    );
+    date::with_date(Instant::now(), |date| {
+        write_head(&mut out, res, keep, date, res.body.len() as u64)
+    });
     if has_body(res.status) {
         out.extend_from_slice(&res.body);
     }
     out
+}
+
+/// Renders `res` as the reply to a request — the path every reply of the server takes (the
+/// reactor's strands, [`handle_conn`](crate::http::handle_conn), refusals and timeouts).
+///
+/// `head_only` for a reply to HEAD: the head with the length a GET would get, no body
+/// (RFC 9110 §9.3.2; refusals of a HEAD request included). Appends the head to `out`; the body
+/// too when it is shorter than `inline_limit`, else it is handed back to be written from its own
+/// buffer (a large body is never copied). `now` is the caller's clock reading: the Date is
+/// formatted at most once a second per thread. Returns whether the connection stays open, and
+/// the body left to write.
+pub(crate) fn render(
+    out: &mut Vec<u8>,
+    res: Response,
+    keep: bool,
+    head_only: bool,
+    now: Instant,
+    inline_limit: usize,
+) -> (bool, Body) {
+    let keep = date::with_date(now, |date| {
+        write_head(out, &res, keep, date, res.body.len() as u64)
+    });
+    if head_only || !has_body(res.status) {
+        return (keep, Body::default());
+    }
+    if res.body.len() < inline_limit {
+        out.extend_from_slice(&res.body);
+        return (keep, Body::default());
+    }
+    (keep, res.body)
 }
 
 /// Whether a reply with this status carries a body and `Content-Length` (a 1xx is sent as 500,

@@ -25,6 +25,7 @@ pub use frame::{
     OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
 };
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
+pub(crate) use handshake::{check_upgrade, switching_protocols};
 pub(crate) use strand::WsStrand;
 pub use strand::{
     broadcast, Message, Ws, WsCommand, WsHandler, WsSender, WS_HIGH_WATER, WS_MAX_BACKLOG,

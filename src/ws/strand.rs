@@ -550,17 +550,3 @@ impl WsStrand {
         self.run(io)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn an_http_connection_entry_stays_small_and_websocket_state_is_boxed() {
-        let entry = reactor::entry_size::<crate::http::strand::Conn>();
-        let http = std::mem::size_of::<crate::http::strand::HttpStrand>();
-        assert!(
-            entry <= http + 40,
-            "slab entry {entry} bytes, HTTP strand {http}"
-        );
-        assert!(std::mem::size_of::<super::WsStrand>() <= 256);
-    }
-}

@@ -148,10 +148,7 @@ fn accepted_forms() {
     assert_eq!(h.request.path(), "http://example.com:8080/a?b");
 
     let h = head("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n");
-    assert_eq!(
-        (h.request.method(), h.request.path()),
-        ("OPTIONS", "*")
-    );
+    assert_eq!((h.request.method(), h.request.path()), ("OPTIONS", "*"));
 
     let h = head("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
     assert_eq!(h.request.path(), "example.com:443");
@@ -175,25 +172,34 @@ fn accepted_forms() {
 
     let h = head("get /%41?q=%20 HTTP/1.1\r\nHOST: a\r\n\r\n");
     assert_eq!(
-        h.request.method(), "get",
+        h.request.method(),
+        "get",
         "methods are case-sensitive and kept as sent"
     );
     assert_eq!(
-        h.request.path(), "/%41?q=%20",
+        h.request.path(),
+        "/%41?q=%20",
         "the target is kept exactly as sent"
     );
     assert_eq!(h.request.headers().next().unwrap().name(), "host");
 
     let h = head("GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\nX: caf\u{e9}\r\n\r\n");
     assert_eq!(h.request.path(), "/caf\u{e9}");
-    assert_eq!(h.request.headers().nth(1).unwrap().value(), "caf\u{e9}".as_bytes());
+    assert_eq!(
+        h.request.headers().nth(1).unwrap().value(),
+        "caf\u{e9}".as_bytes()
+    );
 
     // obs-text (RFC 9110 §5.5): a value that is not UTF-8 is kept as opaque bytes.
     let h = parse(b"GET / HTTP/1.1\r\nHost: a\r\nX: \xff\xfe caf\xe9\r\n\r\n")
         .unwrap()
         .unwrap();
     assert_eq!(h.request.header_bytes("x"), b"\xff\xfe caf\xe9");
-    assert_eq!(h.request.header("x"), "", "the text accessor reads non-UTF-8 as empty");
+    assert_eq!(
+        h.request.header("x"),
+        "",
+        "the text accessor reads non-UTF-8 as empty"
+    );
 
     let h = head("GET / HTTP/1.2\r\nHost: a\r\n\r\n");
     assert_eq!(
@@ -327,4 +333,38 @@ fn a_shorter_buffer_than_before_starts_over_instead_of_panicking() {
         .parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
         .unwrap()
         .is_some());
+}
+
+#[test]
+fn bytes_changed_between_calls_never_make_invalid_text() {
+    // Regression: the first parser trusted a "this line is ASCII" flag computed on an earlier
+    // call's bytes and made `str`s without checking; a caller feeding other bytes got invalid
+    // UTF-8 in a `String` from a safe call. Now every text accessor checks what it hands out.
+    let mut p = HeadParser::default();
+    let first = b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n";
+    assert_eq!(p.parse(first), Ok(None));
+    let mut second = first.to_vec();
+    second[0] = 0xc0; // inside the method, already parsed
+    second[5] = 0xff; // inside the target, already parsed
+    second[22] = 0xfe; // inside the name "Host", already parsed
+    second.extend_from_slice(b"X: 1\r\n\r\n");
+    let head = p.parse(&second).unwrap().unwrap();
+    let req = head.request;
+    assert_eq!(
+        (req.method(), req.path()),
+        ("", ""),
+        "not UTF-8: read as empty"
+    );
+    let names: Vec<&str> = req.headers().map(|h| h.name()).collect();
+    assert_eq!(names, ["", "x"]);
+    assert!(format!("{req:?}").contains("x: \"1\""));
+}
+
+#[test]
+fn a_refused_head_request_is_known_as_head() {
+    let mut p = HeadParser::default();
+    assert!(p.parse(b"HEAD / HTTP/1.1\r\n\r\n").is_err());
+    assert!(p.refused_head());
+    assert!(p.parse(b"GET / HTTP/1.1\r\n\r\n").is_err());
+    assert!(!p.refused_head());
 }

@@ -76,6 +76,11 @@ impl<'a> HeaderRef<'a> {
 
 impl std::fmt::Debug for HeaderRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {:?}", self.name, String::from_utf8_lossy(self.value))
+        write!(
+            f,
+            "{}: {:?}",
+            self.name,
+            String::from_utf8_lossy(self.value)
+        )
     }
 }

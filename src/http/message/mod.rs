@@ -7,8 +7,8 @@ mod request;
 mod response;
 
 pub use header::{Header, HeaderRef};
-pub(crate) use request::{Line, Span};
 pub use request::{Headers, Request};
+pub(crate) use request::{Line, Span};
 pub use response::{
     html_response, json_response, set_cookie, text_response, with_header, Body, Response, HTML,
     JSON, TEXT,

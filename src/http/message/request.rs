@@ -197,7 +197,11 @@ impl Request {
     }
 
     fn replace(&mut self, old: Span, new: &[u8]) -> Span {
-        match self.buf.bytes.get_mut(old.at..old.at + new.len().min(old.len)) {
+        match self
+            .buf
+            .bytes
+            .get_mut(old.at..old.at + new.len().min(old.len))
+        {
             Some(room) if new.len() <= old.len => {
                 room.copy_from_slice(new);
                 Span::new(old.at, new.len())
@@ -383,18 +387,24 @@ mod tests {
     #[test]
     fn accessors_read_what_new_wrote() {
         let req = sample();
-        assert_eq!((req.method(), req.path(), req.body()), ("POST", "/a?b=c", &b"body"[..]));
+        assert_eq!(
+            (req.method(), req.path(), req.body()),
+            ("POST", "/a?b=c", &b"body"[..])
+        );
         let lines: Vec<(&str, &[u8])> = req.headers().map(|h| (h.name(), h.value())).collect();
         assert_eq!(lines, [("Host", &b"x"[..]), ("X-A", &b"1"[..])]);
         assert_eq!((req.header("host"), req.header("x-b")), ("x", ""));
-        assert_eq!(req.headers().rev().next().map(|h| h.name()), Some("X-A"));
+        assert_eq!(req.headers().next_back().map(|h| h.name()), Some("X-A"));
     }
 
     #[test]
     fn changes_are_seen_and_the_rest_is_intact() {
-        let cases: &[(&str, fn(&mut Request))] = &[
+        type Change = fn(&mut Request);
+        let cases: &[(&str, Change)] = &[
             ("shorter path in place", |r| r.set_path("/z")),
-            ("longer path appended", |r| r.set_path("/a/much/longer/path")),
+            ("longer path appended", |r| {
+                r.set_path("/a/much/longer/path")
+            }),
             ("method", |r| r.set_method("PUT")),
             ("header added", |r| r.append_header("x-new", "v")),
             ("header replaced", |r| r.set_header("x-a", "2")),
@@ -441,7 +451,10 @@ mod tests {
         c.set_header("x-a", "2");
         assert_ne!(a, c);
         let text = format!("{a:?}");
-        assert!(text.contains("\"POST\"") && text.contains("\"/a?b=c\""), "{text}");
+        assert!(
+            text.contains("\"POST\"") && text.contains("\"/a?b=c\""),
+            "{text}"
+        );
         assert_eq!(Request::default().method(), "");
     }
 }

@@ -1,14 +1,16 @@
-//! [`handle_conn`]: the blocking, `std::net` driver of the same request codec the reactor
-//! strands use.
+//! [`handle_conn`]: the blocking, `std::net` driver of the same request reading and dispatch the
+//! reactor strands use.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::date::with_date;
-use super::exchange::{empty_lines, refusal, render, respond, RequestReader, Step, CONTINUE};
-use super::message::{text_response, Request, Response};
-use super::strand::Limits;
+use crate::http::exchange::RequestReader;
+use crate::http::render::render;
+use crate::http::{Request, Response};
+
+use super::dispatch::{answer, timeout_reply, App, Stop, Turn};
+use super::limits::Limits;
 
 /// Serves request after request on an accepted connection, blocking, until one side asks to
 /// stop (a `Connection: close`, an HTTP/1.0 request without keep-alive, end of stream, a
@@ -37,12 +39,20 @@ pub fn handle_conn(conn: TcpStream, handler: impl Fn(Request) -> Response) -> io
     serve_blocking(conn, &handler, &Limits::default())
 }
 
-pub(crate) fn serve_blocking(
+fn serve_blocking(
     mut conn: TcpStream,
     handler: &dyn Fn(Request) -> Response,
     limits: &Limits,
 ) -> io::Result<usize> {
     conn.set_write_timeout(Some(limits.write_timeout))?;
+    let app = App {
+        handler,
+        taken: None,
+        websocket: None,
+        budget: None,
+        served: None,
+        remote: None,
+    };
     let mut reader = RequestReader::new(limits.head, limits.max_body);
     let mut input: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
@@ -50,45 +60,26 @@ pub(crate) fn serve_blocking(
     let mut served = 0;
     loop {
         // Answer every complete request buffered, replies written together.
-        let mut at = 0;
-        let mut close = false;
-        while !close {
-            if reader.is_fresh() {
-                at += empty_lines(&input[at..]);
-            }
-            match reader.step(&input[at..]) {
-                Step::More => break,
-                Step::Continue => out.extend_from_slice(CONTINUE),
-                Step::Refuse(e) => {
-                    with_date(Instant::now(), |d| {
-                        render(&mut out, refusal(e), false, false, d, usize::MAX)
-                    });
-                    close = true;
-                }
-                Step::Done {
-                    request,
-                    keep_alive,
-                    used,
-                    ..
-                } => {
-                    at += used;
-                    let head_only = request.method() == "HEAD";
-                    let res = respond(handler, request);
-                    served += 1;
-                    let (keep, body) = with_date(Instant::now(), |d| {
-                        render(&mut out, res, keep_alive, head_only, d, usize::MAX)
-                    });
-                    debug_assert!(body.is_empty());
-                    close = !keep;
-                }
-            }
-        }
+        let mut turn = Turn {
+            out: &mut out,
+            out_at: 0,
+            high_water: usize::MAX,
+            inline_limit: usize::MAX,
+            now: Instant::now(),
+            fd: None,
+            worker: 0,
+        };
+        let done = answer(&app, &mut reader, &input, &mut turn);
+        served += done.completed;
         conn.write_all(&out)?;
         out.clear();
-        if close {
-            return finish(conn, served);
+        match done.stop {
+            Stop::Incomplete | Stop::Held => {}
+            // Without a WebSocket route or a `taken` hook, the rest all mean: the last reply
+            // is written, close.
+            _ => return finish(conn, served, limits.linger),
         }
-        input.drain(..at);
+        input.drain(..done.used);
         let waiting_inside_request = !input.is_empty() || reader.is_mid_request();
         conn.set_read_timeout(Some(if waiting_inside_request {
             limits.header_timeout
@@ -106,12 +97,17 @@ pub(crate) fn serve_blocking(
                 ) =>
             {
                 if waiting_inside_request {
-                    let timeout: Response = text_response(408, "request timeout\n");
-                    with_date(Instant::now(), |d| {
-                        render(&mut out, timeout, false, false, d, usize::MAX)
-                    });
+                    let head_only = reader.is_head();
+                    render(
+                        &mut out,
+                        timeout_reply(),
+                        false,
+                        head_only,
+                        Instant::now(),
+                        usize::MAX,
+                    );
                     conn.write_all(&out)?;
-                    return finish(conn, served);
+                    return finish(conn, served, limits.linger);
                 }
                 return Ok(served);
             }
@@ -129,12 +125,17 @@ pub(crate) fn serve_blocking(
 }
 
 /// Closes after the last reply: shut our side, then read and drop what the client still sends
-/// for a moment, so the close does not reset the connection before it has read the reply.
-fn finish(mut conn: TcpStream, served: usize) -> io::Result<usize> {
+/// for up to `linger`, so the close does not reset the connection before the client has read
+/// the reply.
+fn finish(mut conn: TcpStream, served: usize, linger: Duration) -> io::Result<usize> {
     let _ = conn.shutdown(Shutdown::Write);
-    let _ = conn.set_read_timeout(Some(Duration::from_millis(500)));
+    let _ = conn.set_read_timeout(Some(
+        Duration::from_millis(500)
+            .min(linger)
+            .max(Duration::from_millis(1)),
+    ));
     let mut sink = [0u8; 4096];
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + linger;
     while Instant::now() < deadline {
         match conn.read(&mut sink) {
             Ok(0) | Err(_) => break,

@@ -1,4 +1,28 @@
-//! Serving: the [`Server`] builder and the specification's serving functions.
+//! Serving: the [`Server`] builder, the specification's serving functions, and what runs them —
+//! the connection strands in the reactor and the blocking `handle_conn`.
+//!
+//! This module sits above both protocols: `http` (messages and codecs) knows nothing of
+//! WebSocket, `ws` builds on `http`, and only the server knows both (a connection starts as
+//! HTTP and may become WebSocket). `web::http` re-exports the serving names of the
+//! specification from here.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `limits.rs` | every limit and timeout, with its default |
+//! | `dispatch.rs` | what each request comes to (budget, WebSocket route, `taken`, handler, rendering), shared by both drivers |
+//! | `http_strand.rs` | an HTTP connection in the reactor: its state, reads, writes, timers |
+//! | `output.rs` | a connection's unwritten replies and large bodies |
+//! | `conn.rs` | the slab entry: HTTP until upgraded to WebSocket |
+//! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |
+//! | `blocking.rs` | `handle_conn`, the blocking driver |
+
+mod blocking;
+mod conn;
+mod dispatch;
+mod http_strand;
+mod limits;
+mod output;
+mod taken;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -8,40 +32,17 @@ use std::time::Duration;
 
 use reactor::{Config, Reactor};
 
-use super::head::HeadLimits;
-use super::message::{Request, Response};
-use super::strand::{Counter, DynTaken, HttpService, Limits, Shared, WsRoute};
+use crate::http::{Request, Response};
 use crate::ws::{WsCommand, WsHandler, MAX_MESSAGE};
 
-/// Default limit on a request body, in bytes (answered with 413).
-pub const MAX_BODY: u64 = 1024 * 1024;
-/// Default time a request has to arrive whole once its first byte came (answered with 408).
-/// Reading a body extends it by this much at every read that brings bytes.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default time a keep-alive connection may stay idle between requests (closed quietly).
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(75);
-/// Default time the socket may take none of a pending reply before the connection is closed.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default most open connections (more wait in the listen backlog).
-pub const MAX_CONNECTIONS: usize = 100_000;
-/// Default time a graceful shutdown waits for requests in flight.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long, after the last reply, the server reads and drops what a client still sends before
-/// closing, so the close does not reset the connection before the client has read the reply.
-pub const LINGER: Duration = Duration::from_secs(2);
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            head: HeadLimits::default(),
-            max_body: MAX_BODY,
-            header_timeout: HEADER_TIMEOUT,
-            idle_timeout: IDLE_TIMEOUT,
-            write_timeout: WRITE_TIMEOUT,
-            linger: LINGER,
-        }
-    }
-}
+pub use blocking::handle_conn;
+use conn::HttpService;
+use dispatch::{Counter, DynHandler, Shared, WsRoute};
+pub(crate) use limits::Limits;
+pub use limits::{
+    DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, WRITE_TIMEOUT,
+};
+use taken::DynTaken;
 
 /// Where the server's connections come from.
 enum Listen {
@@ -168,6 +169,15 @@ impl Server {
         self
     }
 
+    /// How long, after the last reply of a connection (a refusal such as an early 413
+    /// included), the server reads and drops what the client still sends before closing
+    /// (default [`LINGER`], 2 s). A client that writes a large body before it reads needs this
+    /// to see the refusal instead of a reset; nginx waits up to 5 s (`lingering_time` 30 s).
+    pub fn linger(mut self, d: Duration) -> Server {
+        self.limits.linger = d;
+        self
+    }
+
     /// Most open connections; past it, new connections wait in the kernel's backlog.
     pub fn max_connections(mut self, n: usize) -> Server {
         self.max_connections = n;
@@ -225,10 +235,7 @@ impl Server {
         self
     }
 
-    fn reactor(
-        self,
-        handler: Box<super::strand::DynHandler>,
-    ) -> io::Result<(Reactor<HttpService>, Arc<Shared>)> {
+    fn reactor(self, handler: Box<DynHandler>) -> io::Result<(Reactor<HttpService>, Arc<Shared>)> {
         let workers = self
             .workers
             .unwrap_or_else(|| Config::default().worker_count());

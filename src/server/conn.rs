@@ -1,0 +1,119 @@
+//! A connection in the reactor: HTTP/1.1 until it upgrades to WebSocket, in the same slab entry.
+//! The one place that knows both protocols.
+
+use std::sync::Arc;
+
+use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+
+use crate::ws::{WsCommand, WsStrand};
+
+use super::dispatch::Shared;
+use super::http_strand::HttpStrand;
+
+/// Makes the strand of each connection a worker accepts.
+pub(crate) struct HttpService {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Service for HttpService {
+    type Strand = Conn;
+
+    fn open(
+        &mut self,
+        _stream: &mio::net::TcpStream,
+        _peer: std::net::SocketAddr,
+        _id: ConnId,
+    ) -> Conn {
+        Conn::Http(HttpStrand::new(Arc::clone(&self.shared)))
+    }
+}
+
+/// A connection's strand.
+pub(crate) enum Conn {
+    /// Serving HTTP requests.
+    Http(HttpStrand),
+    /// An upgraded WebSocket connection. Its state is boxed so that HTTP connections — most
+    /// connections — keep a small slab entry; a WebSocket connection costs its entry plus this
+    /// one fixed-size allocation, and no buffer while idle.
+    Ws(Box<WsStrand>),
+}
+
+impl Conn {
+    /// Runs `step` on the HTTP strand; if it accepted an upgrade, becomes a WebSocket strand and
+    /// starts it.
+    fn http(
+        &mut self,
+        io: &mut Io<'_, WsCommand>,
+        step: impl FnOnce(&mut HttpStrand, &mut Io<'_, WsCommand>) -> Next,
+    ) -> Next {
+        let Conn::Http(http) = self else {
+            return Next::Close;
+        };
+        let next = step(http, io);
+        let Some((upgrade, out)) = http.take_upgrade() else {
+            return next;
+        };
+        let shared = http.shared();
+        let Some(route) = shared.websocket.as_ref() else {
+            return Next::Close;
+        };
+        let ws = WsStrand::new(
+            Arc::clone(&route.handler),
+            route.max_message,
+            out,
+            shared.limits.write_timeout,
+            io.remote().clone(),
+        );
+        *self = Conn::Ws(Box::new(ws));
+        match self {
+            Conn::Ws(ws) => ws.start(io, &upgrade.request, &upgrade.early),
+            Conn::Http(_) => Next::Close,
+        }
+    }
+}
+
+impl Strand for Conn {
+    type Msg = WsCommand;
+
+    fn resume(&mut self, io: &mut Io<'_, WsCommand>, wake: Wake) -> Next {
+        match self {
+            Conn::Http(_) => self.http(io, |h, io| h.resume(io, wake == Wake::Timeout)),
+            Conn::Ws(ws) => ws.resume(io, wake == Wake::Timeout),
+        }
+    }
+
+    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        match self {
+            Conn::Http(_) => self.http(io, |h, io| h.drain(io)),
+            Conn::Ws(ws) => ws.drain(io),
+        }
+    }
+
+    fn message(&mut self, io: &mut Io<'_, WsCommand>, msg: WsCommand) -> Next {
+        match self {
+            Conn::Http(_) => self.http(io, |h, io| h.run(io)),
+            Conn::Ws(ws) => ws.message(io, msg),
+        }
+    }
+
+    fn held_bytes(&self) -> usize {
+        match self {
+            Conn::Http(h) => h.held_bytes(),
+            Conn::Ws(ws) => ws.held_bytes(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_http_connection_entry_stays_small_and_websocket_state_is_boxed() {
+        let entry = reactor::entry_size::<super::Conn>();
+        let http = std::mem::size_of::<super::HttpStrand>();
+        assert!(
+            entry <= http + 40,
+            "slab entry {entry} bytes, HTTP strand {http}"
+        );
+        assert!(std::mem::size_of::<crate::ws::WsStrand>() <= 256);
+    }
+}

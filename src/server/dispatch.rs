@@ -1,0 +1,425 @@
+//! What the server does with each request it reads, in one place for the reactor's strands and
+//! the blocking [`handle_conn`](crate::http::handle_conn): answer the requests buffered on a
+//! connection in order — `100 Continue`, refusals, the `serve_n` budget, WebSocket upgrades, the
+//! `taken` hook, the handler — rendering every reply through the one renderer, and say where it
+//! stopped and why.
+
+use std::os::fd::RawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use crate::http::exchange::{empty_lines, RequestReader, Step, CONTINUE};
+use crate::http::fields::has_token;
+use crate::http::render::render;
+use crate::http::{path_of, text_response, Body, ParseError, Request, Response, Version};
+use crate::ws::{check_upgrade, switching_protocols, WsCommand, WsHandler};
+
+use super::limits::Limits;
+use super::taken::{hand_over, DynTaken};
+
+/// A handler as the server stores it.
+pub(crate) type DynHandler = dyn Fn(Request) -> Response + Send + Sync;
+
+/// A counter on its own cache line, so workers do not contend.
+#[derive(Default)]
+#[repr(align(64))]
+pub(crate) struct Counter(pub(crate) AtomicU64);
+
+/// What all connections of a server share.
+pub(crate) struct Shared {
+    pub(crate) handler: Box<DynHandler>,
+    pub(crate) taken: Option<Box<DynTaken>>,
+    pub(crate) limits: Limits,
+    /// For `serve_n`/`accept_n`: requests still to serve.
+    pub(crate) budget: Option<AtomicU64>,
+    /// Requests answered, per worker.
+    pub(crate) served: Box<[Counter]>,
+    /// The server's remote, set once the reactor exists: whether it is shutting down.
+    pub(crate) remote: OnceLock<reactor::Remote<WsCommand>>,
+    /// Where WebSocket upgrades are accepted, and by whom.
+    pub(crate) websocket: Option<WsRoute>,
+}
+
+/// The WebSocket application of a server: the path it serves and its callbacks.
+pub(crate) struct WsRoute {
+    pub(crate) path: String,
+    pub(crate) handler: Arc<dyn WsHandler>,
+    pub(crate) max_message: usize,
+}
+
+impl Shared {
+    /// What dispatching needs of the server, borrowed.
+    pub(crate) fn app(&self) -> App<'_> {
+        App {
+            handler: &*self.handler,
+            taken: self.taken.as_deref(),
+            websocket: self.websocket.as_ref(),
+            budget: self.budget.as_ref(),
+            served: Some(&self.served),
+            remote: self.remote.get(),
+        }
+    }
+
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.remote.get().is_some_and(|r| r.is_shutting_down())
+    }
+}
+
+/// What dispatching needs of a server: its handler and hooks (for `handle_conn`, a handler
+/// alone).
+pub(crate) struct App<'a> {
+    pub(crate) handler: &'a dyn Fn(Request) -> Response,
+    pub(crate) taken: Option<&'a DynTaken>,
+    pub(crate) websocket: Option<&'a WsRoute>,
+    pub(crate) budget: Option<&'a AtomicU64>,
+    pub(crate) served: Option<&'a [Counter]>,
+    pub(crate) remote: Option<&'a reactor::Remote<WsCommand>>,
+}
+
+impl App<'_> {
+    /// Takes one request from the budget: false when it is spent.
+    fn spend(&self) -> bool {
+        self.budget.map_or(true, |b| {
+            b.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok()
+        })
+    }
+
+    fn budget_spent(&self) -> bool {
+        self.budget.is_some_and(|b| b.load(Ordering::Acquire) == 0)
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.remote.is_some_and(|r| r.is_shutting_down())
+    }
+
+    /// The WebSocket route `req` is for: its path, and it asks for WebSocket (a key, or
+    /// `Upgrade: websocket`). A request to the route that asks badly is the route's to refuse
+    /// (400, RFC 6455 §4.2.1), not the HTTP handler's.
+    fn websocket_route(&self, req: &Request) -> Option<&WsRoute> {
+        let route = self.websocket?;
+        let asks = !req.header_bytes("sec-websocket-key").is_empty()
+            || req
+                .headers()
+                .any(|h| h.name() == "upgrade" && has_token(h.value(), "websocket"));
+        (asks && path_of(req.path()) == route.path).then_some(route)
+    }
+}
+
+/// The connection the requests came on, as dispatch sees it.
+pub(crate) struct Turn<'a> {
+    /// Where replies are rendered.
+    pub(crate) out: &'a mut Vec<u8>,
+    /// Bytes of `out` already written to the socket.
+    pub(crate) out_at: usize,
+    /// Unwritten output at which answering pauses until the socket takes some (backpressure).
+    pub(crate) high_water: usize,
+    /// Bodies at least this long are handed back to be written from their own buffer.
+    pub(crate) inline_limit: usize,
+    pub(crate) now: Instant,
+    /// The socket, for the `taken` hook.
+    pub(crate) fd: Option<RawFd>,
+    pub(crate) worker: usize,
+}
+
+impl Turn<'_> {
+    fn unwritten(&self) -> usize {
+        self.out.len() - self.out_at
+    }
+}
+
+/// An accepted WebSocket upgrade: its request, and bytes the client sent after it.
+pub(crate) struct Upgrade {
+    pub(crate) request: Request,
+    pub(crate) early: Vec<u8>,
+}
+
+/// Where answering stopped.
+pub(crate) enum Stop {
+    /// At an incomplete request (or at the end of the input): read more.
+    Incomplete,
+    /// Output waits for the socket (backpressure, or a `taken` hook must see earlier replies
+    /// written first): write, then call again with the input from `used` on.
+    Held,
+    /// The last reply is queued: close after it (a refusal, `Connection: close`, the budget
+    /// spent, shutdown). The rest of the input is dropped.
+    Close,
+    /// A reply's body is large: write it from its own buffer after the queued head; `keep`
+    /// says whether the connection stays open after it.
+    Body { body: Body, keep: bool },
+    /// The connection was upgraded to WebSocket; the 101 is queued.
+    Upgrade(Box<Upgrade>),
+    /// The `taken` hook took the connection.
+    Taken,
+    /// The `taken` hook failed: close at once, writing nothing more.
+    Failed,
+}
+
+/// What answering the buffered requests came to.
+pub(crate) struct Answered {
+    /// Bytes of the input used (all of it when the connection is to end).
+    pub(crate) used: usize,
+    /// Requests completed (served or not).
+    pub(crate) completed: usize,
+    /// The `serve_n` budget is spent: the server should stop.
+    pub(crate) spent: bool,
+    pub(crate) stop: Stop,
+}
+
+/// Answers every complete request at the start of `buf`, in order, rendering replies into
+/// `turn.out`. `reader` holds the parse state of a request begun in an earlier call; it keeps
+/// that of an incomplete request left at the end.
+pub(crate) fn answer(
+    app: &App<'_>,
+    reader: &mut RequestReader,
+    buf: &[u8],
+    turn: &mut Turn<'_>,
+) -> Answered {
+    let mut done = Answered {
+        used: 0,
+        completed: 0,
+        spent: false,
+        stop: Stop::Incomplete,
+    };
+    loop {
+        let held =
+            turn.unwritten() >= turn.high_water || (app.taken.is_some() && turn.unwritten() > 0);
+        if held {
+            done.stop = Stop::Held;
+            return done;
+        }
+        let at = done.used;
+        if reader.is_fresh() {
+            done.used += empty_lines(&buf[at..]);
+        }
+        let at = done.used;
+        match reader.step(&buf[at..]) {
+            Step::More => return done,
+            Step::Continue => turn.out.extend_from_slice(CONTINUE),
+            Step::Refuse { error, head_only } => {
+                render(
+                    turn.out,
+                    refusal(error),
+                    false,
+                    head_only,
+                    turn.now,
+                    usize::MAX,
+                );
+                return done.finish(buf, Stop::Close);
+            }
+            Step::Done {
+                request,
+                version,
+                keep_alive,
+                used,
+            } => {
+                let raw = &buf[at..];
+                done.used += used;
+                done.completed += 1;
+                let early = &buf[done.used..];
+                match dispatch(app, request, version, keep_alive, raw, early, turn) {
+                    Dispatched::Answered { keep, body, spent } => {
+                        done.spent |= spent;
+                        match (keep, body.is_empty()) {
+                            (true, true) => {}
+                            (true, false) => return done.finish_at(Stop::Body { body, keep }),
+                            (false, true) => return done.finish(buf, Stop::Close),
+                            (false, false) => return done.finish(buf, Stop::Body { body, keep }),
+                        }
+                    }
+                    Dispatched::Stop(stop) => return done.finish(buf, stop),
+                }
+            }
+        }
+    }
+}
+
+impl Answered {
+    /// Stops here, dropping the rest of the input.
+    fn finish(mut self, buf: &[u8], stop: Stop) -> Answered {
+        self.used = buf.len();
+        self.stop = stop;
+        self
+    }
+
+    /// Stops here, the rest of the input kept for later.
+    fn finish_at(mut self, stop: Stop) -> Answered {
+        self.stop = stop;
+        self
+    }
+}
+
+/// What one complete request came to.
+enum Dispatched {
+    /// Answered by the handler.
+    Answered { keep: bool, body: Body, spent: bool },
+    /// Not answered by the handler: upgraded, taken, failed, or past the budget.
+    Stop(Stop),
+}
+
+/// Routes one complete request: the budget, a WebSocket route, the `taken` hook, else the
+/// handler, whose reply is rendered.
+fn dispatch(
+    app: &App<'_>,
+    request: Request,
+    version: Version,
+    keep_alive: bool,
+    raw: &[u8],
+    early: &[u8],
+    turn: &mut Turn<'_>,
+) -> Dispatched {
+    if !app.spend() {
+        // `serve_n`: the budget is spent; this request is not served.
+        return Dispatched::Stop(Stop::Close);
+    }
+    if app.websocket_route(&request).is_some() {
+        let head_only = request.method() == "HEAD";
+        return Dispatched::Stop(match check_upgrade(&request, version) {
+            Ok(accept) => {
+                turn.out.extend_from_slice(&switching_protocols(&accept));
+                Stop::Upgrade(Box::new(Upgrade {
+                    request,
+                    early: early.to_vec(),
+                }))
+            }
+            Err(refusal) => {
+                render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
+                Stop::Close
+            }
+        });
+    }
+    if let (Some(taken), Some(fd)) = (app.taken, turn.fd) {
+        match hand_over(taken, fd, raw) {
+            Some(true) => return Dispatched::Stop(Stop::Taken),
+            Some(false) => {}
+            // The hook failed (or the socket's mode could not be set back): close at once,
+            // never read a socket that may be blocking.
+            None => return Dispatched::Stop(Stop::Failed),
+        }
+    }
+    let head_only = request.method() == "HEAD";
+    let res = respond(app.handler, request);
+    if let Some(served) = app.served {
+        served[turn.worker % served.len()]
+            .0
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    let spent = app.budget_spent();
+    // Read after the handler ran: a shutdown begun meanwhile makes this reply the last.
+    let keep = keep_alive && !spent && !app.shutting_down();
+    let (keep, body) = render(turn.out, res, keep, head_only, turn.now, turn.inline_limit);
+    Dispatched::Answered { keep, body, spent }
+}
+
+/// Runs the handler on `request`. A handler that panics gets a 500 reply that closes.
+fn respond(handler: &dyn Fn(Request) -> Response, request: Request) -> Response {
+    catch_unwind(AssertUnwindSafe(|| handler(request))).unwrap_or_else(|_| {
+        crate::http::with_header(
+            text_response(500, "internal server error\n"),
+            "Connection",
+            "close",
+        )
+    })
+}
+
+/// The reply a refused request gets: its status and a one-line reason (it closes).
+pub(crate) fn refusal(e: ParseError) -> Response {
+    text_response(e.status(), format!("{}\n", e.reason()))
+}
+
+/// The reply to a request that did not arrive whole in time (it closes).
+pub(crate) fn timeout_reply() -> Response {
+    text_response(408, "request timeout\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_handler_gets_a_500_that_closes() {
+        let res = respond(&|_req| panic!("boom"), Request::default());
+        assert_eq!(res.status, 500);
+        assert_eq!(res.header("connection"), "close");
+    }
+
+    fn handle(req: Request) -> Response {
+        text_response(200, req.into_body())
+    }
+
+    fn app(handler: &dyn Fn(Request) -> Response) -> App<'_> {
+        App {
+            handler,
+            taken: None,
+            websocket: None,
+            budget: None,
+            served: None,
+            remote: None,
+        }
+    }
+
+    /// Answers `input` in one call; the output and where it stopped.
+    fn run(input: &[u8], inline_limit: usize) -> (String, Answered) {
+        let mut out = Vec::new();
+        let mut reader = RequestReader::new(Default::default(), 1024);
+        let mut turn = Turn {
+            out: &mut out,
+            out_at: 0,
+            high_water: usize::MAX,
+            inline_limit,
+            now: Instant::now(),
+            fd: None,
+            worker: 0,
+        };
+        let done = answer(&app(&handle), &mut reader, input, &mut turn);
+        (String::from_utf8_lossy(&out).into_owned(), done)
+    }
+
+    #[test]
+    fn pipelined_requests_are_answered_in_order_and_an_incomplete_one_waits() {
+        let input = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nA\r\nPOST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nBGET / HTT";
+        let (out, done) = run(input, usize::MAX);
+        assert_eq!(done.completed, 2);
+        assert!(matches!(done.stop, Stop::Incomplete));
+        assert_eq!(&input[done.used..], b"GET / HTT");
+        let bodies: Vec<&str> = out.split("\r\n\r\n").skip(1).map(|b| &b[..1]).collect();
+        assert_eq!(bodies, ["A", "B"]);
+    }
+
+    #[test]
+    fn a_refusal_closes_and_a_refused_head_request_gets_no_body() {
+        let (out, done) = run(b"GET / HTTP/1.1\r\n\r\n", usize::MAX);
+        assert!(matches!(done.stop, Stop::Close));
+        assert!(out.starts_with("HTTP/1.1 400 ") && !out.ends_with("\r\n\r\n"));
+        let (out, _) = run(b"HEAD / HTTP/1.1\r\n\r\n", usize::MAX);
+        assert!(
+            out.starts_with("HTTP/1.1 400 ") && out.ends_with("\r\n\r\n"),
+            "{out}"
+        );
+        assert!(out.contains("Content-Length: "), "{out}");
+        let (out, _) = run(
+            b"HEAD / HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\n\r\n",
+            usize::MAX,
+        );
+        assert!(
+            out.starts_with("HTTP/1.1 413 ") && out.ends_with("\r\n\r\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_large_body_is_handed_back_and_close_drops_the_rest() {
+        let (out, done) = run(
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nbody",
+            4,
+        );
+        assert!(matches!(&done.stop, Stop::Body { body, keep: true } if body == "body"));
+        assert!(out.ends_with("\r\n\r\n"));
+        let input = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n";
+        let (_, done) = run(input, usize::MAX);
+        assert!(matches!(done.stop, Stop::Close));
+        assert_eq!((done.used, done.completed), (input.len(), 1));
+    }
+}

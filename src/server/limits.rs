@@ -1,0 +1,59 @@
+//! Every limit and timeout of a server's connections, with its default, in one place.
+//!
+//! | setting | default | when exceeded |
+//! |---|---|---|
+//! | request line + headers | [`MAX_HEAD_BYTES`](crate::http::MAX_HEAD_BYTES) (16 KiB) | 431 (414 when the request line alone is longer) |
+//! | header lines | [`MAX_HEADERS`](crate::http::MAX_HEADERS) (100) | 431 |
+//! | body | [`MAX_BODY`] (1 MiB) | 413 |
+//! | a request arriving whole | [`HEADER_TIMEOUT`] (10 s) | 408, close |
+//! | keep-alive idle | [`IDLE_TIMEOUT`] (75 s) | closed quietly |
+//! | the socket taking output | [`WRITE_TIMEOUT`] (30 s) | closed |
+//! | lingering after the last reply | [`LINGER`] (2 s) | closed |
+//! | open connections | [`MAX_CONNECTIONS`] (100 000) | new connections wait in the backlog |
+//! | graceful shutdown | [`DRAIN_TIMEOUT`] (10 s) | requests still in flight are closed |
+
+use std::time::Duration;
+
+use crate::http::HeadLimits;
+
+/// Default limit on a request body, in bytes (answered with 413).
+pub const MAX_BODY: u64 = 1024 * 1024;
+/// Default time a request has to arrive whole once its first byte came (answered with 408).
+/// A body extends it by this much each time another KiB of it arrives.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a keep-alive connection may stay idle between requests (closed quietly).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(75);
+/// Default time the socket may take none of a pending reply before the connection is closed.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default most open connections (more wait in the listen backlog).
+pub const MAX_CONNECTIONS: usize = 100_000;
+/// Default time a graceful shutdown waits for requests in flight.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time, after the last reply, the server reads and drops what a client still sends
+/// before closing, so the close does not reset the connection before the client has read the
+/// reply (a client that writes a large body before reading needs it to see an early 413).
+pub const LINGER: Duration = Duration::from_secs(2);
+
+/// Limits and timeouts of a server's connections.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) head: HeadLimits,
+    pub(crate) max_body: u64,
+    pub(crate) header_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) write_timeout: Duration,
+    pub(crate) linger: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            head: HeadLimits::default(),
+            max_body: MAX_BODY,
+            header_timeout: HEADER_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            write_timeout: WRITE_TIMEOUT,
+            linger: LINGER,
+        }
+    }
+}
