@@ -118,6 +118,15 @@ pub(crate) struct ConnectionOptions {
 impl ConnectionOptions {
     /// Takes one `Connection` line.
     pub(crate) fn note(&mut self, value: &[u8]) {
+        // The common lines first, without taking the list apart.
+        if value.eq_ignore_ascii_case(b"keep-alive") {
+            self.keep_alive = true;
+            return;
+        }
+        if value.eq_ignore_ascii_case(b"close") {
+            self.close = true;
+            return;
+        }
         for option in list_items(value) {
             self.close |= option.eq_ignore_ascii_case(b"close");
             self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
@@ -133,41 +142,46 @@ impl ConnectionOptions {
 }
 
 /// `Host = uri-host [ ":" port ]`: unreserved, percent-encoded and sub-delimiter characters,
-/// colons and the brackets of an IP literal (RFC 3986 §3.2.2).
-static HOST_BYTE: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=:[]");
+/// (RFC 3986 §3.2.2), and the colons of an IP literal.
+static HOST_BYTE: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=");
 
-/// Whether `value` is a valid `Host` (RFC 9110 §7.2, RFC 3986 §3.2.2–§3.2.3): host bytes only,
-/// brackets only around an IP literal at the start, and a port — after the host's last colon
-/// outside brackets — that is digits within 0–65535 (an empty port is allowed by `port =
-/// *DIGIT`). An empty value is valid (a target without authority).
+/// Whether `value` is a valid `Host` (RFC 9110 §7.2, RFC 3986 §3.2.2–§3.2.3): a reg-name or
+/// IPv4 address of host bytes, or an IP literal in brackets (host bytes and colons inside),
+/// then optionally `:` and a port of at most five digits within 0–65535 (an empty port is
+/// allowed by `port = *DIGIT`). An empty value is valid (a target without authority).
+/// One pass over the bytes.
 pub(crate) fn valid_host(value: &[u8]) -> bool {
-    if !value.iter().all(|&b| HOST_BYTE[usize::from(b)]) {
-        return false;
-    }
-    let (host, port) = match value {
-        [b'[', rest @ ..] => match rest.iter().position(|&b| b == b']') {
-            Some(close) => {
-                let after = &rest[close + 1..];
-                match after {
-                    [] => (&rest[..close], None),
-                    [b':', port @ ..] => (&rest[..close], Some(port)),
-                    _ => return false,
-                }
+    let mut i = 0;
+    if let [b'[', ..] = value {
+        i = 1;
+        while let Some(&b) = value.get(i) {
+            if b == b']' {
+                break;
             }
-            None => return false,
-        },
-        _ => match value.iter().rposition(|&b| b == b':') {
-            Some(colon) => (&value[..colon], Some(&value[colon + 1..])),
-            None => (value, None),
-        },
-    };
-    let host_ok = !value.starts_with(b"[") || !host.is_empty();
-    let bracket_outside = value.get(1..).unwrap_or_default().contains(&b'[')
-        || (!value.starts_with(b"[") && host.iter().any(|&b| matches!(b, b'[' | b']' | b':')));
-    let port_ok = port.map_or(true, |p| {
-        p.is_empty() || (p.len() <= 5 && parse_digits(p).is_some_and(|n| n <= 65535))
-    });
-    host_ok && !bracket_outside && port_ok
+            if !(HOST_BYTE[usize::from(b)] || b == b':') {
+                return false;
+            }
+            i += 1;
+        }
+        if i == 1 || value.get(i) != Some(&b']') {
+            return false; // empty or unclosed literal
+        }
+        i += 1;
+    } else {
+        while let Some(&b) = value.get(i) {
+            if !HOST_BYTE[usize::from(b)] {
+                break;
+            }
+            i += 1;
+        }
+    }
+    match value.get(i..) {
+        Some([]) | None => true,
+        Some([b':', port @ ..]) => {
+            port.is_empty() || (port.len() <= 5 && parse_digits(port).is_some_and(|n| n <= 65535))
+        }
+        Some(_) => false,
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 
 use super::error::ParseError;
 use super::fields::{valid_host, ConnectionOptions, ContentLength, TransferCodings};
-use super::grammar::{find_control, is_token, split_field_line};
+use super::grammar::{field_line_parts, find_control, is_token, lower_field_name};
 use super::message::pool::{self, HeadBuf};
 use super::message::{Line, Request, Span};
 
@@ -91,19 +91,17 @@ struct Fields {
 }
 
 impl Fields {
-    /// Notes what a header line means for framing; `name` in any case (matched by length
-    /// first: most names are none of these).
+    /// Notes what a header line means for framing; `name` is lower case.
     fn note(&mut self, name: &[u8], value: &[u8]) {
-        let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
-        match name.len() {
-            4 if is(b"host") => {
+        match name {
+            b"host" => {
                 self.hosts += 1;
                 self.bad_host |= !valid_host(value);
             }
-            14 if is(b"content-length") => self.content_length.note(value),
-            17 if is(b"transfer-encoding") => self.transfer.note(value),
-            10 if is(b"connection") => self.connection.note(value),
-            6 if is(b"expect") => {
+            b"content-length" => self.content_length.note(value),
+            b"transfer-encoding" => self.transfer.note(value),
+            b"connection" => self.connection.note(value),
+            b"expect" => {
                 if value.eq_ignore_ascii_case(b"100-continue") {
                     self.expect_continue = true;
                 } else {
@@ -256,7 +254,7 @@ impl HeadParser {
                     self.scanned = at + 2;
                     self.line_start = at + 2;
                     if self.line(view, line)? {
-                        return self.finish(view, at + 2).map(Some);
+                        return self.finish(at + 2).map(Some);
                     }
                 }
                 // A CR as the last byte received: wait for what follows it.
@@ -281,8 +279,16 @@ impl HeadParser {
     }
 
     /// Takes apart one line (its CRLF excluded); answers whether it was the blank line that
-    /// ends the head.
+    /// ends the head. Each line is copied into the request's buffer as it completes (names
+    /// lower-cased in the copy), so the buffer always holds the input up to here, at the same
+    /// offsets, and the head is never copied twice.
     fn line(&mut self, view: &[u8], line: Span) -> Result<bool, ParseError> {
+        let end = line.at + line.len + 2;
+        if self.buf.bytes.capacity() == 0 {
+            self.buf = pool::take();
+        }
+        debug_assert_eq!(self.buf.bytes.len(), line.at);
+        self.buf.bytes.extend_from_slice(&view[line.at..end]);
         let bytes = &view[line.at..line.at + line.len];
         if !self.started {
             // RFC 9112 §2.2: ignore empty lines received before the request line.
@@ -294,7 +300,7 @@ impl HeadParser {
         } else if bytes.is_empty() {
             Ok(true)
         } else {
-            self.field_line(bytes, line.at).map(|()| false)
+            self.field_line(line).map(|()| false)
         }
     }
 
@@ -330,40 +336,39 @@ impl HeadParser {
         self.method = Span::new(at, sp1);
         self.head = method == b"HEAD";
         self.target = Span::new(at + sp1 + 1, sp2);
-        self.buf = pool::take();
         Ok(())
     }
 
-    fn field_line(&mut self, line: &[u8], at: usize) -> Result<(), ParseError> {
+    /// A field line, already copied into the buffer at `line`.
+    fn field_line(&mut self, line: Span) -> Result<(), ParseError> {
         if self.buf.lines.len() >= self.limits.max_headers {
             return Err(ParseError::TooManyHeaders);
         }
-        let (name, value) = split_field_line(line)?;
+        let copy = self
+            .buf
+            .bytes
+            .get_mut(line.at..line.at + line.len)
+            .ok_or(ParseError::HeaderName)?;
+        let name_len = lower_field_name(copy);
+        let (name, value) = field_line_parts(copy, name_len)?;
         self.fields.note(name, value);
-        // Both are subslices of `line`: their offsets in it are where they lie in the input.
-        let offset = |part: &[u8]| at + (part.as_ptr() as usize - line.as_ptr() as usize);
-        self.buf.lines.push(Line {
+        // Both are subslices of the line's copy: their offsets in it are where they lie.
+        let offset = |part: &[u8]| line.at + (part.as_ptr() as usize - copy.as_ptr() as usize);
+        let line = Line {
             name: Span::new(offset(name), name.len()),
             value: Span::new(offset(value), value.len()),
-        });
+        };
+        self.buf.lines.push(line);
         Ok(())
     }
 
-    /// The blank line arrived: checks what needs the whole head, then copies the head into the
-    /// request's buffer, lower-casing the names in the copy.
-    fn finish(&mut self, view: &[u8], len: usize) -> Result<RequestHead, ParseError> {
+    /// The blank line arrived: checks what needs the whole head; the request takes the buffer
+    /// the lines were copied into.
+    fn finish(&mut self, len: usize) -> Result<RequestHead, ParseError> {
         let version = self.version.ok_or(ParseError::RequestLine)?;
         let (framing, keep_alive, expect_continue) = self.fields.finish(version)?;
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.bytes.extend_from_slice(&view[..len]);
-        for line in &buf.lines {
-            if let Some(name) = buf
-                .bytes
-                .get_mut(line.name.at..line.name.at + line.name.len)
-            {
-                name.make_ascii_lowercase();
-            }
-        }
+        let buf = std::mem::take(&mut self.buf);
+        debug_assert_eq!(buf.bytes.len(), len);
         Ok(RequestHead {
             request: Request::from_head(buf, self.method, self.target),
             len,
@@ -396,7 +401,8 @@ fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
 /// (which must then form valid UTF-8); `*` only for `OPTIONS`; authority-form only for
 /// `CONNECT`.
 fn check_target(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
-    if target.is_empty() || !target.iter().all(|&b| b > 0x20 && b != 0x7f) {
+    // Control bytes but HTAB, and DEL, were refused as the line was scanned.
+    if target.is_empty() || target.iter().any(|&b| b == b' ' || b == b'\t') {
         return Err(ParseError::Target);
     }
     if !target.is_ascii() && std::str::from_utf8(target).is_err() {
