@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
-use super::fields::ConnectionOptions;
+use super::fields::{frames_body, ConnectionOptions};
 use super::grammar::{find_lf, is_field_byte, is_token};
 use super::message::Header;
 use super::reply::{parse_reply_head, ReplyFraming, ReplyHead};
@@ -488,9 +488,7 @@ fn request_bytes(
         if !is_token(h.name.as_bytes()) || !h.value.bytes().all(is_field_byte) {
             return Err(invalid(format!("header {:?}: {:?} cannot be sent (a name must be a token; a value may not hold CR, LF or other control bytes)", h.name, h.value)));
         }
-        if h.name.eq_ignore_ascii_case("content-length")
-            || h.name.eq_ignore_ascii_case("transfer-encoding")
-        {
+        if frames_body(&h.name) {
             return Err(invalid(format!(
                 "the client frames the body itself: remove the {} header",
                 h.name

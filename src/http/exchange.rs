@@ -93,7 +93,7 @@ impl RequestReader {
     /// may not have arrived yet).
     pub(crate) fn is_head(&self) -> bool {
         match &self.body {
-            Some(body) => body.head.request.method() == "HEAD",
+            Some(body) => body.head.request.method_is("HEAD"),
             None => self.head.is_head(),
         }
     }
@@ -123,9 +123,18 @@ impl RequestReader {
                         if n > self.max_body {
                             return Step::Refuse {
                                 error: ParseError::BodyTooLarge,
-                                head_only: head.request.method() == "HEAD",
+                                head_only: head.request.method_is("HEAD"),
                             };
                         }
+                    }
+                    if head.framing == Framing::None {
+                        // No body: done at once, without keeping any state.
+                        return Step::Done {
+                            used: head.len,
+                            version: head.version,
+                            keep_alive: head.keep_alive,
+                            request: head.request,
+                        };
                     }
                     let chunked = (head.framing == Framing::Chunked)
                         .then(|| ChunkedDecoder::new(self.max_body));
@@ -152,7 +161,7 @@ impl RequestReader {
                 match decoded {
                     Ok(n) => body.at += n,
                     Err(error) => {
-                        let head_only = body.head.request.method() == "HEAD";
+                        let head_only = body.head.request.method_is("HEAD");
                         self.body = None;
                         return Step::Refuse { error, head_only };
                     }

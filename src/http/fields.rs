@@ -22,6 +22,12 @@ pub(crate) fn has_token(value: &[u8], token: &str) -> bool {
     list_items(value).any(|t| t.eq_ignore_ascii_case(token.as_bytes()))
 }
 
+/// Whether `name` is a field that frames a message body (`Content-Length`, `Transfer-Encoding`,
+/// RFC 9112 §6): the library writes these itself, on replies and on the client's requests.
+pub(crate) fn frames_body(name: &str) -> bool {
+    name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding")
+}
+
 /// `Content-Length` over all its lines (RFC 9110 §8.6): each line a list of digits; several
 /// identical values may be taken as one, anything else makes the length unknowable.
 #[derive(Clone, Copy, Debug, Default)]

@@ -234,10 +234,18 @@ impl HeadParser {
         result
     }
 
-    /// Back to the start, the line buffer given back to the pool.
+    /// Back to the start, the line buffer given back to the pool (when it still holds one).
     fn reset(&mut self) {
-        let old = std::mem::replace(self, HeadParser::new(self.limits));
-        pool::give(old.buf);
+        self.scanned = 0;
+        self.line_start = 0;
+        self.started = false;
+        self.version = None;
+        self.head = false;
+        self.refused_head = false;
+        self.fields = Fields::default();
+        if self.buf.bytes.capacity() > 0 {
+            pool::give(std::mem::take(&mut self.buf));
+        }
     }
 
     /// Looks at each byte once, in order: a control byte is either the CR of a line's CRLF, an

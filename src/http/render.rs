@@ -1,7 +1,7 @@
 //! Rendering a response on the wire (RFC 9112 §4, §6).
 
 use super::date;
-use super::fields::has_token;
+use super::fields::{frames_body, has_token};
 use super::grammar::{is_field_byte, is_token};
 use super::message::{Body, Response};
 use super::status::status_text;
@@ -105,15 +105,24 @@ pub(crate) fn write_head(
         500
     };
     let keep = keep && !wants_close(res);
-    out.extend_from_slice(b"HTTP/1.1 ");
-    push_u64(out, u64::from(status));
-    out.push(b' ');
-    out.extend_from_slice(status_text(status).as_bytes());
     let content_type = res
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-type"))
         .map_or(&*res.content_type, |h| h.value.as_str());
+    let reason = status_text(status);
+    // Room for the fixed lines at once (the extra headers reserve their own).
+    out.reserve(96 + reason.len() + content_type.len() + date.len());
+    // `status` is three digits (200..=999).
+    let digits = [
+        b'0' + (status / 100) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+        b' ',
+    ];
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(&digits);
+    out.extend_from_slice(reason.as_bytes());
     if !content_type.is_empty() {
         out.extend_from_slice(b"\r\nContent-Type: ");
         push_value(out, content_type);
@@ -129,15 +138,10 @@ pub(crate) fn write_head(
     });
     out.extend_from_slice(date);
     for h in &res.headers {
-        let reserved = [
-            "content-type",
-            "content-length",
-            "transfer-encoding",
-            "connection",
-            "date",
-        ]
-        .iter()
-        .any(|r| h.name.eq_ignore_ascii_case(r));
+        let reserved = frames_body(&h.name)
+            || ["content-type", "connection", "date"]
+                .iter()
+                .any(|r| h.name.eq_ignore_ascii_case(r));
         if reserved || !is_token(h.name.as_bytes()) {
             continue;
         }
@@ -164,17 +168,28 @@ fn push_value(out: &mut Vec<u8>, value: &str) {
     }
 }
 
-/// Appends `n` in decimal.
+/// Appends `n` in decimal (two digits per step, from a table).
 pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut digits = [0u8; 20];
     let mut i = digits.len();
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        digits[i] = b'0' + n as u8;
     }
     out.extend_from_slice(&digits[i..]);
 }
@@ -311,7 +326,26 @@ mod tests {
 
     #[test]
     fn push_u64_cases() {
-        for n in [0u64, 7, 10, 99, 1234567890, u64::MAX] {
+        for n in [
+            0u64,
+            7,
+            9,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            12345,
+            1234567890,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            push_u64(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+        for n in (0..100_000u64).chain((1..64).map(|s| (1u64 << s) - 1)) {
             let mut out = Vec::new();
             push_u64(&mut out, n);
             assert_eq!(out, n.to_string().as_bytes());

@@ -275,7 +275,7 @@ fn dispatch(
         return Dispatched::Stop(Stop::Close);
     }
     if app.websocket_route(&request).is_some() {
-        let head_only = request.method() == "HEAD";
+        let head_only = request.method_is("HEAD");
         return Dispatched::Stop(match check_upgrade(&request, version) {
             Ok(accept) => {
                 turn.out.extend_from_slice(&switching_protocols(&accept));
@@ -299,7 +299,7 @@ fn dispatch(
             None => return Dispatched::Stop(Stop::Failed),
         }
     }
-    let head_only = request.method() == "HEAD";
+    let head_only = request.method_is("HEAD");
     let res = respond(app.handler, request);
     if let Some(served) = app.served {
         served[turn.worker % served.len()]

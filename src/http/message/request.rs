@@ -118,6 +118,11 @@ impl Request {
         self.text(self.method)
     }
 
+    /// Whether the method is `method` (compared as bytes, without a UTF-8 check).
+    pub(crate) fn method_is(&self, method: &str) -> bool {
+        self.bytes(self.method) == method.as_bytes()
+    }
+
     /// The request target exactly as sent, query string included.
     pub fn path(&self) -> &str {
         self.text(self.target)
