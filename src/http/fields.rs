@@ -157,37 +157,38 @@ static HOST_BYTE: [bool; 256] = alphanumeric_and(b"-._~%!$&'()*+,;=");
 /// allowed by `port = *DIGIT`). An empty value is valid (a target without authority).
 /// One pass over the bytes.
 pub(crate) fn valid_host(value: &[u8]) -> bool {
-    let mut i = 0;
-    if let [b'[', ..] = value {
-        i = 1;
-        while let Some(&b) = value.get(i) {
-            if b == b']' {
-                break;
-            }
-            if !(HOST_BYTE[usize::from(b)] || b == b':') {
+    let host_end = match value {
+        [b'[', literal @ ..] => {
+            let Some(close) = literal.iter().position(|&b| b == b']') else {
+                return false; // unclosed literal
+            };
+            let inside = &literal[..close];
+            if inside.is_empty()
+                || !inside
+                    .iter()
+                    .all(|&b| HOST_BYTE[usize::from(b)] || b == b':')
+            {
                 return false;
             }
-            i += 1;
+            close + 2
         }
-        if i == 1 || value.get(i) != Some(&b']') {
-            return false; // empty or unclosed literal
-        }
-        i += 1;
-    } else {
-        while let Some(&b) = value.get(i) {
-            if !HOST_BYTE[usize::from(b)] {
-                break;
-            }
-            i += 1;
-        }
-    }
-    match value.get(i..) {
+        _ => value
+            .iter()
+            .position(|&b| !HOST_BYTE[usize::from(b)])
+            .unwrap_or(value.len()),
+    };
+    match value.get(host_end..) {
         Some([]) | None => true,
-        Some([b':', port @ ..]) => {
-            port.is_empty() || (port.len() <= 5 && parse_digits(port).is_some_and(|n| n <= 65535))
-        }
+        Some([b':', port @ ..]) => valid_port(port),
         Some(_) => false,
     }
+}
+
+/// `port = *DIGIT` within 0–65535 (at most five digits, so no overflow is possible).
+fn valid_port(port: &[u8]) -> bool {
+    port.len() <= 5
+        && port.iter().all(u8::is_ascii_digit)
+        && port.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= 65535
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use super::fields::{frames_body, has_token};
 use super::grammar::{is_field_byte, is_token};
 use super::message::{Body, Response};
 use super::status::status_text;
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::time::Instant;
 
 /// Renders a reply: the status line `HTTP/1.1 <status> <reason>`, then `Content-Type`,
@@ -61,7 +63,7 @@ pub(crate) fn render(
     inline_limit: usize,
 ) -> (bool, Body) {
     let keep = date::with_date(now, |date| {
-        write_head(out, &res, keep, date, res.body.len() as u64)
+        write_head_cached(out, &res, keep, date, res.body.len() as u64)
     });
     if head_only || !has_body(res.status) {
         return (keep, Body::default());
@@ -71,6 +73,78 @@ pub(crate) fn render(
         return (keep, Body::default());
     }
     (keep, res.body)
+}
+
+/// What makes two heads the same bytes, for a response with no extra headers and a `'static`
+/// content type (compared by address: `'static` data never changes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct HeadKey {
+    status: u16,
+    keep: bool,
+    body_len: u64,
+    content_type: (usize, usize),
+}
+
+impl HeadKey {
+    fn of(res: &Response, keep: bool, body_len: u64) -> Option<HeadKey> {
+        match (&res.content_type, res.headers.is_empty()) {
+            (Cow::Borrowed(ct), true) => Some(HeadKey {
+                status: res.status,
+                keep,
+                body_len,
+                content_type: (ct.as_ptr() as usize, ct.len()),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The last head this thread rendered for a cacheable response, and the date it carries.
+struct LastHead {
+    key: Option<HeadKey>,
+    date: [u8; 29],
+    keep: bool,
+    len: usize,
+    bytes: [u8; 192],
+}
+
+thread_local! {
+    static LAST_HEAD: RefCell<LastHead> = const {
+        RefCell::new(LastHead { key: None, date: [0; 29], keep: false, len: 0, bytes: [0; 192] })
+    };
+}
+
+/// [`write_head`], but a head identical to the last one this thread wrote (same status,
+/// content type, length, connection and date; no extra headers) is copied from a cache: a
+/// server answering the same kind of reply again and again formats its head once a second.
+fn write_head_cached(
+    out: &mut Vec<u8>,
+    res: &Response,
+    keep: bool,
+    date: &[u8],
+    body_len: u64,
+) -> bool {
+    let Some(key) = HeadKey::of(res, keep, body_len) else {
+        return write_head(out, res, keep, date, body_len);
+    };
+    LAST_HEAD.with(|cell| {
+        let mut last = cell.borrow_mut();
+        if last.key == Some(key) && last.date[..] == *date {
+            out.extend_from_slice(&last.bytes[..last.len]);
+            return last.keep;
+        }
+        let start = out.len();
+        let keep = write_head(out, res, keep, date, body_len);
+        let head = &out[start..];
+        if let (Some(room), Ok(date)) = (last.bytes.get_mut(..head.len()), date.try_into()) {
+            room.copy_from_slice(head);
+            last.len = head.len();
+            last.key = Some(key);
+            last.date = date;
+            last.keep = keep;
+        }
+        keep
+    })
 }
 
 /// Whether a reply with this status carries a body and `Content-Length` (a 1xx is sent as 500,
@@ -322,6 +396,38 @@ mod tests {
         assert_eq!(date.len(), 29);
         assert!(httpdate::parse_http_date(date).is_ok());
         assert!(text.ends_with("\r\n\r\nok"));
+    }
+
+    #[test]
+    fn a_cached_head_is_the_head_written_afresh() {
+        let cases = [
+            (text_response(200, "Hello"), true),
+            (text_response(200, "Hello"), true),
+            (text_response(200, "Hello"), false),
+            (text_response(404, "Hello"), false),
+            (text_response(200, "Hello!"), false),
+            (json_response(200, "Hello!"), false),
+            (
+                with_header(text_response(200, "Hello!"), "Connection", "close"),
+                true,
+            ),
+            (
+                Response::new(200, String::from("text/plain"), vec![], "x"),
+                true,
+            ),
+        ];
+        for date in [DATE, b"Mon, 07 Nov 1994 08:49:37 GMT"] {
+            for (res, keep) in &cases {
+                let mut cached = b"before".to_vec();
+                let kept = write_head_cached(&mut cached, res, *keep, date, res.body.len() as u64);
+                let mut fresh = b"before".to_vec();
+                let kept_fresh = write_head(&mut fresh, res, *keep, date, res.body.len() as u64);
+                assert_eq!(
+                    (kept, String::from_utf8(cached).unwrap()),
+                    (kept_fresh, String::from_utf8(fresh).unwrap())
+                );
+            }
+        }
     }
 
     #[test]

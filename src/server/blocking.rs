@@ -45,14 +45,7 @@ fn serve_blocking(
     limits: &Limits,
 ) -> io::Result<usize> {
     conn.set_write_timeout(Some(limits.write_timeout))?;
-    let app = App {
-        handler,
-        taken: None,
-        websocket: None,
-        budget: None,
-        served: None,
-        remote: None,
-    };
+    let app = App::handler_only(handler);
     let mut reader = RequestReader::new(limits.head, limits.max_body);
     let mut input: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();

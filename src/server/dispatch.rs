@@ -78,7 +78,19 @@ pub(crate) struct App<'a> {
     pub(crate) remote: Option<&'a reactor::Remote<WsCommand>>,
 }
 
-impl App<'_> {
+impl<'a> App<'a> {
+    /// A handler alone: no hooks, no budget, no figures (what `handle_conn` serves with).
+    pub(crate) fn handler_only(handler: &'a dyn Fn(Request) -> Response) -> App<'a> {
+        App {
+            handler,
+            taken: None,
+            websocket: None,
+            budget: None,
+            served: None,
+            remote: None,
+        }
+    }
+
     /// Takes one request from the budget: false when it is spent.
     fn spend(&self) -> bool {
         self.budget.map_or(true, |b| {
@@ -177,6 +189,25 @@ pub(crate) fn answer(
     buf: &[u8],
     turn: &mut Turn<'_>,
 ) -> Answered {
+    let mut served = 0;
+    let done = answer_each(app, reader, buf, turn, &mut served);
+    // Counted once per call, not per request: one atomic add for a whole pipelined batch.
+    if let (Some(counters), true) = (app.served, served > 0) {
+        counters[turn.worker % counters.len()]
+            .0
+            .fetch_add(served, Ordering::Relaxed);
+    }
+    done
+}
+
+/// The loop of [`answer`]; counts the requests the handler answered in `served`.
+fn answer_each(
+    app: &App<'_>,
+    reader: &mut RequestReader,
+    buf: &[u8],
+    turn: &mut Turn<'_>,
+    served: &mut u64,
+) -> Answered {
     let mut done = Answered {
         used: 0,
         completed: 0,
@@ -221,6 +252,7 @@ pub(crate) fn answer(
                 let early = &buf[done.used..];
                 match dispatch(app, request, version, keep_alive, raw, early, turn) {
                     Dispatched::Answered { keep, body, spent } => {
+                        *served += 1;
                         done.spent |= spent;
                         match (keep, body.is_empty()) {
                             (true, true) => {}
@@ -301,11 +333,6 @@ fn dispatch(
     }
     let head_only = request.method_is("HEAD");
     let res = respond(app.handler, request);
-    if let Some(served) = app.served {
-        served[turn.worker % served.len()]
-            .0
-            .fetch_add(1, Ordering::Relaxed);
-    }
     let spent = app.budget_spent();
     // Read after the handler ran: a shutdown begun meanwhile makes this reply the last.
     let keep = keep_alive && !spent && !app.shutting_down();
@@ -349,17 +376,6 @@ mod tests {
         text_response(200, req.into_body())
     }
 
-    fn app(handler: &dyn Fn(Request) -> Response) -> App<'_> {
-        App {
-            handler,
-            taken: None,
-            websocket: None,
-            budget: None,
-            served: None,
-            remote: None,
-        }
-    }
-
     /// Answers `input` in one call; the output and where it stopped.
     fn run(input: &[u8], inline_limit: usize) -> (String, Answered) {
         let mut out = Vec::new();
@@ -373,7 +389,7 @@ mod tests {
             fd: None,
             worker: 0,
         };
-        let done = answer(&app(&handle), &mut reader, input, &mut turn);
+        let done = answer(&App::handler_only(&handle), &mut reader, input, &mut turn);
         (String::from_utf8_lossy(&out).into_owned(), done)
     }
 

@@ -244,14 +244,10 @@ impl HttpStrand {
             self.timer = timer;
             self.deadline = Some(now + after);
         }
-        let next = Next::Park {
+        Next::Park {
             read,
             write,
-            deadline: None,
-        };
-        match self.deadline {
-            Some(t) => next.until(t),
-            None => next,
+            deadline: self.deadline,
         }
     }
 

@@ -436,14 +436,10 @@ impl WsStrand {
         } else if self.closing != Closing::Waiting {
             self.deadline = None;
         }
-        let next = Next::Park {
+        Next::Park {
             read,
             write,
-            deadline: None,
-        };
-        match self.deadline {
-            Some(t) => next.until(t),
-            None => next,
+            deadline: self.deadline,
         }
     }
 
