@@ -5,7 +5,7 @@
 //! cargo run --release --example ws_echo -- --port 9001 --max-message 16777216 --workers 1
 //! ```
 
-use web::http::{text_response, with_header};
+use web::http::{text_response, with_header, Request, Response};
 use web::ws::{Message, Ws, WsHandler};
 
 mod cli;
@@ -14,7 +14,13 @@ mod cli;
 struct Echo;
 
 impl WsHandler for Echo {
-    fn message(&self, ws: &mut Ws<'_>, msg: Message) {
+    type State = ();
+
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
         ws.send(&msg);
     }
 }

@@ -2,17 +2,20 @@
 //! other threads, broadcast, the closing handshake, the close codes of broken rules,
 //! backpressure, and 10 000 idle connections reached by one broadcast.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod wire;
 
 use web::http::{text_response, Server, ServerHandle};
 use web::ws::{
     broadcast, client_frame, client_frame_bin, write_frame, ws_handshake_request, Message, Ws,
     WsHandler, WsSender,
 };
+use wire::ws::Client;
 
 /// Echoes; `broadcast:<text>` sends `<text>` to every open connection; `close:<code>` closes;
 /// `count` answers how many connections are open.
@@ -23,11 +26,17 @@ struct Room {
 }
 
 impl WsHandler for Room {
-    fn open(&self, ws: &mut Ws<'_>, _req: &web::http::Request) {
+    type State = ();
+
+    fn accept(&self, _req: &web::http::Request) -> Result<(), web::http::Response> {
+        Ok(())
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, _state: &mut ()) {
         self.members.lock().unwrap().push(ws.sender());
     }
 
-    fn message(&self, ws: &mut Ws<'_>, msg: Message) {
+    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
         match &msg {
             Message::Text(t) if t.starts_with("broadcast:") => {
                 let members = self.members.lock().unwrap().clone();
@@ -44,7 +53,7 @@ impl WsHandler for Room {
         }
     }
 
-    fn close(&self, id: reactor::ConnId, code: Option<u16>) {
+    fn close(&self, id: web::ws::ConnId, _state: (), code: Option<u16>) {
         self.members.lock().unwrap().retain(|s| s.id() != id);
         self.closed.lock().unwrap().push(code);
     }
@@ -58,97 +67,6 @@ fn start(room: &Arc<Room>, max_message: usize) -> ServerHandle {
         .max_message(max_message)
         .spawn(|_req| text_response(404, "not here"))
         .unwrap()
-}
-
-/// A connected client: handshake done.
-struct Client {
-    conn: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Client {
-    fn connect(port: u16) -> Client {
-        let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        conn.write_all(&ws_handshake_request("127.0.0.1", "/"))
-            .unwrap();
-        let mut c = Client {
-            conn,
-            buf: Vec::new(),
-        };
-        let head = c.until(b"\r\n\r\n");
-        assert!(
-            head.starts_with(b"HTTP/1.1 101 "),
-            "{}",
-            String::from_utf8_lossy(&head)
-        );
-        c
-    }
-
-    /// Reads until `end` is in the buffer; returns everything up to and including it.
-    fn until(&mut self, end: &[u8]) -> Vec<u8> {
-        loop {
-            if let Some(at) = self.buf.windows(end.len()).position(|w| w == end) {
-                let rest = self.buf.split_off(at + end.len());
-                return std::mem::replace(&mut self.buf, rest);
-            }
-            self.more();
-        }
-    }
-
-    fn more(&mut self) {
-        let mut chunk = [0u8; 65536];
-        let n = self.conn.read(&mut chunk).unwrap();
-        assert!(n > 0, "connection closed early");
-        self.buf.extend_from_slice(&chunk[..n]);
-    }
-
-    /// The next frame from the server: (first byte, payload).
-    fn frame(&mut self) -> (u8, Vec<u8>) {
-        loop {
-            if self.buf.len() >= 2 {
-                let (len, head) = match self.buf[1] & 0x7f {
-                    126 if self.buf.len() >= 4 => {
-                        (u16::from_be_bytes([self.buf[2], self.buf[3]]) as usize, 4)
-                    }
-                    127 if self.buf.len() >= 10 => (
-                        u64::from_be_bytes(self.buf[2..10].try_into().unwrap()) as usize,
-                        10,
-                    ),
-                    126 | 127 => (usize::MAX, 0),
-                    n => (n as usize, 2),
-                };
-                if head > 0 && self.buf.len() >= head + len {
-                    assert_eq!(self.buf[1] & 0x80, 0, "server frames are not masked");
-                    let first = self.buf[0];
-                    let payload = self.buf[head..head + len].to_vec();
-                    self.buf.drain(..head + len);
-                    return (first, payload);
-                }
-            }
-            self.more();
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.conn.write_all(bytes).unwrap();
-    }
-
-    /// Closes our side (as a client does after the closing handshake), then reads until the
-    /// server closes the connection (EOF or reset), within the read timeout.
-    fn expect_eof(&mut self) {
-        let _ = self.conn.shutdown(std::net::Shutdown::Write);
-        let mut chunk = [0u8; 4096];
-        loop {
-            match self.conn.read(&mut chunk) {
-                Ok(0) => return,
-                Ok(_) => continue,
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => return,
-                Err(e) => panic!("expected the server to close: {e}"),
-            }
-        }
-    }
 }
 
 fn masked(first: u8, payload: &[u8]) -> Vec<u8> {

@@ -81,7 +81,7 @@ pub use conn_id::ConnId;
 pub use io::{Io, Output, Read};
 pub use listen::{bind_reuseport, LISTEN_BACKLOG};
 pub use next::{Handover, Next, Wake};
-pub use remote::Remote;
+pub use remote::{Remote, INBOX_LIMIT};
 pub use server::{Handle, MsgOf, Reactor};
 pub use stats::{Stats, WorkerStats};
 pub use strand::{Service, Strand};

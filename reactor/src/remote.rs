@@ -15,13 +15,30 @@ pub(crate) struct Counters {
     pub(crate) accepted: AtomicU64,
     pub(crate) accept_errors: AtomicU64,
     pub(crate) dropped_messages: AtomicU64,
+    /// Messages refused because the worker's inbox was full (counted by senders).
+    pub(crate) refused_messages: AtomicU64,
     pub(crate) panics: AtomicU64,
+}
+
+/// Messages a worker's inbox holds at most; past it, sends are refused (they return `false` and
+/// are counted in [`Stats::refused_messages`]) until the worker has taken what is queued. A
+/// worker takes its whole inbox at every wake, so the bound is reached only when senders outrun
+/// a busy worker by this much: it caps the memory a burst can queue (about 64 bytes a message
+/// for WebSocket commands, so 4 MiB a worker) instead of letting it grow without bound.
+pub const INBOX_LIMIT: usize = 1 << 16;
+
+/// Where a queued message goes.
+pub(crate) enum To {
+    /// One connection.
+    Conn(ConnId),
+    /// The worker as a whole: its [`Service::fan_out`](crate::Service::fan_out) says to whom.
+    Worker,
 }
 
 /// What other threads share with one worker.
 pub(crate) struct WorkerShared<M> {
     /// Messages waiting for the worker; it swaps the vector out when woken.
-    pub(crate) inbox: Mutex<Vec<(ConnId, M)>>,
+    pub(crate) inbox: Mutex<Vec<(To, M)>>,
     pub(crate) waker: mio::Waker,
     pub(crate) counters: Counters,
     /// False once the worker's loop has ended.
@@ -34,9 +51,34 @@ pub(crate) struct Shared<M> {
 }
 
 impl<M> WorkerShared<M> {
-    pub(crate) fn inbox(&self) -> MutexGuard<'_, Vec<(ConnId, M)>> {
+    pub(crate) fn inbox(&self) -> MutexGuard<'_, Vec<(To, M)>> {
         // A panic while holding this lock cannot leave the vector inconsistent.
         self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues what `fill` pushes (at most `room` of them counted by the caller), waking the
+    /// worker if its inbox was empty. `false` when the worker has stopped or the inbox is full.
+    fn queue(&self, count: usize, fill: impl FnOnce(&mut Vec<(To, M)>)) -> bool {
+        if !self.running.load(Relaxed) {
+            return false;
+        }
+        let was_empty = {
+            let mut inbox = self.inbox();
+            if inbox.len() + count > INBOX_LIMIT {
+                drop(inbox);
+                self.counters
+                    .refused_messages
+                    .fetch_add(count as u64, Relaxed);
+                return false;
+            }
+            let was_empty = inbox.is_empty();
+            fill(&mut inbox);
+            was_empty
+        };
+        if was_empty {
+            let _ = self.waker.wake();
+        }
+        true
     }
 }
 
@@ -93,24 +135,35 @@ impl<M: Send + 'static> Remote<M> {
         let Some(worker) = self.shared.workers.get(id.worker() as usize) else {
             return false;
         };
-        if !worker.running.load(Relaxed) {
+        worker.queue(1, |inbox| inbox.push((To::Conn(id), msg)))
+    }
+
+    /// Queues `msg` for worker `worker` as a whole: on its thread, the worker asks its
+    /// [`Service::fan_out`](crate::Service::fan_out) which of its connections the message is
+    /// for and hands each a clone. One message per worker, however many connections it reaches
+    /// (what a publish to a room of thousands uses).
+    ///
+    /// Returns `false` when there is no such worker, it has stopped, or its inbox is full
+    /// ([`INBOX_LIMIT`]).
+    ///
+    /// ```no_run
+    /// # fn demo(remote: &reactor::Remote<std::sync::Arc<[u8]>>) {
+    /// for w in 0..remote.workers() {
+    ///     remote.send_worker(w, b"news".to_vec().into());
+    /// }
+    /// # }
+    /// ```
+    pub fn send_worker(&self, worker: usize, msg: M) -> bool {
+        let Some(shared) = self.shared.workers.get(worker) else {
             return false;
-        }
-        let was_empty = {
-            let mut inbox = worker.inbox();
-            let was_empty = inbox.is_empty();
-            inbox.push((id, msg));
-            was_empty
         };
-        if was_empty {
-            let _ = worker.waker.wake();
-        }
-        true
+        shared.queue(1, |inbox| inbox.push((To::Worker, msg)))
     }
 
     /// Queues a clone of `msg` for every connection in `ids`, taking each worker's lock once and
     /// waking each worker at most once. Returns how many messages were queued (see
-    /// [`Remote::send`] for what is dropped later).
+    /// [`Remote::send`] for what is dropped later; a worker whose inbox cannot take all of its
+    /// share takes none of it).
     ///
     /// ```no_run
     /// # fn demo(remote: &reactor::Remote<std::sync::Arc<[u8]>>, ids: &[reactor::ConnId]) {
@@ -124,24 +177,15 @@ impl<M: Send + 'static> Remote<M> {
     {
         let mut queued = 0;
         for (w, worker) in self.shared.workers.iter().enumerate() {
-            if !worker.running.load(Relaxed) {
+            let count = ids.iter().filter(|id| id.worker() as usize == w).count();
+            if count == 0 {
                 continue;
             }
-            let mut mine = ids.iter().filter(|id| id.worker() as usize == w).peekable();
-            if mine.peek().is_none() {
-                continue;
-            }
-            let was_empty = {
-                let mut inbox = worker.inbox();
-                let was_empty = inbox.is_empty();
-                for id in mine {
-                    inbox.push((*id, msg.clone()));
-                    queued += 1;
-                }
-                was_empty
-            };
-            if was_empty {
-                let _ = worker.waker.wake();
+            let mine = ids.iter().filter(|id| id.worker() as usize == w);
+            if worker.queue(count, |inbox| {
+                inbox.extend(mine.map(|id| (To::Conn(*id), msg.clone())))
+            }) {
+                queued += count;
             }
         }
         queued
@@ -211,6 +255,7 @@ impl<M: Send + 'static> Remote<M> {
                     accepted: c.accepted.load(Relaxed),
                     accept_errors: c.accept_errors.load(Relaxed),
                     dropped_messages: c.dropped_messages.load(Relaxed),
+                    refused_messages: c.refused_messages.load(Relaxed),
                     panics: c.panics.load(Relaxed),
                 }
             })

@@ -16,6 +16,8 @@ pub struct WorkerStats {
     pub accept_errors: u64,
     /// Messages dropped because their connection had closed.
     pub dropped_messages: u64,
+    /// Messages refused because the inbox was full ([`INBOX_LIMIT`](crate::INBOX_LIMIT)).
+    pub refused_messages: u64,
     /// Strand calls that panicked (each closed its connection).
     pub panics: u64,
 }
@@ -53,6 +55,8 @@ pub struct Stats {
     pub accept_errors: u64,
     /// Messages dropped because their connection had closed or its key was reused.
     pub dropped_messages: u64,
+    /// Messages refused because a worker's inbox was full ([`INBOX_LIMIT`](crate::INBOX_LIMIT)).
+    pub refused_messages: u64,
     /// Strand calls that panicked.
     pub panics: u64,
     /// The same figures per worker, by worker index.
@@ -69,6 +73,7 @@ impl Stats {
             s.accepted += w.accepted;
             s.accept_errors += w.accept_errors;
             s.dropped_messages += w.dropped_messages;
+            s.refused_messages += w.refused_messages;
             s.panics += w.panics;
         }
         s.workers = workers;

@@ -54,7 +54,7 @@ use crate::{ConnId, Io, Next, Wake};
 pub trait Strand: Send + 'static {
     /// Messages other threads send to this connection with [`Remote::send`](crate::Remote::send)
     /// (WebSocket sends and broadcasts). Use `()` when unused.
-    type Msg: Send + 'static;
+    type Msg: Send + Clone + 'static;
 
     /// Resume after readiness or timer expiry (`wake` says which). Read through `io` (into the
     /// worker's scratch buffer) until [`Read::WouldBlock`](crate::Read::WouldBlock), write through
@@ -108,4 +108,12 @@ pub trait Service: Send + 'static {
     /// Makes the strand of a connection just accepted. The reactor then resumes it with
     /// [`Wake::Start`].
     fn open(&mut self, stream: &TcpStream, peer: SocketAddr, id: ConnId) -> Self::Strand;
+
+    /// A message sent to this worker as a whole ([`Remote::send_worker`](crate::Remote::send_worker)):
+    /// push the ids of the connections of this worker it is for; the worker then hands each a
+    /// clone through [`Strand::message`] (ids of closed connections are skipped). Runs on the
+    /// worker's thread. By default a worker message reaches no one.
+    fn fan_out(&mut self, msg: &<Self::Strand as Strand>::Msg, to: &mut Vec<ConnId>) {
+        let _ = (msg, to);
+    }
 }

@@ -12,7 +12,7 @@ use slab::Slab;
 
 use crate::conn_id::{split_token, LISTENER, WAKER};
 use crate::io::{READ_CLOSED, READ_READY, WRITE_READY};
-use crate::remote::WorkerShared;
+use crate::remote::{To, WorkerShared};
 use crate::wheel::{Clock, Link, Links, Wheel};
 use crate::{Config, ConnId, Io, Next, Remote, Service, Strand, Wake};
 
@@ -43,6 +43,16 @@ fn release_free_memory() {
     // free heap memory to the system.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Entries a worker's message vectors keep between batches; what a burst grew beyond it is
+/// freed once the burst has been delivered.
+const KEEP_AFTER_BURST: usize = 1024;
+
+fn shrink_after_burst<T>(v: &mut Vec<T>) {
+    if v.capacity() > KEEP_AFTER_BURST {
+        *v = Vec::with_capacity(KEEP_AFTER_BURST.min(64));
     }
 }
 
@@ -102,7 +112,9 @@ pub(crate) struct Worker<S: Service> {
     again: Vec<(u32, u32)>,
     again_spare: Vec<(u32, u32)>,
     expired: Vec<u32>,
-    inbox_spare: Vec<(ConnId, Msg<S>)>,
+    inbox_spare: Vec<(To, Msg<S>)>,
+    /// Ids a worker message fans out to (kept between batches, shrunk after a burst).
+    fan_ids: Vec<ConnId>,
     parked: usize,
     held: usize,
     accepted: u64,
@@ -145,6 +157,7 @@ impl<S: Service> Worker<S> {
             again_spare: Vec::new(),
             expired: Vec::new(),
             inbox_spare: Vec::new(),
+            fan_ids: Vec::new(),
             parked: 0,
             held: 0,
             accepted: 0,
@@ -284,23 +297,44 @@ impl<S: Service> Worker<S> {
         self.expired = expired;
     }
 
-    /// Delivers the messages other threads queued.
+    /// Delivers the messages other threads queued. What a burst grew is given back afterwards:
+    /// the batch vector and the fan-out list keep at most [`KEEP_AFTER_BURST`] entries.
     fn take_inbox(&mut self) {
         let mut batch = std::mem::take(&mut self.inbox_spare);
         std::mem::swap(&mut *self.shared().inbox(), &mut batch);
-        for (id, msg) in batch.drain(..) {
-            let live = id.worker() == self.index
-                && self
-                    .slab
-                    .get(id.key() as usize)
-                    .is_some_and(|e| e.generation == id.generation());
-            if live {
-                self.call(id.key(), |strand, io| strand.message(io, msg));
-            } else {
-                self.dropped += 1;
+        for (to, msg) in batch.drain(..) {
+            match to {
+                To::Conn(id) => self.deliver(id, msg),
+                To::Worker => {
+                    let mut ids = std::mem::take(&mut self.fan_ids);
+                    let service = &mut self.service;
+                    if catch_unwind(AssertUnwindSafe(|| service.fan_out(&msg, &mut ids))).is_err() {
+                        self.panics += 1;
+                    }
+                    for id in ids.drain(..) {
+                        self.deliver(id, msg.clone());
+                    }
+                    shrink_after_burst(&mut ids);
+                    self.fan_ids = ids;
+                }
             }
         }
+        shrink_after_burst(&mut batch);
         self.inbox_spare = batch;
+    }
+
+    /// Hands `msg` to connection `id` if it is still the one that id named.
+    fn deliver(&mut self, id: ConnId, msg: Msg<S>) {
+        let live = id.worker() == self.index
+            && self
+                .slab
+                .get(id.key() as usize)
+                .is_some_and(|e| e.generation == id.generation());
+        if live {
+            self.call(id.key(), |strand, io| strand.message(io, msg));
+        } else {
+            self.dropped += 1;
+        }
     }
 
     /// Accepts until the backlog is empty, the batch or connection limit is reached, or

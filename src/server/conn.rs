@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
-use crate::ws::{WsCommand, WsStrand};
+use crate::ws::{local_members, WsCommand, WsConn};
 
 use super::dispatch::Shared;
 use super::http_strand::HttpStrand;
@@ -13,6 +13,8 @@ use super::http_strand::HttpStrand;
 /// Makes the strand of each connection a worker accepts.
 pub(crate) struct HttpService {
     pub(crate) shared: Arc<Shared>,
+    /// This worker's index.
+    pub(crate) worker: u32,
 }
 
 impl Service for HttpService {
@@ -26,16 +28,27 @@ impl Service for HttpService {
     ) -> Conn {
         Conn::Http(HttpStrand::new(Arc::clone(&self.shared)))
     }
+
+    /// One message per worker reaches its members of a room, or its share of a broadcast.
+    fn fan_out(&mut self, msg: &WsCommand, to: &mut Vec<ConnId>) {
+        match msg {
+            WsCommand::Publish { room, .. } => local_members(room, to),
+            WsCommand::FanOut { ids, .. } => {
+                to.extend(ids.iter().filter(|id| id.worker() == self.worker))
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A connection's strand.
 pub(crate) enum Conn {
     /// Serving HTTP requests.
     Http(HttpStrand),
-    /// An upgraded WebSocket connection. Its state is boxed so that HTTP connections — most
-    /// connections — keep a small slab entry; a WebSocket connection costs its entry plus this
-    /// one fixed-size allocation, and no buffer while idle.
-    Ws(Box<WsStrand>),
+    /// An upgraded WebSocket connection, of whatever application. Its state is boxed so that
+    /// HTTP connections — most connections — keep a small slab entry; a WebSocket connection
+    /// costs its entry plus this one fixed-size allocation, and no buffer while idle.
+    Ws(Box<dyn WsConn>),
 }
 
 impl Conn {
@@ -53,20 +66,10 @@ impl Conn {
         let Some((upgrade, out)) = http.take_upgrade() else {
             return next;
         };
-        let shared = http.shared();
-        let Some(route) = shared.websocket.as_ref() else {
-            return Next::Close;
-        };
-        let ws = WsStrand::new(
-            Arc::clone(&route.handler),
-            route.max_message,
-            out,
-            shared.limits.write_timeout,
-            io.remote().clone(),
-        );
-        *self = Conn::Ws(Box::new(ws));
+        let super::dispatch::Upgrade { conn, early } = *upgrade;
+        *self = Conn::Ws(conn);
         match self {
-            Conn::Ws(ws) => ws.start(io, &upgrade.request, &upgrade.early),
+            Conn::Ws(ws) => ws.start(io, out, &early),
             Conn::Http(_) => Next::Close,
         }
     }
@@ -114,6 +117,6 @@ mod tests {
             entry <= http + 40,
             "slab entry {entry} bytes, HTTP strand {http}"
         );
-        assert!(std::mem::size_of::<crate::ws::WsStrand>() <= 256);
+        assert!(std::mem::size_of::<super::Conn>() <= http + 8);
     }
 }

@@ -7,14 +7,14 @@
 use std::os::fd::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::http::exchange::{empty_lines, RequestReader, Step, CONTINUE};
 use crate::http::fields::has_token;
 use crate::http::render::render;
 use crate::http::{path_of, text_response, Body, ParseError, Request, Response, Version};
-use crate::ws::{check_upgrade, switching_protocols, WsCommand, WsHandler};
+use crate::ws::{check_upgrade, switching_protocols, WsApp, WsCommand, WsConn, WsSettings};
 
 use super::limits::Limits;
 use super::taken::{hand_over, DynTaken};
@@ -39,14 +39,15 @@ pub(crate) struct Shared {
     /// The server's remote, set once the reactor exists: whether it is shutting down.
     pub(crate) remote: OnceLock<reactor::Remote<WsCommand>>,
     /// Where WebSocket upgrades are accepted, and by whom.
-    pub(crate) websocket: Option<WsRoute>,
+    pub(crate) websocket: Vec<WsRoute>,
+    /// What every WebSocket connection of the server is made with.
+    pub(crate) ws_settings: WsSettings,
 }
 
-/// The WebSocket application of a server: the path it serves and its callbacks.
+/// A WebSocket route: the path it serves and its application.
 pub(crate) struct WsRoute {
     pub(crate) path: String,
-    pub(crate) handler: Arc<dyn WsHandler>,
-    pub(crate) max_message: usize,
+    pub(crate) app: Box<dyn WsApp>,
 }
 
 impl Shared {
@@ -55,7 +56,8 @@ impl Shared {
         App {
             handler: &*self.handler,
             taken: self.taken.as_deref(),
-            websocket: self.websocket.as_ref(),
+            websocket: &self.websocket,
+            ws_settings: Some(&self.ws_settings),
             budget: self.budget.as_ref(),
             served: Some(&self.served),
             remote: self.remote.get(),
@@ -72,7 +74,8 @@ impl Shared {
 pub(crate) struct App<'a> {
     pub(crate) handler: &'a dyn Fn(Request) -> Response,
     pub(crate) taken: Option<&'a DynTaken>,
-    pub(crate) websocket: Option<&'a WsRoute>,
+    pub(crate) websocket: &'a [WsRoute],
+    pub(crate) ws_settings: Option<&'a WsSettings>,
     pub(crate) budget: Option<&'a AtomicU64>,
     pub(crate) served: Option<&'a [Counter]>,
     pub(crate) remote: Option<&'a reactor::Remote<WsCommand>>,
@@ -84,7 +87,8 @@ impl<'a> App<'a> {
         App {
             handler,
             taken: None,
-            websocket: None,
+            websocket: &[],
+            ws_settings: None,
             budget: None,
             served: None,
             remote: None,
@@ -110,13 +114,17 @@ impl<'a> App<'a> {
     /// The WebSocket route `req` is for: its path, and it asks for WebSocket (a key, or
     /// `Upgrade: websocket`). A request to the route that asks badly is the route's to refuse
     /// (400, RFC 6455 §4.2.1), not the HTTP handler's.
-    fn websocket_route(&self, req: &Request) -> Option<&WsRoute> {
-        let route = self.websocket?;
+    fn websocket_route(&self, req: &Request) -> Option<&'a WsRoute> {
+        if self.websocket.is_empty() {
+            return None;
+        }
+        let path = path_of(req.path());
+        let route = self.websocket.iter().find(|r| r.path == path)?;
         let asks = !req.header_bytes("sec-websocket-key").is_empty()
             || req
                 .headers()
                 .any(|h| h.name() == "upgrade" && has_token(h.value(), "websocket"));
-        (asks && path_of(req.path()) == route.path).then_some(route)
+        asks.then_some(route)
     }
 }
 
@@ -142,9 +150,10 @@ impl Turn<'_> {
     }
 }
 
-/// An accepted WebSocket upgrade: its request, and bytes the client sent after it.
+/// An accepted WebSocket upgrade: the connection it becomes, and bytes the client sent after
+/// the request.
 pub(crate) struct Upgrade {
-    pub(crate) request: Request,
+    pub(crate) conn: Box<dyn WsConn>,
     pub(crate) early: Vec<u8>,
 }
 
@@ -306,21 +315,8 @@ fn dispatch(
         // `serve_n`: the budget is spent; this request is not served.
         return Dispatched::Stop(Stop::Close);
     }
-    if app.websocket_route(&request).is_some() {
-        let head_only = request.method_is("HEAD");
-        return Dispatched::Stop(match check_upgrade(&request, version) {
-            Ok(accept) => {
-                turn.out.extend_from_slice(&switching_protocols(&accept));
-                Stop::Upgrade(Box::new(Upgrade {
-                    request,
-                    early: early.to_vec(),
-                }))
-            }
-            Err(refusal) => {
-                render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
-                Stop::Close
-            }
-        });
+    if let Some(route) = app.websocket_route(&request) {
+        return Dispatched::Stop(upgrade(app, route, &request, version, early, turn));
     }
     if let (Some(taken), Some(fd)) = (app.taken, turn.fd) {
         match hand_over(taken, fd, raw) {
@@ -338,6 +334,42 @@ fn dispatch(
     let keep = keep_alive && !spent && !app.shutting_down();
     let (keep, body) = render(turn.out, res, keep, head_only, turn.now, turn.inline_limit);
     Dispatched::Answered { keep, body, spent }
+}
+
+/// A request for a WebSocket route: the protocol's checks (400, 426), then the application's
+/// decision — all before anything but a refusal is written.
+fn upgrade(
+    app: &App<'_>,
+    route: &WsRoute,
+    request: &Request,
+    version: Version,
+    early: &[u8],
+    turn: &mut Turn<'_>,
+) -> Stop {
+    let head_only = request.method_is("HEAD");
+    let decided = check_upgrade(request, version).and_then(|accept| {
+        let (Some(settings), Some(remote)) = (app.ws_settings, app.remote) else {
+            return Err(text_response(503, "WebSocket is not served here\n"));
+        };
+        let conn = catch_unwind(AssertUnwindSafe(|| {
+            route.app.accept(request, settings, remote)
+        }))
+        .unwrap_or_else(|_| Err(text_response(500, "internal server error\n")))?;
+        Ok((accept, conn))
+    });
+    match decided {
+        Ok((accept, conn)) => {
+            turn.out.extend_from_slice(&switching_protocols(&accept));
+            Stop::Upgrade(Box::new(Upgrade {
+                conn,
+                early: early.to_vec(),
+            }))
+        }
+        Err(refusal) => {
+            render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
+            Stop::Close
+        }
+    }
 }
 
 /// Runs the handler on `request`. A handler that panics gets a 500 reply that closes.

@@ -388,8 +388,4 @@ impl HttpStrand {
         let upgrade = self.upgrade.take()?;
         Some((upgrade, self.output.take_unwritten()))
     }
-
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.shared
-    }
 }

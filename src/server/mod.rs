@@ -33,7 +33,7 @@ use std::time::Duration;
 use reactor::{Config, Reactor};
 
 use crate::http::{Request, Response};
-use crate::ws::{WsCommand, WsHandler, MAX_MESSAGE};
+use crate::ws::{Rooms, WsApp, WsCommand, WsHandler, WsSettings, MAX_MESSAGE};
 
 pub use blocking::handle_conn;
 use conn::HttpService;
@@ -87,8 +87,9 @@ pub struct Server {
     drain_timeout: Duration,
     budget: Option<u64>,
     taken: Option<Box<DynTaken>>,
-    websocket: Option<(String, Arc<dyn WsHandler>)>,
+    websocket: Vec<WsRoute>,
     max_message: usize,
+    rooms: Rooms,
 }
 
 impl Server {
@@ -115,8 +116,9 @@ impl Server {
             drain_timeout: DRAIN_TIMEOUT,
             budget: None,
             taken: None,
-            websocket: None,
+            websocket: Vec::new(),
             max_message: MAX_MESSAGE,
+            rooms: Rooms::default(),
         }
     }
 
@@ -196,27 +198,64 @@ impl Server {
         self
     }
 
-    /// Serves WebSocket at `path`: a valid upgrade request (RFC 6455 §4.2) for that path (query
-    /// ignored) becomes a WebSocket connection inside the reactor, driven by `handler`'s
-    /// callbacks; a broken one gets 400 (426 for another version) and is closed. Other requests
-    /// go to the HTTP handler. Messages are limited to [`max_message`](Server::max_message)
-    /// bytes (close 1009 beyond).
+    /// Serves WebSocket at `path` (call it once per path; registering a path again replaces
+    /// its handler). A request to that path (query ignored) that asks for WebSocket (a
+    /// `Sec-WebSocket-Key` or `Upgrade: websocket`) is checked against RFC 6455 §4.2.1 — 400 when
+    /// it is not a valid upgrade, 426 for another version — then given to `handler`'s
+    /// [`accept`](WsHandler::accept), which accepts it (with the connection's state) or refuses it
+    /// with any response, before any `101` is written. An accepted connection becomes a
+    /// WebSocket connection inside the reactor, driven by `handler`'s callbacks. Every other
+    /// request goes to the HTTP handler. Messages are limited to
+    /// [`max_message`](Server::max_message) bytes (close 1009 beyond).
     ///
     /// ```no_run
+    /// use web::http::{Request, Response};
     /// use web::ws::{Message, Ws, WsHandler};
     /// struct Echo;
     /// impl WsHandler for Echo {
-    ///     fn message(&self, ws: &mut Ws<'_>, msg: Message) {
+    ///     type State = ();
+    ///     fn accept(&self, _req: &Request) -> Result<(), Response> {
+    ///         Ok(())
+    ///     }
+    ///     fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
     ///         ws.send(&msg);
     ///     }
     /// }
-    /// let server = web::http::Server::bind("127.0.0.1:9001")?.websocket("/", Echo);
+    /// let server = web::http::Server::bind("127.0.0.1:9001")?
+    ///     .websocket("/echo", Echo)
+    ///     .websocket("/echo2", Echo);
     /// server.run(|_req| web::http::text_response(404, "WebSocket only"))?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn websocket(mut self, path: &str, handler: impl WsHandler) -> Server {
-        self.websocket = Some((path.to_owned(), Arc::new(handler)));
+    pub fn websocket<H: WsHandler>(mut self, path: &str, handler: H) -> Server {
+        let app: Box<dyn WsApp> = Box::new(Arc::new(handler));
+        match self.websocket.iter_mut().find(|r| r.path == path) {
+            Some(route) => route.app = app,
+            None => self.websocket.push(WsRoute {
+                path: path.to_owned(),
+                app,
+            }),
+        }
         self
+    }
+
+    /// The server's WebSocket [`Rooms`]: publish to a room from any thread (an HTTP handler
+    /// included), read how many members it has. Take it before the server starts; it works
+    /// once the server runs.
+    ///
+    /// ```no_run
+    /// use web::ws::Message;
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?;
+    /// let rooms = server.rooms();
+    /// let handle = server.spawn(move |_req| {
+    ///     rooms.publish("lobby", &Message::Text("someone knocked".into()));
+    ///     web::http::text_response(200, "knocked\n")
+    /// })?;
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn rooms(&self) -> Rooms {
+        self.rooms.clone()
     }
 
     /// Largest WebSocket message accepted, fragments reassembled (default 64 KiB, the
@@ -250,14 +289,16 @@ impl Server {
             budget: self.budget.map(AtomicU64::new),
             served: (0..workers).map(|_| Counter::default()).collect(),
             remote: std::sync::OnceLock::new(),
-            websocket: self.websocket.map(|(path, handler)| WsRoute {
-                path,
-                handler,
+            websocket: self.websocket,
+            ws_settings: WsSettings {
                 max_message: self.max_message,
-            }),
+                write_timeout: self.limits.write_timeout,
+                rooms: self.rooms.clone(),
+            },
         });
-        let service = |_| HttpService {
+        let service = |worker| HttpService {
             shared: Arc::clone(&shared),
+            worker: worker as u32,
         };
         let reactor = match self.listen {
             Listen::Bound(first) => {
@@ -271,6 +312,7 @@ impl Server {
             Listen::Given(listener) => Reactor::new(listener, config, service)?,
         };
         let _ = shared.remote.set(reactor.remote());
+        self.rooms.attach(reactor.remote());
         Ok((reactor, shared))
     }
 

@@ -3,14 +3,17 @@
 //!
 //! Every function of the specification's `web/ws` module lives here under its own name.
 
+mod app;
 mod blocking;
 mod close;
 mod decoder;
 mod frame;
 mod handshake;
+mod rooms;
 mod strand;
 mod utf8;
 
+pub use app::{broadcast, Message, Ws, WsCommand, WsHandler, WsSender};
 pub use blocking::{
     client_frame, client_frame_bin, fill, ws_accept, ws_close, ws_frame, ws_frame_bin, ws_frame_op,
     ws_read, ws_take, ws_write, ws_write_bin, MAX_FRAME,
@@ -26,8 +29,9 @@ pub use frame::{
 };
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
 pub(crate) use handshake::{check_upgrade, switching_protocols};
-pub(crate) use strand::WsStrand;
-pub use strand::{
-    broadcast, Message, Ws, WsCommand, WsHandler, WsSender, WS_HIGH_WATER, WS_MAX_BACKLOG,
-};
+pub use reactor::ConnId;
+pub(crate) use rooms::local_members;
+pub use rooms::Rooms;
+pub(crate) use strand::{WsApp, WsConn, WsSettings};
+pub use strand::{WS_HIGH_WATER, WS_MAX_BACKLOG};
 pub use utf8::Utf8Check;

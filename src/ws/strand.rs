@@ -1,17 +1,17 @@
 //! WebSocket connections kept inside the reactor: an upgraded HTTP connection becomes a
-//! WebSocket strand in the same slab entry. The application gives callbacks ([`WsHandler`]);
-//! each connection has a cheap, cloneable [`WsSender`] that works from any thread, and
-//! [`broadcast`] sends one message to many connections, encoding it once.
+//! WebSocket strand in the same slab entry, driven by the application's [`WsHandler`] with a
+//! state of its own per connection.
 //!
 //! An idle WebSocket strand holds no heap buffer: the decoder keeps a split frame head inline,
 //! and message data and unsent output only while they exist.
 //!
 //! **Backpressure.** While more than [`WS_HIGH_WATER`] bytes of output wait for the peer, the
 //! strand stops reading from it (an echo-like application cannot be made to queue more). Output
-//! queued by [`WsSender`]s does not stop: when a connection's unsent output passes
-//! [`WS_MAX_BACKLOG`] — a peer that does not read — the connection is closed (and the
-//! application's `close` callback told 1008), so a slow peer cannot grow server memory without
-//! bound. A socket that takes no output for the server's write timeout is closed too.
+//! queued by [`WsSender`](super::WsSender)s, broadcasts and rooms does not stop: when a
+//! connection's unsent output passes [`WS_MAX_BACKLOG`] — a peer that does not read — the
+//! connection is closed (and the application's `close` callback told 1008), so a slow peer
+//! cannot grow server memory without bound. A socket that takes no output for the server's
+//! write timeout is closed too.
 
 use std::net::Shutdown;
 use std::sync::Arc;
@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 
 use reactor::{ConnId, Io, Next, Read, Remote};
 
+use super::app::{Message, Ws, WsCommand, WsHandler};
 use super::close::{GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
-use crate::http::Request;
+use super::rooms::Rooms;
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
 pub const WS_HIGH_WATER: usize = 256 * 1024;
@@ -31,195 +32,54 @@ pub const WS_MAX_BACKLOG: usize = 16 * 1024 * 1024;
 /// How long after sending its close frame the server waits for the peer's before closing.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
-/// A whole message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Message {
-    /// A text message.
-    Text(String),
-    /// A binary message.
-    Binary(Vec<u8>),
+/// A WebSocket connection as the server's slab entry holds it, whatever its application:
+/// [`WsStrand`] for each handler type, behind one pointer.
+pub(crate) trait WsConn: Send {
+    /// Opens: the application's `open`, then the bytes that came with the upgrade request.
+    /// `out` is what the connection still owes the peer (the 101 among it).
+    fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next;
+    fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next;
+    fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next;
+    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next;
+    fn held_bytes(&self) -> usize;
 }
 
-/// The callbacks of a WebSocket application served by [`Server::websocket`](crate::http::Server::websocket).
-/// They run on the connection's worker thread and must not block.
-///
-/// ```
-/// use web::ws::{Message, Ws, WsHandler};
-/// /// Echoes text as text and binary as binary.
-/// struct Echo;
-/// impl WsHandler for Echo {
-///     fn message(&self, ws: &mut Ws<'_>, msg: Message) {
-///         ws.send(&msg);
-///     }
-/// }
-/// ```
-pub trait WsHandler: Send + Sync + 'static {
-    /// A connection opened (its upgrade request is `req`). Keep `ws.sender()` to send to it
-    /// later from anywhere.
-    fn open(&self, ws: &mut Ws<'_>, req: &Request) {
-        let _ = (ws, req);
-    }
-
-    /// A whole message arrived.
-    fn message(&self, ws: &mut Ws<'_>, msg: Message);
-
-    /// The connection ended, with the close code the peer sent (or the one the server closed
-    /// with: 1002, 1007, 1009 for a broken rule, 1008 for a peer that does not read, 1001 at
-    /// shutdown); `None` when the peer went away without a close frame or sent one without a
-    /// code.
-    fn close(&self, id: ConnId, code: Option<u16>) {
-        let _ = (id, code);
-    }
-}
-
-/// A handler shared with the rest of the program (for its state) is a handler too.
-impl<T: WsHandler> WsHandler for Arc<T> {
-    fn open(&self, ws: &mut Ws<'_>, req: &Request) {
-        (**self).open(ws, req)
-    }
-
-    fn message(&self, ws: &mut Ws<'_>, msg: Message) {
-        (**self).message(ws, msg)
-    }
-
-    fn close(&self, id: ConnId, code: Option<u16>) {
-        (**self).close(id, code)
-    }
-}
-
-/// What other threads send to a WebSocket connection (through [`WsSender`]).
-#[derive(Clone, Debug)]
-pub enum WsCommand {
-    /// Send a message.
-    Send(Message),
-    /// Send an already encoded frame (what [`broadcast`] uses: one encoding for all).
-    Frame(Arc<[u8]>),
-    /// Close with this code.
-    Close(u16),
-}
-
-/// A connection as a callback sees it: messages sent here go straight into its output, without
-/// a trip through another thread.
-pub struct Ws<'a> {
-    out: &'a mut Vec<u8>,
-    close: &'a mut Option<u16>,
-    id: ConnId,
-    remote: &'a Remote<WsCommand>,
-}
-
-impl Ws<'_> {
-    /// Sends a text message.
-    pub fn send_text(&mut self, text: &str) {
-        self.frame(OP_TEXT, text.as_bytes());
-    }
-
-    /// Sends a binary message.
-    pub fn send_binary(&mut self, body: &[u8]) {
-        self.frame(OP_BINARY, body);
-    }
-
-    /// Sends a message (text as text, binary as binary).
-    pub fn send(&mut self, msg: &Message) {
-        match msg {
-            Message::Text(t) => self.send_text(t),
-            Message::Binary(b) => self.send_binary(b),
-        }
-    }
-
-    /// Closes the connection with `code` (sent in a close frame after what is queued).
-    pub fn close(&mut self, code: u16) {
-        if self.close.is_none() {
-            *self.close = Some(code);
-        }
-    }
-
-    /// This connection's id.
-    pub fn id(&self) -> ConnId {
-        self.id
-    }
-
-    /// A sender for this connection, usable from any thread.
-    pub fn sender(&self) -> WsSender {
-        WsSender {
-            id: self.id,
-            remote: self.remote.clone(),
-        }
-    }
-
-    fn frame(&mut self, opcode: u8, payload: &[u8]) {
-        if self.close.is_none() {
-            write_frame(self.out, 0x80 | opcode, payload, None);
-        }
-    }
-}
-
-/// Sends to one WebSocket connection from any thread. Cheap to clone. Sends to a connection
-/// that has closed are dropped (they return `false` when the connection is known gone).
+/// What a route needs to turn an accepted upgrade into a connection (the same for every
+/// route of a server).
 #[derive(Clone)]
-pub struct WsSender {
-    id: ConnId,
-    remote: Remote<WsCommand>,
+pub(crate) struct WsSettings {
+    pub(crate) max_message: usize,
+    pub(crate) write_timeout: Duration,
+    pub(crate) rooms: Rooms,
 }
 
-impl std::fmt::Debug for WsSender {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WsSender").field("id", &self.id).finish()
-    }
+/// A WebSocket route's application, whatever its handler type.
+pub(crate) trait WsApp: Send + Sync {
+    /// The application's decision on an upgrade request (already checked for the protocol):
+    /// the connection to become, or the response that refuses it.
+    fn accept(
+        &self,
+        req: &crate::http::Request,
+        settings: &WsSettings,
+        remote: &Remote<WsCommand>,
+    ) -> Result<Box<dyn WsConn>, crate::http::Response>;
 }
 
-impl WsSender {
-    /// The connection's id.
-    pub fn id(&self) -> ConnId {
-        self.id
+impl<H: WsHandler> WsApp for Arc<H> {
+    fn accept(
+        &self,
+        req: &crate::http::Request,
+        settings: &WsSettings,
+        remote: &Remote<WsCommand>,
+    ) -> Result<Box<dyn WsConn>, crate::http::Response> {
+        let state = self.as_ref().accept(req)?;
+        Ok(Box::new(WsStrand::new(
+            Arc::clone(self),
+            state,
+            settings,
+            remote.clone(),
+        )))
     }
-
-    /// Queues a text message.
-    pub fn send_text(&self, text: impl Into<String>) -> bool {
-        self.remote
-            .send(self.id, WsCommand::Send(Message::Text(text.into())))
-    }
-
-    /// Queues a binary message.
-    pub fn send_binary(&self, body: impl Into<Vec<u8>>) -> bool {
-        self.remote
-            .send(self.id, WsCommand::Send(Message::Binary(body.into())))
-    }
-
-    /// Closes the connection with `code`.
-    pub fn close(&self, code: u16) -> bool {
-        self.remote.send(self.id, WsCommand::Close(code))
-    }
-}
-
-/// Sends `msg` to every connection of `to`, encoding the frame once (each connection gets a
-/// reference to the same bytes). Returns how many sends were queued.
-///
-/// ```no_run
-/// # fn room() -> Vec<web::ws::WsSender> { Vec::new() }
-/// let members: Vec<web::ws::WsSender> = room();
-/// web::ws::broadcast(&members, &web::ws::Message::Text("hello, all".into()));
-/// ```
-pub fn broadcast(to: &[WsSender], msg: &Message) -> usize {
-    let (opcode, payload) = match msg {
-        Message::Text(t) => (OP_TEXT, t.as_bytes()),
-        Message::Binary(b) => (OP_BINARY, b.as_slice()),
-    };
-    let mut frame = Vec::with_capacity(payload.len() + 10);
-    write_frame(&mut frame, 0x80 | opcode, payload, None);
-    let command = WsCommand::Frame(frame.into());
-    let mut queued = 0;
-    let mut rest = to;
-    while let Some(first) = rest.first() {
-        // Senders of one server share its remote: queue them together.
-        let same = rest
-            .iter()
-            .take_while(|s| s.remote.same_server(&first.remote))
-            .count();
-        let ids: Vec<ConnId> = rest[..same].iter().map(|s| s.id).collect();
-        queued += first.remote.broadcast(&ids, &command);
-        rest = &rest[same..];
-    }
-    queued
 }
 
 /// Where a WebSocket connection is in its closing handshake.
@@ -242,84 +102,86 @@ enum Closing {
 /// How long a closed WebSocket connection waits for its peer to close its side.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// A WebSocket connection in the reactor.
-pub(crate) struct WsStrand {
-    handler: Arc<dyn WsHandler>,
+/// A WebSocket connection in the reactor, with its application's state.
+pub(crate) struct WsStrand<H: WsHandler> {
+    handler: Arc<H>,
+    /// The application's state; taken when it is handed back in `close`.
+    state: Option<H::State>,
     decoder: Decoder,
     out: Vec<u8>,
     out_at: usize,
     closing: Closing,
-    /// The code the application was (or will be) told at the end.
-    told: bool,
     write_timeout: Duration,
     deadline: Option<Instant>,
     remote: Remote<WsCommand>,
+    rooms: Rooms,
+    /// The rooms this connection is in (left when it ends, see `Drop`).
+    joined: Vec<Arc<str>>,
+    id: Option<ConnId>,
 }
 
-impl WsStrand {
-    pub(crate) fn new(
-        handler: Arc<dyn WsHandler>,
-        max_message: usize,
-        out: Vec<u8>,
-        write_timeout: Duration,
+impl<H: WsHandler> WsStrand<H> {
+    fn new(
+        handler: Arc<H>,
+        state: H::State,
+        settings: &WsSettings,
         remote: Remote<WsCommand>,
-    ) -> WsStrand {
+    ) -> WsStrand<H> {
         WsStrand {
-            remote,
             handler,
-            decoder: Decoder::new(Role::Server, max_message),
-            out,
+            state: Some(state),
+            decoder: Decoder::new(Role::Server, settings.max_message),
+            out: Vec::new(),
             out_at: 0,
             closing: Closing::No,
-            told: false,
-            write_timeout,
+            write_timeout: settings.write_timeout,
             deadline: None,
+            remote,
+            rooms: settings.rooms.clone(),
+            joined: Vec::new(),
+            id: None,
         }
     }
 
-    /// Heap bytes held.
-    pub(crate) fn held_bytes(&self) -> usize {
-        self.decoder.held_bytes() + self.out.capacity()
+    /// Runs `f` with the connection as a callback sees it and the application's state; a
+    /// close the callback asked for is queued.
+    fn with_ws(&mut self, id: ConnId, f: impl FnOnce(&H, &mut Ws<'_>, &mut H::State)) {
+        let Some(state) = self.state.as_mut() else {
+            return; // told already: the application is done with this connection
+        };
+        let mut close = None;
+        {
+            let mut ws = Ws {
+                out: &mut self.out,
+                close: &mut close,
+                id,
+                remote: &self.remote,
+                rooms: &self.rooms,
+                joined: &mut self.joined,
+            };
+            f(&self.handler, &mut ws, state);
+        }
+        if let Some(code) = close {
+            self.queue_close(code);
+        }
     }
 
     fn pending(&self) -> usize {
         self.out.len() - self.out_at
     }
 
-    /// Calls the application's `open`, then takes bytes that came with the upgrade request.
-    pub(crate) fn start(
-        &mut self,
-        io: &mut Io<'_, WsCommand>,
-        req: &Request,
-        early: &[u8],
-    ) -> Next {
-        let mut close = None;
-        {
-            let mut ws = Ws {
-                out: &mut self.out,
-                close: &mut close,
-                id: io.id(),
-                remote: &self.remote,
-            };
-            self.handler.open(&mut ws, req);
+    /// The connection ended: it leaves its rooms, and the application gets its state back
+    /// (once).
+    fn tell(&mut self, id: ConnId, code: Option<u16>) {
+        self.leave_rooms(id);
+        if let Some(state) = self.state.take() {
+            self.handler.close(id, state, code);
         }
-        if let Some(code) = close {
-            self.queue_close(code);
-        }
-        if io.remote().is_shutting_down() {
-            // Upgraded while the server drains: the drain has passed this connection by.
-            self.queue_close(GOING_AWAY);
-        }
-        if !early.is_empty() {
-            self.take(early, io.id());
-        }
-        self.run(io)
     }
 
-    fn tell(&mut self, id: ConnId, code: Option<u16>) {
-        if !self.told {
-            self.told = true;
-            self.handler.close(id, code);
+    fn leave_rooms(&mut self, id: ConnId) {
+        for room in std::mem::take(&mut self.joined) {
+            self.rooms.leave(&room, id);
         }
     }
 
@@ -386,19 +248,7 @@ impl WsStrand {
         if self.closing != Closing::No {
             return; // after our close frame, data is read and dropped (RFC 6455 §1.4)
         }
-        let mut close = None;
-        {
-            let mut ws = Ws {
-                out: &mut self.out,
-                close: &mut close,
-                id,
-                remote: &self.remote,
-            };
-            self.handler.message(&mut ws, msg);
-        }
-        if let Some(code) = close {
-            self.queue_close(code);
-        }
+        self.with_ws(id, |handler, ws, state| handler.message(ws, state, msg));
     }
 
     /// Writes what is pending: `Ok(true)` when all of it went.
@@ -443,7 +293,7 @@ impl WsStrand {
         }
     }
 
-    pub(crate) fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let id = io.id();
         let scratch = io.scratch_size();
@@ -504,8 +354,25 @@ impl WsStrand {
             None => Next::Close,
         }
     }
+}
 
-    pub(crate) fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+impl<H: WsHandler> WsConn for WsStrand<H> {
+    fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next {
+        self.out = out;
+        let id = io.id();
+        self.id = Some(id);
+        self.with_ws(id, |handler, ws, state| handler.open(ws, state));
+        if io.remote().is_shutting_down() {
+            // Upgraded while the server drains: the drain has passed this connection by.
+            self.queue_close(GOING_AWAY);
+        }
+        if !early.is_empty() {
+            self.take(early, id);
+        }
+        self.run(io)
+    }
+
+    fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
         if timeout {
             // No output taken for the write timeout, or no close reply in time.
             self.tell(io.id(), None);
@@ -514,7 +381,7 @@ impl WsStrand {
         self.run(io)
     }
 
-    pub(crate) fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next {
+    fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next {
         if self.closing == Closing::Lingering {
             return self.linger(io);
         }
@@ -526,7 +393,9 @@ impl WsStrand {
                 WsCommand::Send(Message::Binary(b)) => {
                     write_frame(&mut self.out, 0x80 | OP_BINARY, &b, None)
                 }
-                WsCommand::Frame(frame) => self.out.extend_from_slice(&frame),
+                WsCommand::Frame(frame)
+                | WsCommand::FanOut { frame, .. }
+                | WsCommand::Publish { frame, .. } => self.out.extend_from_slice(&frame),
                 WsCommand::Close(code) => self.queue_close(code),
             }
         }
@@ -538,11 +407,27 @@ impl WsStrand {
         self.run(io)
     }
 
-    pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         if self.closing == Closing::Lingering {
             return self.linger(io);
         }
         self.queue_close(GOING_AWAY);
         self.run(io)
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.decoder.held_bytes()
+            + self.out.capacity()
+            + self.joined.capacity() * std::mem::size_of::<Arc<str>>()
+    }
+}
+
+impl<H: WsHandler> Drop for WsStrand<H> {
+    /// However the connection ends — closed by the reactor at a drain deadline included — it
+    /// leaves its rooms and the application gets its state back.
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.tell(id, None);
+        }
     }
 }

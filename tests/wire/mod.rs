@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod ws;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -1,0 +1,338 @@
+//! What a WebSocket application writes: its callbacks ([`WsHandler`], with a state of its own
+//! per connection), the connection as a callback sees it ([`Ws`]), a sender usable from any
+//! thread ([`WsSender`]) and [`broadcast`].
+
+use std::sync::Arc;
+
+use reactor::{ConnId, Remote};
+
+use super::frame::{write_frame, OP_BINARY, OP_TEXT};
+use super::rooms::{encode, Rooms};
+use crate::http::{Request, Response};
+
+/// A whole message.
+///
+/// ```
+/// use web::ws::Message;
+/// let m = Message::Text("hi".into());
+/// assert!(matches!(m, Message::Text(ref t) if t == "hi"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// A text message.
+    Text(String),
+    /// A binary message.
+    Binary(Vec<u8>),
+}
+
+/// The callbacks of a WebSocket application served by
+/// [`Server::websocket`](crate::http::Server::websocket). They run on the connection's worker
+/// thread and must not block.
+///
+/// Each connection has a **state** of the application's type, made by [`accept`](Self::accept)
+/// from the upgrade request (its path, query, cookies) and handed to every later callback —
+/// no map, no lock. A zero-sized state (`()`) costs nothing per connection.
+///
+/// ```
+/// use web::http::{text_response, Request, Response};
+/// use web::ws::{Message, Ws, WsHandler};
+///
+/// /// A chat: members of a room (from `?room=`) hear each other; no name, no entry.
+/// struct Chat;
+///
+/// struct Member {
+///     room: String,
+///     name: String,
+/// }
+///
+/// impl WsHandler for Chat {
+///     type State = Member;
+///
+///     fn accept(&self, req: &Request) -> Result<Member, Response> {
+///         let query = web::http::query_of(req.path());
+///         let name = web::http::param(query, "name");
+///         if name.is_empty() {
+///             return Err(text_response(401, "a name, please\n")); // before any 101
+///         }
+///         Ok(Member { room: web::http::param(query, "room"), name })
+///     }
+///
+///     fn open(&self, ws: &mut Ws<'_>, me: &mut Member) {
+///         ws.join(&me.room);
+///     }
+///
+///     fn message(&self, ws: &mut Ws<'_>, me: &mut Member, msg: Message) {
+///         if let Message::Text(text) = msg {
+///             ws.publish(&me.room, &Message::Text(format!("{}: {text}", me.name)));
+///         }
+///     }
+///
+///     fn close(&self, ws_id: web::ws::ConnId, me: Member, code: Option<u16>) {
+///         let _ = (ws_id, me, code); // rooms are left by themselves
+///     }
+/// }
+/// ```
+pub trait WsHandler: Send + Sync + 'static {
+    /// What the application keeps per connection (`()` for nothing).
+    type State: Send + 'static;
+
+    /// Decides on an upgrade request that passed the protocol's checks, **before anything is
+    /// written**: `Ok(state)` accepts (the 101 follows), `Err(response)` refuses with that
+    /// response (401, 403 for a foreign `Origin`, ...) and closes the connection.
+    fn accept(&self, req: &Request) -> Result<Self::State, Response>;
+
+    /// The connection is open (the 101 is on its way): join rooms, greet.
+    fn open(&self, ws: &mut Ws<'_>, state: &mut Self::State) {
+        let _ = (ws, state);
+    }
+
+    /// A whole message arrived.
+    fn message(&self, ws: &mut Ws<'_>, state: &mut Self::State, msg: Message);
+
+    /// The connection ended, and its state is handed back. `code` is the close code the peer
+    /// sent (or the one the server closed with: 1002, 1007, 1009 for a broken rule, 1008 for a
+    /// peer that does not read, 1001 at shutdown); `None` when the peer went away without a
+    /// close frame or sent one without a code. The connection has left its rooms.
+    fn close(&self, id: ConnId, state: Self::State, code: Option<u16>) {
+        let _ = (id, state, code);
+    }
+}
+
+/// A handler shared with the rest of the program (for its state) is a handler too.
+impl<T: WsHandler> WsHandler for Arc<T> {
+    type State = T::State;
+
+    fn accept(&self, req: &Request) -> Result<T::State, Response> {
+        (**self).accept(req)
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, state: &mut T::State) {
+        (**self).open(ws, state)
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, state: &mut T::State, msg: Message) {
+        (**self).message(ws, state, msg)
+    }
+
+    fn close(&self, id: ConnId, state: T::State, code: Option<u16>) {
+        (**self).close(id, state, code)
+    }
+}
+
+/// What other threads send to WebSocket connections (through [`WsSender`], [`broadcast`] and
+/// [`Rooms::publish`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum WsCommand {
+    /// Send a message.
+    Send(Message),
+    /// Send an already encoded frame.
+    Frame(Arc<[u8]>),
+    /// To a worker: send `frame` to those of `ids` it serves (what [`broadcast`] sends, one per
+    /// worker).
+    FanOut {
+        /// The recipients (the worker picks its own).
+        ids: Arc<[ConnId]>,
+        /// The encoded frame.
+        frame: Arc<[u8]>,
+    },
+    /// To a worker: send `frame` to its members of `room` (what [`Rooms::publish`] sends, one
+    /// per worker with members).
+    Publish {
+        /// The room.
+        room: Arc<str>,
+        /// The encoded frame.
+        frame: Arc<[u8]>,
+    },
+    /// Close with this code.
+    Close(u16),
+}
+
+/// A connection as a callback sees it: messages sent here go straight into its output, without
+/// a trip through another thread.
+///
+/// ```
+/// use web::ws::{Message, Ws};
+/// // Answers a message, and tells the room about it.
+/// fn answer(ws: &mut Ws<'_>, text: &str) {
+///     ws.send_text(&format!("you said {text}"));
+///     ws.publish("lobby", &Message::Text(format!("{:?} spoke", ws.id())));
+/// }
+/// ```
+pub struct Ws<'a> {
+    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) close: &'a mut Option<u16>,
+    pub(crate) id: ConnId,
+    pub(crate) remote: &'a Remote<WsCommand>,
+    pub(crate) rooms: &'a Rooms,
+    /// The rooms this connection is in.
+    pub(crate) joined: &'a mut Vec<Arc<str>>,
+}
+
+impl Ws<'_> {
+    /// Sends a text message.
+    pub fn send_text(&mut self, text: &str) {
+        self.frame(OP_TEXT, text.as_bytes());
+    }
+
+    /// Sends a binary message.
+    pub fn send_binary(&mut self, body: &[u8]) {
+        self.frame(OP_BINARY, body);
+    }
+
+    /// Sends a message (text as text, binary as binary).
+    pub fn send(&mut self, msg: &Message) {
+        match msg {
+            Message::Text(t) => self.send_text(t),
+            Message::Binary(b) => self.send_binary(b),
+        }
+    }
+
+    /// Closes the connection with `code` (sent in a close frame after what is queued).
+    pub fn close(&mut self, code: u16) {
+        if self.close.is_none() {
+            *self.close = Some(code);
+        }
+    }
+
+    /// This connection's id.
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+
+    /// A sender for this connection, usable from any thread.
+    pub fn sender(&self) -> WsSender {
+        WsSender {
+            id: self.id,
+            remote: self.remote.clone(),
+        }
+    }
+
+    /// Joins `room` (no effect if already a member): from now on it receives what is published
+    /// there, until it leaves or its connection ends.
+    pub fn join(&mut self, room: &str) {
+        if let Some(name) = self.rooms.join(room, self.id) {
+            self.joined.push(name);
+        }
+    }
+
+    /// Leaves `room` (no effect if not a member).
+    pub fn leave(&mut self, room: &str) {
+        if self.rooms.leave(room, self.id) {
+            self.joined.retain(|r| &**r != room);
+        }
+    }
+
+    /// The rooms this connection is in.
+    pub fn joined(&self) -> impl Iterator<Item = &str> {
+        self.joined.iter().map(|r| &**r)
+    }
+
+    /// Publishes to `room` (this connection included, if it is a member); see
+    /// [`Rooms::publish`].
+    pub fn publish(&self, room: &str, msg: &Message) -> usize {
+        self.rooms.publish(room, msg)
+    }
+
+    /// The server's rooms (presence: [`Rooms::members`]).
+    pub fn rooms(&self) -> &Rooms {
+        self.rooms
+    }
+
+    fn frame(&mut self, opcode: u8, payload: &[u8]) {
+        if self.close.is_none() {
+            write_frame(self.out, 0x80 | opcode, payload, None);
+        }
+    }
+}
+
+/// Sends to one WebSocket connection from any thread. Cheap to clone. Sends to a connection
+/// that has closed are dropped (they return `false` when the connection is known gone or its
+/// worker's queue is full).
+///
+/// ```no_run
+/// # fn demo(sender: web::ws::WsSender) {
+/// let s = sender.clone();
+/// std::thread::spawn(move || {
+///     s.send_text("from another thread");
+/// });
+/// sender.close(1000);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct WsSender {
+    id: ConnId,
+    remote: Remote<WsCommand>,
+}
+
+impl std::fmt::Debug for WsSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsSender").field("id", &self.id).finish()
+    }
+}
+
+impl WsSender {
+    /// The connection's id.
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+
+    /// Queues a text message.
+    pub fn send_text(&self, text: impl Into<String>) -> bool {
+        self.remote
+            .send(self.id, WsCommand::Send(Message::Text(text.into())))
+    }
+
+    /// Queues a binary message.
+    pub fn send_binary(&self, body: impl Into<Vec<u8>>) -> bool {
+        self.remote
+            .send(self.id, WsCommand::Send(Message::Binary(body.into())))
+    }
+
+    /// Closes the connection with `code`.
+    pub fn close(&self, code: u16) -> bool {
+        self.remote.send(self.id, WsCommand::Close(code))
+    }
+}
+
+/// Sends `msg` to every connection of `to`: the frame is encoded once, and each worker gets
+/// **one** message listing its recipients (not one message per recipient). Returns how many
+/// recipients it was queued for. For groups that change, [`Rooms`] keep the lists for you.
+///
+/// ```no_run
+/// # fn members() -> Vec<web::ws::WsSender> { Vec::new() }
+/// let members: Vec<web::ws::WsSender> = members();
+/// web::ws::broadcast(&members, &web::ws::Message::Text("hello, all".into()));
+/// ```
+pub fn broadcast(to: &[WsSender], msg: &Message) -> usize {
+    let frame = encode(msg);
+    let mut queued = 0;
+    let mut rest = to;
+    while let Some(first) = rest.first() {
+        // Senders of one server share its remote: one list per worker of that server.
+        let same = rest
+            .iter()
+            .take_while(|s| s.remote.same_server(&first.remote))
+            .count();
+        for worker in 0..first.remote.workers() {
+            let ids: Arc<[ConnId]> = rest[..same]
+                .iter()
+                .map(|s| s.id)
+                .filter(|id| id.worker() as usize == worker)
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let count = ids.len();
+            let cmd = WsCommand::FanOut {
+                ids,
+                frame: Arc::clone(&frame),
+            };
+            if first.remote.send_worker(worker, cmd) {
+                queued += count;
+            }
+        }
+        rest = &rest[same..];
+    }
+    queued
+}

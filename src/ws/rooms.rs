@@ -1,0 +1,316 @@
+//! Rooms (topics): named groups of WebSocket connections that a message can be published to.
+//!
+//! Each worker keeps its own members of each room (a thread-local on the worker's thread, so
+//! joining, leaving and fanning out take no lock); the server keeps, per room, how many members
+//! each worker has. A publish encodes the frame once and sends **one message per worker that has
+//! members** (never one per recipient); each worker then hands the same bytes to its own
+//! members. A member leaves its rooms when its connection ends, however it ends.
+//!
+//! Slow members get no special treatment: a published frame is queued like any other output,
+//! and a member whose unsent output passes [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG) is
+//! closed with 1008 (the strand's backpressure policy).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use reactor::{ConnId, Remote};
+
+use super::app::{Message, WsCommand};
+use super::frame::{write_frame, OP_BINARY, OP_TEXT};
+
+/// The rooms of one server: publish to a room from any thread, read how many members it has.
+/// Cheap to clone (one `Arc`); get it from [`Server::rooms`](crate::http::Server::rooms)
+/// before the server starts, and inside WebSocket callbacks from [`Ws`](crate::ws::Ws).
+///
+/// ```no_run
+/// use web::http::{text_response, Server};
+/// use web::ws::Message;
+/// let server = Server::bind("127.0.0.1:8080")?;
+/// let rooms = server.rooms();
+/// // An HTTP handler publishing to the WebSocket members of room "news":
+/// let handle = server.spawn(move |req| {
+///     let reached = rooms.publish("news", &Message::Text(String::from_utf8_lossy(req.body()).into_owned()));
+///     text_response(200, format!("{} members on {reached} workers\n", rooms.members("news")))
+/// })?;
+/// # handle.shutdown()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Rooms {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// The server's remote, set when it starts.
+    remote: OnceLock<Remote<WsCommand>>,
+    /// Members per worker of each room that has any.
+    counts: Mutex<HashMap<Arc<str>, Arc<Count>>>,
+}
+
+/// How many members of one room each worker has.
+struct Count {
+    per_worker: Box<[AtomicUsize]>,
+}
+
+impl Count {
+    fn total(&self) -> usize {
+        self.per_worker
+            .iter()
+            .map(|c| c.load(Ordering::Acquire))
+            .sum()
+    }
+}
+
+impl std::fmt::Debug for Rooms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rooms = self.shared.counts().len();
+        f.debug_struct("Rooms").field("rooms", &rooms).finish()
+    }
+}
+
+impl Shared {
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<Count>>> {
+        // A panic while holding this lock cannot leave the map inconsistent.
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Rooms {
+    /// Connects the registry to its server once the server's workers exist.
+    pub(crate) fn attach(&self, remote: Remote<WsCommand>) {
+        let _ = self.shared.remote.set(remote);
+    }
+
+    /// Sends `msg` to every member of `room`, on every worker: the frame is encoded once and one
+    /// message goes to each worker that has members of the room. Returns how many workers it
+    /// was queued for (0 when the room has no member or the server is not running; a worker
+    /// whose queue is full refuses it, see [`INBOX_LIMIT`](reactor::INBOX_LIMIT)).
+    ///
+    /// Members receive a room's messages in the order each publisher published them.
+    pub fn publish(&self, room: &str, msg: &Message) -> usize {
+        let Some(remote) = self.shared.remote.get() else {
+            return 0;
+        };
+        let Some((name, count)) = self
+            .shared
+            .counts()
+            .get_key_value(room)
+            .map(|(k, v)| (Arc::clone(k), Arc::clone(v)))
+        else {
+            return 0;
+        };
+        let frame = encode(msg);
+        let mut reached = 0;
+        for (w, members) in count.per_worker.iter().enumerate() {
+            if members.load(Ordering::Acquire) > 0 {
+                let cmd = WsCommand::Publish {
+                    room: Arc::clone(&name),
+                    frame: Arc::clone(&frame),
+                };
+                reached += usize::from(remote.send_worker(w, cmd));
+            }
+        }
+        reached
+    }
+
+    /// How many connections are members of `room` now (presence), over all workers.
+    pub fn members(&self, room: &str) -> usize {
+        self.shared.counts().get(room).map_or(0, |c| c.total())
+    }
+
+    /// The rooms that have members now, and how many each has.
+    pub fn list(&self) -> Vec<(String, usize)> {
+        let mut rooms: Vec<(String, usize)> = self
+            .shared
+            .counts()
+            .iter()
+            .map(|(name, c)| (name.to_string(), c.total()))
+            .collect();
+        rooms.sort();
+        rooms
+    }
+
+    /// Adds `id` (a connection of the calling worker) to `room`; `false` if it was a member.
+    pub(crate) fn join(&self, room: &str, id: ConnId) -> Option<Arc<str>> {
+        let added = LOCAL.with(|local| local.borrow_mut().join(room, id))?;
+        let workers = self.shared.remote.get().map_or(1, |r| r.workers());
+        let mut counts = self.shared.counts();
+        let count = counts.entry(Arc::clone(&added)).or_insert_with(|| {
+            Arc::new(Count {
+                per_worker: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
+            })
+        });
+        if let Some(c) = count.per_worker.get(id.worker() as usize) {
+            c.fetch_add(1, Ordering::AcqRel);
+        }
+        Some(added)
+    }
+
+    /// Takes `id` out of `room`; `false` if it was not a member.
+    pub(crate) fn leave(&self, room: &str, id: ConnId) -> bool {
+        // During a worker thread's teardown the thread-local may be gone: nothing to fan out to.
+        let removed = LOCAL
+            .try_with(|local| local.borrow_mut().leave(room, id))
+            .unwrap_or(true);
+        if !removed {
+            return false;
+        }
+        let mut counts = self.shared.counts();
+        if let Some(count) = counts.get(room) {
+            if let Some(c) = count.per_worker.get(id.worker() as usize) {
+                let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+            }
+            if count.total() == 0 {
+                counts.remove(room);
+            }
+        }
+        true
+    }
+}
+
+/// A message's frame, encoded once for every recipient.
+pub(crate) fn encode(msg: &Message) -> Arc<[u8]> {
+    let (opcode, payload) = match msg {
+        Message::Text(t) => (OP_TEXT, t.as_bytes()),
+        Message::Binary(b) => (OP_BINARY, b.as_slice()),
+    };
+    let mut frame = Vec::with_capacity(payload.len() + 10);
+    write_frame(&mut frame, 0x80 | opcode, payload, None);
+    frame.into()
+}
+
+/// The ids of this worker's members of `room` (what a publish fans out to).
+pub(crate) fn local_members(room: &str, to: &mut Vec<ConnId>) {
+    LOCAL.with(|local| {
+        if let Some(members) = local.borrow().rooms.get(room) {
+            to.extend_from_slice(&members.ids);
+        }
+    });
+}
+
+thread_local! {
+    /// The members of each room on this worker thread.
+    static LOCAL: RefCell<LocalRooms> = RefCell::new(LocalRooms::default());
+}
+
+/// One worker's members of each room.
+#[derive(Default)]
+struct LocalRooms {
+    rooms: HashMap<Arc<str>, LocalRoom>,
+}
+
+/// A room's members on one worker: a list to fan out over, and where each id is in it (so
+/// joining and leaving cost O(1), also when thousands leave at once).
+#[derive(Default)]
+struct LocalRoom {
+    ids: Vec<ConnId>,
+    at: HashMap<ConnId, usize>,
+}
+
+impl LocalRooms {
+    /// Adds `id`; the room's shared name when it was not a member yet.
+    fn join(&mut self, room: &str, id: ConnId) -> Option<Arc<str>> {
+        let (name, members) = match self.rooms.get_key_value(room) {
+            Some((name, _)) => {
+                let name = Arc::clone(name);
+                let members = self.rooms.get_mut(room)?;
+                (name, members)
+            }
+            None => {
+                let name: Arc<str> = room.into();
+                let members = self.rooms.entry(Arc::clone(&name)).or_default();
+                (name, members)
+            }
+        };
+        if members.at.contains_key(&id) {
+            return None;
+        }
+        members.at.insert(id, members.ids.len());
+        members.ids.push(id);
+        Some(name)
+    }
+
+    fn leave(&mut self, room: &str, id: ConnId) -> bool {
+        let Some(members) = self.rooms.get_mut(room) else {
+            return false;
+        };
+        let Some(at) = members.at.remove(&id) else {
+            return false;
+        };
+        members.ids.swap_remove(at);
+        if let Some(&moved) = members.ids.get(at) {
+            members.at.insert(moved, at);
+        }
+        if members.ids.is_empty() {
+            // The last member left: the room's memory goes back.
+            self.rooms.remove(room);
+        } else if members.ids.capacity() > 4 * members.ids.len().max(16) {
+            members.ids.shrink_to_fit();
+            members.at.shrink_to_fit();
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(key: u32) -> ConnId {
+        ConnId::from_parts(0, key, 0)
+    }
+
+    #[test]
+    fn local_rooms_join_leave_and_list_members() {
+        let mut local = LocalRooms::default();
+        assert!(local.join("a", id(1)).is_some());
+        assert!(local.join("a", id(1)).is_none(), "already a member");
+        assert!(local.join("a", id(2)).is_some());
+        assert!(local.join("a", id(3)).is_some());
+        assert!(local.leave("a", id(1)));
+        assert!(!local.leave("a", id(1)));
+        let mut ids = local.rooms["a"].ids.clone();
+        ids.sort_by_key(|i| i.key());
+        assert_eq!(ids, [id(2), id(3)]);
+        for (i, at) in &local.rooms["a"].at {
+            assert_eq!(local.rooms["a"].ids[*at], *i, "index agrees with the list");
+        }
+        assert!(local.leave("a", id(2)) && local.leave("a", id(3)));
+        assert!(local.rooms.is_empty(), "an empty room is forgotten");
+    }
+
+    #[test]
+    fn many_leaving_at_once_keep_the_index_right() {
+        let mut local = LocalRooms::default();
+        for k in 0..1000 {
+            local.join("r", id(k));
+        }
+        for k in (0..1000).step_by(3) {
+            assert!(local.leave("r", id(k)));
+        }
+        let room = &local.rooms["r"];
+        assert_eq!(room.ids.len(), 1000 - (0..1000).step_by(3).count());
+        for (i, at) in &room.at {
+            assert_eq!(room.ids[*at], *i);
+        }
+    }
+
+    #[test]
+    fn counts_follow_joins_and_leaves_and_empty_rooms_go() {
+        let rooms = Rooms::default();
+        assert!(rooms.join("x", id(1)).is_some());
+        assert!(rooms.join("x", id(2)).is_some());
+        assert!(rooms.join("y", id(1)).is_some());
+        assert_eq!((rooms.members("x"), rooms.members("y")), (2, 1));
+        assert_eq!(rooms.list(), [("x".to_owned(), 2), ("y".to_owned(), 1)]);
+        assert!(rooms.leave("x", id(1)));
+        assert!(!rooms.leave("x", id(1)));
+        assert!(rooms.leave("x", id(2)) && rooms.leave("y", id(1)));
+        assert_eq!(rooms.members("x"), 0);
+        assert!(rooms.list().is_empty());
+        assert_eq!(rooms.publish("x", &Message::Text("nobody".into())), 0);
+    }
+}

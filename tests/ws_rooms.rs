@@ -1,0 +1,405 @@
+//! WebSocket applications: rooms fanned out per worker, per-connection state, the decision
+//! before the upgrade, and several routes — over real sockets, with two workers.
+
+mod wire;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use web::http::{param, query_of, text_response, Request, Response, Server, ServerHandle};
+use web::ws::{client_frame, ConnId, Message, Ws, WsHandler};
+use wire::wait_until;
+use wire::ws::Client;
+
+/// A chat: `?name=` is required (401 without), a foreign `Origin` is refused (403); members
+/// start in `?room=` and understand `join R`, `leave R`, `say R text` and `who R`.
+#[derive(Default)]
+struct Chat {
+    /// What `close` was handed back: the member's name and the code.
+    closed: Mutex<Vec<(String, Option<u16>)>>,
+}
+
+struct Member {
+    name: String,
+    room: String,
+}
+
+impl WsHandler for Chat {
+    type State = Member;
+
+    fn accept(&self, req: &Request) -> Result<Member, Response> {
+        let origin = req.header("origin");
+        if !origin.is_empty() && origin != "http://127.0.0.1" {
+            return Err(text_response(403, "foreign origin\n"));
+        }
+        let query = query_of(req.path());
+        let name = param(query, "name");
+        if name.is_empty() {
+            return Err(text_response(401, "a name, please\n"));
+        }
+        Ok(Member {
+            name,
+            room: param(query, "room"),
+        })
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, me: &mut Member) {
+        if !me.room.is_empty() {
+            ws.join(&me.room);
+        }
+        ws.send_text(&format!("hello {} w{}", me.name, ws.id().worker()));
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, me: &mut Member, msg: Message) {
+        let Message::Text(text) = msg else { return };
+        let mut words = text.splitn(3, ' ');
+        match (words.next(), words.next(), words.next()) {
+            (Some("join"), Some(room), None) => {
+                ws.join(room);
+                ws.send_text(&format!("joined {room}"));
+            }
+            (Some("leave"), Some(room), None) => {
+                ws.leave(room);
+                ws.send_text(&format!("left {room}"));
+            }
+            (Some("say"), Some(room), Some(words)) => {
+                ws.publish(room, &Message::Text(format!("{}: {words}", me.name)));
+            }
+            (Some("who"), Some(room), None) => {
+                let n = ws.rooms().members(room);
+                ws.send_text(&format!("{room} has {n}"));
+            }
+            _ => ws.send_text("?"),
+        }
+    }
+
+    fn close(&self, _id: ConnId, me: Member, code: Option<u16>) {
+        self.closed.lock().unwrap().push((me.name, code));
+    }
+}
+
+/// A second application, on its own route.
+struct Echo;
+
+impl WsHandler for Echo {
+    type State = ();
+
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
+        ws.send(&msg);
+    }
+}
+
+/// The chat at `/chat`, an echo at `/echo`, and HTTP: `POST /publish?room=R` publishes its
+/// body, `GET /members?room=R` answers the count, anything else `http <path>`.
+fn start(chat: &Arc<Chat>) -> ServerHandle {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .websocket("/chat", Arc::clone(chat))
+        .websocket("/echo", Echo);
+    let rooms = server.rooms();
+    server
+        .spawn(move |req| {
+            let room = param(query_of(req.path()), "room");
+            match (req.method(), web::http::path_of(req.path())) {
+                ("POST", "/publish") => {
+                    let text = String::from_utf8_lossy(req.body()).into_owned();
+                    let workers = rooms.publish(&room, &Message::Text(text));
+                    text_response(200, workers.to_string())
+                }
+                ("GET", "/members") => text_response(200, rooms.members(&room).to_string()),
+                _ => text_response(200, format!("http {}", req.path())),
+            }
+        })
+        .unwrap()
+}
+
+fn text(c: &mut Client) -> String {
+    let (first, payload) = c.frame();
+    assert_eq!(first, 0x81, "a text frame");
+    String::from_utf8(payload).unwrap()
+}
+
+/// Joins `/chat` as `name` in `room`; the client and the worker it landed on.
+fn member(port: u16, name: &str, room: &str) -> (Client, String) {
+    let mut c = Client::connect_to(port, &format!("/chat?name={name}&room={room}"));
+    let hello = text(&mut c);
+    let worker = hello.rsplit(' ').next().unwrap_or_default().to_owned();
+    assert!(hello.starts_with(&format!("hello {name} w")), "{hello}");
+    (c, worker)
+}
+
+fn say(c: &mut Client, line: &str) {
+    c.send(&client_frame(line));
+}
+
+/// One HTTP request on a fresh connection; the reply's body.
+fn http(port: u16, request: &str) -> String {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut reply = Vec::new();
+    conn.read_to_end(&mut reply).unwrap();
+    let reply = String::from_utf8(reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
+    reply
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn members(port: u16, room: &str) -> usize {
+    let body = http(
+        port,
+        &format!("GET /members?room={room} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    );
+    body.parse().unwrap()
+}
+
+/// Every member of `clients` has nothing more queued than `frames` before the answer to
+/// `who R`: asking proves nothing else arrived (exactly once, and no one else).
+fn expect_then_nothing_else(clients: &mut [Client], frames: &[&str]) {
+    for c in clients.iter_mut() {
+        for want in frames {
+            assert_eq!(text(c), *want);
+        }
+        say(c, "who zz");
+        assert_eq!(
+            text(c),
+            "zz has 0",
+            "nothing else was queued before the answer"
+        );
+    }
+}
+
+#[test]
+fn a_message_published_to_a_room_reaches_each_member_once_across_workers_and_no_one_else() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    let mut a = Vec::new();
+    let mut workers = std::collections::BTreeSet::new();
+    for i in 0..12 {
+        let (c, worker) = member(port, &format!("a{i}"), "a");
+        workers.insert(worker);
+        a.push(c);
+    }
+    assert_eq!(workers.len(), 2, "room a has members on both workers");
+    let mut b: Vec<Client> = (0..6)
+        .map(|i| member(port, &format!("b{i}"), "b").0)
+        .collect();
+    say(&mut a[0], "say a hi there");
+    expect_then_nothing_else(&mut a, &["a0: hi there"]);
+    expect_then_nothing_else(&mut b, &[]);
+    assert_eq!(members(port, "a"), 12);
+    assert_eq!(members(port, "b"), 6);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn publish_from_an_http_handler_reaches_every_member() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    let mut a: Vec<Client> = (0..8)
+        .map(|i| member(port, &format!("m{i}"), "news").0)
+        .collect();
+    let workers = http(
+        port,
+        "POST /publish?room=news HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nConnection: close\r\n\r\nextra",
+    );
+    assert!(matches!(workers.as_str(), "1" | "2"), "{workers}");
+    expect_then_nothing_else(&mut a, &["extra"]);
+    let none = http(
+        port,
+        "POST /publish?room=empty HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
+    );
+    assert_eq!(none, "0", "a room without members reaches no worker");
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn presence_counts_follow_joins_leaves_and_closes() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    let mut clients: Vec<Client> = (0..10)
+        .map(|i| member(port, &format!("p{i}"), "p").0)
+        .collect();
+    assert_eq!(members(port, "p"), 10);
+    say(&mut clients[0], "join q");
+    assert_eq!(text(&mut clients[0]), "joined q");
+    say(&mut clients[0], "join q");
+    assert_eq!(text(&mut clients[0]), "joined q");
+    assert_eq!(members(port, "q"), 1, "joining twice is one membership");
+    say(&mut clients[1], "leave p");
+    assert_eq!(text(&mut clients[1]), "left p");
+    assert_eq!(members(port, "p"), 9);
+    // Members that go away leave their rooms, with or without a close frame.
+    let mut closing = clients.pop().unwrap();
+    closing.send(&[0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8]);
+    drop(clients.pop());
+    drop(clients.remove(0));
+    wait_until(Duration::from_secs(5), "members leave on close", || {
+        members(port, "p") == 6 && members(port, "q") == 0
+    });
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn joining_and_leaving_while_publishes_flow_keeps_order_and_membership() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    let (mut listener, _) = member(port, "listener", "");
+    let publisher = std::thread::spawn(move || {
+        for i in 0..300 {
+            http(
+                port,
+                &format!(
+                    "POST /publish?room=c HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{i}",
+                    i.to_string().len()
+                ),
+            );
+        }
+    });
+    let mut last = None;
+    for _round in 0..5 {
+        say(&mut listener, "join c");
+        // Frames of room c may come before the acknowledgement only once joined: none here.
+        assert_eq!(text(&mut listener), "joined c");
+        let mut got = 0;
+        while got < 3 {
+            let t = text(&mut listener);
+            let n: u32 = t.parse().unwrap_or_else(|_| panic!("unexpected {t:?}"));
+            assert!(
+                last.is_none_or(|l| n > l),
+                "in publish order: {n} after {last:?}"
+            );
+            last = Some(n);
+            got += 1;
+        }
+        say(&mut listener, "leave c");
+        loop {
+            let t = text(&mut listener);
+            if t == "left c" {
+                break;
+            }
+            // Published before the leave was processed: still in order.
+            let n: u32 = t.parse().unwrap();
+            assert!(last.is_none_or(|l| n > l));
+            last = Some(n);
+        }
+        // After leaving, nothing of room c arrives.
+        say(&mut listener, "who zz");
+        assert_eq!(text(&mut listener), "zz has 0");
+    }
+    publisher.join().unwrap();
+    assert_eq!(members(port, "c"), 0);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_refused_upgrade_gets_its_status_and_never_a_101() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    for (path, extra, status) in [
+        ("/chat?room=a", None, "HTTP/1.1 401 "),
+        (
+            "/chat?name=x",
+            Some("Origin: http://evil.example"),
+            "HTTP/1.1 403 ",
+        ),
+    ] {
+        let extra: Vec<&str> = extra.into_iter().collect();
+        let (mut c, head) = Client::try_connect(port, path, &extra);
+        let head = String::from_utf8(head).unwrap();
+        assert!(head.starts_with(status), "{head}");
+        assert!(head.contains("\r\nConnection: close\r\n"), "{head}");
+        let mut rest = Vec::new();
+        let _ = c.conn.read_to_end(&mut rest);
+        let all = format!("{head}{}", String::from_utf8_lossy(&rest));
+        assert!(!all.contains("101"), "never a 101: {all}");
+    }
+    assert!(
+        chat.closed.lock().unwrap().is_empty(),
+        "refused: never opened"
+    );
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn the_state_made_at_accept_comes_back_in_close() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    let (mut c, _) = member(port, "zed", "z");
+    // A close frame with code 1000; the server answers it and closes.
+    c.send(&[0x88, 0x82, 1, 2, 3, 4, 0x03 ^ 1, 0xe8 ^ 2]);
+    let (first, payload) = c.frame();
+    assert_eq!((first, payload.as_slice()), (0x88, &[0x03, 0xe8][..]));
+    wait_until(Duration::from_secs(5), "close is told", || {
+        !chat.closed.lock().unwrap().is_empty()
+    });
+    assert_eq!(
+        chat.closed.lock().unwrap().as_slice(),
+        [("zed".to_owned(), Some(1000))]
+    );
+    assert_eq!(members(port, "z"), 0);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn several_routes_each_get_their_application_and_other_paths_go_to_http() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    let mut echo = Client::connect_to(port, "/echo");
+    echo.send(&client_frame("ping"));
+    assert_eq!(text(&mut echo), "ping");
+    let (mut chat_client, _) = member(port, "r", "");
+    say(&mut chat_client, "who x");
+    assert_eq!(text(&mut chat_client), "x has 0");
+    let body = http(
+        port,
+        "GET /elsewhere HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(body, "http /elsewhere");
+    let (_, head) = Client::try_connect(port, "/nowhere", &[]);
+    assert!(
+        head.starts_with(b"HTTP/1.1 200 "),
+        "an upgrade to a path with no route is the HTTP handler's: {}",
+        String::from_utf8_lossy(&head)
+    );
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn shutdown_tells_every_member_and_empties_the_rooms() {
+    let chat = Arc::new(Chat::default());
+    let server = start(&chat);
+    let port = server.local_addr().port();
+    let mut clients: Vec<Client> = (0..4)
+        .map(|i| member(port, &format!("s{i}"), "s").0)
+        .collect();
+    server.shutdown().unwrap();
+    for c in &mut clients {
+        let (first, payload) = c.frame();
+        assert_eq!(
+            (first, payload.as_slice()),
+            (0x88, &[0x03, 0xe9][..]),
+            "1001"
+        );
+    }
+    let closed = chat.closed.lock().unwrap();
+    assert_eq!(closed.len(), 4, "{closed:?}");
+}
