@@ -35,7 +35,7 @@ pub struct ConnId {
 }
 
 impl ConnId {
-    pub(crate) fn new(worker: u32, key: u32, generation: u32) -> ConnId {
+    pub(crate) const fn new(worker: u32, key: u32, generation: u32) -> ConnId {
         ConnId {
             worker,
             key,
@@ -50,7 +50,7 @@ impl ConnId {
     /// let id = reactor::ConnId::from_parts(1, 42, 7);
     /// assert_eq!((id.worker(), id.key(), id.generation()), (1, 42, 7));
     /// ```
-    pub fn from_parts(worker: u32, key: u32, generation: u32) -> ConnId {
+    pub const fn from_parts(worker: u32, key: u32, generation: u32) -> ConnId {
         ConnId::new(worker, key, generation)
     }
 

@@ -46,18 +46,20 @@ fn release_free_memory() {
     }
 }
 
-/// Entries a worker's message vectors keep between batches; what a burst grew beyond it is
-/// freed once the burst has been delivered.
-const KEEP_AFTER_BURST: usize = 1024;
+/// Entries a worker's batch vectors (messages, fan-out ids, strands to resume) keep between
+/// turns; what a burst grew beyond it is freed once the burst has been handled, so a worker
+/// after a crowd holds what it held before (a few KiB).
+const KEEP_AFTER_BURST: usize = 256;
 
 fn shrink_after_burst<T>(v: &mut Vec<T>) {
     if v.capacity() > KEEP_AFTER_BURST {
-        *v = Vec::with_capacity(KEEP_AFTER_BURST.min(64));
+        *v = Vec::with_capacity(KEEP_AFTER_BURST / 4);
     }
 }
 
-/// Slab capacity (entries) above which an emptied slab is shrunk.
-const SHRINK_ABOVE: usize = 1024;
+/// Slab capacity (entries) above which an emptied slab is shrunk (a few KiB is kept for the
+/// next connections; what a crowd grew goes back).
+const SHRINK_ABOVE: usize = 64;
 
 /// Size in bytes of the slab entry the reactor keeps per connection for strands of type `T`
 /// (the strand plus 24 bytes: socket, generation, timer links and flags, before padding;
@@ -283,6 +285,7 @@ impl<S: Service> Worker<S> {
             }
         }
         batch.clear();
+        shrink_after_burst(&mut batch);
         self.again_spare = batch;
     }
 
@@ -294,6 +297,7 @@ impl<S: Service> Worker<S> {
             self.call(key, |strand, io| strand.resume(io, Wake::Timeout));
         }
         expired.clear();
+        shrink_after_burst(&mut expired);
         self.expired = expired;
     }
 

@@ -7,7 +7,7 @@
 use std::os::fd::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use crate::http::exchange::{empty_lines, RequestReader, Step, CONTINUE};
@@ -41,7 +41,7 @@ pub(crate) struct Shared {
     /// Where WebSocket upgrades are accepted, and by whom.
     pub(crate) websocket: Vec<WsRoute>,
     /// What every WebSocket connection of the server is made with.
-    pub(crate) ws_settings: WsSettings,
+    pub(crate) ws_settings: Arc<WsSettings>,
 }
 
 /// A WebSocket route: the path it serves and its application.
@@ -75,7 +75,7 @@ pub(crate) struct App<'a> {
     pub(crate) handler: &'a dyn Fn(Request) -> Response,
     pub(crate) taken: Option<&'a DynTaken>,
     pub(crate) websocket: &'a [WsRoute],
-    pub(crate) ws_settings: Option<&'a WsSettings>,
+    pub(crate) ws_settings: Option<&'a Arc<WsSettings>>,
     pub(crate) budget: Option<&'a AtomicU64>,
     pub(crate) served: Option<&'a [Counter]>,
     pub(crate) remote: Option<&'a reactor::Remote<WsCommand>>,

@@ -290,11 +290,11 @@ impl Server {
             served: (0..workers).map(|_| Counter::default()).collect(),
             remote: std::sync::OnceLock::new(),
             websocket: self.websocket,
-            ws_settings: WsSettings {
+            ws_settings: Arc::new(WsSettings {
                 max_message: self.max_message,
                 write_timeout: self.limits.write_timeout,
                 rooms: self.rooms.clone(),
-            },
+            }),
         });
         let service = |worker| HttpService {
             shared: Arc::clone(&shared),

@@ -10,9 +10,9 @@ use reactor::Io;
 use crate::http::Body;
 use crate::ws::WsCommand;
 
-/// Output buffers a worker keeps for reuse, and the largest it keeps (so at most 256 KiB per
+/// Output buffers a worker keeps for reuse, and the largest it keeps (so at most 64 KiB per
 /// worker stays allocated for them).
-const POOL_BUFFERS: usize = 16;
+const POOL_BUFFERS: usize = 4;
 const POOL_BUFFER_MAX: usize = 16 * 1024;
 
 thread_local! {

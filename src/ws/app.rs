@@ -166,7 +166,7 @@ pub struct Ws<'a> {
     pub(crate) remote: &'a Remote<WsCommand>,
     pub(crate) rooms: &'a Rooms,
     /// The rooms this connection is in.
-    pub(crate) joined: &'a mut Vec<Arc<str>>,
+    pub(crate) joined: &'a mut super::strand::Joined,
 }
 
 impl Ws<'_> {
@@ -212,20 +212,27 @@ impl Ws<'_> {
     /// there, until it leaves or its connection ends.
     pub fn join(&mut self, room: &str) {
         if let Some(name) = self.rooms.join(room, self.id) {
-            self.joined.push(name);
+            self.joined.get_or_insert_with(Default::default).push(name);
         }
     }
 
     /// Leaves `room` (no effect if not a member).
     pub fn leave(&mut self, room: &str) {
         if self.rooms.leave(room, self.id) {
-            self.joined.retain(|r| &**r != room);
+            if let Some(joined) = self.joined.as_mut() {
+                joined.retain(|r| &**r != room);
+                if joined.is_empty() {
+                    *self.joined = None;
+                }
+            }
         }
     }
 
     /// The rooms this connection is in.
     pub fn joined(&self) -> impl Iterator<Item = &str> {
-        self.joined.iter().map(|r| &**r)
+        self.joined
+            .iter()
+            .flat_map(|rooms| rooms.iter().map(|r| &**r))
     }
 
     /// Publishes to `room` (this connection included, if it is a member); see

@@ -46,7 +46,6 @@ pub(crate) trait WsConn: Send {
 
 /// What a route needs to turn an accepted upgrade into a connection (the same for every
 /// route of a server).
-#[derive(Clone)]
 pub(crate) struct WsSettings {
     pub(crate) max_message: usize,
     pub(crate) write_timeout: Duration,
@@ -60,7 +59,7 @@ pub(crate) trait WsApp: Send + Sync {
     fn accept(
         &self,
         req: &crate::http::Request,
-        settings: &WsSettings,
+        settings: &Arc<WsSettings>,
         remote: &Remote<WsCommand>,
     ) -> Result<Box<dyn WsConn>, crate::http::Response>;
 }
@@ -69,7 +68,7 @@ impl<H: WsHandler> WsApp for Arc<H> {
     fn accept(
         &self,
         req: &crate::http::Request,
-        settings: &WsSettings,
+        settings: &Arc<WsSettings>,
         remote: &Remote<WsCommand>,
     ) -> Result<Box<dyn WsConn>, crate::http::Response> {
         let state = self.as_ref().accept(req)?;
@@ -111,20 +110,28 @@ pub(crate) struct WsStrand<H: WsHandler> {
     out: Vec<u8>,
     out_at: usize,
     closing: Closing,
-    write_timeout: Duration,
     deadline: Option<Instant>,
     remote: Remote<WsCommand>,
-    rooms: Rooms,
-    /// The rooms this connection is in (left when it ends, see `Drop`).
-    joined: Vec<Arc<str>>,
-    id: Option<ConnId>,
+    /// The server's settings (write timeout, rooms), shared by its connections.
+    settings: Arc<WsSettings>,
+    /// The rooms this connection is in (left when it ends, see `Drop`): one pointer, and no
+    /// allocation while in none.
+    joined: Joined,
+    /// This connection's id, once started (`ConnId::NONE` before).
+    id: ConnId,
 }
+
+/// The rooms a connection is in.
+pub(crate) type Joined = Option<Box<Vec<Arc<str>>>>;
+
+/// The id a strand has before it starts.
+const NOT_STARTED: ConnId = ConnId::from_parts(u32::MAX, u32::MAX, u32::MAX);
 
 impl<H: WsHandler> WsStrand<H> {
     fn new(
         handler: Arc<H>,
         state: H::State,
-        settings: &WsSettings,
+        settings: &Arc<WsSettings>,
         remote: Remote<WsCommand>,
     ) -> WsStrand<H> {
         WsStrand {
@@ -134,12 +141,11 @@ impl<H: WsHandler> WsStrand<H> {
             out: Vec::new(),
             out_at: 0,
             closing: Closing::No,
-            write_timeout: settings.write_timeout,
             deadline: None,
             remote,
-            rooms: settings.rooms.clone(),
-            joined: Vec::new(),
-            id: None,
+            settings: Arc::clone(settings),
+            joined: None,
+            id: NOT_STARTED,
         }
     }
 
@@ -156,7 +162,7 @@ impl<H: WsHandler> WsStrand<H> {
                 close: &mut close,
                 id,
                 remote: &self.remote,
-                rooms: &self.rooms,
+                rooms: &self.settings.rooms,
                 joined: &mut self.joined,
             };
             f(&self.handler, &mut ws, state);
@@ -170,6 +176,21 @@ impl<H: WsHandler> WsStrand<H> {
         self.out.len() - self.out_at
     }
 
+    /// Sends a frame shared with other connections: straight to the socket when nothing is
+    /// queued before it (an idle member of a room then allocates nothing for a publish), the
+    /// rest — if the socket does not take it all — into the output buffer.
+    fn write_shared(&mut self, io: &mut Io<'_, WsCommand>, frame: &[u8]) -> std::io::Result<()> {
+        let written = if self.pending() == 0 {
+            io.write(frame)?
+        } else {
+            0
+        };
+        if written < frame.len() {
+            self.out.extend_from_slice(&frame[written..]);
+        }
+        Ok(())
+    }
+
     /// The connection ended: it leaves its rooms, and the application gets its state back
     /// (once).
     fn tell(&mut self, id: ConnId, code: Option<u16>) {
@@ -180,8 +201,8 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     fn leave_rooms(&mut self, id: ConnId) {
-        for room in std::mem::take(&mut self.joined) {
-            self.rooms.leave(&room, id);
+        for room in self.joined.take().into_iter().flat_map(|rooms| *rooms) {
+            self.settings.rooms.leave(&room, id);
         }
     }
 
@@ -276,7 +297,7 @@ impl<H: WsHandler> WsStrand<H> {
         let write = self.pending() > 0;
         if write {
             if progressed || self.deadline.is_none() {
-                self.deadline = Some(now + self.write_timeout);
+                self.deadline = Some(now + self.settings.write_timeout);
             }
         } else if self.closing == Closing::Sent {
             // Our close frame went out just now: the peer has the close wait to answer (not
@@ -294,6 +315,14 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        self.run_reading(io, true)
+    }
+
+    /// Writes what is pending, then reads (`read_now`) or parks waiting to read: after a message
+    /// from another thread nothing says the socket has input, and the reactor resumes the strand
+    /// when it has (a read that would only answer `WouldBlock` is one system call per recipient
+    /// of a publish saved).
+    fn run_reading(&mut self, io: &mut Io<'_, WsCommand>, read_now: bool) -> Next {
         let mut progressed = false;
         let id = io.id();
         let scratch = io.scratch_size();
@@ -320,7 +349,7 @@ impl<H: WsHandler> WsStrand<H> {
                 }
                 Ok(false) => {}
             }
-            if drained {
+            if drained || !read_now {
                 return self.park(io.now(), progressed, true);
             }
             match io.read() {
@@ -360,7 +389,7 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
     fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next {
         self.out = out;
         let id = io.id();
-        self.id = Some(id);
+        self.id = id;
         self.with_ws(id, |handler, ws, state| handler.open(ws, state));
         if io.remote().is_shutting_down() {
             // Upgraded while the server drains: the drain has passed this connection by.
@@ -395,7 +424,13 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 }
                 WsCommand::Frame(frame)
                 | WsCommand::FanOut { frame, .. }
-                | WsCommand::Publish { frame, .. } => self.out.extend_from_slice(&frame),
+                | WsCommand::Publish { frame, .. } => {
+                    if let Err(e) = self.write_shared(io, &frame) {
+                        let _ = e;
+                        self.tell(io.id(), None);
+                        return Next::Close;
+                    }
+                }
                 WsCommand::Close(code) => self.queue_close(code),
             }
         }
@@ -404,7 +439,7 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
             self.tell(io.id(), Some(POLICY));
             return Next::Close;
         }
-        self.run(io)
+        self.run_reading(io, false)
     }
 
     fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
@@ -418,7 +453,10 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
     fn held_bytes(&self) -> usize {
         self.decoder.held_bytes()
             + self.out.capacity()
-            + self.joined.capacity() * std::mem::size_of::<Arc<str>>()
+            + self.joined.as_ref().map_or(0, |j| {
+                std::mem::size_of::<Vec<Arc<str>>>()
+                    + j.capacity() * std::mem::size_of::<Arc<str>>()
+            })
     }
 }
 
@@ -426,8 +464,8 @@ impl<H: WsHandler> Drop for WsStrand<H> {
     /// However the connection ends — closed by the reactor at a drain deadline included — it
     /// leaves its rooms and the application gets its state back.
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            self.tell(id, None);
+        if self.id != NOT_STARTED {
+            self.tell(self.id, None);
         }
     }
 }

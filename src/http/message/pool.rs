@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use super::request::Line;
 
 /// Buffers each thread keeps for reuse.
-pub(crate) const POOL_BUFFERS: usize = 16;
+pub(crate) const POOL_BUFFERS: usize = 4;
 /// The largest buffer (bytes of head and body) kept for reuse.
 pub(crate) const POOL_BUFFER_MAX: usize = 16 * 1024;
 /// The most header lines a kept buffer has room for.

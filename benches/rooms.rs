@@ -1,0 +1,380 @@
+//! Rooms under load, with figures (asserts nothing; `cargo bench --bench rooms`):
+//!
+//! 1. one 32-byte message published (from an HTTP handler) to a room of 10 000 idle WebSocket
+//!    members over 2 workers: time until the last member has read it, server CPU, server heap
+//!    allocations for the publish;
+//! 2. 100 publishes a second to those members for 10 s: the server's CPU share and RSS;
+//! 3. four rounds of 1 000 members joining a room and leaving at once, each leave announced to
+//!    the room: the server's heap in use and RSS after each round, against the baseline.
+//!
+//! The server runs in a child process (this program, re-run with `ROOMS_BENCH_SERVER=1`) so its
+//! memory and CPU are its own and each process stays under the descriptor limit; it counts its
+//! allocations with a counting global allocator and reports them at `GET /stats`. Everything
+//! talks to 127.0.0.1 only; the child ends when the parent closes its standard input.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use web::http::{param, query_of, text_response, Request, Response, Server};
+use web::ws::{client_frame, ws_handshake_request, ConnId, Message, Rooms, Ws, WsHandler};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
+// atomics.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const MEMBERS: usize = 10_000;
+const BURST: usize = 1_000;
+
+/// Members join `?room=`; when one leaves, the room hears of it.
+struct Bench {
+    rooms: Rooms,
+}
+
+impl WsHandler for Bench {
+    type State = String;
+
+    fn accept(&self, req: &Request) -> Result<String, Response> {
+        Ok(param(query_of(req.path()), "room"))
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, room: &mut String) {
+        ws.join(room);
+        ws.send_text("in");
+    }
+
+    fn message(&self, _ws: &mut Ws<'_>, _room: &mut String, _msg: Message) {}
+
+    fn close(&self, id: ConnId, room: String, _code: Option<u16>) {
+        let note = format!("{:>24} left", format!("{id:?}"));
+        self.rooms.publish(&room, &Message::Text(note));
+    }
+}
+
+fn serve() -> ! {
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(2);
+    let rooms = server.rooms();
+    let server = server.websocket(
+        "/",
+        Bench {
+            rooms: rooms.clone(),
+        },
+    );
+    let handle = server
+        .spawn(move |req| match web::http::path_of(req.path()) {
+            "/publish" => {
+                let room = param(query_of(req.path()), "room");
+                let text = String::from_utf8_lossy(req.body()).into_owned();
+                text_response(200, rooms.publish(&room, &Message::Text(text)).to_string())
+            }
+            _ => text_response(200, stats_line()),
+        })
+        .unwrap();
+    println!("{}", handle.local_addr().port());
+    std::io::stdout().flush().unwrap();
+    let _ = std::io::stdin().read(&mut [0u8; 1]);
+    let _ = handle.shutdown();
+    std::process::exit(0);
+}
+
+/// `allocations live_heap_bytes cpu_micros rss_kib open_connections` of this process.
+fn stats_line() -> String {
+    // SAFETY: getrusage(2) writes into the zeroed struct it is given.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let micros = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+        .unwrap_or(0);
+    format!(
+        "{} {} {} {}",
+        ALLOCATIONS.load(Ordering::Relaxed),
+        LIVE_BYTES.load(Ordering::Relaxed),
+        micros(usage.ru_utime) + micros(usage.ru_stime),
+        rss
+    )
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Stats {
+    allocations: u64,
+    heap: i64,
+    cpu_micros: i64,
+    rss_kib: u64,
+}
+
+fn http(port: u16, request: &str) -> String {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    reply
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn stats(port: u16) -> Stats {
+    let body = http(
+        port,
+        "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    let v: Vec<i64> = body
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    Stats {
+        allocations: v[0] as u64,
+        heap: v[1],
+        cpu_micros: v[2],
+        rss_kib: v[3] as u64,
+    }
+}
+
+fn publish(port: u16, room: &str, text: &str) -> String {
+    http(
+        port,
+        &format!(
+            "POST /publish?room={room} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        ),
+    )
+}
+
+/// A WebSocket member: upgraded, greeted.
+fn member(port: u16, room: &str) -> TcpStream {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    conn.write_all(&ws_handshake_request(
+        "127.0.0.1",
+        &format!("/?room={room}"),
+    ))
+    .unwrap();
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        conn.read_exact(&mut byte).unwrap();
+        got.push(byte[0]);
+    }
+    assert!(got.starts_with(b"HTTP/1.1 101 "));
+    read_frame(&mut conn);
+    conn
+}
+
+/// One short (< 126 bytes) unmasked server frame's payload.
+fn read_frame(conn: &mut TcpStream) -> Vec<u8> {
+    let mut head = [0u8; 2];
+    conn.read_exact(&mut head).unwrap();
+    let mut payload = vec![0u8; usize::from(head[1] & 0x7f)];
+    conn.read_exact(&mut payload).unwrap();
+    payload
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return; // compiled and listed by `cargo test --benches`; figures come from `cargo bench`.
+    }
+    if std::env::var_os("ROOMS_BENCH_SERVER").is_some() {
+        serve();
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("ROOMS_BENCH_SERVER", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().parse().unwrap();
+    let result = std::panic::catch_unwind(|| run(port));
+    drop(child.stdin.take());
+    let _ = child.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+fn run(port: u16) {
+    // --- 3 first, from a clean start: bursts of members joining and leaving at once.
+    println!(
+        "burst: {BURST} members join room `burst`, then all leave at once (each leave announced)"
+    );
+    // One warm-up round, so the baseline includes what every server keeps after its first use.
+    burst_round(port);
+    let base = stats(port);
+    println!(
+        "  baseline            heap {:>8.2} MiB   RSS {:>6.2} MiB",
+        base.heap as f64 / 1048576.0,
+        mib(base.rss_kib)
+    );
+    let rounds: u32 = std::env::var("ROOMS_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(4);
+    for round in 1..=rounds {
+        burst_round(port);
+        let s = stats(port);
+        println!(
+            "  after round {round}       heap {:>8.2} MiB ({:+.1}%)   RSS {:>6.2} MiB ({:+.1}%)",
+            s.heap as f64 / 1048576.0,
+            (s.heap - base.heap) as f64 * 100.0 / base.heap as f64,
+            mib(s.rss_kib),
+            (s.rss_kib as f64 - base.rss_kib as f64) * 100.0 / base.rss_kib as f64
+        );
+    }
+
+    if std::env::var_os("ROOMS_BENCH_ONLY_BURST").is_some() {
+        return;
+    }
+    // --- 1: one publish to 10 000 idle members.
+    let started = Instant::now();
+    let mut members: Vec<TcpStream> = (0..MEMBERS).map(|_| member(port, "all")).collect();
+    println!(
+        "\n{MEMBERS} idle members joined room `all` in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    let message = "0123456789abcdefghijklmnopqrstuv"; // 32 bytes
+    let quiet = {
+        let a = stats(port);
+        let b = stats(port);
+        (b.allocations - a.allocations, b.cpu_micros - a.cpu_micros)
+    };
+    let before = stats(port);
+    let t0 = Instant::now();
+    let workers = publish(port, "all", message);
+    for (i, m) in members.iter_mut().enumerate() {
+        assert_eq!(read_frame(m), message.as_bytes(), "member {i}");
+    }
+    let reach = t0.elapsed();
+    let after = stats(port);
+    println!(
+        "publish one 32-byte message to {MEMBERS} members on {workers} workers: last member had it after {:.1} ms \
+         (read by one client thread in turn: an upper bound)",
+        reach.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  server CPU {:.1} ms, heap allocations {} (the publish request, its fan-out and one /stats request, less a /stats alone: {})",
+        (after.cpu_micros - before.cpu_micros - quiet.1) as f64 / 1000.0,
+        after.allocations - before.allocations - quiet.0,
+        quiet.0
+    );
+
+    // --- 2: 100 publishes a second for 10 s.
+    for m in &members {
+        m.set_nonblocking(true).unwrap();
+    }
+    let before = stats(port);
+    let t0 = Instant::now();
+    let publisher = std::thread::spawn(move || {
+        let start = Instant::now();
+        for i in 0..1000u32 {
+            let due = start + Duration::from_millis(10 * u64::from(i));
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            publish(port, "all", message);
+        }
+    });
+    let frame_len = 2 + message.len();
+    let mut received = vec![0usize; MEMBERS];
+    let mut chunk = vec![0u8; 64 * 1024];
+    while !publisher.is_finished() || received.iter().any(|&r| r < 1000 * frame_len) {
+        let mut any = false;
+        for (m, got) in members.iter_mut().zip(received.iter_mut()) {
+            match m.read(&mut chunk) {
+                Ok(n) => {
+                    *got += n;
+                    any |= n > 0;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if !any {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "members did not get everything"
+        );
+    }
+    publisher.join().unwrap();
+    let elapsed = t0.elapsed();
+    let after = stats(port);
+    println!(
+        "\n1000 publishes at 100/s to {MEMBERS} members ({:.1} s): every member got all 1000; \
+         server CPU share {:.1}% of one core, RSS {:.2} MiB (heap in use {:.2} MiB)",
+        elapsed.as_secs_f64(),
+        (after.cpu_micros - before.cpu_micros) as f64 / elapsed.as_micros() as f64 * 100.0,
+        mib(after.rss_kib),
+        after.heap as f64 / 1048576.0
+    );
+    drop(members);
+}
+
+/// `BURST` members join room `burst`, then all disconnect at once; waits until the server has
+/// let every one go.
+fn burst_round(port: u16) {
+    let members: Vec<TcpStream> = (0..BURST).map(|_| member(port, "burst")).collect();
+    // Each member says something, so their output buffers exist while they are in the room.
+    for m in &members {
+        let _ = (&*m).write_all(&client_frame("hi"));
+    }
+    drop(members);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let count = publish(port, "burst", "anyone?");
+        if count == "0" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "members did not leave");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Let the last announcements drain.
+    std::thread::sleep(Duration::from_millis(300));
+}
