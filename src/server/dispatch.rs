@@ -35,7 +35,7 @@ pub(crate) struct Shared {
     /// For `serve_n`/`accept_n`: requests still to serve.
     pub(crate) budget: Option<AtomicU64>,
     /// Requests answered, per worker.
-    pub(crate) served: Box<[Counter]>,
+    pub(crate) served: Arc<[Counter]>,
     /// The server's remote, set once the reactor exists: whether it is shutting down.
     pub(crate) remote: OnceLock<reactor::Remote<WsCommand>>,
     /// Where WebSocket upgrades are accepted, and by whom.

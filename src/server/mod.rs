@@ -18,15 +18,17 @@
 
 mod blocking;
 mod conn;
+mod control;
 mod dispatch;
 mod http_strand;
 mod limits;
 mod output;
+mod signals;
 mod taken;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +39,7 @@ use crate::ws::{Rooms, WsApp, WsCommand, WsHandler, WsSettings, MAX_MESSAGE};
 
 pub use blocking::handle_conn;
 use conn::HttpService;
+pub use control::Control;
 use dispatch::{Counter, DynHandler, Shared, WsRoute};
 pub(crate) use limits::Limits;
 pub use limits::{
@@ -90,16 +93,41 @@ pub struct Server {
     websocket: Vec<WsRoute>,
     max_message: usize,
     rooms: Rooms,
+    control: Control,
 }
 
 impl Server {
-    /// Binds `addr` (its first address; port 0 picks a free port).
+    /// Binds `addr` (its first address; port 0 picks a free port) for this server alone: if
+    /// another socket already listens on that address — another process included — this fails
+    /// with [`io::ErrorKind::AddrInUse`]. (The server's own workers each bind a socket with
+    /// `SO_REUSEPORT`, so the kernel spreads connections across them; to let other processes
+    /// join that group on purpose, use [`bind_shared`](Server::bind_shared).)
+    ///
+    /// ```
+    /// let first = web::http::Server::bind("127.0.0.1:0")?;
+    /// let taken = first.local_addr()?;
+    /// let second = web::http::Server::bind(taken);
+    /// assert_eq!(second.err().map(|e| e.kind()), Some(std::io::ErrorKind::AddrInUse));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<Server> {
-        let addr = addr
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to bind"))?;
+        let addr = first_address(addr)?;
+        if addr.port() != 0 {
+            // A plain socket cannot bind where any socket listens (SO_REUSEPORT ones
+            // included): the address is free for us only if this succeeds.
+            drop(TcpListener::bind(addr)?);
+        }
         Ok(Server::with(Listen::Bound(reactor::bind_reuseport(addr)?)))
+    }
+
+    /// Binds `addr` with `SO_REUSEPORT`, sharing it with any other socket that does the same
+    /// (several processes of one user serving one port, the kernel spreading connections across
+    /// them). Opt in to this knowingly: a second instance started by mistake then takes half
+    /// the traffic silently. [`bind`](Server::bind) refuses instead.
+    pub fn bind_shared(addr: impl ToSocketAddrs) -> io::Result<Server> {
+        Ok(Server::with(Listen::Bound(reactor::bind_reuseport(
+            first_address(addr)?,
+        )?)))
     }
 
     /// Serves connections from a listener the caller bound.
@@ -119,6 +147,7 @@ impl Server {
             websocket: Vec::new(),
             max_message: MAX_MESSAGE,
             rooms: Rooms::default(),
+            control: Control::default(),
         }
     }
 
@@ -239,6 +268,20 @@ impl Server {
         self
     }
 
+    /// The server's [`Control`]: its figures and its graceful stop from anywhere (a handler
+    /// included), and the stop on SIGINT/SIGTERM. Take it before the server starts.
+    ///
+    /// ```no_run
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?;
+    /// let control = server.control();
+    /// control.shutdown_on_signals()?;
+    /// server.run(move |_req| web::http::text_response(200, format!("{} open\n", control.stats().open_connections)))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn control(&self) -> Control {
+        self.control.clone()
+    }
+
     /// The server's WebSocket [`Rooms`]: publish to a room from any thread (an HTTP handler
     /// included), read how many members it has. Take it before the server starts; it works
     /// once the server runs.
@@ -287,13 +330,16 @@ impl Server {
             taken: self.taken,
             limits: self.limits,
             budget: self.budget.map(AtomicU64::new),
-            served: (0..workers).map(|_| Counter::default()).collect(),
+            served: (0..workers)
+                .map(|_| Counter::default())
+                .collect::<Arc<[Counter]>>(),
             remote: std::sync::OnceLock::new(),
             websocket: self.websocket,
             ws_settings: Arc::new(WsSettings {
                 max_message: self.max_message,
                 write_timeout: self.limits.write_timeout,
                 rooms: self.rooms.clone(),
+                open: self.control.websockets(),
             }),
         });
         let service = |worker| HttpService {
@@ -313,6 +359,8 @@ impl Server {
         };
         let _ = shared.remote.set(reactor.remote());
         self.rooms.attach(reactor.remote());
+        self.control
+            .attach(reactor.remote(), Arc::clone(&shared.served));
         Ok((reactor, shared))
     }
 
@@ -330,23 +378,45 @@ impl Server {
         self,
         handler: impl Fn(Request) -> Response + Send + Sync + 'static,
     ) -> io::Result<ServerHandle> {
-        let (reactor, shared) = self.reactor(Box::new(handler))?;
+        let control = self.control.clone();
+        let (reactor, _shared) = self.reactor(Box::new(handler))?;
         Ok(ServerHandle {
             handle: reactor.spawn()?,
-            shared,
+            control,
         })
     }
 }
 
-/// A running server: its address, its figures, and a graceful stop. Dropping it stops the
-/// server too.
+/// A running server: its address, its figures, and a graceful stop.
+///
+/// **Dropping it stops the server** (gracefully) and waits for its workers: keep it for as long
+/// as the server should run, or call [`join`](ServerHandle::join).
+///
+/// ```
+/// use web::http::{text_response, Server};
+/// let handle = Server::bind("127.0.0.1:0")?.workers(1).spawn(|_req| text_response(200, "hi"))?;
+/// let addr = handle.local_addr();
+/// assert_eq!(handle.stats().requests, 0);
+/// # let _ = addr;
+/// handle.shutdown()?; // requests in flight are answered, then the workers end
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[must_use = "dropping a ServerHandle stops the server; keep it, or call join()"]
 pub struct ServerHandle {
     handle: reactor::Handle<WsCommand>,
-    shared: Arc<Shared>,
+    control: Control,
 }
 
-/// What a running server holds now.
+/// What a running server holds now; see [`Control::stats`] and [`ServerHandle::stats`].
+///
+/// ```no_run
+/// # fn demo(handle: &web::http::ServerHandle) {
+/// let s = handle.stats();
+/// println!("{} open, {} requests, {} bytes held", s.open_connections, s.requests, s.held_bytes);
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerStats {
     /// Open connections.
     pub open_connections: usize,
@@ -359,6 +429,10 @@ pub struct ServerStats {
     /// Heap bytes held in connections' buffers now: what idle connections cost beyond their
     /// slab entry (0 when all are idle).
     pub held_bytes: usize,
+    /// Open WebSocket connections (upgraded, not yet closed); included in `open_connections`.
+    pub websockets: usize,
+    /// Messages to connections or workers refused because a worker's queue was full.
+    pub refused_messages: u64,
 }
 
 impl ServerHandle {
@@ -369,19 +443,12 @@ impl ServerHandle {
 
     /// The server's figures now (published by each worker once per loop turn).
     pub fn stats(&self) -> ServerStats {
-        let s = self.handle.stats();
-        ServerStats {
-            open_connections: s.open,
-            connections: s.accepted,
-            parked: s.parked,
-            requests: self
-                .shared
-                .served
-                .iter()
-                .map(|c| c.0.load(Ordering::Relaxed))
-                .sum(),
-            held_bytes: s.held_bytes,
-        }
+        self.control.stats()
+    }
+
+    /// A [`Control`] of this server (figures and stop from anywhere).
+    pub fn control(&self) -> Control {
+        self.control.clone()
     }
 
     /// Stops gracefully: no new connections, requests in flight are answered (for up to the
@@ -394,6 +461,13 @@ impl ServerHandle {
     pub fn join(self) -> io::Result<()> {
         self.handle.join()
     }
+}
+
+/// The first address `addr` names.
+fn first_address(addr: impl ToSocketAddrs) -> io::Result<SocketAddr> {
+    addr.to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to bind"))
 }
 
 /// Listens on `port` on all IPv4 addresses and serves forever.

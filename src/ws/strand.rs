@@ -50,6 +50,8 @@ pub(crate) struct WsSettings {
     pub(crate) max_message: usize,
     pub(crate) write_timeout: Duration,
     pub(crate) rooms: Rooms,
+    /// Open WebSocket connections of the server.
+    pub(crate) open: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A WebSocket route's application, whatever its handler type.
@@ -390,6 +392,9 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
         self.out = out;
         let id = io.id();
         self.id = id;
+        self.settings
+            .open
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.with_ws(id, |handler, ws, state| handler.open(ws, state));
         if io.remote().is_shutting_down() {
             // Upgraded while the server drains: the drain has passed this connection by.
@@ -466,6 +471,9 @@ impl<H: WsHandler> Drop for WsStrand<H> {
     fn drop(&mut self) {
         if self.id != NOT_STARTED {
             self.tell(self.id, None);
+            self.settings
+                .open
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }

@@ -1,0 +1,117 @@
+//! [`Control`]: a server's figures and its graceful stop, from anywhere — taken from the
+//! [`Server`](super::Server) builder before it starts, so a handler can read the figures of the
+//! server it runs in — and the stop on SIGINT/SIGTERM.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::ws::WsCommand;
+
+use super::dispatch::Counter;
+use super::signals;
+use super::ServerStats;
+
+/// Reads a server's figures and stops it, from any thread; cheap to clone. Take it with
+/// [`Server::control`](super::Server::control) before the server starts: until then
+/// [`stats`](Control::stats) reads zeros and [`shutdown`](Control::shutdown) is remembered and
+/// applied as the server starts.
+///
+/// ```no_run
+/// use web::http::{json_response, Server};
+/// let server = Server::bind("127.0.0.1:8080")?;
+/// let control = server.control();
+/// control.shutdown_on_signals()?; // Ctrl-C or SIGTERM: graceful stop, no unsafe here
+/// let figures = control.clone();
+/// server.run(move |_req| {
+///     let s = figures.stats();
+///     json_response(200, format!(r#"{{"open_connections":{},"requests":{}}}"#, s.open_connections, s.requests))
+/// })?;
+/// // `run` returns once the server has stopped.
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Control {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    remote: OnceLock<reactor::Remote<WsCommand>>,
+    served: OnceLock<Arc<[Counter]>>,
+    /// `shutdown` was asked for before the server started.
+    early_stop: std::sync::atomic::AtomicBool,
+    /// Open WebSocket connections (counted by the WebSocket strands).
+    websockets: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("running", &self.shared.remote.get().is_some())
+            .finish()
+    }
+}
+
+impl Control {
+    /// Connects the control to its server once the workers exist.
+    pub(crate) fn attach(&self, remote: reactor::Remote<WsCommand>, served: Arc<[Counter]>) {
+        let _ = self.shared.served.set(served);
+        if self.shared.remote.set(remote).is_ok() && self.shared.early_stop.load(Ordering::SeqCst) {
+            self.shutdown();
+        }
+    }
+
+    /// The counter of open WebSocket connections, for the strands to keep.
+    pub(crate) fn websockets(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.shared.websockets)
+    }
+
+    /// The server's figures now (each worker publishes its own once per loop turn); zeros
+    /// before the server starts.
+    pub fn stats(&self) -> ServerStats {
+        let Some(remote) = self.shared.remote.get() else {
+            return ServerStats::default();
+        };
+        let s = remote.stats();
+        ServerStats {
+            open_connections: s.open,
+            connections: s.accepted,
+            parked: s.parked,
+            requests: self.shared.served.get().map_or(0, |served| {
+                served.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+            }),
+            held_bytes: s.held_bytes,
+            websockets: self.shared.websockets.load(Ordering::Relaxed),
+            refused_messages: s.refused_messages,
+        }
+    }
+
+    /// Starts the graceful stop and returns at once: no new connections, requests in flight
+    /// are answered (for up to the drain timeout), WebSocket connections get close 1001, idle
+    /// connections are closed. [`Server::run`](super::Server::run) then returns, and
+    /// [`ServerHandle::join`](super::ServerHandle::join) too.
+    pub fn shutdown(&self) {
+        match self.shared.remote.get() {
+            Some(remote) => remote.shutdown(),
+            None => self.shared.early_stop.store(true, Ordering::SeqCst),
+        }
+    }
+
+    /// Whether a stop has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared
+            .remote
+            .get()
+            .map_or(self.shared.early_stop.load(Ordering::SeqCst), |r| {
+                r.is_shutting_down()
+            })
+    }
+
+    /// Stops the server gracefully (as [`shutdown`](Control::shutdown)) when the process gets
+    /// SIGINT (Ctrl-C) or SIGTERM. The library installs the signal handlers (which only wake a
+    /// watcher thread) once per process; each call adds this server to those it stops.
+    pub fn shutdown_on_signals(&self) -> std::io::Result<()> {
+        let control = self.clone();
+        signals::on_stop_signal(Box::new(move || control.shutdown()))
+    }
+}

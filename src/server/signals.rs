@@ -1,0 +1,94 @@
+//! SIGINT and SIGTERM as a graceful stop, so that applications need no `unsafe` of their own.
+//!
+//! The signal handler does the one async-signal-safe thing needed: it writes a byte to a pipe.
+//! A watcher thread, started with the handlers, reads that pipe and runs the stop callbacks
+//! registered by [`Control::shutdown_on_signals`](super::Control::shutdown_on_signals).
+
+use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+type Callback = Box<dyn Fn() + Send>;
+
+/// The pipe's writing end, for the handler (-1 until installed).
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// What to run when a stop signal arrives.
+static CALLBACKS: Mutex<Vec<Callback>> = Mutex::new(Vec::new());
+/// Whether the handlers and the watcher are installed (and the result of trying).
+static INSTALLED: OnceLock<Result<(), i32>> = OnceLock::new();
+
+extern "C" fn on_signal(_signal: libc::c_int) {
+    let fd = WAKE_FD.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let byte = 1u8;
+        // SAFETY: write(2) is async-signal-safe; it reads one byte from a live local. A full
+        // pipe or any error is ignored: one pending byte is enough to wake the watcher.
+        unsafe {
+            libc::write(fd, (&byte as *const u8).cast(), 1);
+        }
+    }
+}
+
+/// Registers `callback` to run (on the watcher thread) at SIGINT or SIGTERM, installing the
+/// handlers the first time.
+pub(crate) fn on_stop_signal(callback: Callback) -> io::Result<()> {
+    CALLBACKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(callback);
+    match INSTALLED.get_or_init(install) {
+        Ok(()) => Ok(()),
+        Err(errno) => Err(io::Error::from_raw_os_error(*errno)),
+    }
+}
+
+fn install() -> Result<(), i32> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2(2) writes two descriptors into the two-element array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    let (read_fd, write_fd) = (fds[0], fds[1]);
+    WAKE_FD.store(write_fd, Ordering::Relaxed);
+    std::thread::Builder::new()
+        .name("web-signals".into())
+        .spawn(move || watch(read_fd))
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `sigaction` is given a zeroed struct with a valid handler address and an
+        // empty mask; `on_signal` only does async-signal-safe work (one write(2)).
+        let failed = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut()) != 0
+        };
+        if failed {
+            return Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+    }
+    Ok(())
+}
+
+/// Waits for bytes on the pipe; runs every callback for each wake.
+fn watch(read_fd: libc::c_int) {
+    let mut buf = [0u8; 64];
+    loop {
+        // SAFETY: read(2) into a live 64-byte buffer, at most its length.
+        let n = unsafe { libc::read(read_fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            for callback in CALLBACKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                callback();
+            }
+        } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            return;
+        }
+    }
+}
