@@ -25,8 +25,17 @@ fn echo(req: Request) -> Response {
     text_response(200, body)
 }
 
-fn main() -> std::io::Result<()> {
-    let server = cli::Options::parse(&["--port", "--workers"], &[])?.server(8080)?;
+fn main() -> std::process::ExitCode {
+    cli::run("echo", serve)
+}
+
+fn serve() -> std::io::Result<()> {
+    let server = cli::Options::parse(
+        &["--port", "--workers"],
+        &[],
+        "Echoes each request back: method and target, one line per header, a blank line, the body.",
+    )?
+    .server(8080)?;
     eprintln!("echo: listening on http://{}", server.local_addr()?);
     server.run(echo)
 }

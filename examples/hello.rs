@@ -12,8 +12,12 @@ use web::http::text_response;
 
 mod cli;
 
-fn main() -> std::io::Result<()> {
-    let options = cli::Options::parse(&["--port", "--workers", "--requests"], &[])?;
+fn main() -> std::process::ExitCode {
+    cli::run("hello", serve)
+}
+
+fn serve() -> std::io::Result<()> {
+    let options = cli::Options::parse(&["--port", "--workers", "--requests"], &[], "Answers Hello, World! on any path (the benchmark target). --requests N: serve N requests, then exit.")?;
     let mut server = options.server(8080)?;
     if let Some(n) = options.get::<u64>("--requests")? {
         server = server.requests(n);

@@ -19,10 +19,15 @@ fn hello(_req: Request) -> Response {
     text_response(200, "Hello, World!")
 }
 
-fn main() -> std::io::Result<()> {
+fn main() -> std::process::ExitCode {
+    cli::run("rate_limited", serve)
+}
+
+fn serve() -> std::io::Result<()> {
     let options = cli::Options::parse(
         &["--port", "--workers", "--writes", "--reads", "--hops"],
         &["--no-limit"],
+        "Hello behind rate_limits(--writes, --reads, --hops); --no-limit for the baseline.",
     )?;
     let writes = options.get("--writes")?.unwrap_or(1);
     let reads = options.get("--reads")?.unwrap_or(100);

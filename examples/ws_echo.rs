@@ -25,8 +25,16 @@ impl WsHandler for Echo {
     }
 }
 
-fn main() -> std::io::Result<()> {
-    let options = cli::Options::parse(&["--port", "--max-message", "--workers"], &[])?;
+fn main() -> std::process::ExitCode {
+    cli::run("ws_echo", serve)
+}
+
+fn serve() -> std::io::Result<()> {
+    let options = cli::Options::parse(
+        &["--port", "--max-message", "--workers"],
+        &[],
+        "WebSocket echo at /: text as text, binary as binary. --max-message BYTES (default 65536).",
+    )?;
     let max_message = options
         .get("--max-message")?
         .unwrap_or(web::ws::MAX_MESSAGE);

@@ -41,6 +41,78 @@ pub fn cookie_in<'a, S: AsRef<str>>(pairs: &'a [S], name: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// The value of cookie `name` as [`set_cookie`](crate::http::set_cookie) meant it: the sent
+/// value with each `%XX` turned back into its byte (what `set_cookie` encodes). Bytes that do not
+/// form UTF-8 become U+FFFD; `+` stays `+` (unlike [`decoded`](crate::http::decoded), which is
+/// for query strings).
+///
+/// ```
+/// use web::http::{cookie, cookie_decoded, set_cookie, text_response, Header, Request};
+/// let res = set_cookie(text_response(200, ""), "note", "a; Domain=evil.example", "");
+/// assert_eq!(res.headers[0].value, "note=a%3B%20Domain=evil.example"); // no attribute injected
+/// let req = Request::new("GET", "/", vec![Header::new("cookie", "note=a%3B%20Domain=evil.example")], "");
+/// assert_eq!(cookie(&req, "note"), "a%3B%20Domain=evil.example");
+/// assert_eq!(cookie_decoded(&req, "note"), "a; Domain=evil.example");
+/// ```
+pub fn cookie_decoded(req: &Request, name: &str) -> String {
+    let value = cookie(req, &encode_cookie_part(name, is_name_byte)).as_bytes();
+    let mut out = Vec::with_capacity(value.len());
+    let mut i = 0;
+    while let Some(&b) = value.get(i) {
+        let hex = |j: usize| value.get(j).and_then(|&h| (h as char).to_digit(16));
+        match (b, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `cookie-octet = %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E` (RFC 6265 §4.1.1): no control,
+/// space, `"`, `,`, `;` or `\`; here `%` is kept out too, as the escape.
+fn is_value_byte(b: u8) -> bool {
+    matches!(b, 0x21 | 0x23..=0x24 | 0x26..=0x2B | 0x2D..=0x3A | 0x3C..=0x5B | 0x5D..=0x7E)
+}
+
+/// A cookie name is a token (RFC 6265 §4.1.1, RFC 9110 §5.6.2); `%` is kept as the escape.
+fn is_name_byte(b: u8) -> bool {
+    b != b'%' && super::grammar::is_tchar(b)
+}
+
+/// `part` with every byte that `allowed` refuses written as `%XX` (upper-case hex): what
+/// [`set_cookie`](crate::http::set_cookie) does to a cookie's name and value so that neither
+/// can end the pair or add an attribute.
+pub(crate) fn encode_cookie_part(part: &str, allowed: fn(u8) -> bool) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(part.len());
+    for &b in part.as_bytes() {
+        if allowed(b) {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
+        }
+    }
+    out
+}
+
+/// A cookie name as [`set_cookie`](crate::http::set_cookie) writes it.
+pub(crate) fn encode_cookie_name(name: &str) -> String {
+    encode_cookie_part(name, is_name_byte)
+}
+
+/// A cookie value as [`set_cookie`](crate::http::set_cookie) writes it.
+pub(crate) fn encode_cookie_value(value: &str) -> String {
+    encode_cookie_part(value, is_value_byte)
+}
+
 /// The value of `pair` when it is `name=value` (surrounding whitespace ignored).
 fn pair_value<'a>(pair: &'a str, name: &str) -> Option<&'a str> {
     let (n, v) = pair.trim_matches([' ', '\t']).split_once('=')?;
@@ -51,6 +123,38 @@ fn pair_value<'a>(pair: &'a str, name: &str) -> Option<&'a str> {
 mod tests {
     use super::*;
     use crate::http::Header;
+
+    #[test]
+    fn set_cookie_encoding_round_trips_and_never_injects() {
+        let cases = [
+            ("sid", "42", "sid=42"),
+            (
+                "a",
+                "x; Domain=evil.example",
+                "a=x%3B%20Domain=evil.example",
+            ),
+            ("a", "q\"uote,comma\\back", "a=q%22uote%2Ccomma%5Cback"),
+            ("a", "50%", "a=50%25"),
+            (
+                "a",
+                "caf\u{e9}\r\nX-Evil: 1",
+                "a=caf%C3%A9%0D%0AX-Evil:%201",
+            ),
+            ("bad name;", "v", "bad%20name%3B=v"),
+            ("plus", "a+b", "plus=a+b"),
+        ];
+        for (name, value, line) in cases {
+            let written = format!(
+                "{}={}",
+                encode_cookie_name(name),
+                encode_cookie_value(value)
+            );
+            assert_eq!(written, line);
+            assert!(!written.contains([';', ' ', ',', '"', '\\', '\r', '\n']));
+            let req = Request::new("GET", "/", vec![Header::new("cookie", &written)], "");
+            assert_eq!(cookie_decoded(&req, name), value, "{name}");
+        }
+    }
 
     #[test]
     fn cookie_cases() {

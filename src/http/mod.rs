@@ -5,7 +5,7 @@
 
 mod chunked;
 mod client;
-mod cookie;
+pub(crate) mod cookie;
 mod date;
 mod error;
 pub(crate) mod exchange;
@@ -26,7 +26,7 @@ pub use client::{
     ask, get, get_all, read_response, Client, CLIENT_CONNECT_TIMEOUT, CLIENT_READ_TIMEOUT,
     CLIENT_WRITE_TIMEOUT, MAX_REPLY,
 };
-pub use cookie::{cookie, cookie_in};
+pub use cookie::{cookie, cookie_decoded, cookie_in};
 pub use date::http_date;
 pub use error::ParseError;
 pub use head::{

@@ -156,6 +156,7 @@ pub struct RateLimit {
     reads: Option<u32>,
     hops: usize,
     max_callers: usize,
+    refusal: Response,
 }
 
 impl RateLimit {
@@ -172,6 +173,7 @@ impl RateLimit {
             reads: Some(reads),
             hops,
             max_callers: MAX_CALLERS,
+            refusal: too_many(),
         }
     }
 
@@ -188,6 +190,7 @@ impl RateLimit {
             reads: None,
             hops: 0,
             max_callers: MAX_CALLERS,
+            refusal: too_many(),
         }
     }
 
@@ -211,6 +214,32 @@ impl RateLimit {
         self
     }
 
+    /// The reply to a request over the allowance (default: `429`, `text/plain`, a one-line
+    /// reason). The status is always 429 and `Retry-After: 1` is always added (the window is one
+    /// second); the content type, the body and any other header are yours — a JSON API answers
+    /// JSON.
+    ///
+    /// ```
+    /// use web::http::{json_response, wrap, RateLimit, Request, text_response};
+    /// let limiter = RateLimit::new(1, 100, 0)
+    ///     .refusal(json_response(429, r#"{"error":"too many requests","retry_after":1}"#))
+    ///     .layer();
+    /// let app = wrap(vec![limiter], |_req| text_response(201, "made"));
+    /// assert_eq!(app(Request::new("POST", "/", vec![], "")).status, 201);
+    /// let refused = app(Request::new("POST", "/", vec![], ""));
+    /// assert_eq!((refused.status, refused.content_type.as_ref()), (429, "application/json"));
+    /// assert_eq!(refused.header("retry-after"), "1");
+    /// ```
+    pub fn refusal(mut self, response: Response) -> RateLimit {
+        let mut response = response;
+        response.status = 429;
+        response
+            .headers
+            .retain(|h| !h.name.eq_ignore_ascii_case("retry-after"));
+        self.refusal = with_header(response, "Retry-After", "1");
+        self
+    }
+
     /// The middleware, for [`wrap`](crate::http::wrap).
     ///
     /// ```
@@ -221,12 +250,13 @@ impl RateLimit {
     pub fn layer(self) -> Layer {
         let limiter = Limiter::new(&self);
         let hops = self.hops;
+        let refusal = self.refusal;
         layer(move |req, next| {
             let kind = Kind::of(req.method());
             if limiter.admit(client_of(&req, hops), kind, now()) {
                 next(req)
             } else {
-                too_many()
+                refusal.clone()
             }
         })
     }

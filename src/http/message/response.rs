@@ -268,18 +268,29 @@ pub fn with_header(
 /// directly by `rest` (cookie attributes written as a browser expects them, starting with `; `).
 /// Several cookies may be set on one response; each gets its own line.
 ///
+/// The name and the value cannot add attributes or end the pair: each byte RFC 6265 §4.1.1 does
+/// not allow there — controls, space, `"`, `,`, `;`, `\`, non-ASCII, and `%` itself — is written
+/// as `%XX`, so ordinary values are sent unchanged and
+/// [`cookie_decoded`](crate::http::cookie_decoded) reads back exactly what was set. `rest` is
+/// the program's own attribute text and is sent as given (control bytes become spaces, as in
+/// every header).
+///
 /// ```
 /// use web::http::{set_cookie, text_response};
 /// let res = set_cookie(text_response(200, ""), "sid", "42", "; Path=/; HttpOnly");
 /// let res = set_cookie(res, "theme", "dark", "");
+/// let res = set_cookie(res, "note", "x; Domain=evil.example", "");
 /// assert_eq!(res.headers[0].value, "sid=42; Path=/; HttpOnly");
 /// assert_eq!(res.headers[1].value, "theme=dark");
+/// assert_eq!(res.headers[2].value, "note=x%3B%20Domain=evil.example");
 /// ```
 pub fn set_cookie(res: Response, name: &str, value: &str, rest: &str) -> Response {
+    let name = crate::http::cookie::encode_cookie_name(name);
+    let value = crate::http::cookie::encode_cookie_value(value);
     let mut line = String::with_capacity(name.len() + 1 + value.len() + rest.len());
-    line.push_str(name);
+    line.push_str(&name);
     line.push('=');
-    line.push_str(value);
+    line.push_str(&value);
     line.push_str(rest);
     with_header(res, "Set-Cookie", line)
 }
