@@ -49,7 +49,7 @@ pub use request::{header, header_in, parse_request};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{
-    accept_forever, accept_n, handle_conn, serve, serve_at, serve_n, serve_taking, Server,
+    accept_forever, accept_n, handle_conn, serve, serve_at, serve_n, serve_taking, Control, Server,
     ServerHandle, ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY,
     MAX_CONNECTIONS, WRITE_TIMEOUT,
 };

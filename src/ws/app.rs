@@ -146,6 +146,9 @@ pub enum WsCommand {
     },
     /// Close with this code.
     Close(u16),
+    /// To a connection of a worker, from itself: enter it in the worker's list of `room`'s
+    /// members (what [`Ws::join`] queues, behind the publishes already sent).
+    Join(Arc<str>),
 }
 
 /// A connection as a callback sees it: messages sent here go straight into its output, without
@@ -208,23 +211,38 @@ impl Ws<'_> {
         }
     }
 
-    /// Joins `room` (no effect if already a member): from now on it receives what is published
-    /// there, until it leaves or its connection ends.
+    /// Joins `room` (no effect if already a member): it receives every message published there
+    /// *after this call* — none sent before, even if not yet delivered — until it leaves or its
+    /// connection ends. See the order note of [`Rooms`].
     pub fn join(&mut self, room: &str) {
-        if let Some(name) = self.rooms.join(room, self.id) {
-            self.joined.get_or_insert_with(Default::default).push(name);
+        if self.joined().any(|r| r == room) {
+            return;
+        }
+        let name = self.rooms.count_in(room, self.id.worker());
+        self.joined
+            .get_or_insert_with(Default::default)
+            .push(Arc::clone(&name));
+        // Entered in the worker's list behind what is already queued for the worker.
+        if !self
+            .remote
+            .send(self.id, WsCommand::Join(Arc::clone(&name)))
+        {
+            self.rooms.join_local(&name, self.id);
         }
     }
 
-    /// Leaves `room` (no effect if not a member).
+    /// Leaves `room` at once (no effect if not a member).
     pub fn leave(&mut self, room: &str) {
-        if self.rooms.leave(room, self.id) {
-            if let Some(joined) = self.joined.as_mut() {
-                joined.retain(|r| &**r != room);
-                if joined.is_empty() {
-                    *self.joined = None;
-                }
-            }
+        let Some(joined) = self.joined.as_mut() else {
+            return;
+        };
+        let before = joined.len();
+        joined.retain(|r| &**r != room);
+        if joined.len() < before {
+            self.rooms.leave(room, self.id);
+        }
+        if joined.is_empty() {
+            *self.joined = None;
         }
     }
 

@@ -1,8 +1,13 @@
 //! Rooms (topics): named groups of WebSocket connections that a message can be published to.
 //!
 //! Each worker keeps its own members of each room (a thread-local on the worker's thread, so
-//! joining, leaving and fanning out take no lock); the server keeps, per room, how many members
-//! each worker has. A publish encodes the frame once and sends **one message per worker that has
+//! fanning out takes no lock); the server keeps, per room, how many members each worker has.
+//!
+//! **Order.** A member receives exactly the publishes *sent after it joined*: joining counts it
+//! at once (so later publishes go to its worker) but enters it in its worker's list through the
+//! worker's queue, behind the publishes already sent. A program that keeps a room's history can
+//! therefore read the history and join in one critical section (one the publishers take too)
+//! and hand each message to a new member exactly once. Leaving takes effect at once. A publish encodes the frame once and sends **one message per worker that has
 //! members** (never one per recipient); each worker then hands the same bytes to its own
 //! members. A member leaves its rooms when its connection ends, however it ends.
 //!
@@ -133,31 +138,40 @@ impl Rooms {
         rooms
     }
 
-    /// Adds `id` (a connection of the calling worker) to `room`; `false` if it was a member.
-    pub(crate) fn join(&self, room: &str, id: ConnId) -> Option<Arc<str>> {
-        let added = LOCAL.with(|local| local.borrow_mut().join(room, id))?;
+    /// Counts a member of `room` on `worker` (publishes sent from now on go to that worker);
+    /// the room's shared name.
+    pub(crate) fn count_in(&self, room: &str, worker: u32) -> Arc<str> {
         let workers = self.shared.remote.get().map_or(1, |r| r.workers());
         let mut counts = self.shared.counts();
-        let count = counts.entry(Arc::clone(&added)).or_insert_with(|| {
-            Arc::new(Count {
-                per_worker: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
-            })
-        });
-        if let Some(c) = count.per_worker.get(id.worker() as usize) {
+        let (name, count) = match counts.get_key_value(room) {
+            Some((name, count)) => (Arc::clone(name), Arc::clone(count)),
+            None => {
+                let name: Arc<str> = room.into();
+                let count = Arc::new(Count {
+                    per_worker: (0..workers.max(worker as usize + 1))
+                        .map(|_| AtomicUsize::new(0))
+                        .collect(),
+                });
+                counts.insert(Arc::clone(&name), Arc::clone(&count));
+                (name, count)
+            }
+        };
+        if let Some(c) = count.per_worker.get(worker as usize) {
             c.fetch_add(1, Ordering::AcqRel);
         }
-        Some(added)
+        name
     }
 
-    /// Takes `id` out of `room`; `false` if it was not a member.
-    pub(crate) fn leave(&self, room: &str, id: ConnId) -> bool {
+    /// Makes `id` (a connection of the calling worker thread) receive what its worker fans out
+    /// for `room` from now on.
+    pub(crate) fn join_local(&self, room: &Arc<str>, id: ConnId) {
+        LOCAL.with(|local| local.borrow_mut().join(room, id));
+    }
+
+    /// Takes `id` out of `room`, here and in the counts (`id` must have been counted in).
+    pub(crate) fn leave(&self, room: &str, id: ConnId) {
         // During a worker thread's teardown the thread-local may be gone: nothing to fan out to.
-        let removed = LOCAL
-            .try_with(|local| local.borrow_mut().leave(room, id))
-            .unwrap_or(true);
-        if !removed {
-            return false;
-        }
+        let _ = LOCAL.try_with(|local| local.borrow_mut().leave(room, id));
         let mut counts = self.shared.counts();
         if let Some(count) = counts.get(room) {
             if let Some(c) = count.per_worker.get(id.worker() as usize) {
@@ -167,7 +181,6 @@ impl Rooms {
                 counts.remove(room);
             }
         }
-        true
     }
 }
 
@@ -211,26 +224,15 @@ struct LocalRoom {
 }
 
 impl LocalRooms {
-    /// Adds `id`; the room's shared name when it was not a member yet.
-    fn join(&mut self, room: &str, id: ConnId) -> Option<Arc<str>> {
-        let (name, members) = match self.rooms.get_key_value(room) {
-            Some((name, _)) => {
-                let name = Arc::clone(name);
-                let members = self.rooms.get_mut(room)?;
-                (name, members)
-            }
-            None => {
-                let name: Arc<str> = room.into();
-                let members = self.rooms.entry(Arc::clone(&name)).or_default();
-                (name, members)
-            }
-        };
+    /// Adds `id`; `false` when it was a member already.
+    fn join(&mut self, room: &Arc<str>, id: ConnId) -> bool {
+        let members = self.rooms.entry(Arc::clone(room)).or_default();
         if members.at.contains_key(&id) {
-            return None;
+            return false;
         }
         members.at.insert(id, members.ids.len());
         members.ids.push(id);
-        Some(name)
+        true
     }
 
     fn leave(&mut self, room: &str, id: ConnId) -> bool {
@@ -266,10 +268,11 @@ mod tests {
     #[test]
     fn local_rooms_join_leave_and_list_members() {
         let mut local = LocalRooms::default();
-        assert!(local.join("a", id(1)).is_some());
-        assert!(local.join("a", id(1)).is_none(), "already a member");
-        assert!(local.join("a", id(2)).is_some());
-        assert!(local.join("a", id(3)).is_some());
+        let a: Arc<str> = "a".into();
+        assert!(local.join(&a, id(1)));
+        assert!(!local.join(&a, id(1)), "already a member");
+        assert!(local.join(&a, id(2)));
+        assert!(local.join(&a, id(3)));
         assert!(local.leave("a", id(1)));
         assert!(!local.leave("a", id(1)));
         let mut ids = local.rooms["a"].ids.clone();
@@ -285,8 +288,9 @@ mod tests {
     #[test]
     fn many_leaving_at_once_keep_the_index_right() {
         let mut local = LocalRooms::default();
+        let r: Arc<str> = "r".into();
         for k in 0..1000 {
-            local.join("r", id(k));
+            local.join(&r, id(k));
         }
         for k in (0..1000).step_by(3) {
             assert!(local.leave("r", id(k)));
@@ -301,14 +305,15 @@ mod tests {
     #[test]
     fn counts_follow_joins_and_leaves_and_empty_rooms_go() {
         let rooms = Rooms::default();
-        assert!(rooms.join("x", id(1)).is_some());
-        assert!(rooms.join("x", id(2)).is_some());
-        assert!(rooms.join("y", id(1)).is_some());
+        let x = rooms.count_in("x", 0);
+        rooms.join_local(&x, id(1));
+        rooms.count_in("x", 0);
+        rooms.count_in("y", 0);
         assert_eq!((rooms.members("x"), rooms.members("y")), (2, 1));
         assert_eq!(rooms.list(), [("x".to_owned(), 2), ("y".to_owned(), 1)]);
-        assert!(rooms.leave("x", id(1)));
-        assert!(!rooms.leave("x", id(1)));
-        assert!(rooms.leave("x", id(2)) && rooms.leave("y", id(1)));
+        rooms.leave("x", id(1));
+        rooms.leave("x", id(2));
+        rooms.leave("y", id(1));
         assert_eq!(rooms.members("x"), 0);
         assert!(rooms.list().is_empty());
         assert_eq!(rooms.publish("x", &Message::Text("nobody".into())), 0);

@@ -437,6 +437,17 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                     }
                 }
                 WsCommand::Close(code) => self.queue_close(code),
+                WsCommand::Join(room) => {
+                    // Still a member (it may have left since it asked)?
+                    let member = self
+                        .joined
+                        .iter()
+                        .flat_map(|j| j.iter())
+                        .any(|r| *r == room);
+                    if member {
+                        self.settings.rooms.join_local(&room, io.id());
+                    }
+                }
             }
         }
         if self.pending() > WS_MAX_BACKLOG {

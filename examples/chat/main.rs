@@ -1,0 +1,244 @@
+//! A chat with live server figures: the library's demo, and the README's first command.
+//!
+//! ```sh
+//! cargo run --release --example chat            # http://127.0.0.1:8080/
+//! cargo run --release --example chat -- --port 9000 --workers 2
+//! ```
+//!
+//! - `GET /`: the chat page (pick a room and a name) with a live chart of the server's own
+//!   figures;
+//! - WebSocket `/ws?room=R&name=N`: a member of room R; each text message it sends reaches every
+//!   member of R (itself included) as one JSON text frame `{"id","room","name","text","time"}`;
+//!   a new member first gets the room's last 20 messages;
+//! - `POST /api/messages?room=R` (optional `&name=N`) with a text body: `201`, delivered to room
+//!   R as if a member had sent it; more than 5 per second from one caller (the last
+//!   `X-Forwarded-For` entry: one proxy hop) get a JSON `429`;
+//! - `GET /api/stats`: the server's figures as JSON;
+//! - SIGINT or SIGTERM: graceful stop (members get close 1001), exit 0.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use web::http::{
+    html_response, json_response, param, path_of, query_of, wrap, Control, RateLimit, Request,
+    Response,
+};
+use web::ws::{Message, Rooms, Ws, WsHandler};
+
+#[path = "../cli/mod.rs"]
+mod cli;
+
+/// The page, with its script and chart; no external resources.
+const PAGE: &str = include_str!("page.html");
+/// Messages a room remembers for the members who join later.
+const HISTORY: usize = 20;
+/// The longest room or member name, and the longest message, in bytes.
+const MAX_NAME: usize = 64;
+const MAX_TEXT: usize = 4096;
+
+/// What the chat shares across workers: each room's last messages. Rooms themselves are the
+/// library's.
+struct Chat {
+    rooms: Rooms,
+    history: Mutex<HashMap<String, VecDeque<Arc<str>>>>,
+    next_id: AtomicU64,
+}
+
+/// A member's state, made when its upgrade is accepted.
+struct Member {
+    room: String,
+    name: String,
+}
+
+impl Chat {
+    fn history(&self) -> MutexGuard<'_, HashMap<String, VecDeque<Arc<str>>>> {
+        self.history.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a message in its room's history and publishes it, under the history's lock: a
+    /// member joining meanwhile gets it once, from the history or from the room.
+    fn post(&self, room: &str, name: &str, text: &str) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let time = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let line: Arc<str> = format!(
+            r#"{{"id":{id},"room":{},"name":{},"text":{},"time":{time}}}"#,
+            json_string(room),
+            json_string(name),
+            json_string(text)
+        )
+        .into();
+        let mut history = self.history();
+        let past = history.entry(room.to_owned()).or_default();
+        if past.len() == HISTORY {
+            past.pop_front();
+        }
+        past.push_back(Arc::clone(&line));
+        self.rooms.publish(room, &Message::Text(line.to_string()));
+        id
+    }
+}
+
+impl WsHandler for Chat {
+    type State = Member;
+
+    /// Before the upgrade: a room and a name are required, each 1 to 64 bytes.
+    fn accept(&self, req: &Request) -> Result<Member, Response> {
+        let query = query_of(req.path());
+        let (room, name) = (param(query, "room"), param(query, "name"));
+        for (what, value) in [("room", &room), ("name", &name)] {
+            if value.trim().is_empty() || value.len() > MAX_NAME {
+                return Err(json_response(
+                    400,
+                    format!(r#"{{"error":"a {what} of 1 to {MAX_NAME} bytes is needed"}}"#),
+                ));
+            }
+        }
+        Ok(Member { room, name })
+    }
+
+    /// The room's last messages first, then everything published from now on.
+    fn open(&self, ws: &mut Ws<'_>, me: &mut Member) {
+        let history = self.history();
+        for line in history.get(&me.room).into_iter().flatten() {
+            ws.send_text(line);
+        }
+        ws.join(&me.room);
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, me: &mut Member, msg: Message) {
+        match msg {
+            Message::Text(text) if text.len() <= MAX_TEXT => {
+                self.post(&me.room, &me.name, &text);
+            }
+            Message::Text(_) => ws.close(1009),
+            Message::Binary(_) => ws.close(1003),
+        }
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    cli::run("chat", serve)
+}
+
+fn serve() -> std::io::Result<()> {
+    let options = cli::Options::parse(
+        &["--port", "--workers"],
+        &[],
+        "A chat with live server figures: open http://127.0.0.1:PORT/ (default 8080).",
+    )?;
+    let server = options.server(8080)?;
+    let rooms = server.rooms();
+    let control = server.control();
+    control.shutdown_on_signals()?;
+    let chat = Arc::new(Chat {
+        rooms: rooms.clone(),
+        history: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(0),
+    });
+    let server = server.websocket("/ws", Arc::clone(&chat));
+    let baseline = rss_bytes();
+    let app = {
+        let chat = Arc::clone(&chat);
+        move |req: Request| route(&chat, &control, baseline, req)
+    };
+    let limit = RateLimit::new(5, 100, 1)
+        .refusal(json_response(
+            429,
+            r#"{"error":"more than 5 messages a second","retry_after":1}"#,
+        ))
+        .layer();
+    eprintln!("chat: http://{}/", server.local_addr()?);
+    server.run(wrap(vec![limit], app))?;
+    eprintln!("chat: stopped");
+    Ok(())
+}
+
+fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Response {
+    let query = query_of(req.path());
+    match (req.method(), path_of(req.path())) {
+        ("GET" | "HEAD", "/") => html_response(200, PAGE),
+        ("POST", "/api/messages") => {
+            let room = param(query, "room");
+            let name = match param(query, "name") {
+                name if name.is_empty() => "api".to_owned(),
+                name => name,
+            };
+            let Ok(text) = std::str::from_utf8(req.body()) else {
+                return json_response(400, r#"{"error":"the body must be UTF-8 text"}"#);
+            };
+            if room.is_empty() || room.len() > MAX_NAME || name.len() > MAX_NAME {
+                return json_response(400, r#"{"error":"?room= of 1 to 64 bytes is needed"}"#);
+            }
+            if text.is_empty() || text.len() > MAX_TEXT {
+                return json_response(400, r#"{"error":"a text of 1 to 4096 bytes is needed"}"#);
+            }
+            let id = chat.post(&room, &name, text);
+            json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#))
+        }
+        ("GET", "/api/stats") => json_response(200, stats_json(chat, control, baseline)),
+        (_, "/" | "/api/messages" | "/api/stats") => {
+            json_response(405, r#"{"error":"method not allowed"}"#)
+        }
+        _ => json_response(404, r#"{"error":"not found"}"#),
+    }
+}
+
+/// The server's figures: what the library reports, and this process's memory.
+fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
+    let s = control.stats();
+    let rss = rss_bytes();
+    let per_connection = rss
+        .saturating_sub(baseline)
+        .checked_div(s.open_connections as u64)
+        .unwrap_or(0);
+    let rooms: Vec<String> = chat
+        .rooms
+        .list()
+        .into_iter()
+        .map(|(room, members)| format!(r#"{{"room":{},"members":{members}}}"#, json_string(&room)))
+        .collect();
+    format!(
+        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"rooms":[{}]}}"#,
+        s.open_connections,
+        s.websockets,
+        s.requests,
+        s.held_bytes,
+        s.connections,
+        rooms.join(",")
+    )
+}
+
+/// This process's resident memory, from `/proc/self/status` (0 where there is none).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
