@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Interop: the chat demo in headless Chromium.
+
+    python3 tests/interop/chat_chromium.py target/release/examples/chat
+
+Starts `examples/chat` on a free port of 127.0.0.1 and headless Chromium with its DevTools
+protocol on another, opens two pages of the chat, joins both to one room through the page's own
+form, sends a message from the first page by typing and clicking Send, and checks that the
+second page shows it (and the first too: the sender is a member). Then it waits for the live
+chart to have a few seconds of figures and takes a screenshot of the page, which must be a real
+picture: a PNG of the page's size with many distinct colours, not a blank. Finally it stops the
+chat with SIGTERM and checks that it exits 0.
+
+Needs Chromium (Debian's `chromium`) and Python's `websockets` (>= 14): the caller installs
+them; a missing one is a failure. Every wait is bounded; both processes are stopped by PID.
+"""
+import asyncio
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import zlib
+
+import websockets
+
+
+def fail(msg):
+    print(f"chat_chromium: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, proc, what, seconds=15):
+    end = time.time() + seconds
+    while time.time() < end:
+        if proc.poll() is not None:
+            fail(f"{what} exited before listening on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    fail(f"{what} is not listening on {port} after {seconds} s")
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Page:
+    """One page target, driven over its own DevTools WebSocket."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.next_id = 0
+
+    async def call(self, method, **params):
+        self.next_id += 1
+        mine = self.next_id
+        await self.ws.send(json.dumps({"id": mine, "method": method, "params": params}))
+        while True:
+            msg = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
+            if msg.get("id") == mine:
+                if "error" in msg:
+                    fail(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+
+    async def js(self, expression):
+        result = await self.call(
+            "Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True
+        )
+        if "exceptionDetails" in result:
+            fail(f"script failed: {expression}: {result['exceptionDetails']}")
+        return result.get("result", {}).get("value")
+
+    async def until(self, expression, what, seconds=15):
+        end = time.time() + seconds
+        while time.time() < end:
+            if await self.js(expression):
+                return
+            await asyncio.sleep(0.1)
+        fail(f"timed out waiting until {what}")
+
+
+async def open_page(devtools_port, url):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{devtools_port}/json/new?{url}", method="PUT"
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        target = json.load(r)
+    ws = await websockets.connect(target["webSocketDebuggerUrl"], max_size=64 << 20)
+    page = Page(ws)
+    await page.call("Page.enable")
+    await page.call("Runtime.enable")
+    await page.until("document.readyState === 'complete'", f"{url} loaded")
+    return page
+
+
+def png_colours(png):
+    """The number of distinct RGB(A) pixel values of an 8-bit RGB/RGBA PNG, and its size."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        fail("the screenshot is not a PNG")
+    at, idat, width, height, colour_type = 8, b"", 0, 0, 0
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        kind = png[at + 4 : at + 8]
+        data = png[at + 8 : at + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour_type = struct.unpack(">IIBB", data[:10])
+            if depth != 8 or colour_type not in (2, 6):
+                fail(f"unexpected PNG format: depth {depth}, colour type {colour_type}")
+        elif kind == b"IDAT":
+            idat += data
+        at += 12 + length
+    bpp = 4 if colour_type == 6 else 3
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    prev = bytearray(stride)
+    colours = set()
+    pos = 0
+    for _ in range(height):
+        filt = raw[pos]
+        line = bytearray(raw[pos + 1 : pos + 1 + stride])
+        pos += 1 + stride
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if filt == 1:
+                line[i] = (line[i] + a) & 255
+            elif filt == 2:
+                line[i] = (line[i] + b) & 255
+            elif filt == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif filt == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        for i in range(0, stride, bpp * 4):  # every fourth pixel is plenty
+            colours.add(bytes(line[i : i + 3]))
+        prev = line
+    return len(colours), width, height
+
+
+async def scenario(chat_port, devtools_port, shot_path):
+    base = f"http://127.0.0.1:{chat_port}/"
+    alice = await open_page(devtools_port, base)
+    bob = await open_page(devtools_port, base)
+    room = f"room{os.getpid()}"
+    for page, name in ((alice, "alice"), (bob, "bob")):
+        await page.js(
+            f"document.getElementById('room').value = {json.dumps(room)};"
+            f"document.getElementById('name').value = {json.dumps(name)};"
+            "document.getElementById('join').click(); true"
+        )
+        await page.until(
+            "!document.getElementById('send').disabled", f"{name} joined the room"
+        )
+    text = f"hello from alice {time.time():.0f}"
+    await alice.js(
+        f"document.getElementById('text').value = {json.dumps(text)};"
+        "document.getElementById('send').click(); true"
+    )
+    shown = (
+        "[...document.querySelectorAll('#messages li')]"
+        f".some(li => li.textContent.includes({json.dumps(text)}))"
+    )
+    await bob.until(shown, "bob's page shows alice's message")
+    await alice.until(shown, "alice's page shows her own message")
+    print(f"chat_chromium: bob's page shows {text!r}")
+    # The live panel: a few seconds of figures on the chart, numbers filled in.
+    await bob.until(
+        "document.getElementById('websockets').textContent.trim() !== '–'",
+        "the figures are shown",
+    )
+    await asyncio.sleep(3.5)
+    figures = await bob.js("document.getElementById('websockets').textContent")
+    if not figures or int(figures.replace(",", "")) < 2:
+        fail(f"the panel shows {figures!r} WebSockets, expected at least 2")
+    shot = await bob.call("Page.captureScreenshot", format="png")
+    png = base64.b64decode(shot["data"])
+    with open(shot_path, "wb") as f:
+        f.write(png)
+    colours, width, height = png_colours(png)
+    print(f"chat_chromium: screenshot {width}x{height}, {colours} distinct colours")
+    if width < 400 or height < 300 or colours < 50:
+        fail(f"the screenshot looks blank ({width}x{height}, {colours} colours)")
+    for page in (alice, bob):
+        await page.ws.close()
+
+
+def main():
+    if len(sys.argv) != 2:
+        fail("usage: chat_chromium.py PATH/TO/chat")
+    chat_bin = sys.argv[1]
+    chromium = shutil.which("chromium")
+    if not chromium:
+        fail("chromium is not installed (apt-get install -y chromium)")
+    work = tempfile.mkdtemp()
+    chat_port, devtools_port = free_port(), free_port()
+    chat = subprocess.Popen(
+        [chat_bin, "--port", str(chat_port), "--workers", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(work, "chat.log"), "w"),
+    )
+    browser = None
+    try:
+        wait_listening(chat_port, chat, "the chat")
+        browser = subprocess.Popen(
+            [
+                chromium,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1200,800",
+                f"--user-data-dir={os.path.join(work, 'profile')}",
+                f"--remote-debugging-port={devtools_port}",
+                "--remote-allow-origins=*",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(work, "chromium.log"), "w"),
+        )
+        wait_listening(devtools_port, browser, "chromium", 30)
+        asyncio.run(
+            asyncio.wait_for(
+                scenario(chat_port, devtools_port, os.path.join(work, "chat.png")), 90
+            )
+        )
+        stop(browser)
+        browser = None
+        chat.send_signal(signal.SIGTERM)
+        try:
+            code = chat.wait(15)
+        except subprocess.TimeoutExpired:
+            fail("the chat did not stop within 15 s of SIGTERM")
+        if code != 0:
+            fail(f"the chat exited with {code} after SIGTERM")
+        print("chat_chromium: SIGTERM stopped the chat, exit 0")
+        print("chat_chromium: passed")
+    finally:
+        if browser is not None:
+            stop(browser)
+        stop(chat)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
