@@ -60,7 +60,8 @@ echo=target/release/examples/echo
 fetch=target/release/examples/fetch
 limited=target/release/examples/rate_limited
 ws_echo=target/release/examples/ws_echo
-for built in "$hello" "$echo" "$fetch" "$limited" "$ws_echo"; do
+chat=target/release/examples/chat
+for built in "$hello" "$echo" "$fetch" "$limited" "$ws_echo" "$chat"; do
     [[ -x $built ]] || die "the build did not produce $built"
 done
 
@@ -84,6 +85,9 @@ timeout -k 10 300 python3 tests/interop/ws_python.py "$ws_echo" || failed+=("ws_
 echo
 echo "== interop: WebSocket, a page in headless Chromium against ws_echo =="
 timeout -k 10 120 bash tests/interop/ws_chromium.sh "$ws_echo" || failed+=("ws_chromium.sh (exit $?)")
+echo
+echo "== interop: the chat demo in headless Chromium (two pages, a message, the chart, SIGTERM) =="
+timeout -k 10 180 python3 tests/interop/chat_chromium.py "$chat" || failed+=("chat_chromium.py (exit $?)")
 
 echo
 if [[ ${#failed[@]} -ne 0 ]]; then
