@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn extensions_and_trailers_are_bounded() {
         let mut long_ext = b"1;".to_vec();
-        long_ext.extend(std::iter::repeat(b'x').take(MAX_CHUNK_EXTENSIONS));
+        long_ext.extend(std::iter::repeat_n(b'x', MAX_CHUNK_EXTENSIONS));
         long_ext.extend_from_slice(b"\r\n");
         assert_eq!(
             decode_all(&long_ext, u64::MAX).map(|_| ()),
@@ -330,7 +330,7 @@ mod tests {
         );
 
         let mut trailer = b"0\r\nX: ".to_vec();
-        trailer.extend(std::iter::repeat(b'y').take(MAX_TRAILER_BYTES));
+        trailer.extend(std::iter::repeat_n(b'y', MAX_TRAILER_BYTES));
         assert_eq!(
             decode_all(&trailer, u64::MAX).map(|_| ()),
             Err(ParseError::Trailers)

@@ -58,7 +58,7 @@ thread_local! {
 pub(crate) fn with_date<R>(now: Instant, f: impl FnOnce(&[u8]) -> R) -> R {
     DATE.with(|cell| {
         let mut cache = cell.borrow_mut();
-        if cache.stale_at.map_or(true, |t| now >= t) {
+        if cache.stale_at.is_none_or(|t| now >= t) {
             let wall = SystemTime::now().max(UNIX_EPOCH);
             let into_second = wall
                 .duration_since(UNIX_EPOCH)

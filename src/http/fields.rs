@@ -41,7 +41,7 @@ impl ContentLength {
     pub(crate) fn note(&mut self, value: &[u8]) {
         for item in list_elements(value) {
             match parse_digits(item) {
-                Some(n) if self.value.map_or(true, |m| m == n) => self.value = Some(n),
+                Some(n) if self.value.is_none_or(|m| m == n) => self.value = Some(n),
                 _ => self.bad = true,
             }
         }

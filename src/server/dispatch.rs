@@ -97,7 +97,7 @@ impl<'a> App<'a> {
 
     /// Takes one request from the budget: false when it is spent.
     fn spend(&self) -> bool {
-        self.budget.map_or(true, |b| {
+        self.budget.is_none_or(|b| {
             b.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
                 .is_ok()
         })
