@@ -81,6 +81,20 @@ pub fn fill(conn: &mut TcpStream, mut buf: Vec<u8>, want: usize) -> io::Result<V
 /// Frames from either side are read: masked ones (from a client) are unmasked. On the client
 /// side the server's `101` reply ahead of the first frame is skipped. A frame with a payload
 /// over [`MAX_FRAME`] or a malformed head is an `InvalidData` error.
+///
+/// ```
+/// use std::io::Write;
+/// use web::ws::{client_frame, ws_take};
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let mut client = std::net::TcpStream::connect(listener.local_addr()?)?;
+/// let (mut server, _) = listener.accept()?;
+/// // Two frames in one write: the second comes back as leftover.
+/// client.write_all(&[client_frame("one"), client_frame("two")].concat())?;
+/// let (first, rest) = ws_take(&mut server, Vec::new())?;
+/// let (second, _) = ws_take(&mut server, rest)?;
+/// assert_eq!((first.as_slice(), second.as_slice()), (&b"one"[..], &b"two"[..]));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn ws_take(conn: &mut TcpStream, acc: Vec<u8>) -> io::Result<(Vec<u8>, Vec<u8>)> {
     let mut buf = skip_upgrade_reply(conn, acc)?;
     loop {
@@ -151,6 +165,19 @@ fn skip_upgrade_reply(conn: &mut TcpStream, mut buf: Vec<u8>) -> io::Result<Vec<
 /// nothing between calls — bytes of a second frame that arrived with the first are dropped — so
 /// it is safe only where one message arrives at a time. A payload that is not UTF-8 is an
 /// `InvalidData` error.
+///
+/// ```
+/// use std::io::Write;
+/// use web::ws::{client_frame, ws_read};
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let mut client = std::net::TcpStream::connect(listener.local_addr()?)?;
+/// let (mut server, _) = listener.accept()?;
+/// client.write_all(&client_frame("hello"))?;
+/// assert_eq!(ws_read(&mut server)?, "hello");
+/// drop(client);
+/// assert_eq!(ws_read(&mut server)?, ""); // the peer is gone
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn ws_read(conn: &mut TcpStream) -> io::Result<String> {
     let mut acc = Vec::new();
     loop {
