@@ -4,6 +4,8 @@
 //!    RSS growth per connection;
 //! 2. keep-alive throughput: 32 connections, one request in flight on each;
 //! 3. pipelined throughput: 32 connections, 16 requests in flight on each;
+//! 4. memory after bursts: 5 rounds of 20 concurrent 1 MB POSTs echoed back — the server's RSS
+//!    after each round against before the first;
 //!
 //! for the `hello` handler on one worker. Throughput is given per second of wall time and per
 //! second of the server's own CPU time (the robust figure on a shared machine; the load
@@ -30,6 +32,7 @@ fn serve() -> ! {
         .workers(1)
         .spawn(|req| match req.path() {
             "/stats" => text_response(200, format!("{} {}", cpu_micros(), rss_kib())),
+            "/echo" => text_response(200, req.into_body()),
             _ => text_response(200, "Hello, World!"),
         })
         .unwrap();
@@ -148,7 +151,46 @@ fn main() {
     }
 }
 
+/// One round: `BURST` clients at once each POST 1 MB to `/echo` and read it back.
+fn burst_round(port: u16) {
+    const BURST: usize = 20;
+    const BODY: usize = 1_000_000;
+    let clients: Vec<_> = (0..BURST)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                let body = vec![b'a' + (i % 26) as u8; BODY];
+                c.write_all(
+                    format!("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {BODY}\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                )
+                .unwrap();
+                c.write_all(&body).unwrap();
+                let mut reply = Vec::new();
+                c.read_to_end(&mut reply).unwrap();
+                assert!(reply.ends_with(&body), "the body came back whole");
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+}
+
 fn run(port: u16) {
+    let (_, before) = stats(port);
+    for round in 1..=5 {
+        burst_round(port);
+        std::thread::sleep(Duration::from_millis(1500));
+        let (_, after) = stats(port);
+        println!(
+            "burst round {round}: 20 concurrent 1 MB POSTs echoed; RSS {:.2} MiB before the first, {:.2} MiB after ({:+.1}%)",
+            before as f64 / 1024.0,
+            after as f64 / 1024.0,
+            (after as f64 - before as f64) * 100.0 / before as f64
+        );
+    }
+
     let (rps, per_core) = throughput(port, 1);
     println!(
         "keep-alive, {CONNECTIONS} connections, 1 in flight each: {rps:>10.0} req/s, {per_core:>10.0} req per server core-second"

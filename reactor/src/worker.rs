@@ -57,6 +57,30 @@ fn shrink_after_burst<T>(v: &mut Vec<T>) {
     }
 }
 
+/// Keeps glibc's threshold for serving an allocation with its own `mmap` fixed at 128 KiB
+/// (glibc raises it, by default, to the size of the largest block freed, up to 32 MiB; after one
+/// burst of large request bodies every later one then comes from the heap, and freeing it gives
+/// nothing back to the system). Large buffers — request bodies, large replies — then return
+/// their memory the moment they are freed. Process-wide, set once when the first worker starts;
+/// only where the allocator is glibc's.
+pub(crate) fn keep_large_buffers_returnable() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        // SAFETY: mallopt(3) takes two integers and only changes a tuning parameter of the
+        // allocator; it is safe to call at any time from any thread.
+        ONCE.call_once(|| unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        });
+    }
+}
+
+/// Heap held by a worker's strands (buffers of requests and replies being read or written)
+/// after which the worker gives free memory back to the system once they are done.
+const TRIM_AFTER_HELD: usize = 1 << 20;
+/// The least time between two such trims of one worker.
+const TRIM_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Slab capacity (entries) above which an emptied slab is shrunk (a few KiB is kept for the
 /// next connections; what a crowd grew goes back).
 const SHRINK_ABOVE: usize = 64;
@@ -119,6 +143,12 @@ pub(crate) struct Worker<S: Service> {
     fan_ids: Vec<ConnId>,
     parked: usize,
     held: usize,
+    /// The most heap the strands held since memory was last given back.
+    held_peak: usize,
+    /// When memory was last given back to the system.
+    last_trim: Option<Instant>,
+    /// A trim waiting for its interval to pass.
+    trim_at: Option<Instant>,
     accepted: u64,
     accept_errors: u64,
     dropped: u64,
@@ -136,6 +166,7 @@ impl<S: Service> Worker<S> {
     ) -> Worker<S> {
         let now = Instant::now();
         let clock = Clock::new(now);
+        keep_large_buffers_returnable();
         Worker {
             index: index as u32,
             poll,
@@ -162,6 +193,9 @@ impl<S: Service> Worker<S> {
             fan_ids: Vec::new(),
             parked: 0,
             held: 0,
+            held_peak: 0,
+            last_trim: None,
+            trim_at: None,
             accepted: 0,
             accept_errors: 0,
             dropped: 0,
@@ -206,6 +240,7 @@ impl<S: Service> Worker<S> {
             }
             self.expire_timers();
             self.resume_again();
+            self.give_back_after_burst();
             self.publish();
             if self.draining {
                 if self.slab.is_empty() {
@@ -235,7 +270,7 @@ impl<S: Service> Worker<S> {
             .wheel
             .next_in()
             .map(|ticks| self.now + self.clock.until(self.now, ticks));
-        for t in [self.accept_paused_until, self.drain_until]
+        for t in [self.accept_paused_until, self.drain_until, self.trim_at]
             .into_iter()
             .flatten()
         {
@@ -459,6 +494,7 @@ impl<S: Service> Worker<S> {
                 let entry = &mut self.slab[key as usize];
                 let after = entry.strand.held_bytes();
                 self.held = self.held.saturating_sub(before).saturating_add(after);
+                self.held_peak = self.held_peak.max(self.held);
                 let was_parked = entry.flags & PARKED != 0;
                 let mut flags = entry.flags & (READ_READY | WRITE_READY | READ_CLOSED);
                 if read {
@@ -524,6 +560,10 @@ impl<S: Service> Worker<S> {
         if flags & PARKED != 0 {
             self.parked -= 1;
         }
+        let held_now = strand.held_bytes();
+        self.held_peak = self
+            .held_peak
+            .max(self.held.saturating_sub(before) + held_now);
         self.held = self.held.saturating_sub(before);
         if catch_unwind(AssertUnwindSafe(move || drop(strand))).is_err() {
             self.panics += 1;
@@ -533,6 +573,11 @@ impl<S: Service> Worker<S> {
             // crowd's strands freed to the allocator.
             self.slab.shrink_to_fit();
             release_free_memory();
+            self.held_peak = 0;
+        } else if self.slab.is_empty() && self.held_peak >= TRIM_AFTER_HELD {
+            // The last of a few connections that held large buffers closed.
+            release_free_memory();
+            self.held_peak = 0;
         }
         if self.at_limit {
             self.at_limit = false;
@@ -564,6 +609,28 @@ impl<S: Service> Worker<S> {
                 let before = entry.strand.held_bytes();
                 self.close(key as u32, before);
             }
+        }
+    }
+
+    /// Once the strands that held large buffers have let them go (the worker's held bytes back
+    /// to zero after a peak of [`TRIM_AFTER_HELD`]), asks the allocator to return its free
+    /// memory to the system — at most once per [`TRIM_INTERVAL`], so a steady stream of large
+    /// bodies costs one `malloc_trim` a second, not one per request.
+    fn give_back_after_burst(&mut self) {
+        self.held_peak = self.held_peak.max(self.held);
+        if self.held != 0 || self.held_peak < TRIM_AFTER_HELD {
+            self.trim_at = None;
+            return;
+        }
+        let due_at = self.last_trim.map_or(self.now, |t| t + TRIM_INTERVAL);
+        if self.now >= due_at {
+            release_free_memory();
+            self.held_peak = 0;
+            self.last_trim = Some(self.now);
+            self.trim_at = None;
+        } else {
+            // Too soon after the last one: wake up for it even if nothing else happens.
+            self.trim_at = Some(due_at);
         }
     }
 
