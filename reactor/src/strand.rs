@@ -116,4 +116,9 @@ pub trait Service: Send + 'static {
     fn fan_out(&mut self, msg: &<Self::Strand as Strand>::Msg, to: &mut Vec<ConnId>) {
         let _ = (msg, to);
     }
+
+    /// The worker's last connection closed: give back what the service keeps for busy times
+    /// (buffer pools, caches). The worker then asks the allocator to return free memory to the
+    /// system. Runs on the worker's thread. By default nothing is kept.
+    fn idle(&mut self) {}
 }

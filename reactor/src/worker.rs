@@ -149,6 +149,8 @@ pub(crate) struct Worker<S: Service> {
     last_trim: Option<Instant>,
     /// A trim waiting for its interval to pass.
     trim_at: Option<Instant>,
+    /// Free memory should go back to the system once no strand holds buffers.
+    trim_wanted: bool,
     accepted: u64,
     accept_errors: u64,
     dropped: u64,
@@ -196,6 +198,7 @@ impl<S: Service> Worker<S> {
             held_peak: 0,
             last_trim: None,
             trim_at: None,
+            trim_wanted: false,
             accepted: 0,
             accept_errors: 0,
             dropped: 0,
@@ -568,16 +571,19 @@ impl<S: Service> Worker<S> {
         if catch_unwind(AssertUnwindSafe(move || drop(strand))).is_err() {
             self.panics += 1;
         }
-        if self.slab.is_empty() && self.slab.capacity() > SHRINK_ABOVE {
-            // The last connection of a crowd closed: give the slab's memory back, and what the
-            // crowd's strands freed to the allocator.
-            self.slab.shrink_to_fit();
-            release_free_memory();
-            self.held_peak = 0;
-        } else if self.slab.is_empty() && self.held_peak >= TRIM_AFTER_HELD {
-            // The last of a few connections that held large buffers closed.
-            release_free_memory();
-            self.held_peak = 0;
+        if self.slab.is_empty() {
+            // The last connection closed: what busy times kept goes back.
+            let service = &mut self.service;
+            if catch_unwind(AssertUnwindSafe(|| service.idle())).is_err() {
+                self.panics += 1;
+            }
+            if self.slab.capacity() > SHRINK_ABOVE {
+                self.slab.shrink_to_fit();
+            }
+            // What was freed goes back to the system too, at the end of this turn (at most once
+            // per TRIM_INTERVAL: a client connecting and leaving again and again costs one trim
+            // a second).
+            self.trim_wanted = true;
         }
         if self.at_limit {
             self.at_limit = false;
@@ -613,12 +619,16 @@ impl<S: Service> Worker<S> {
     }
 
     /// Once the strands that held large buffers have let them go (the worker's held bytes back
-    /// to zero after a peak of [`TRIM_AFTER_HELD`]), asks the allocator to return its free
-    /// memory to the system — at most once per [`TRIM_INTERVAL`], so a steady stream of large
-    /// bodies costs one `malloc_trim` a second, not one per request.
+    /// to zero after a peak of [`TRIM_AFTER_HELD`]), or the worker's last connection closed,
+    /// asks the allocator to return its free memory to the system — at most once per
+    /// [`TRIM_INTERVAL`], so a steady stream of large bodies costs one `malloc_trim` a second,
+    /// not one per request.
     fn give_back_after_burst(&mut self) {
         self.held_peak = self.held_peak.max(self.held);
-        if self.held != 0 || self.held_peak < TRIM_AFTER_HELD {
+        if self.held == 0 && self.held_peak >= TRIM_AFTER_HELD {
+            self.trim_wanted = true;
+        }
+        if !self.trim_wanted || self.held != 0 {
             self.trim_at = None;
             return;
         }
@@ -626,6 +636,7 @@ impl<S: Service> Worker<S> {
         if self.now >= due_at {
             release_free_memory();
             self.held_peak = 0;
+            self.trim_wanted = false;
             self.last_trim = Some(self.now);
             self.trim_at = None;
         } else {

@@ -12,7 +12,7 @@ pub(crate) mod exchange;
 pub(crate) mod fields;
 mod grammar;
 mod head;
-mod message;
+pub(crate) mod message;
 mod middleware;
 mod query;
 mod rate_limit;

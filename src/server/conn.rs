@@ -29,6 +29,12 @@ impl Service for HttpService {
         Conn::Http(HttpStrand::new(Arc::clone(&self.shared)))
     }
 
+    /// No connection left on this worker: the request and output buffer pools are emptied.
+    fn idle(&mut self) {
+        crate::http::message::pool::clear();
+        super::output::clear_pool();
+    }
+
     /// One message per worker reaches its members of a room, or its share of a broadcast.
     fn fan_out(&mut self, msg: &WsCommand, to: &mut Vec<ConnId>) {
         match msg {

@@ -21,6 +21,11 @@ thread_local! {
     static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Empties this thread's output buffer pool (a worker with no connection left keeps none).
+pub(crate) fn clear_pool() {
+    let _ = POOL.try_with(|p| *p.borrow_mut() = Vec::new());
+}
+
 /// What a connection still has to write.
 #[derive(Default)]
 pub(crate) struct Output {

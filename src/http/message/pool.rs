@@ -44,6 +44,11 @@ pub(crate) fn take() -> HeadBuf {
         .unwrap_or_default()
 }
 
+/// Empties this thread's pool (a worker with no connection left keeps none).
+pub(crate) fn clear() {
+    let _ = POOL.try_with(|p| *p.borrow_mut() = Vec::new());
+}
+
 /// Gives a buffer back to this thread's pool (or to the allocator when it is large, has never
 /// allocated, or the pool is full).
 pub(crate) fn give(mut buf: HeadBuf) {
