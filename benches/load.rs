@@ -14,9 +14,8 @@
 //! `LOAD_BENCH_SERVER=1`); everything talks to 127.0.0.1; the child ends when the parent closes
 //! its standard input. Asserts nothing but that every reply is the expected one.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use web::http::{text_response, Server};
@@ -26,41 +25,27 @@ const CONNECTIONS: usize = 32;
 const RUN: Duration = Duration::from_secs(5);
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
-fn serve() -> ! {
+mod child;
+
+fn serve() {
     let handle = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
         .spawn(|req| match req.path() {
-            "/stats" => text_response(200, format!("{} {}", cpu_micros(), rss_kib())),
+            "/stats" => text_response(
+                200,
+                format!(
+                    "{} {}",
+                    child::cpu_micros(),
+                    child::status_kib("self", "VmRSS:")
+                ),
+            ),
             "/echo" => text_response(200, req.into_body()),
             _ => text_response(200, "Hello, World!"),
         })
         .unwrap();
-    println!("{}", handle.local_addr().port());
-    std::io::stdout().flush().unwrap();
-    let _ = std::io::stdin().read(&mut [0u8; 1]);
+    child::serve_until_stdin_closes(handle.local_addr().port());
     let _ = handle.shutdown();
-    std::process::exit(0);
-}
-
-fn cpu_micros() -> i64 {
-    // SAFETY: getrusage(2) writes into the zeroed struct it is given.
-    let u = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut u);
-        u
-    };
-    let micros = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
-    micros(u.ru_utime) + micros(u.ru_stime)
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
-        .unwrap_or(0)
 }
 
 /// (server CPU µs, RSS KiB), asked on a connection of its own.
@@ -129,26 +114,7 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return; // compiled and listed by `cargo test --benches`; figures come from `cargo bench`.
     }
-    if std::env::var_os("LOAD_BENCH_SERVER").is_some() {
-        serve();
-    }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env("LOAD_BENCH_SERVER", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line.trim().parse().unwrap();
-    let result = std::panic::catch_unwind(|| run(port));
-    drop(child.stdin.take());
-    let _ = child.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    child::run("LOAD_BENCH_SERVER", serve, |port, _| run(port));
 }
 
 /// One round: `BURST` clients at once each POST 1 MB to `/echo` and read it back.

@@ -13,9 +13,8 @@
 //! talks to 127.0.0.1 only; the child ends when the parent closes its standard input.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -82,7 +81,9 @@ impl WsHandler for Bench {
     }
 }
 
-fn serve() -> ! {
+mod child;
+
+fn serve() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(2);
     let rooms = server.rooms();
     let server = server.websocket(
@@ -101,34 +102,18 @@ fn serve() -> ! {
             _ => text_response(200, stats_line()),
         })
         .unwrap();
-    println!("{}", handle.local_addr().port());
-    std::io::stdout().flush().unwrap();
-    let _ = std::io::stdin().read(&mut [0u8; 1]);
+    child::serve_until_stdin_closes(handle.local_addr().port());
     let _ = handle.shutdown();
-    std::process::exit(0);
 }
 
-/// `allocations live_heap_bytes cpu_micros rss_kib open_connections` of this process.
+/// `allocations live_heap_bytes cpu_micros rss_kib` of this process.
 fn stats_line() -> String {
-    // SAFETY: getrusage(2) writes into the zeroed struct it is given.
-    let usage = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut u);
-        u
-    };
-    let micros = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
-    let rss = std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
-        .unwrap_or(0);
     format!(
         "{} {} {} {}",
         ALLOCATIONS.load(Ordering::Relaxed),
         LIVE_BYTES.load(Ordering::Relaxed),
-        micros(usage.ru_utime) + micros(usage.ru_stime),
-        rss
+        child::cpu_micros(),
+        child::status_kib("self", "VmRSS:")
     )
 }
 
@@ -217,26 +202,7 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return; // compiled and listed by `cargo test --benches`; figures come from `cargo bench`.
     }
-    if std::env::var_os("ROOMS_BENCH_SERVER").is_some() {
-        serve();
-    }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env("ROOMS_BENCH_SERVER", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line.trim().parse().unwrap();
-    let result = std::panic::catch_unwind(|| run(port));
-    drop(child.stdin.take());
-    let _ = child.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    child::run("ROOMS_BENCH_SERVER", serve, |port, _| run(port));
 }
 
 fn run(port: u16) {
