@@ -89,18 +89,7 @@ fn is_name_byte(b: u8) -> bool {
 /// [`set_cookie`](crate::http::set_cookie) does to a cookie's name and value so that neither
 /// can end the pair or add an attribute.
 pub(crate) fn encode_cookie_part(part: &str, allowed: fn(u8) -> bool) -> String {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut out = String::with_capacity(part.len());
-    for &b in part.as_bytes() {
-        if allowed(b) {
-            out.push(b as char);
-        } else {
-            out.push('%');
-            out.push(HEX[usize::from(b >> 4)] as char);
-            out.push(HEX[usize::from(b & 15)] as char);
-        }
-    }
-    out
+    super::query::percent_encoded(part.as_bytes(), allowed)
 }
 
 /// A cookie name as [`set_cookie`](crate::http::set_cookie) writes it.

@@ -14,7 +14,7 @@ mod grammar;
 mod head;
 pub(crate) mod message;
 mod middleware;
-mod query;
+pub(crate) mod query;
 mod rate_limit;
 pub(crate) mod render;
 mod reply;

@@ -111,11 +111,18 @@ fn hex(b: &u8) -> Option<u8> {
 /// assert_eq!(web::http::encoded("a b/ü~"), "a%20b%2F%C3%BC~");
 /// ```
 pub fn encoded(s: impl AsRef<[u8]>) -> String {
+    percent_encoded(s.as_ref(), |b| {
+        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+    })
+}
+
+/// `bytes` with every byte `keep` refuses written as `%XX` (upper-case hex): the one
+/// percent-encoder, for query strings and for cookies.
+pub(crate) fn percent_encoded(bytes: &[u8], keep: impl Fn(u8) -> bool) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let s = s.as_ref();
-    let mut out = String::with_capacity(s.len() * 3);
-    for &b in s {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+    let mut out = String::with_capacity(bytes.len() * 3);
+    for &b in bytes {
+        if keep(b) {
             out.push(b as char);
         } else {
             out.push('%');
