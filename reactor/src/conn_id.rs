@@ -55,17 +55,29 @@ impl ConnId {
     }
 
     /// Index of the worker thread that owns the connection (0-based).
+    ///
+    /// ```
+    /// assert_eq!(reactor::ConnId::from_parts(1, 2, 3).worker(), 1);
+    /// ```
     pub fn worker(self) -> u32 {
         self.worker
     }
 
     /// The connection's key in its worker's slab. Reused after the connection closes.
+    ///
+    /// ```
+    /// assert_eq!(reactor::ConnId::from_parts(1, 2, 3).key(), 2);
+    /// ```
     pub fn key(self) -> u32 {
         self.key
     }
 
     /// The generation taken when the connection was accepted; never shared by two connections
     /// of the same worker alive at the same time (it wraps after 2³² accepts).
+    ///
+    /// ```
+    /// assert_eq!(reactor::ConnId::from_parts(1, 2, 3).generation(), 3);
+    /// ```
     pub fn generation(self) -> u32 {
         self.generation
     }

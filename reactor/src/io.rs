@@ -88,12 +88,29 @@ impl<'a, M> Io<'a, M> {
     ///
     /// Mio is edge-triggered: keep reading until [`Read::WouldBlock`] before parking on `read`.
     /// Use [`Io::read_split`] to write while holding the bytes read.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     while let reactor::Read::Data(bytes) = io.read() {
+    ///         let _ = bytes.len();
+    ///     }
+    /// }
+    /// ```
     pub fn read(&mut self) -> Read<'_> {
         self.read_split().0
     }
 
     /// Reads once into the scratch buffer and also returns the connection's [`Output`], so a
     /// strand can answer while it still looks at the bytes it read.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let (read, mut out) = io.read_split();
+    ///     if let reactor::Read::Data(bytes) = read {
+    ///         let _ = out.write(bytes); // answer while looking at the bytes
+    ///     }
+    /// }
+    /// ```
     pub fn read_split(&mut self) -> (Read<'_>, Output<'_>) {
         let read = loop {
             match (&*self.stream).read(self.scratch) {
@@ -131,6 +148,12 @@ impl<'a, M> Io<'a, M> {
     }
 
     /// The connection's [`Output`].
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let _ = io.output().write(b"hello");
+    /// }
+    /// ```
     pub fn output(&mut self) -> Output<'_> {
         Output {
             stream: self.stream,
@@ -139,26 +162,61 @@ impl<'a, M> Io<'a, M> {
     }
 
     /// Writes what the socket takes now; see [`Output::write`].
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let sent = io.write(b"hello").unwrap_or(0); // fewer: keep the rest, park on write
+    ///     let _ = sent;
+    /// }
+    /// ```
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.output().write(buf)
     }
 
     /// Writes several buffers in one system call; see [`Output::write_vectored`].
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let parts = [std::io::IoSlice::new(b"head"), std::io::IoSlice::new(b"body")];
+    ///     let _ = io.write_vectored(&parts);
+    /// }
+    /// ```
     pub fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         self.output().write_vectored(bufs)
     }
 
     /// The instant this loop turn started: one clock read per turn, shared by all strands.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let deadline = io.now() + std::time::Duration::from_secs(5);
+    ///     let _ = deadline;
+    /// }
+    /// ```
     pub fn now(&self) -> Instant {
         self.now
     }
 
     /// This connection's id.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let id = io.id();
+    ///     let _ = (id.worker(), id.key());
+    /// }
+    /// ```
     pub fn id(&self) -> ConnId {
         self.id
     }
 
     /// The server's [`Remote`], to address other connections (broadcast) or start shutdown.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let remote = io.remote().clone(); // to address other connections
+    ///     let _ = remote;
+    /// }
+    /// ```
     pub fn remote(&self) -> &Remote<M> {
         self.remote
     }
@@ -166,11 +224,25 @@ impl<'a, M> Io<'a, M> {
     /// The raw socket (socket options, peer address, ...). Reads and writes made directly on it
     /// bypass the reactor's readiness bookkeeping: a `WouldBlock` seen there is not recorded,
     /// which costs at most one extra resume.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let peer = io.stream().peer_addr();
+    ///     let _ = peer;
+    /// }
+    /// ```
     pub fn stream(&mut self) -> &mut TcpStream {
         self.stream
     }
 
     /// The size of the scratch buffer reads land in.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let size = io.scratch_size();
+    ///     assert!(size >= 512);
+    /// }
+    /// ```
     pub fn scratch_size(&self) -> usize {
         self.scratch.len()
     }
@@ -211,6 +283,12 @@ impl Output<'_> {
     /// Writes what the socket takes now and returns how many bytes it took. A count short of
     /// `buf.len()` (0 included) means the socket's buffer is full: keep the rest and park on
     /// `write`. `WouldBlock` never comes back as an error; errors are real failures.
+    ///
+    /// ```
+    /// fn demo(mut out: reactor::Output<'_>) {
+    ///     let _ = out.write(b"hello");
+    /// }
+    /// ```
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
@@ -229,6 +307,12 @@ impl Output<'_> {
     }
 
     /// Like [`Output::write`] for several buffers in one system call (`writev`).
+    ///
+    /// ```
+    /// fn demo(mut out: reactor::Output<'_>) {
+    ///     let _ = out.write_vectored(&[std::io::IoSlice::new(b"hi")]);
+    /// }
+    /// ```
     pub fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);

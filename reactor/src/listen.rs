@@ -10,6 +10,10 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 
 /// Backlog of the listening sockets this crate creates.
+///
+/// ```
+/// assert!(reactor::LISTEN_BACKLOG >= 128);
+/// ```
 pub const LISTEN_BACKLOG: i32 = 1024;
 
 /// `n` duplicates (`dup`) of one listener: one open file description, one accept queue, each

@@ -40,6 +40,12 @@ pub enum Wake {
 /// What a strand hands back with [`Next::Release`]: a closure that receives the connection
 /// as a blocking `std::net::TcpStream`, deregistered from the reactor. It runs on the worker
 /// thread, so it must not block: spawn a thread or pass the stream on through a channel.
+///
+/// ```
+/// let handover: reactor::Handover = Box::new(|stream: std::net::TcpStream| drop(stream));
+/// let next = reactor::Next::Release(handover);
+/// # let _ = next;
+/// ```
 pub type Handover = Box<dyn FnOnce(std::net::TcpStream) + Send + 'static>;
 
 /// What a strand waits for next, returned from every [`Strand`](crate::Strand) method.

@@ -25,6 +25,10 @@ pub(crate) struct Counters {
 /// worker takes its whole inbox at every wake, so the bound is reached only when senders outrun
 /// a busy worker by this much: it caps the memory a burst can queue (about 64 bytes a message
 /// for WebSocket commands, so 4 MiB a worker) instead of letting it grow without bound.
+///
+/// ```
+/// assert!(reactor::INBOX_LIMIT >= 1024);
+/// ```
 pub const INBOX_LIMIT: usize = 1 << 16;
 
 /// Where a queued message goes.
@@ -222,6 +226,12 @@ impl<M: Send + 'static> Remote<M> {
     }
 
     /// Whether [`Remote::shutdown`] was called.
+    ///
+    /// ```
+    /// fn stopping(remote: &reactor::Remote<()>) -> bool {
+    ///     remote.is_shutting_down()
+    /// }
+    /// ```
     pub fn is_shutting_down(&self) -> bool {
         self.shared
             .shutdown
@@ -229,6 +239,14 @@ impl<M: Send + 'static> Remote<M> {
     }
 
     /// The number of workers.
+    ///
+    /// ```
+    /// fn each(remote: &reactor::Remote<()>) {
+    ///     for w in 0..remote.workers() {
+    ///         remote.send_worker(w, ());
+    ///     }
+    /// }
+    /// ```
     pub fn workers(&self) -> usize {
         self.shared.workers.len()
     }

@@ -15,6 +15,26 @@ use crate::worker::Worker;
 use crate::{Config, Remote, Service, Stats, Strand};
 
 /// The message type of a service's strands.
+///
+/// ```
+/// # use reactor::*;
+/// # struct S;
+/// # impl Strand for S {
+/// #     type Msg = ();
+/// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+/// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+/// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+/// #     fn held_bytes(&self) -> usize { 0 }
+/// # }
+/// # struct Svc;
+/// # impl Service for Svc {
+/// #     type Strand = S;
+/// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+/// # }
+/// fn sender(remote: Remote<MsgOf<Svc>>) -> Remote<()> {
+///     remote
+/// }
+/// ```
 pub type MsgOf<S> = <<S as Service>::Strand as Strand>::Msg;
 
 /// A server ready to run: one poll, listener and service per worker.
@@ -52,6 +72,27 @@ impl<S: Service> Reactor<S> {
     /// Prepares `config.workers` workers sharing `listener` (an already bound listener: each
     /// worker polls its own `dup` of it, all accepting from one queue). `make_service(i)` makes
     /// worker `i`'s service.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let reactor = Reactor::new(listener, Config::default().workers(1), |_| Svc)?;
+    /// # drop(reactor);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new(
         listener: TcpListener,
         config: Config,
@@ -86,6 +127,26 @@ impl<S: Service> Reactor<S> {
     /// the split ignores load, so a worker stuck in a long strand call still gets its share.
     /// Prefer `bind` when the server owns its address; `new` serves callers that hand over an
     /// already bound listener.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let reactor = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(2), |_| Svc)?;
+    /// assert_ne!(reactor.local_addr().port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind(
         addr: SocketAddr,
         config: Config,
@@ -101,6 +162,28 @@ impl<S: Service> Reactor<S> {
 
     /// Prepares one worker per listener in `listeners` (for example sockets made with
     /// [`bind_reuseport`](crate::bind_reuseport) on one address); `config.workers` is ignored.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let first = bind_reuseport("127.0.0.1:0".parse().unwrap())?;
+    /// let second = bind_reuseport(first.local_addr()?)?;
+    /// let reactor = Reactor::from_listeners(vec![first, second], Config::default(), |_| Svc)?;
+    /// # drop(reactor);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_listeners(
         listeners: Vec<TcpListener>,
         config: Config,
@@ -155,17 +238,79 @@ impl<S: Service> Reactor<S> {
     }
 
     /// The address the server listens on.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let reactor = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?;
+    /// println!("{}", reactor.local_addr());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
     /// The server's [`Remote`], usable before it runs (say, to shut down a [`Reactor::run`]
     /// from another thread).
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let reactor = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?;
+    /// let remote = reactor.remote(); // usable before and after the start
+    /// assert_eq!(remote.workers(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn remote(&self) -> Remote<MsgOf<S>> {
         self.remote.clone()
     }
 
     /// Starts one thread per worker (named `reactor-<i>`) and returns at once.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let reactor = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?;
+    /// let handle = reactor.spawn()?;
+    /// handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn spawn(self) -> io::Result<Handle<MsgOf<S>>> {
         let mut handle = Handle {
             remote: self.remote.clone(),
@@ -191,6 +336,25 @@ impl<S: Service> Reactor<S> {
 
     /// Runs the server and returns only after a shutdown started through a [`Remote`]
     /// (see [`Reactor::remote`]) has completed.
+    ///
+    /// ```no_run
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// Reactor::bind("127.0.0.1:7000".parse().unwrap(), Config::default(), |_| Svc)?.run()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn run(self) -> io::Result<()> {
         self.spawn()?.join()
     }
@@ -215,16 +379,79 @@ pub struct Handle<M: Send + 'static> {
 
 impl<M: Send + 'static> Handle<M> {
     /// The address the server listens on.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let handle = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?.spawn()?;
+    /// assert_ne!(handle.local_addr().port(), 0);
+    /// handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
     /// A [`Remote`] of this server.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let handle = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?.spawn()?;
+    /// handle.remote().shutdown(); // from anywhere
+    /// handle.join()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn remote(&self) -> Remote<M> {
         self.remote.clone()
     }
 
     /// The server's figures now.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let handle = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?.spawn()?;
+    /// assert_eq!(handle.stats().open, 0);
+    /// handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn stats(&self) -> Stats {
         self.remote.stats()
     }
@@ -233,12 +460,53 @@ impl<M: Send + 'static> Handle<M> {
     /// waits for them to close (closing the rest after the drain deadline), then joins the
     /// workers. Fails only if a worker thread panicked (a bug of the reactor: strand panics are
     /// caught).
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let handle = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?.spawn()?;
+    /// handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(mut self) -> io::Result<()> {
         self.remote.shutdown();
         self.wait()
     }
 
     /// Waits until the workers end (after a shutdown started elsewhere).
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let handle = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?.spawn()?;
+    /// handle.remote().shutdown();
+    /// handle.join()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn join(mut self) -> io::Result<()> {
         self.wait()
     }

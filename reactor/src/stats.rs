@@ -1,6 +1,12 @@
 //! [`Stats`]: what a running server reports about its connections.
 
 /// Figures of one worker (see [`Stats`] for what each means).
+///
+/// ```
+/// fn busiest(stats: &reactor::Stats) -> Option<usize> {
+///     (0..stats.workers.len()).max_by_key(|&w| stats.workers[w].open)
+/// }
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WorkerStats {

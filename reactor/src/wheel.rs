@@ -16,6 +16,10 @@
 use std::time::{Duration, Instant};
 
 /// Resolution of strand deadlines: a deadline fires at most about one tick late, never early.
+///
+/// ```
+/// assert!(reactor::TIMER_TICK <= std::time::Duration::from_millis(100));
+/// ```
 pub const TIMER_TICK: Duration = Duration::from_millis(10);
 /// Number of slots of the wheel (a power of two).
 pub(crate) const SLOTS: usize = 4096;

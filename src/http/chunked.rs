@@ -13,8 +13,16 @@ use super::error::ParseError;
 use super::grammar::{is_field_byte, is_tchar};
 
 /// Most bytes of chunk extensions accepted over a whole message.
+///
+/// ```
+/// assert_eq!(web::http::MAX_CHUNK_EXTENSIONS, 16 * 1024);
+/// ```
 pub const MAX_CHUNK_EXTENSIONS: usize = 16 * 1024;
 /// Most bytes of trailer lines accepted.
+///
+/// ```
+/// assert_eq!(web::http::MAX_TRAILER_BYTES, 16 * 1024);
+/// ```
 pub const MAX_TRAILER_BYTES: usize = 16 * 1024;
 /// Most hex digits of a chunk size, leading zeros included (16 hold any 64-bit size).
 const MAX_SIZE_DIGITS: u32 = 32;
@@ -79,6 +87,11 @@ pub struct ChunkedDecoder {
 
 impl ChunkedDecoder {
     /// A decoder that refuses bodies longer than `max_body` decoded bytes.
+    ///
+    /// ```
+    /// let decoder = web::http::ChunkedDecoder::new(1 << 20); // bodies over 1 MiB: BodyTooLarge
+    /// assert!(!decoder.is_done());
+    /// ```
     pub fn new(max_body: u64) -> ChunkedDecoder {
         ChunkedDecoder {
             max_body,
@@ -87,11 +100,25 @@ impl ChunkedDecoder {
     }
 
     /// Whether the whole body, trailers and final CRLF included, has been read.
+    ///
+    /// ```
+    /// let mut d = web::http::ChunkedDecoder::new(100);
+    /// let mut body = Vec::new();
+    /// d.decode(b"0\r\n\r\n", &mut body).unwrap();
+    /// assert!(d.is_done());
+    /// ```
     pub fn is_done(&self) -> bool {
         self.state == State::Done
     }
 
     /// Decoded bytes so far.
+    ///
+    /// ```
+    /// let mut d = web::http::ChunkedDecoder::new(100);
+    /// let mut body = Vec::new();
+    /// d.decode(b"3\r\nabc\r\n", &mut body).unwrap();
+    /// assert_eq!(d.decoded(), 3);
+    /// ```
     pub fn decoded(&self) -> u64 {
         self.decoded
     }
@@ -99,6 +126,13 @@ impl ChunkedDecoder {
     /// Decodes as much of `input` as it can, appending chunk data to `out`. Returns how many
     /// bytes of `input` it consumed: all of them unless the body ended inside `input`, in which
     /// case the rest belongs to whatever follows the body.
+    ///
+    /// ```
+    /// let mut d = web::http::ChunkedDecoder::new(100);
+    /// let mut body = Vec::new();
+    /// assert_eq!(d.decode(b"2\r\nhi\r\n0\r\n\r\nNEXT", &mut body), Ok(12)); // NEXT is not the body's
+    /// assert_eq!(body, b"hi");
+    /// ```
     pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, ParseError> {
         let mut i = 0;
         while i < input.len() && self.state != State::Done {

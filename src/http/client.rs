@@ -13,12 +13,28 @@ use super::message::Header;
 use super::reply::{parse_reply_head, ReplyFraming, ReplyHead};
 
 /// Default time to establish a connection.
+///
+/// ```
+/// assert_eq!(web::http::CLIENT_CONNECT_TIMEOUT, std::time::Duration::from_secs(10));
+/// ```
 pub const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time a whole reply may take to arrive, from the first read to the last.
+///
+/// ```
+/// assert_eq!(web::http::CLIENT_READ_TIMEOUT, std::time::Duration::from_secs(30));
+/// ```
 pub const CLIENT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time a request may take to be sent.
+///
+/// ```
+/// assert_eq!(web::http::CLIENT_WRITE_TIMEOUT, std::time::Duration::from_secs(30));
+/// ```
 pub const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default largest reply accepted, head and body, in bytes.
+///
+/// ```
+/// assert_eq!(web::http::MAX_REPLY, 16 * 1024 * 1024);
+/// ```
 pub const MAX_REPLY: usize = 16 * 1024 * 1024;
 /// Largest reply head accepted, in bytes.
 const MAX_REPLY_HEAD: usize = 64 * 1024;
@@ -92,35 +108,67 @@ impl From<Failure> for io::Error {
 
 impl Client {
     /// A client with the default timeouts and limit.
+    ///
+    /// ```
+    /// let client = web::http::Client::new();
+    /// # let _ = client;
+    /// ```
     pub fn new() -> Client {
         Client::default()
     }
 
     /// Time to establish a connection (default [`CLIENT_CONNECT_TIMEOUT`]).
+    ///
+    /// ```
+    /// let client = web::http::Client::new().connect_timeout(std::time::Duration::from_secs(2));
+    /// # let _ = client;
+    /// ```
     pub fn connect_timeout(mut self, d: Duration) -> Client {
         self.connect_timeout = d;
         self
     }
 
     /// Time a whole reply may take to arrive (default [`CLIENT_READ_TIMEOUT`]).
+    ///
+    /// ```
+    /// let client = web::http::Client::new().read_timeout(std::time::Duration::from_secs(5));
+    /// # let _ = client;
+    /// ```
     pub fn read_timeout(mut self, d: Duration) -> Client {
         self.read_timeout = d;
         self
     }
 
     /// Time a request may take to be sent (default [`CLIENT_WRITE_TIMEOUT`]).
+    ///
+    /// ```
+    /// let client = web::http::Client::new().write_timeout(std::time::Duration::from_secs(5));
+    /// # let _ = client;
+    /// ```
     pub fn write_timeout(mut self, d: Duration) -> Client {
         self.write_timeout = d;
         self
     }
 
     /// Largest reply accepted, head and body (default [`MAX_REPLY`]).
+    ///
+    /// ```
+    /// let client = web::http::Client::new().max_reply(1 << 20); // larger replies: InvalidData
+    /// # let _ = client;
+    /// ```
     pub fn max_reply(mut self, bytes: usize) -> Client {
         self.max_reply = bytes;
         self
     }
 
     /// Sends one request and returns the raw reply. See [`ask`].
+    ///
+    /// ```no_run
+    /// let client = web::http::Client::new();
+    /// let raw = client.ask("127.0.0.1", 8080, "POST", "/notes", &[], b"hello")?;
+    /// println!("{:?}", web::http::status_of(&raw));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn ask(
         &self,
         host: &str,
@@ -137,11 +185,23 @@ impl Client {
     }
 
     /// `GET path`; the raw reply. See [`get`].
+    ///
+    /// ```no_run
+    /// let raw = web::http::Client::new().get("127.0.0.1", 8080, "/")?;
+    /// println!("{}", String::from_utf8_lossy(&raw));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get(&self, host: &str, port: u16, path: &str) -> io::Result<Vec<u8>> {
         self.ask(host, port, "GET", path, &[], b"")
     }
 
     /// Every path over one keep-alive connection, replies in order. See [`get_all`].
+    ///
+    /// ```no_run
+    /// let replies = web::http::Client::new().get_all("127.0.0.1", 8080, &["/a", "/b"])?;
+    /// assert_eq!(replies.len(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get_all<P: AsRef<str>>(
         &self,
         host: &str,
@@ -185,12 +245,30 @@ impl Client {
     }
 
     /// Reads one whole reply from `stream`. See [`read_response`].
+    ///
+    /// ```no_run
+    /// use std::io::Write;
+    /// let mut conn = std::net::TcpStream::connect("127.0.0.1:8080")?;
+    /// conn.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")?;
+    /// let reply = web::http::Client::new().read_response(&mut conn, Vec::new())?;
+    /// # let _ = reply;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn read_response(&self, stream: &mut TcpStream, acc: Vec<u8>) -> io::Result<Vec<u8>> {
         Ok(self.read_reply(stream, acc, false)?)
     }
 
     /// Reads one whole reply to a request with `method` (a reply to `HEAD` has no body,
     /// whatever its Content-Length says).
+    ///
+    /// ```no_run
+    /// use std::io::Write;
+    /// let mut conn = std::net::TcpStream::connect("127.0.0.1:8080")?;
+    /// conn.write_all(b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n")?;
+    /// let head = web::http::Client::new().read_response_to(&mut conn, Vec::new(), "HEAD")?;
+    /// # let _ = head;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn read_response_to(
         &self,
         stream: &mut TcpStream,

@@ -6,6 +6,13 @@ use std::fmt;
 ///
 /// [`status`](ParseError::status) maps every kind to the HTTP status a server answers it with;
 /// this is the only place that mapping is written.
+///
+/// ```
+/// use web::http::{parse_request, ParseError};
+/// let err = parse_request(b"GET / HTTP/1.1\r\n\r\n").unwrap_err();
+/// assert_eq!(err, ParseError::MissingHost);
+/// assert_eq!(err.status(), 400);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ParseError {
@@ -120,6 +127,10 @@ impl ParseError {
     }
 
     /// A short sentence saying what was wrong, used as the body of the error reply.
+    ///
+    /// ```
+    /// assert_eq!(web::http::ParseError::MissingHost.reason(), "HTTP/1.1 request without Host");
+    /// ```
     pub fn reason(self) -> &'static str {
         use ParseError::*;
         match self {

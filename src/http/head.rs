@@ -15,11 +15,25 @@ use super::message::{Line, Request, Span};
 
 /// Default limit on the request line plus header lines, in bytes (answered with 431, or 414
 /// when the request line alone is longer).
+///
+/// ```
+/// assert_eq!(web::http::MAX_HEAD_BYTES, 16 * 1024);
+/// ```
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// Default limit on the number of header lines (answered with 431).
+///
+/// ```
+/// assert_eq!(web::http::MAX_HEADERS, 100);
+/// ```
 pub const MAX_HEADERS: usize = 100;
 
 /// The limits the head parser applies.
+///
+/// ```
+/// let limits = web::http::HeadLimits { max_head_bytes: 4096, max_headers: 20 };
+/// let parser = web::http::HeadParser::new(limits);
+/// # let _ = parser;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeadLimits {
     /// Most bytes of request line and header lines, the final blank line and any leading empty
@@ -39,6 +53,11 @@ impl Default for HeadLimits {
 }
 
 /// The HTTP version of a request.
+///
+/// ```
+/// let head = web::http::HeadParser::default().parse(b"GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
+/// assert_eq!(head.version, web::http::Version::Http10);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
     /// `HTTP/1.0`.
@@ -48,6 +67,11 @@ pub enum Version {
 }
 
 /// How the body of a request is delimited (RFC 9112 §6.3).
+///
+/// ```
+/// let head = web::http::HeadParser::default().parse(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n").unwrap().unwrap();
+/// assert_eq!(head.framing, web::http::Framing::Length(4));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
     /// No body.
@@ -59,6 +83,12 @@ pub enum Framing {
 }
 
 /// A complete, valid request head.
+///
+/// ```
+/// let head = web::http::HeadParser::default().parse(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").unwrap().unwrap();
+/// assert!(!head.keep_alive);
+/// assert_eq!(head.request.header("host"), "a");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestHead {
     /// Method, target and headers (in one pooled buffer); the body is empty.
@@ -191,6 +221,11 @@ pub struct HeadParser {
 
 impl HeadParser {
     /// A parser applying `limits`.
+    ///
+    /// ```
+    /// let parser = web::http::HeadParser::new(web::http::HeadLimits::default());
+    /// # let _ = parser;
+    /// ```
     pub fn new(limits: HeadLimits) -> HeadParser {
         HeadParser {
             limits,
@@ -214,12 +249,25 @@ impl HeadParser {
     }
 
     /// Bytes of heap this parser holds for a head still incomplete.
+    ///
+    /// ```
+    /// let mut p = web::http::HeadParser::default();
+    /// assert_eq!(p.held_bytes(), 0);
+    /// p.parse(b"GET / HTTP/1.1\r\nHost: a\r\n").unwrap(); // incomplete: its lines are held
+    /// assert!(p.held_bytes() > 0);
+    /// ```
     pub fn held_bytes(&self) -> usize {
         self.buf.held_bytes()
     }
 
     /// Parses what has arrived: `Ok(None)` while the head is incomplete, `Ok(Some(head))` once it
     /// is complete and valid, `Err` as soon as it is known to be invalid or too large.
+    ///
+    /// ```
+    /// let mut p = web::http::HeadParser::default();
+    /// assert_eq!(p.parse(b"GET / HT"), Ok(None));
+    /// assert!(p.parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap().is_some());
+    /// ```
     pub fn parse(&mut self, buf: &[u8]) -> Result<Option<RequestHead>, ParseError> {
         if buf.len() < self.scanned {
             // The caller broke the contract (fed less than before): start over on what we have.

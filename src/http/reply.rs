@@ -8,6 +8,12 @@ use super::grammar::{check_field_value, find_lf, parse_digits, split_field_line}
 use super::message::Header;
 
 /// How the body of a reply is delimited (RFC 9112 §6.3).
+///
+/// ```
+/// use web::http::{parse_reply_head, ReplyFraming};
+/// let head = parse_reply_head(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap().unwrap();
+/// assert_eq!(head.framing, ReplyFraming::None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplyFraming {
     /// No body: 1xx, 204 and 304 replies (and any reply to HEAD, which the caller knows).
@@ -21,6 +27,11 @@ pub enum ReplyFraming {
 }
 
 /// A complete reply head.
+///
+/// ```
+/// let head = web::http::parse_reply_head(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n").unwrap().unwrap();
+/// assert_eq!((head.status, head.headers[0].name.as_str()), (404, "content-length"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplyHead {
     /// The status code.

@@ -68,6 +68,13 @@ impl Control {
 
     /// The server's figures now (each worker publishes its own once per loop turn); zeros
     /// before the server starts.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// let control = server.control();
+    /// assert_eq!(control.stats().requests, 0); // zeros before the start
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn stats(&self) -> ServerStats {
         let Some(remote) = self.shared.remote.get() else {
             return ServerStats::default();
@@ -90,6 +97,14 @@ impl Control {
     /// are answered (for up to the drain timeout), WebSocket connections get close 1001, idle
     /// connections are closed. [`Server::run`](super::Server::run) then returns, and
     /// [`ServerHandle::join`](super::ServerHandle::join) too.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// let control = server.control();
+    /// control.shutdown(); // asked before the start: the server stops as it starts
+    /// server.run(|_req| web::http::text_response(200, "never"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(&self) {
         match self.shared.remote.get() {
             Some(remote) => remote.shutdown(),
@@ -98,6 +113,14 @@ impl Control {
     }
 
     /// Whether a stop has begun.
+    ///
+    /// ```
+    /// let control = web::http::Server::bind("127.0.0.1:0")?.control();
+    /// assert!(!control.is_shutting_down());
+    /// control.shutdown();
+    /// assert!(control.is_shutting_down());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_shutting_down(&self) -> bool {
         self.shared
             .remote
@@ -110,6 +133,13 @@ impl Control {
     /// Stops the server gracefully (as [`shutdown`](Control::shutdown)) when the process gets
     /// SIGINT (Ctrl-C) or SIGTERM. The library installs the signal handlers (which only wake a
     /// watcher thread) once per process; each call adds this server to those it stops.
+    ///
+    /// ```no_run
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?;
+    /// server.control().shutdown_on_signals()?;
+    /// server.run(|_req| web::http::text_response(200, "hi"))?; // returns after Ctrl-C
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown_on_signals(&self) -> std::io::Result<()> {
         let control = self.clone();
         signals::on_stop_signal(Box::new(move || control.shutdown()))

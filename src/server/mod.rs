@@ -124,6 +124,12 @@ impl Server {
     /// (several processes of one user serving one port, the kernel spreading connections across
     /// them). Opt in to this knowingly: a second instance started by mistake then takes half
     /// the traffic silently. [`bind`](Server::bind) refuses instead.
+    ///
+    /// ```
+    /// let a = web::http::Server::bind_shared("127.0.0.1:0")?;
+    /// let b = web::http::Server::bind_shared(a.local_addr()?)?; // both serve the port
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn bind_shared(addr: impl ToSocketAddrs) -> io::Result<Server> {
         Ok(Server::with(Listen::Bound(reactor::bind_reuseport(
             first_address(addr)?,
@@ -131,6 +137,13 @@ impl Server {
     }
 
     /// Serves connections from a listener the caller bound.
+    ///
+    /// ```
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let server = web::http::Server::from_listener(listener).workers(1);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn from_listener(listener: TcpListener) -> Server {
         Server::with(Listen::Given(listener))
     }
@@ -152,6 +165,12 @@ impl Server {
     }
 
     /// The address the server listens on.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// assert_ne!(server.local_addr()?.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.listen {
             Listen::Bound(l) | Listen::Given(l) => l.local_addr(),
@@ -159,42 +178,84 @@ impl Server {
     }
 
     /// Worker threads, each with its own reactor (default: available cores).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(2);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn workers(mut self, n: usize) -> Server {
         self.workers = Some(n.max(1));
         self
     }
 
     /// Most bytes of request line and headers.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_head_bytes(8 * 1024); // larger heads: 431
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn max_head_bytes(mut self, n: usize) -> Server {
         self.limits.head.max_head_bytes = n;
         self
     }
 
     /// Most header lines.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_headers(50); // more lines: 431
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn max_headers(mut self, n: usize) -> Server {
         self.limits.head.max_headers = n;
         self
     }
 
     /// Most body bytes (after de-chunking).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_body(10 << 20); // 10 MiB; larger: 413
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn max_body(mut self, n: u64) -> Server {
         self.limits.max_body = n;
         self
     }
 
     /// Time a request has to arrive whole once started.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.header_timeout(std::time::Duration::from_secs(5));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn header_timeout(mut self, d: Duration) -> Server {
         self.limits.header_timeout = d;
         self
     }
 
     /// Time a keep-alive connection may wait for its next request.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.idle_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn idle_timeout(mut self, d: Duration) -> Server {
         self.limits.idle_timeout = d;
         self
     }
 
     /// Time the socket may take none of a pending reply.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.write_timeout(std::time::Duration::from_secs(10));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn write_timeout(mut self, d: Duration) -> Server {
         self.limits.write_timeout = d;
         self
@@ -204,24 +265,52 @@ impl Server {
     /// included), the server reads and drops what the client still sends before closing
     /// (default [`LINGER`], 2 s). A client that writes a large body before it reads needs this
     /// to see the refusal instead of a reset; nginx waits up to 5 s (`lingering_time` 30 s).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.linger(std::time::Duration::from_secs(5));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn linger(mut self, d: Duration) -> Server {
         self.limits.linger = d;
         self
     }
 
     /// Most open connections; past it, new connections wait in the kernel's backlog.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_connections(10_000);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn max_connections(mut self, n: usize) -> Server {
         self.max_connections = n;
         self
     }
 
     /// How long a graceful shutdown waits for requests in flight before closing them.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.drain_timeout(std::time::Duration::from_secs(3));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn drain_timeout(mut self, d: Duration) -> Server {
         self.drain_timeout = d;
         self
     }
 
     /// Serves `count` requests in all, then stops (what [`serve_n`] and [`accept_n`] use).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1).requests(1);
+    /// let addr = server.local_addr()?;
+    /// let done = std::thread::spawn(move || server.run(|_req| web::http::text_response(200, "once")));
+    /// let reply = web::http::get("127.0.0.1", addr.port(), "/")?;
+    /// assert_eq!(web::http::status_of(&reply), Some(200));
+    /// done.join().unwrap()?; // stopped after one request
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn requests(mut self, count: u64) -> Server {
         self.budget = Some(count);
         self
@@ -303,12 +392,24 @@ impl Server {
 
     /// Largest WebSocket message accepted, fragments reassembled (default 64 KiB, the
     /// specification's limit); a larger one closes the connection with 1009.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_message(1 << 20); // 1 MiB messages; larger: close 1009
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn max_message(mut self, bytes: usize) -> Server {
         self.max_message = bytes;
         self
     }
 
     /// Calls `taken(conn, raw)` with every request before it is answered; see [`serve_taking`].
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.taking(|_conn, raw| raw.starts_with(b"GET /raw "));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn taking(
         mut self,
         taken: impl Fn(&TcpStream, &[u8]) -> bool + Send + Sync + 'static,
@@ -366,6 +467,12 @@ impl Server {
 
     /// Serves on this thread until the server stops (after [`requests`](Server::requests) are
     /// served, or never).
+    ///
+    /// ```no_run
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// server.run(|_req| web::http::text_response(200, "hi"))?; // until stopped
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn run(
         self,
         handler: impl Fn(Request) -> Response + Send + Sync + 'static,
@@ -374,6 +481,15 @@ impl Server {
     }
 
     /// Serves on background threads; the handle stops and joins them.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// let reply = web::http::get("127.0.0.1", handle.local_addr().port(), "/")?;
+    /// assert_eq!(web::http::response_body(&reply).unwrap(), b"hi");
+    /// handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn spawn(
         self,
         handler: impl Fn(Request) -> Response + Send + Sync + 'static,
@@ -437,27 +553,66 @@ pub struct ServerStats {
 
 impl ServerHandle {
     /// The address the server listens on.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// println!("listening on {}", handle.local_addr());
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn local_addr(&self) -> SocketAddr {
         self.handle.local_addr()
     }
 
     /// The server's figures now (published by each worker once per loop turn).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// assert_eq!(handle.stats().websockets, 0);
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn stats(&self) -> ServerStats {
         self.control.stats()
     }
 
     /// A [`Control`] of this server (figures and stop from anywhere).
+    ///
+    /// ```
+    /// let handle = web::http::Server::bind("127.0.0.1:0")?.workers(1).spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// let control = handle.control();
+    /// std::thread::spawn(move || control.shutdown());
+    /// handle.join()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn control(&self) -> Control {
         self.control.clone()
     }
 
     /// Stops gracefully: no new connections, requests in flight are answered (for up to the
     /// drain timeout), idle connections are closed, then the workers are joined.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// handle.shutdown()?; // answered what was in flight, then stopped
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn shutdown(self) -> io::Result<()> {
         self.handle.shutdown()
     }
 
     /// Waits until the server stops by itself (after [`Server::requests`]).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1).requests(1);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// web::http::get("127.0.0.1", handle.local_addr().port(), "/")?;
+    /// handle.join()?; // the server stopped by itself after its one request
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn join(self) -> io::Result<()> {
         self.handle.join()
     }

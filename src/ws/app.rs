@@ -121,6 +121,12 @@ impl<T: WsHandler> WsHandler for Arc<T> {
 
 /// What other threads send to WebSocket connections (through [`WsSender`], [`broadcast`] and
 /// [`Rooms::publish`]).
+///
+/// ```
+/// use web::ws::{Message, WsCommand};
+/// let cmd = WsCommand::Send(Message::Text("hi".into()));
+/// assert!(matches!(cmd, WsCommand::Send(_)));
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum WsCommand {
@@ -174,16 +180,34 @@ pub struct Ws<'a> {
 
 impl Ws<'_> {
     /// Sends a text message.
+    ///
+    /// ```
+    /// fn greet(ws: &mut web::ws::Ws<'_>) {
+    ///     ws.send_text("welcome");
+    /// }
+    /// ```
     pub fn send_text(&mut self, text: &str) {
         self.frame(OP_TEXT, text.as_bytes());
     }
 
     /// Sends a binary message.
+    ///
+    /// ```
+    /// fn ping_data(ws: &mut web::ws::Ws<'_>) {
+    ///     ws.send_binary(&[1, 2, 3]);
+    /// }
+    /// ```
     pub fn send_binary(&mut self, body: &[u8]) {
         self.frame(OP_BINARY, body);
     }
 
     /// Sends a message (text as text, binary as binary).
+    ///
+    /// ```
+    /// fn echo(ws: &mut web::ws::Ws<'_>, msg: web::ws::Message) {
+    ///     ws.send(&msg);
+    /// }
+    /// ```
     pub fn send(&mut self, msg: &Message) {
         match msg {
             Message::Text(t) => self.send_text(t),
@@ -192,6 +216,12 @@ impl Ws<'_> {
     }
 
     /// Closes the connection with `code` (sent in a close frame after what is queued).
+    ///
+    /// ```
+    /// fn bye(ws: &mut web::ws::Ws<'_>) {
+    ///     ws.close(1000); // a close frame after what is queued
+    /// }
+    /// ```
     pub fn close(&mut self, code: u16) {
         if self.close.is_none() {
             *self.close = Some(code);
@@ -199,11 +229,24 @@ impl Ws<'_> {
     }
 
     /// This connection's id.
+    ///
+    /// ```
+    /// fn log(ws: &web::ws::Ws<'_>) -> String {
+    ///     format!("{:?}", ws.id())
+    /// }
+    /// ```
     pub fn id(&self) -> ConnId {
         self.id
     }
 
     /// A sender for this connection, usable from any thread.
+    ///
+    /// ```
+    /// fn later(ws: &web::ws::Ws<'_>) {
+    ///     let sender = ws.sender();
+    ///     std::thread::spawn(move || sender.send_text("done"));
+    /// }
+    /// ```
     pub fn sender(&self) -> WsSender {
         WsSender {
             id: self.id,
@@ -214,6 +257,12 @@ impl Ws<'_> {
     /// Joins `room` (no effect if already a member): it receives every message published there
     /// *after this call* — none sent before, even if not yet delivered — until it leaves or its
     /// connection ends. See the order note of [`Rooms`].
+    ///
+    /// ```
+    /// fn enter(ws: &mut web::ws::Ws<'_>) {
+    ///     ws.join("lobby");
+    /// }
+    /// ```
     pub fn join(&mut self, room: &str) {
         if self.joined().any(|r| r == room) {
             return;
@@ -232,6 +281,12 @@ impl Ws<'_> {
     }
 
     /// Leaves `room` at once (no effect if not a member).
+    ///
+    /// ```
+    /// fn exit(ws: &mut web::ws::Ws<'_>) {
+    ///     ws.leave("lobby");
+    /// }
+    /// ```
     pub fn leave(&mut self, room: &str) {
         let Some(joined) = self.joined.as_mut() else {
             return;
@@ -247,6 +302,12 @@ impl Ws<'_> {
     }
 
     /// The rooms this connection is in.
+    ///
+    /// ```
+    /// fn rooms_of(ws: &web::ws::Ws<'_>) -> Vec<String> {
+    ///     ws.joined().map(str::to_owned).collect()
+    /// }
+    /// ```
     pub fn joined(&self) -> impl Iterator<Item = &str> {
         self.joined
             .iter()
@@ -255,11 +316,23 @@ impl Ws<'_> {
 
     /// Publishes to `room` (this connection included, if it is a member); see
     /// [`Rooms::publish`].
+    ///
+    /// ```
+    /// fn announce(ws: &web::ws::Ws<'_>) {
+    ///     ws.publish("lobby", &web::ws::Message::Text("someone arrived".into()));
+    /// }
+    /// ```
     pub fn publish(&self, room: &str, msg: &Message) -> usize {
         self.rooms.publish(room, msg)
     }
 
     /// The server's rooms (presence: [`Rooms::members`]).
+    ///
+    /// ```
+    /// fn presence(ws: &web::ws::Ws<'_>) -> usize {
+    ///     ws.rooms().members("lobby")
+    /// }
+    /// ```
     pub fn rooms(&self) -> &Rooms {
         self.rooms
     }
@@ -298,23 +371,47 @@ impl std::fmt::Debug for WsSender {
 
 impl WsSender {
     /// The connection's id.
+    ///
+    /// ```
+    /// fn key(sender: &web::ws::WsSender) -> web::ws::ConnId {
+    ///     sender.id()
+    /// }
+    /// ```
     pub fn id(&self) -> ConnId {
         self.id
     }
 
     /// Queues a text message.
+    ///
+    /// ```
+    /// fn notify(sender: &web::ws::WsSender) -> bool {
+    ///     sender.send_text("you have mail") // false when the connection is known gone
+    /// }
+    /// ```
     pub fn send_text(&self, text: impl Into<String>) -> bool {
         self.remote
             .send(self.id, WsCommand::Send(Message::Text(text.into())))
     }
 
     /// Queues a binary message.
+    ///
+    /// ```
+    /// fn push(sender: &web::ws::WsSender) -> bool {
+    ///     sender.send_binary(vec![0u8; 4])
+    /// }
+    /// ```
     pub fn send_binary(&self, body: impl Into<Vec<u8>>) -> bool {
         self.remote
             .send(self.id, WsCommand::Send(Message::Binary(body.into())))
     }
 
     /// Closes the connection with `code`.
+    ///
+    /// ```
+    /// fn kick(sender: &web::ws::WsSender) -> bool {
+    ///     sender.close(1008)
+    /// }
+    /// ```
     pub fn close(&self, code: u16) -> bool {
         self.remote.send(self.id, WsCommand::Close(code))
     }

@@ -12,6 +12,10 @@ use super::handshake::{upgrade_reply, ws_wanted};
 /// Largest frame payload [`ws_take`] accepts: the specification's 64 KiB. A frame announcing
 /// more is an `InvalidData` error (nothing is allocated for it); close such a connection with
 /// 1009.
+///
+/// ```
+/// assert_eq!(web::ws::MAX_FRAME, 64 * 1024);
+/// ```
 pub const MAX_FRAME: usize = 64 * 1024;
 
 /// Answers a client's upgrade request on `conn`, per RFC 6455 §4.2: writes the 101 reply and
@@ -240,6 +244,12 @@ pub fn ws_write(conn: &mut TcpStream, text: &str) -> io::Result<usize> {
 
 /// Sends a binary message in one frame. Returns the bytes written: the whole frame, head
 /// included.
+///
+/// ```no_run
+/// let mut conn = std::net::TcpStream::connect("127.0.0.1:9001")?;
+/// web::ws::ws_write_bin(&mut conn, &[1, 2, 3])?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn ws_write_bin(conn: &mut TcpStream, body: &[u8]) -> io::Result<usize> {
     write_message(conn, OP_BINARY, body)
 }
@@ -252,6 +262,12 @@ fn write_message(conn: &mut TcpStream, opcode: u8, payload: &[u8]) -> io::Result
 }
 
 /// Sends a close frame (1000, normal closure), then closes the socket.
+///
+/// ```no_run
+/// let conn = std::net::TcpStream::connect("127.0.0.1:9001")?;
+/// web::ws::ws_close(conn)?; // close frame 1000, then the socket closes
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn ws_close(mut conn: TcpStream) -> io::Result<()> {
     let mut frame = Vec::new();
     write_frame(&mut frame, 0x80 | OP_CLOSE, &NORMAL.to_be_bytes(), None);

@@ -14,9 +14,20 @@ use super::frame::{
 use super::utf8::Utf8Check;
 
 /// Default largest message, in bytes (the specification's 64 KiB).
+///
+/// ```
+/// assert_eq!(web::ws::MAX_MESSAGE, 64 * 1024);
+/// ```
 pub const MAX_MESSAGE: usize = 64 * 1024;
 
 /// What arrived.
+///
+/// ```
+/// use web::ws::{client_frame, Decoder, Event, Role};
+/// let mut d = Decoder::new(Role::Server, 1024);
+/// let (_, event) = d.next(&client_frame("hi")).unwrap();
+/// assert_eq!(event, Some(Event::Text("hi".into())));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A whole text message (valid UTF-8).
@@ -66,6 +77,11 @@ pub struct Decoder {
 
 impl Decoder {
     /// A decoder reading `role`'s peer, refusing messages over `max_message` bytes (1009).
+    ///
+    /// ```
+    /// let decoder = web::ws::Decoder::new(web::ws::Role::Server, 64 * 1024);
+    /// assert!(decoder.is_idle());
+    /// ```
     pub fn new(role: Role, max_message: usize) -> Decoder {
         Decoder {
             role,
@@ -81,11 +97,23 @@ impl Decoder {
     }
 
     /// Whether the decoder is between frames with nothing buffered.
+    ///
+    /// ```
+    /// let mut d = web::ws::Decoder::new(web::ws::Role::Server, 1024);
+    /// let frame = web::ws::client_frame("hi");
+    /// d.next(&frame[..3]).unwrap(); // half a frame
+    /// assert!(!d.is_idle());
+    /// ```
     pub fn is_idle(&self) -> bool {
         self.head_len == 0 && self.frame.is_none() && self.message.is_none()
     }
 
     /// Heap bytes held for a message or control frame in progress.
+    ///
+    /// ```
+    /// let d = web::ws::Decoder::new(web::ws::Role::Server, 1024);
+    /// assert_eq!(d.held_bytes(), 0);
+    /// ```
     pub fn held_bytes(&self) -> usize {
         self.data.capacity() + self.control.capacity()
     }
@@ -94,6 +122,13 @@ impl Decoder {
     /// bytes consumed and the event, if one completed; call again with the rest. `Err(code)`:
     /// the peer broke a rule and the connection is to be closed with `code` (1002 protocol
     /// error, 1007 text that is not UTF-8, 1009 message too big).
+    ///
+    /// ```
+    /// use web::ws::{Decoder, Event, Role, ws_frame};
+    /// let mut d = Decoder::new(Role::Client, 1024);
+    /// let frame = ws_frame("from server");
+    /// assert_eq!(d.next(&frame), Ok((frame.len(), Some(Event::Text("from server".into())))));
+    /// ```
     pub fn next(&mut self, input: &[u8]) -> Result<(usize, Option<Event>), u16> {
         let mut at = 0;
         loop {

@@ -16,24 +16,58 @@
 use super::close::PROTOCOL_ERROR;
 
 /// Continuation frame.
+///
+/// ```
+/// assert_eq!(web::ws::OP_CONTINUATION, 0x0);
+/// ```
 pub const OP_CONTINUATION: u8 = 0x0;
 /// Text frame.
+///
+/// ```
+/// assert_eq!(web::ws::OP_TEXT, 0x1);
+/// ```
 pub const OP_TEXT: u8 = 0x1;
 /// Binary frame.
+///
+/// ```
+/// assert_eq!(web::ws::OP_BINARY, 0x2);
+/// ```
 pub const OP_BINARY: u8 = 0x2;
 /// Close frame.
+///
+/// ```
+/// assert_eq!(web::ws::OP_CLOSE, 0x8);
+/// ```
 pub const OP_CLOSE: u8 = 0x8;
 /// Ping frame.
+///
+/// ```
+/// assert_eq!(web::ws::OP_PING, 0x9);
+/// ```
 pub const OP_PING: u8 = 0x9;
 /// Pong frame.
+///
+/// ```
+/// assert_eq!(web::ws::OP_PONG, 0xA);
+/// ```
 pub const OP_PONG: u8 = 0xA;
 
 /// The fixed mask key of [`client_frame`](crate::ws::client_frame) and
 /// [`client_frame_bin`](crate::ws::client_frame_bin). A client library should use a fresh random
 /// key per frame (RFC 6455 §5.3); these two functions are the specification's, for tests.
+///
+/// ```
+/// assert_eq!(web::ws::FIXED_MASK, [0x37, 0xfa, 0x21, 0x3d]);
+/// ```
 pub const FIXED_MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 
 /// The head of a frame, as parsed.
+///
+/// ```
+/// use web::ws::{parse_frame_head, Role, ws_frame};
+/// let head = parse_frame_head(&ws_frame("hi"), Role::Client).unwrap().unwrap();
+/// assert_eq!((head.opcode, head.len, head.fin), (web::ws::OP_TEXT, 2, true));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameHead {
     /// FIN: the last frame of a message.
@@ -50,12 +84,24 @@ pub struct FrameHead {
 
 impl FrameHead {
     /// Whether this is a control frame (close, ping, pong).
+    ///
+    /// ```
+    /// use web::ws::{parse_frame_head, Role};
+    /// let ping = parse_frame_head(&[0x89, 0x00], Role::Client).unwrap().unwrap();
+    /// assert!(ping.is_control());
+    /// ```
     pub fn is_control(&self) -> bool {
         self.opcode & 0x8 != 0
     }
 }
 
 /// Which side's frames are being read: a server reads masked frames, a client unmasked ones.
+///
+/// ```
+/// use web::ws::{parse_frame_head, Role};
+/// // A server refuses unmasked frames (close 1002): clients must mask.
+/// assert_eq!(parse_frame_head(&[0x81, 0x02], Role::Server), Err(1002));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// Reading a client's frames: they must be masked.
@@ -132,6 +178,13 @@ pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, u16
 }
 
 /// XORs `data` with `key`, where `offset` bytes of the payload came before `data`.
+///
+/// ```
+/// let mut data = *b"hi";
+/// web::ws::apply_mask(&mut data, [1, 2, 3, 4], 0);
+/// web::ws::apply_mask(&mut data, [1, 2, 3, 4], 0);
+/// assert_eq!(&data, b"hi"); // masking twice restores
+/// ```
 pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
     let mut rotated = [0u8; 4];
     for (i, r) in rotated.iter_mut().enumerate() {
@@ -153,6 +206,12 @@ pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
 /// Appends a frame: `first` is the first byte (FIN and opcode, e.g. `0x81` for a final text
 /// frame), then the length in its shortest form, the mask key when given, and the payload
 /// (masked with it).
+///
+/// ```
+/// let mut out = Vec::new();
+/// web::ws::write_frame(&mut out, 0x81, b"hi", None);
+/// assert_eq!(out, [0x81, 0x02, b'h', b'i']);
+/// ```
 pub fn write_frame(out: &mut Vec<u8>, first: u8, payload: &[u8], mask: Option<[u8; 4]>) {
     let mask_bit = if mask.is_some() { 0x80 } else { 0 };
     out.push(first);

@@ -95,6 +95,13 @@ impl Rooms {
     /// whose queue is full refuses it, see [`INBOX_LIMIT`](reactor::INBOX_LIMIT)).
     ///
     /// Members receive a room's messages in the order each publisher published them.
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
+    /// // Before the server runs, nothing is reached.
+    /// assert_eq!(rooms.publish("news", &web::ws::Message::Text("hi".into())), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn publish(&self, room: &str, msg: &Message) -> usize {
         let Some(remote) = self.shared.remote.get() else {
             return 0;
@@ -122,11 +129,23 @@ impl Rooms {
     }
 
     /// How many connections are members of `room` now (presence), over all workers.
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
+    /// assert_eq!(rooms.members("news"), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn members(&self, room: &str) -> usize {
         self.shared.counts().get(room).map_or(0, |c| c.total())
     }
 
     /// The rooms that have members now, and how many each has.
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
+    /// assert!(rooms.list().is_empty());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn list(&self) -> Vec<(String, usize)> {
         let mut rooms: Vec<(String, usize)> = self
             .shared

@@ -26,8 +26,16 @@ use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
 use super::rooms::Rooms;
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
+///
+/// ```
+/// assert_eq!(web::ws::WS_HIGH_WATER, 256 * 1024);
+/// ```
 pub const WS_HIGH_WATER: usize = 256 * 1024;
 /// Unsent output beyond which a connection is closed as a peer that does not read.
+///
+/// ```
+/// assert_eq!(web::ws::WS_MAX_BACKLOG, 16 * 1024 * 1024);
+/// ```
 pub const WS_MAX_BACKLOG: usize = 16 * 1024 * 1024;
 /// How long after sending its close frame the server waits for the peer's before closing.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);

@@ -3,6 +3,12 @@
 //! accepted (RFC 6455 §8.1).
 
 /// The state of a text message's UTF-8 check: the bytes of a code point begun but not finished.
+///
+/// ```
+/// let mut check = web::ws::Utf8Check::default();
+/// assert!(check.feed(&[0xc3]));      // half of "é": fine so far
+/// assert!(check.feed(&[0xa9]) && check.is_complete());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Utf8Check {
     pending: [u8; 4],
@@ -11,6 +17,11 @@ pub struct Utf8Check {
 
 impl Utf8Check {
     /// Checks the next bytes of the message: false as soon as they cannot be UTF-8.
+    ///
+    /// ```
+    /// let mut check = web::ws::Utf8Check::default();
+    /// assert!(!check.feed(&[0xff])); // never UTF-8
+    /// ```
     pub fn feed(&mut self, mut bytes: &[u8]) -> bool {
         // First finish a code point begun in earlier bytes.
         while self.pending_len > 0 {
@@ -41,6 +52,12 @@ impl Utf8Check {
     }
 
     /// Whether the message may end here (no code point left unfinished).
+    ///
+    /// ```
+    /// let mut check = web::ws::Utf8Check::default();
+    /// check.feed(&[0xe2, 0x82]);
+    /// assert!(!check.is_complete()); // a character is cut
+    /// ```
     pub fn is_complete(&self) -> bool {
         self.pending_len == 0
     }

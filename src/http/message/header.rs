@@ -22,6 +22,11 @@ pub struct Header {
 
 impl Header {
     /// The specification's `Header(name, value)`.
+    ///
+    /// ```
+    /// let h = web::http::Header::new("Cache-Control", "no-store");
+    /// assert_eq!(h.name, "Cache-Control");
+    /// ```
     pub fn new(name: impl Into<String>, value: impl Into<String>) -> Header {
         Header {
             name: name.into(),
@@ -53,22 +58,43 @@ pub struct HeaderRef<'a> {
 
 impl<'a> HeaderRef<'a> {
     /// The field name (lower case in a received request).
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"GET / HTTP/1.1\r\nHOST: a\r\n\r\n").unwrap();
+    /// assert_eq!(req.headers().next().unwrap().name(), "host");
+    /// ```
     pub fn name(&self) -> &'a str {
         self.name
     }
 
     /// The field value's bytes as received, surrounding whitespace trimmed.
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    /// assert_eq!(req.headers().next().unwrap().value(), b"a");
+    /// ```
     pub fn value(&self) -> &'a [u8] {
         self.value
     }
 
     /// The field value as text: `None` when its bytes are not valid UTF-8 (obs-text).
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    /// assert_eq!(req.headers().next().unwrap().text(), Some("a"));
+    /// ```
     pub fn text(&self) -> Option<&'a str> {
         std::str::from_utf8(self.value).ok()
     }
 
     /// An owned copy (the value converted lossily: each byte sequence that is not UTF-8 becomes
     /// U+FFFD).
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    /// let owned: web::http::Header = req.headers().next().unwrap().to_owned();
+    /// assert_eq!(owned, web::http::Header::new("host", "a"));
+    /// ```
     pub fn to_owned(&self) -> Header {
         Header::new(self.name, String::from_utf8_lossy(self.value))
     }

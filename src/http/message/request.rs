@@ -63,6 +63,12 @@ pub struct Request {
 impl Request {
     /// The specification's `Request(method, path, headers, body)`. Header names are kept as
     /// given (lookups ignore case anyway).
+    ///
+    /// ```
+    /// use web::http::{Header, Request};
+    /// let req = Request::new("POST", "/notes", vec![Header::new("content-type", "text/plain")], "hello");
+    /// assert_eq!((req.method(), req.path(), req.body()), ("POST", "/notes", &b"hello"[..]));
+    /// ```
     pub fn new(
         method: impl AsRef<str>,
         path: impl AsRef<str>,
@@ -114,6 +120,11 @@ impl Request {
     }
 
     /// The request method token, as sent (methods are case-sensitive).
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"DELETE /n/1 HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    /// assert_eq!(req.method(), "DELETE");
+    /// ```
     pub fn method(&self) -> &str {
         self.text(self.method)
     }
@@ -124,6 +135,12 @@ impl Request {
     }
 
     /// The request target exactly as sent, query string included.
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"GET /a?b=c HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    /// assert_eq!(req.path(), "/a?b=c");
+    /// assert_eq!(web::http::path_of(req.path()), "/a");
+    /// ```
     pub fn path(&self) -> &str {
         self.text(self.target)
     }
@@ -146,6 +163,12 @@ impl Request {
     /// and also when its bytes are not valid UTF-8 (read those with
     /// [`header_bytes`](Request::header_bytes)). When the header appears more than once, the
     /// first line wins. The same as [`header`](crate::http::header).
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"GET / HTTP/1.1\r\nHost: a\r\nAccept: text/html\r\n\r\n").unwrap();
+    /// assert_eq!(req.header("ACCEPT"), "text/html");
+    /// assert_eq!(req.header("cookie"), "");
+    /// ```
     pub fn header(&self, name: &str) -> &str {
         std::str::from_utf8(self.header_bytes(name)).unwrap_or_default()
     }
@@ -164,6 +187,11 @@ impl Request {
     }
 
     /// The body: what followed the head (de-chunked when it was sent chunked).
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi").unwrap();
+    /// assert_eq!(req.body(), b"hi");
+    /// ```
     pub fn body(&self) -> &[u8] {
         self.bytes(self.body)
     }
@@ -171,6 +199,12 @@ impl Request {
     /// The body as an owned vector. When the body is the end of the buffer (always, for a
     /// received request) the buffer itself is reused: the body is moved to its front, no new
     /// allocation is made.
+    ///
+    /// ```
+    /// let req = web::http::parse_request(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi").unwrap();
+    /// let body: Vec<u8> = req.into_body();
+    /// assert_eq!(body, b"hi");
+    /// ```
     pub fn into_body(mut self) -> Vec<u8> {
         let body = self.body;
         let mut bytes = std::mem::take(&mut self.buf.bytes);
@@ -197,6 +231,12 @@ impl Request {
     }
 
     /// Replaces the method.
+    ///
+    /// ```
+    /// let mut req = web::http::Request::new("POST", "/", vec![], "");
+    /// req.set_method("PUT");
+    /// assert_eq!(req.method(), "PUT");
+    /// ```
     pub fn set_method(&mut self, method: &str) {
         self.method = self.replace(self.method, method.as_bytes());
     }
@@ -230,6 +270,12 @@ impl Request {
 
     /// Removes every line of header `name` (compared without regard to case); returns how many
     /// went.
+    ///
+    /// ```
+    /// let mut req = web::http::parse_request(b"GET / HTTP/1.1\r\nHost: a\r\nCookie: x=1\r\n\r\n").unwrap();
+    /// assert_eq!(req.remove_header("cookie"), 1);
+    /// assert_eq!(req.header("cookie"), "");
+    /// ```
     pub fn remove_header(&mut self, name: &str) -> usize {
         let before = self.buf.lines.len();
         let bytes = &self.buf.bytes;
@@ -255,6 +301,12 @@ impl Request {
     }
 
     /// Replaces the body.
+    ///
+    /// ```
+    /// let mut req = web::http::Request::new("POST", "/", vec![], "raw");
+    /// req.set_body("cooked");
+    /// assert_eq!(req.body(), b"cooked");
+    /// ```
     pub fn set_body(&mut self, body: impl AsRef<[u8]>) {
         if self.body.end() == self.buf.bytes.len() {
             self.buf.bytes.truncate(self.body.at);
@@ -339,6 +391,12 @@ impl fmt::Debug for Request {
 }
 
 /// The header lines of a [`Request`], in order: see [`Request::headers`].
+///
+/// ```
+/// let req = web::http::parse_request(b"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n\r\n").unwrap();
+/// let headers: web::http::Headers<'_> = req.headers();
+/// assert_eq!(headers.len(), 2);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Headers<'a> {
     req: &'a Request,

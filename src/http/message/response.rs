@@ -25,16 +25,31 @@ pub struct Body(Cow<'static, [u8]>);
 
 impl Body {
     /// The bytes.
+    ///
+    /// ```
+    /// let body: web::http::Body = "hi".into();
+    /// assert_eq!(body.as_slice(), b"hi");
+    /// ```
     pub fn as_slice(&self) -> &[u8] {
         &self.0
     }
 
     /// The bytes as an owned vector (copied only when borrowed).
+    ///
+    /// ```
+    /// let body: web::http::Body = vec![1u8, 2].into();
+    /// assert_eq!(body.into_vec(), [1, 2]);
+    /// ```
     pub fn into_vec(self) -> Vec<u8> {
         self.0.into_owned()
     }
 
     /// The bytes, borrowed or owned as they are.
+    ///
+    /// ```
+    /// let body: web::http::Body = "hi".into();
+    /// assert!(matches!(body.into_cow(), std::borrow::Cow::Borrowed(_)));
+    /// ```
     pub fn into_cow(self) -> Cow<'static, [u8]> {
         self.0
     }
@@ -181,6 +196,11 @@ pub struct Response {
 
 impl Response {
     /// The specification's `Response(status, content_type, headers, body)`.
+    ///
+    /// ```
+    /// let res = web::http::Response::new(202, "application/json", vec![], r#"{"queued":true}"#);
+    /// assert_eq!(res.status, 202);
+    /// ```
     pub fn new(
         status: u16,
         content_type: impl Into<Cow<'static, str>>,
@@ -208,10 +228,22 @@ impl Response {
 }
 
 /// Content type set by [`text_response`].
+///
+/// ```
+/// assert_eq!(web::http::TEXT, "text/plain");
+/// ```
 pub const TEXT: &str = "text/plain";
 /// Content type set by [`html_response`].
+///
+/// ```
+/// assert_eq!(web::http::HTML, "text/html; charset=utf-8");
+/// ```
 pub const HTML: &str = "text/html; charset=utf-8";
 /// Content type set by [`json_response`].
+///
+/// ```
+/// assert_eq!(web::http::JSON, "application/json");
+/// ```
 pub const JSON: &str = "application/json";
 
 /// A `text/plain` response with no extra headers. A `'static` body is not copied.
