@@ -145,7 +145,9 @@ fn serve() -> std::io::Result<()> {
         let chat = Arc::clone(&chat);
         move |req: Request| route(&chat, &control, baseline, req)
     };
-    let limit = RateLimit::new(5, 100, 1)
+    // Writes (POST /api/messages) are limited per caller; pages and figures are not.
+    let limit = RateLimit::new(5, 0, 1)
+        .unlimited_reads()
         .refusal(json_response(
             429,
             r#"{"error":"more than 5 messages a second","retry_after":1}"#,

@@ -230,6 +230,20 @@ impl RateLimit {
         self
     }
 
+    /// Counts and limits writes only; reads (GET, HEAD, OPTIONS) pass without being counted.
+    ///
+    /// ```
+    /// use web::http::{text_response, wrap, RateLimit, Request};
+    /// let app = wrap(vec![RateLimit::new(1, 1, 0).unlimited_reads().layer()], |_req| text_response(200, "ok"));
+    /// for _ in 0..10 {
+    ///     assert_eq!(app(Request::new("GET", "/", vec![], "")).status, 200);
+    /// }
+    /// ```
+    pub fn unlimited_reads(mut self) -> RateLimit {
+        self.reads = None;
+        self
+    }
+
     /// The reply to a request over the allowance (default: `429`, `text/plain`, a one-line
     /// reason). The status is always 429 and `Retry-After: 1` is always added (the window is one
     /// second); the content type, the body and any other header are yours — a JSON API answers
