@@ -111,7 +111,13 @@ async def open_page(devtools_port, url):
     page = Page(ws)
     await page.call("Page.enable")
     await page.call("Runtime.enable")
-    await page.until("document.readyState === 'complete'", f"{url} loaded")
+    # The new target starts on about:blank and navigates: wait for the chat page itself.
+    await page.until(
+        f"location.href.startsWith({json.dumps(url)}) && document.readyState === 'complete'"
+        " && document.getElementById('join') !== null",
+        f"{url} loaded",
+        30,
+    )
     return page
 
 
