@@ -6,6 +6,7 @@ mod wire;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use web::http::{text_response, Server};
@@ -63,6 +64,63 @@ fn binding_an_address_another_socket_serves_fails_with_addr_in_use_unless_shared
     let b = Server::bind_shared(shared).unwrap();
     assert_eq!(b.local_addr().unwrap(), shared);
     drop((first, a, b));
+}
+
+#[test]
+fn two_servers_binding_one_port_at_the_same_moment_never_both_succeed() {
+    // Regression: a probe bind dropped before the real SO_REUSEPORT bind let both of two
+    // simultaneous binds pass (39 of 300 rounds here) and then share the port silently.
+    for round in 0..300 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let start = Arc::new(Barrier::new(2));
+        let binds: Vec<_> = (0..2)
+            .map(|_| {
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    Server::bind(("127.0.0.1", port)).map_err(|e| e.kind())
+                })
+            })
+            .collect();
+        let results: Vec<_> = binds.into_iter().map(|b| b.join().unwrap()).collect();
+        let won = results.iter().filter(|r| r.is_ok()).count();
+        assert!(
+            won <= 1,
+            "round {round}: both binds of port {port} succeeded"
+        );
+        for r in &results {
+            if let Err(kind) = r {
+                assert_eq!(*kind, std::io::ErrorKind::AddrInUse, "round {round}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_server_bound_alone_still_spreads_connections_over_all_its_workers() {
+    // The handler answers with the name of the worker thread it runs on.
+    let handle = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(|_req| {
+            let name = std::thread::current().name().unwrap_or("").to_owned();
+            text_response(200, name)
+        })
+        .unwrap();
+    // Each worker has its own socket in one SO_REUSEPORT group: the kernel hashes connections
+    // (by their source ports) across both.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..64 {
+        let mut c = wire::Client::connect(handle.local_addr());
+        c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        seen.insert(c.reply().text());
+    }
+    assert_eq!(seen.len(), 2, "64 connections reached only {seen:?}");
+    handle.shutdown().unwrap();
 }
 
 /// The child: a server that stops on signals, whose handler takes 700 ms, printing its port.

@@ -79,7 +79,7 @@ pub use config::{
 };
 pub use conn_id::ConnId;
 pub use io::{Io, Output, Read};
-pub use listen::{bind_reuseport, LISTEN_BACKLOG};
+pub use listen::{bind_exclusive, bind_reuseport, LISTEN_BACKLOG};
 pub use next::{Handover, Next, Wake};
 pub use remote::{Remote, INBOX_LIMIT};
 pub use server::{Handle, MsgOf, Reactor};

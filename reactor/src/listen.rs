@@ -29,10 +29,11 @@ pub(crate) fn duplicated(listener: TcpListener, n: usize) -> io::Result<Vec<TcpL
 }
 
 /// `n` sockets bound to the same address with `SO_REUSEPORT`: one accept queue each, the kernel
-/// hashing incoming connections across them. Port 0 picks one port for all.
+/// hashing incoming connections across them. Port 0 picks one port for all. The first is
+/// [`bind_exclusive`]: an address another socket serves fails with `AddrInUse`.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) fn reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<TcpListener>> {
-    let first = bind_reuseport(addr)?;
+    let first = bind_exclusive(addr)?;
     let addr = first.local_addr()?;
     let mut all = vec![first];
     for _ in 1..n {
@@ -58,6 +59,9 @@ pub(crate) fn reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<TcpListene
 /// takes one per worker. Port 0 picks a free port; bind the others to the first one's
 /// `local_addr()`.
 ///
+/// This joins any `SO_REUSEPORT` socket of the same user already listening there, sharing its
+/// connections; to refuse an address that is already served, start with [`bind_exclusive`].
+///
 /// ```
 /// let first = reactor::bind_reuseport("127.0.0.1:0".parse().unwrap())?;
 /// let second = reactor::bind_reuseport(first.local_addr()?)?;
@@ -66,6 +70,54 @@ pub(crate) fn reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<TcpListene
 /// ```
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = bound(addr, true)?;
+    listen(&socket)?;
+    Ok(TcpListener::from(socket))
+}
+
+/// Binds one listening socket that no other socket was serving, then lets sockets made with
+/// [`bind_reuseport`] join it: the first socket of a server that owns its address. Fails with
+/// [`io::ErrorKind::AddrInUse`] when any socket already listens on `addr` (another process's
+/// included, `SO_REUSEPORT` or not).
+///
+/// The check is atomic: the socket is bound and put to `listen(2)` without `SO_REUSEPORT`,
+/// which the kernel refuses while another socket listens on the address — even one that
+/// raced us, bound but not yet listening — and only then is `SO_REUSEPORT` turned on. (A
+/// separate probe bind, dropped before the real one, lets two servers started at the same
+/// moment both pass and then silently share the port.) What it cannot stop: a later socket
+/// of the same user that opts in to `SO_REUSEPORT` itself may still join, as Linux allows
+/// between sockets of one user; sockets of other users cannot.
+///
+/// ```
+/// let first = reactor::bind_exclusive("127.0.0.1:0".parse().unwrap())?;
+/// let addr = first.local_addr()?;
+/// let again = reactor::bind_exclusive(addr);
+/// assert_eq!(again.err().map(|e| e.kind()), Some(std::io::ErrorKind::AddrInUse));
+/// let worker = reactor::bind_reuseport(addr)?; // the server's own next worker joins
+/// # drop((first, worker));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn bind_exclusive(addr: SocketAddr) -> io::Result<TcpListener> {
+    use std::os::fd::AsRawFd;
+
+    let socket = bound(addr, false)?;
+    listen(&socket)?;
+    set_flag(socket.as_raw_fd(), libc::SO_REUSEPORT)?;
+    Ok(TcpListener::from(socket))
+}
+
+/// Elsewhere `SO_REUSEPORT` is not used: a plain listener, which fails with
+/// [`io::ErrorKind::AddrInUse`] when another socket listens on `addr`.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn bind_exclusive(addr: SocketAddr) -> io::Result<TcpListener> {
+    TcpListener::bind(addr)
+}
+
+/// A new non-blocking TCP socket with `SO_REUSEADDR` (a restarted server can bind while old
+/// connections linger in TIME_WAIT), and `SO_REUSEPORT` when `reuseport`, bound to `addr`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn bound(addr: SocketAddr, reuseport: bool) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
     let domain = match addr {
@@ -81,7 +133,9 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
     // SAFETY: `fd` is a descriptor socket(2) just returned to us and nothing else owns it.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     set_flag(owned.as_raw_fd(), libc::SO_REUSEADDR)?;
-    set_flag(owned.as_raw_fd(), libc::SO_REUSEPORT)?;
+    if reuseport {
+        set_flag(owned.as_raw_fd(), libc::SO_REUSEPORT)?;
+    }
     let rc = match addr {
         SocketAddr::V4(a) => {
             // SAFETY: sockaddr_in is a plain C struct for which all-zero bytes are valid.
@@ -123,11 +177,19 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<TcpListener> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(owned)
+}
+
+/// Puts a bound socket to listen(2) with [`LISTEN_BACKLOG`].
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn listen(socket: &std::os::fd::OwnedFd) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+
     // SAFETY: listen(2) on a descriptor we own; no pointers.
-    if unsafe { libc::listen(owned.as_raw_fd(), LISTEN_BACKLOG) } != 0 {
+    if unsafe { libc::listen(socket.as_raw_fd(), LISTEN_BACKLOG) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(TcpListener::from(owned))
+    Ok(())
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]

@@ -99,9 +99,12 @@ pub struct Server {
 impl Server {
     /// Binds `addr` (its first address; port 0 picks a free port) for this server alone: if
     /// another socket already listens on that address — another process included — this fails
-    /// with [`io::ErrorKind::AddrInUse`]. (The server's own workers each bind a socket with
+    /// with [`io::ErrorKind::AddrInUse`], also when two servers bind at the same moment
+    /// (`listen(2)` without `SO_REUSEPORT` is the check, then it is turned on). The server's own workers each bind a socket with
     /// `SO_REUSEPORT`, so the kernel spreads connections across them; to let other processes
-    /// join that group on purpose, use [`bind_shared`](Server::bind_shared).)
+    /// join that group on purpose, use [`bind_shared`](Server::bind_shared). (Linux lets a
+    /// later `SO_REUSEPORT` socket of the same user join too — one that opted in to sharing,
+    /// as `bind_shared` does; other users' sockets never can.)
     ///
     /// ```
     /// let first = web::http::Server::bind("127.0.0.1:0")?;
@@ -111,13 +114,8 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<Server> {
-        let addr = first_address(addr)?;
-        if addr.port() != 0 {
-            // A plain socket cannot bind where any socket listens (SO_REUSEPORT ones
-            // included): the address is free for us only if this succeeds.
-            drop(TcpListener::bind(addr)?);
-        }
-        Ok(Server::with(Listen::Bound(reactor::bind_reuseport(addr)?)))
+        let first = reactor::bind_exclusive(first_address(addr)?)?;
+        Ok(Server::with(Listen::Bound(first)))
     }
 
     /// Binds `addr` with `SO_REUSEPORT`, sharing it with any other socket that does the same
