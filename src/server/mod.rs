@@ -100,9 +100,10 @@ impl Server {
     /// Binds `addr` (its first address; port 0 picks a free port) for this server alone: if
     /// another socket already listens on that address — another process included — this fails
     /// with [`io::ErrorKind::AddrInUse`], also when two servers bind at the same moment
-    /// (`listen(2)` without `SO_REUSEPORT` is the check, then it is turned on). The server's own workers each bind a socket with
-    /// `SO_REUSEPORT`, so the kernel spreads connections across them; to let other processes
-    /// join that group on purpose, use [`bind_shared`](Server::bind_shared). (Linux lets a
+    /// (`listen(2)` without `SO_REUSEPORT` is the check, then it is turned on). The server's
+    /// own workers each bind a socket with `SO_REUSEPORT`, so the kernel spreads connections
+    /// across them; to let other processes join that group on purpose, use
+    /// [`bind_shared`](Server::bind_shared). (Linux lets a
     /// later `SO_REUSEPORT` socket of the same user join too — one that opted in to sharing,
     /// as `bind_shared` does; other users' sockets never can.)
     ///
