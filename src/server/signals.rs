@@ -21,10 +21,16 @@ extern "C" fn on_signal(_signal: libc::c_int) {
     let fd = WAKE_FD.load(Ordering::Relaxed);
     if fd >= 0 {
         let byte = 1u8;
-        // SAFETY: write(2) is async-signal-safe; it reads one byte from a live local. A full
-        // pipe or any error is ignored: one pending byte is enough to wake the watcher.
+        // SAFETY: errno_location and write(2) are async-signal-safe; the write reads one byte
+        // from a live local, into a descriptor that is never closed and never blocks
+        // (O_NONBLOCK): a full pipe or any error is ignored, as one pending byte is enough to
+        // wake the watcher. errno is put back, since the interrupted code may be about to read
+        // its own.
         unsafe {
+            let errno = libc::__errno_location();
+            let saved = *errno;
             libc::write(fd, (&byte as *const u8).cast(), 1);
+            *errno = saved;
         }
     }
 }
@@ -51,6 +57,12 @@ fn install() -> Result<(), i32> {
             .unwrap_or(libc::EIO));
     }
     let (read_fd, write_fd) = (fds[0], fds[1]);
+    // SAFETY: fcntl(2) on the descriptor pipe2 just gave us; no pointers.
+    if unsafe { libc::fcntl(write_fd, libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
     WAKE_FD.store(write_fd, Ordering::Relaxed);
     std::thread::Builder::new()
         .name("web-signals".into())
