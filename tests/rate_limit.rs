@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use web::http::{
-    ask, header_in, parse_reply_head, rate_limit, rate_limits, response_body, status_of,
-    text_response, wrap, Header, Layer, Server, ServerHandle,
+    ask, header_in, json_response, parse_reply_head, rate_limit, rate_limits, response_body,
+    status_of, text_response, wrap, Header, Layer, RateLimit, Server, ServerHandle,
 };
 
 /// The wall-clock second now.
@@ -108,6 +108,27 @@ fn over_the_allowance_the_reply_is_429_with_retry_after_1_and_a_text_body() {
     assert!(String::from_utf8(body)
         .unwrap()
         .contains("Too Many Requests"));
+}
+
+#[test]
+fn a_json_api_refuses_with_its_own_json_429_and_retry_after_1() {
+    let json = r#"{"error":"too many requests","retry_after":1}"#;
+    let limiter = RateLimit::new(1, 100, 0)
+        .refusal(json_response(429, json))
+        .layer();
+    let (_server, port) = limited(limiter, 1);
+    let replies = within_one_second(|| {
+        [
+            ask("127.0.0.1", port, "POST", "/", &[], b"a").unwrap(),
+            ask("127.0.0.1", port, "POST", "/", &[], b"b").unwrap(),
+        ]
+    });
+    assert_eq!(status_of(&replies[0]).unwrap(), 200);
+    let head = parse_reply_head(&replies[1]).unwrap().unwrap();
+    assert_eq!(head.status, 429);
+    assert_eq!(header_in(&head.headers, "content-type"), "application/json");
+    assert_eq!(header_in(&head.headers, "retry-after"), "1");
+    assert_eq!(response_body(&replies[1]).unwrap(), json.as_bytes());
 }
 
 #[test]

@@ -672,6 +672,56 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_refusal_keeps_its_body_type_and_headers_with_status_429_and_one_retry_after() {
+        use crate::http::message::json_response;
+        let json = r#"{"error":"too many requests"}"#;
+        // (refusal given, content type, body, headers sent)
+        let cases: [(Response, &str, &[u8], Vec<Header>); 4] = [
+            (
+                json_response(429, json),
+                "application/json",
+                json.as_bytes(),
+                vec![],
+            ),
+            // Any other status becomes 429: the status is what clients and proxies act on.
+            (
+                text_response(200, "slow down"),
+                "text/plain",
+                b"slow down",
+                vec![],
+            ),
+            // The application's own Retry-After is replaced (the window is one second).
+            (
+                with_header(text_response(429, ""), "retry-after", "3600"),
+                "text/plain",
+                b"",
+                vec![],
+            ),
+            // Other headers stay, before Retry-After.
+            (
+                with_header(json_response(503, "{}"), "Cache-Control", "no-store"),
+                "application/json",
+                b"{}",
+                vec![Header::new("Cache-Control", "no-store")],
+            ),
+        ];
+        for (refusal, content_type, body, mut headers) in cases {
+            headers.push(Header::new("Retry-After", "1"));
+            let app = wrap(
+                vec![RateLimit::new(0, 0, 0).refusal(refusal).layer()],
+                |_req| text_response(200, "served"),
+            );
+            for method in ["GET", "POST"] {
+                let res = app(Request::new(method, "/", vec![], ""));
+                assert_eq!(res.status, 429, "{body:?}");
+                assert_eq!(res.content_type, content_type);
+                assert_eq!(res.body, body);
+                assert_eq!(res.headers, headers, "{body:?}");
+            }
+        }
+    }
+
+    #[test]
     fn roll_restamps_only_for_a_later_second_or_a_clock_stepped_far_back() {
         let cases = [
             (5, 5, false, 5),
