@@ -8,29 +8,34 @@
 //! ```
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use web::http::{ask, content_length, get_all, response_body, status_of};
 
-fn main() {
-    if let Err(e) = run() {
-        eprintln!("fetch: {e} ({:?})", e.kind());
-        std::process::exit(1);
-    }
+mod cli;
+
+fn main() -> ExitCode {
+    cli::run("fetch", fetch)
 }
 
-fn run() -> std::io::Result<()> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let raw = take_flag(&mut args, "--raw");
-    let head = take_flag(&mut args, "--head");
-    let [host, port, paths @ ..] = args.as_slice() else {
-        return Err(usage());
+fn fetch() -> std::io::Result<()> {
+    let options = cli::Options::parse_with_operands(
+        &[],
+        &["--raw", "--head"],
+        "HOST PORT PATH...",
+        "GETs each PATH from HOST:PORT over one keep-alive connection and prints each reply's \
+         status, length and body. --raw prints the replies as received; --head asks HEAD.",
+    )?;
+    let (raw, head) = (options.flag("--raw"), options.flag("--head"));
+    let [host, port, paths @ ..] = options.operands() else {
+        return Err(cli::usage("HOST, PORT and at least one PATH are needed"));
     };
     if paths.is_empty() {
-        return Err(usage());
+        return Err(cli::usage("at least one PATH is needed"));
     }
     let port: u16 = port
         .parse()
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad port"))?;
+        .map_err(|_| cli::usage(format!("bad port {port:?}")))?;
     let replies = if head {
         paths
             .iter()
@@ -57,17 +62,4 @@ fn run() -> std::io::Result<()> {
         writeln!(out)?;
     }
     Ok(())
-}
-
-fn usage() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        "usage: fetch [--raw] [--head] HOST PORT PATH...",
-    )
-}
-
-fn take_flag(args: &mut Vec<String>, flag: &str) -> bool {
-    let before = args.len();
-    args.retain(|a| a != flag);
-    args.len() != before
 }

@@ -1,0 +1,176 @@
+//! The examples' command lines: `--help` prints usage and exits 0, a usage error is one readable
+//! line and exit code 2, any other failure (a port in use, a refused connection) one readable
+//! line and exit code 1 — never a `Debug` dump such as `Custom { kind: InvalidInput, .. }`.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const EXAMPLES: [&str; 7] = [
+    "hello",
+    "echo",
+    "ws_echo",
+    "rate_limited",
+    "chat",
+    "fetch",
+    "parse",
+];
+
+/// The examples' directory, after building them with this test's own profile (a no-op when
+/// `cargo test` already built them), so that no stale binary is ever run.
+fn examples_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // This test runs as <target>/<profile>/deps/examples_cli-<hash>.
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "--quiet", "--manifest-path"]);
+        build.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
+        for name in EXAMPLES {
+            build.args(["--example", name]);
+        }
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            build.arg("--release");
+        }
+        assert!(build.status().unwrap().success(), "building the examples");
+        profile_dir.join("examples")
+    })
+}
+
+/// Runs example `name` with `args`; it must end by itself within 30 seconds.
+fn run(name: &str, args: &[&str]) -> Output {
+    let mut child = Command::new(examples_dir().join(name))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("{name} {args:?} did not exit within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// One readable line (two with the pointer to `--help`), naming the example, no `Debug` dump.
+fn assert_readable(name: &str, stderr: &str) {
+    assert!(stderr.starts_with(&format!("{name}: ")), "{stderr:?}");
+    assert!(stderr.lines().count() <= 2, "{stderr:?}");
+    for dump in ["Custom {", "kind:", "Os {", "InvalidInput", "panicked"] {
+        assert!(!stderr.contains(dump), "{stderr:?}");
+    }
+}
+
+#[test]
+fn every_example_prints_its_usage_for_help_and_exits_0() {
+    for name in EXAMPLES {
+        for flag in ["--help", "-h"] {
+            let out = run(name, &[flag]);
+            let stdout = text(&out.stdout);
+            assert_eq!(out.status.code(), Some(0), "{name} {flag}: {out:?}");
+            assert!(
+                stdout.starts_with(&format!("usage: {name}")),
+                "{name}: {stdout:?}"
+            );
+            assert!(
+                stdout.lines().count() >= 2,
+                "usage and a description: {stdout:?}"
+            );
+            assert!(out.stderr.is_empty(), "{name}: {}", text(&out.stderr));
+        }
+    }
+    let out = run("hello", &["--help"]);
+    assert!(text(&out.stdout).contains("[--port PORT] [--workers WORKERS]"));
+    let out = run("fetch", &["--help"]);
+    assert!(text(&out.stdout).contains("HOST PORT PATH..."));
+}
+
+#[test]
+fn a_usage_error_is_one_readable_line_and_exit_code_2() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "hello",
+            &["--bogus"],
+            "unknown option --bogus; use --port --workers",
+        ),
+        ("hello", &["--port", "x"], "bad value \"x\" for --port"),
+        (
+            "hello",
+            &["--port", "70000"],
+            "bad value \"70000\" for --port",
+        ),
+        ("hello", &["--port"], "--port needs a value"),
+        ("hello", &["--workers", "0"], "--workers must be at least 1"),
+        ("echo", &["extra"], "unexpected argument extra"),
+        (
+            "ws_echo",
+            &["--max-message", "lots"],
+            "bad value \"lots\" for --max-message",
+        ),
+        (
+            "rate_limited",
+            &["--writes", "-1"],
+            "bad value \"-1\" for --writes",
+        ),
+        ("chat", &["--port", ""], "bad value \"\" for --port"),
+        ("fetch", &[], "HOST, PORT and at least one PATH are needed"),
+        ("fetch", &["127.0.0.1", "80"], "at least one PATH is needed"),
+        ("fetch", &["127.0.0.1", "http", "/"], "bad port \"http\""),
+        (
+            "fetch",
+            &["--get", "127.0.0.1", "80", "/"],
+            "unknown option --get",
+        ),
+        ("parse", &["request.txt"], "unexpected argument request.txt"),
+    ];
+    for (name, args, says) in cases {
+        let out = run(name, args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {stderr}");
+        assert_readable(name, &stderr);
+        assert!(stderr.contains(says), "{name} {args:?}: {stderr:?}");
+        assert!(
+            stderr.contains(&format!("(try {name} --help)")),
+            "{stderr:?}"
+        );
+        assert!(out.stdout.is_empty(), "{name} {args:?}");
+    }
+}
+
+#[test]
+fn a_port_another_program_serves_is_a_readable_error_and_exit_code_1() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    for name in ["hello", "echo", "ws_echo", "rate_limited", "chat"] {
+        let out = run(name, &["--port", &port]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert_readable(name, &stderr);
+        assert!(stderr.contains("already in use"), "{stderr:?}");
+    }
+}
+
+#[test]
+fn a_refused_connection_is_a_readable_error_and_exit_code_1() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }; // closed: nothing listens there now
+    let out = run("fetch", &["127.0.0.1", &port.to_string(), "/"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_readable("fetch", &stderr);
+    assert!(stderr.contains("refused"), "{stderr:?}");
+}
