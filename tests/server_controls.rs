@@ -5,7 +5,8 @@ mod wire;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ChildStdout, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -123,58 +124,93 @@ fn a_server_bound_alone_still_spreads_connections_over_all_its_workers() {
     handle.shutdown().unwrap();
 }
 
-/// The child: a server that stops on signals, whose handler takes 700 ms, printing its port.
-fn child() -> ! {
-    let server = Server::bind("127.0.0.1:0").unwrap().workers(1);
+/// The child process's side: a server on 127.0.0.1 that stops on signals, printing its port.
+/// `mode` names what its handler does and what it does after the server stopped.
+fn child(mode: &str) -> ! {
+    let mut server = Server::bind("127.0.0.1:0").unwrap().workers(1);
+    if mode == "one_request_then_wait" {
+        server = server.requests(1);
+    }
     server.control().shutdown_on_signals().unwrap();
     println!("{}", server.local_addr().unwrap().port());
     std::io::stdout().flush().unwrap();
+    let handler_takes = match mode {
+        "answer_after_10s" => Duration::from_secs(10),
+        "answer_after_700ms" => Duration::from_millis(700),
+        _ => Duration::ZERO,
+    };
     server
-        .run(|_req| {
-            std::thread::sleep(Duration::from_millis(700));
+        .run(move |_req| {
+            std::thread::sleep(handler_takes);
             text_response(200, "answered")
         })
         .unwrap();
+    if mode == "one_request_then_wait" {
+        println!("stopped");
+        std::io::stdout().flush().unwrap();
+        std::thread::sleep(Duration::from_secs(30));
+    }
     std::process::exit(0);
+}
+
+/// This test binary started again as a child running `child(mode)` for test `test`; returns
+/// the process, its output after the port, and the port.
+fn spawn_child(test: &str, mode: &str) -> (std::process::Child, BufReader<ChildStdout>, u16) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture"])
+        .env("SERVER_CONTROLS_CHILD", mode)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The test harness prints its own lines first: the port is the first number.
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let port: u16 = loop {
+        let mut line = String::new();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child printed no port"
+        );
+        if let Ok(port) = line.trim().parse() {
+            break port;
+        }
+    };
+    (child, out, port)
+}
+
+/// In the child process, runs the child's side of the test and never returns.
+fn be_the_child_if_asked() {
+    if let Some(mode) = std::env::var_os("SERVER_CONTROLS_CHILD") {
+        child(&mode.to_string_lossy());
+    }
+}
+
+fn send_signal(child: &std::process::Child, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with our own child's pid and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
+/// A connection with a request sent, given 200 ms to reach the handler.
+fn request_in_flight(port: u16) -> TcpStream {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    conn.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    conn
 }
 
 #[test]
 fn sigterm_and_sigint_stop_the_server_gracefully_and_the_process_exits_zero() {
-    if std::env::var_os("SERVER_CONTROLS_CHILD").is_some() {
-        child();
-    }
+    be_the_child_if_asked();
     for signal in [libc::SIGTERM, libc::SIGINT] {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "sigterm_and_sigint_stop_the_server_gracefully_and_the_process_exits_zero",
-                "--nocapture",
-            ])
-            .env("SERVER_CONTROLS_CHILD", "1")
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The test harness prints its own lines first: the port is the first number.
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let port: u16 = loop {
-            let mut line = String::new();
-            assert!(
-                out.read_line(&mut line).unwrap() > 0,
-                "the child printed no port"
-            );
-            if let Ok(port) = line.trim().parse() {
-                break port;
-            }
-        };
-        let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        conn.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(200)); // the request is in the handler
-        let pid = libc::pid_t::try_from(child.id()).unwrap();
-        // SAFETY: kill(2) with our own child's pid and a valid signal number.
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let (mut child, out, port) = spawn_child(
+            "sigterm_and_sigint_stop_the_server_gracefully_and_the_process_exits_zero",
+            "answer_after_700ms",
+        );
+        let mut conn = request_in_flight(port);
+        send_signal(&child, signal);
         let mut reply = String::new();
         conn.read_to_string(&mut reply).unwrap();
         assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
@@ -188,4 +224,48 @@ fn sigterm_and_sigint_stop_the_server_gracefully_and_the_process_exits_zero() {
         drop(out);
         assert!(status.success(), "signal {signal}: {status:?}");
     }
+}
+
+#[test]
+fn a_second_signal_while_requests_drain_ends_the_process_at_once() {
+    be_the_child_if_asked();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let (mut child, out, port) = spawn_child(
+            "a_second_signal_while_requests_drain_ends_the_process_at_once",
+            "answer_after_10s",
+        );
+        let mut conn = request_in_flight(port);
+        send_signal(&child, signal); // the graceful stop begins: it would wait for the handler
+        std::thread::sleep(Duration::from_millis(200));
+        send_signal(&child, signal); // nothing more to stop gracefully: the default action
+        let status = child.wait().unwrap();
+        drop(out);
+        // Killed by the signal, not a clean exit 10 s later.
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        let mut reply = Vec::new();
+        let _ = conn.read_to_end(&mut reply); // closed (or reset) by the dying process
+        assert!(reply.is_empty(), "{}", String::from_utf8_lossy(&reply));
+    }
+}
+
+#[test]
+fn a_signal_after_the_server_stopped_acts_as_without_the_library() {
+    be_the_child_if_asked();
+    let (mut child, mut out, port) = spawn_child(
+        "a_signal_after_the_server_stopped_acts_as_without_the_library",
+        "one_request_then_wait",
+    );
+    let reply = web::http::get("127.0.0.1", port, "/").unwrap();
+    assert_eq!(web::http::status_of(&reply), Some(200));
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(
+        line, "stopped\n",
+        "the server stopped after its one request"
+    );
+    send_signal(&child, libc::SIGINT);
+    let status = child.wait().unwrap();
+    // Ctrl-C ends the process, as it would without the library's handler, instead of being
+    // swallowed for the 30 s the program still had to run.
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
 }

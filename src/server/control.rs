@@ -132,7 +132,12 @@ impl Control {
 
     /// Stops the server gracefully (as [`shutdown`](Control::shutdown)) when the process gets
     /// SIGINT (Ctrl-C) or SIGTERM. The library installs the signal handlers (which only wake a
-    /// watcher thread) once per process; each call adds this server to those it stops.
+    /// watcher thread) once per process, replacing any the program had; each call adds this
+    /// server to those it stops.
+    ///
+    /// A signal that finds every such server already stopping or stopped — a second Ctrl-C
+    /// while requests drain, or one after the servers ended — ends the process at once, as
+    /// the signal would without a handler.
     ///
     /// ```no_run
     /// let server = web::http::Server::bind("127.0.0.1:8080")?;
@@ -142,6 +147,10 @@ impl Control {
     /// ```
     pub fn shutdown_on_signals(&self) -> std::io::Result<()> {
         let control = self.clone();
-        signals::on_stop_signal(Box::new(move || control.shutdown()))
+        signals::on_stop_signal(Box::new(move || {
+            let began = !control.is_shutting_down();
+            control.shutdown();
+            began
+        }))
     }
 }

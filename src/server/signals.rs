@@ -1,14 +1,21 @@
 //! SIGINT and SIGTERM as a graceful stop, so that applications need no `unsafe` of their own.
 //!
-//! The signal handler does the one async-signal-safe thing needed: it writes a byte to a pipe.
-//! A watcher thread, started with the handlers, reads that pipe and runs the stop callbacks
-//! registered by [`Control::shutdown_on_signals`](super::Control::shutdown_on_signals).
+//! The signal handler does the one async-signal-safe thing needed: it writes the signal's number
+//! to a pipe as one byte. A watcher thread, started with the handlers, reads that pipe and runs
+//! the stop callbacks registered by
+//! [`Control::shutdown_on_signals`](super::Control::shutdown_on_signals).
+//!
+//! A signal that finds nothing left to stop — every registered server already stopping or
+//! stopped: a second Ctrl-C during the drain, or any after the servers ended — gets the
+//! signal's default action (the process ends at once, killed by that signal), as if the
+//! library had never installed a handler.
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-type Callback = Box<dyn Fn() + Send>;
+/// Begins a stop; answers whether there was anything left to stop.
+type Callback = Box<dyn Fn() -> bool + Send>;
 
 /// The pipe's writing end, for the handler (-1 until installed).
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
@@ -17,15 +24,16 @@ static CALLBACKS: Mutex<Vec<Callback>> = Mutex::new(Vec::new());
 /// Whether the handlers and the watcher are installed (and the result of trying).
 static INSTALLED: OnceLock<Result<(), i32>> = OnceLock::new();
 
-extern "C" fn on_signal(_signal: libc::c_int) {
+extern "C" fn on_signal(signal: libc::c_int) {
     let fd = WAKE_FD.load(Ordering::Relaxed);
     if fd >= 0 {
-        let byte = 1u8;
+        // SIGINT and SIGTERM (2 and 15) fit in a byte.
+        let byte = signal as u8;
         // SAFETY: errno_location and write(2) are async-signal-safe; the write reads one byte
         // from a live local, into a descriptor that is never closed and never blocks
-        // (O_NONBLOCK): a full pipe or any error is ignored, as one pending byte is enough to
-        // wake the watcher. errno is put back, since the interrupted code may be about to read
-        // its own.
+        // (O_NONBLOCK): a full pipe (thousands of signals unread) or any error is ignored, as
+        // the bytes already pending wake the watcher. errno is put back, since the interrupted
+        // code may be about to read its own.
         unsafe {
             let errno = libc::__errno_location();
             let saved = *errno;
@@ -36,7 +44,7 @@ extern "C" fn on_signal(_signal: libc::c_int) {
 }
 
 /// Registers `callback` to run (on the watcher thread) at SIGINT or SIGTERM, installing the
-/// handlers the first time.
+/// handlers the first time. `callback` answers whether it began a stop.
 pub(crate) fn on_stop_signal(callback: Callback) -> io::Result<()> {
     CALLBACKS
         .lock()
@@ -87,20 +95,38 @@ fn install() -> Result<(), i32> {
     Ok(())
 }
 
-/// Waits for bytes on the pipe; runs every callback for each wake.
+/// Waits for signal numbers on the pipe; runs every callback for each. When none had anything
+/// left to stop, the signal gets its default action.
 fn watch(read_fd: libc::c_int) {
     let mut buf = [0u8; 64];
     loop {
         // SAFETY: read(2) into a live 64-byte buffer, at most its length.
         let n = unsafe { libc::read(read_fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n > 0 {
-            for callback in CALLBACKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                callback();
+            let signals = buf.get(..n as usize).unwrap_or(&[]);
+            for &signal in signals {
+                let callbacks = CALLBACKS.lock().unwrap_or_else(|e| e.into_inner());
+                // Every callback runs (no short-circuit): each server is told to stop.
+                let began = callbacks.iter().fold(false, |began, stop| stop() | began);
+                if !began {
+                    default_action(libc::c_int::from(signal));
+                }
             }
         } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
             continue;
         } else {
             return;
         }
+    }
+}
+
+/// Puts back the default disposition of `signal` and raises it: for SIGINT and SIGTERM the
+/// process ends, killed by that signal, as it would have without our handler.
+fn default_action(signal: libc::c_int) {
+    // SAFETY: signal(2) with SIG_DFL and a signal number our own handler received (SIGINT or
+    // SIGTERM); raise(3) sends it to this thread, which does not block it.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
     }
 }
