@@ -130,6 +130,10 @@ mod tests {
                 "a=caf%C3%A9%0D%0AX-Evil:%201",
             ),
             ("bad name;", "v", "bad%20name%3B=v"),
+            // `=` ends a name, not a value; tab and DEL are controls.
+            ("a=b", "c=d", "a%3Db=c=d"),
+            ("t", "tab\there\u{7f}", "t=tab%09here%7F"),
+            ("e", "", "e="),
             ("plus", "a+b", "plus=a+b"),
         ];
         for (name, value, line) in cases {
