@@ -105,7 +105,9 @@ impl<S: Service> Reactor<S> {
 
     /// Binds `addr` (port 0 picks a free port) with one `SO_REUSEPORT` socket per worker, so the
     /// kernel spreads connections across workers by a hash of the connection's addresses
-    /// (Linux; elsewhere this shares one listener as [`Reactor::new`] does).
+    /// (Linux; elsewhere this shares one listener as [`Reactor::new`] does). An address another
+    /// socket already listens on fails with [`io::ErrorKind::AddrInUse`]: the first socket is
+    /// made with [`bind_exclusive`](crate::bind_exclusive).
     ///
     /// # Dup or `SO_REUSEPORT`: measured, `SO_REUSEPORT` spreads better
     ///
