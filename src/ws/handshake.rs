@@ -24,10 +24,7 @@ const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// ```
 pub fn header_value(raw: &[u8], name: &str) -> String {
     let name = name.trim_end_matches(' ').trim_end_matches(':').as_bytes();
-    raw.split(|&b| b == b'\n')
-        .skip(1)
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
-        .take_while(|line| !line.is_empty())
+    field_lines(raw)
         .find_map(|line| {
             let (n, rest) = (line.get(..name.len())?, line.get(name.len()..)?);
             let value = rest.strip_prefix(b":")?;
@@ -35,6 +32,17 @@ pub fn header_value(raw: &[u8], name: &str) -> String {
                 .then(|| String::from_utf8_lossy(value.trim_ascii()).into_owned())
         })
         .unwrap_or_default()
+}
+
+/// The field lines of a raw head, without their line ends: what follows the request line, up to
+/// the first empty line. Empty lines before the request line are skipped, as the server's parser
+/// skips them (RFC 9112 §2.2), so these helpers and [`upgrade_reply`] read the same lines.
+fn field_lines(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
+    raw.split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .skip_while(|line| line.is_empty())
+        .skip(1)
+        .take_while(|line| !line.is_empty())
 }
 
 /// The `Sec-WebSocket-Accept` value for a client's `Sec-WebSocket-Key`: base64 of the SHA-1 of
@@ -61,15 +69,11 @@ pub fn ws_wanted(request_raw: &[u8]) -> bool {
 }
 
 fn raw_has_header(raw: &[u8], name: &[u8]) -> bool {
-    raw.split(|&b| b == b'\n')
-        .skip(1)
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
-        .take_while(|line| !line.is_empty())
-        .any(|line| {
-            line.len() > name.len()
-                && line[name.len()] == b':'
-                && line[..name.len()].eq_ignore_ascii_case(name)
-        })
+    field_lines(raw).any(|line| {
+        line.len() > name.len()
+            && line[name.len()] == b':'
+            && line[..name.len()].eq_ignore_ascii_case(name)
+    })
 }
 
 /// Checks an upgrade request (RFC 6455 §4.2.1) and returns the reply to write: the 101 that
@@ -251,6 +255,27 @@ mod tests {
         ];
         for (name, want) in cases {
             assert_eq!(header_value(raw, name), want, "{name}");
+        }
+    }
+
+    /// Regression (fuzz target `handshake`): empty lines before the request line, which the
+    /// parser skips, made `ws_wanted` and `header_value` see no fields while `upgrade_reply`
+    /// answered 101.
+    #[test]
+    fn raw_helpers_skip_empty_lines_before_the_request_line_as_the_parser_does() {
+        let head = "GET /chat HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                    Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+        for lead in ["", "\r\n", "\r\n\r\n"] {
+            let raw = format!("{lead}{head}");
+            let raw = raw.as_bytes();
+            assert!(ws_wanted(raw), "{lead:?}");
+            assert_eq!(
+                header_value(raw, "Sec-WebSocket-Key: "),
+                "dGhlIHNhbXBsZSBub25jZQ=="
+            );
+            assert_eq!(header_value(raw, "Host"), "a");
+            assert_eq!(header_value(raw, "GET /chat HTTP/1.1"), "");
+            assert!(upgrade_reply(raw).is_ok(), "{lead:?}");
         }
     }
 
