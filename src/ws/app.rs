@@ -169,7 +169,7 @@ pub enum WsCommand {
 /// }
 /// ```
 pub struct Ws<'a> {
-    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) out: &'a mut super::outbox::Outbox,
     pub(crate) close: &'a mut Option<u16>,
     pub(crate) id: ConnId,
     pub(crate) remote: &'a Remote<WsCommand>,
@@ -339,7 +339,7 @@ impl Ws<'_> {
 
     fn frame(&mut self, opcode: u8, payload: &[u8]) {
         if self.close.is_none() {
-            write_frame(self.out, 0x80 | opcode, payload, None);
+            write_frame(self.out.own(), 0x80 | opcode, payload, None);
         }
     }
 }
