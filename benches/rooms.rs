@@ -419,6 +419,7 @@ fn burst_round(port: u16) {
         assert!(Instant::now() < deadline, "members did not leave");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Let the last announcements drain.
-    std::thread::sleep(Duration::from_millis(300));
+    // Let the last announcements drain, and the workers' memory trim come (at most one a
+    // second per worker: the reactor's TRIM_INTERVAL).
+    std::thread::sleep(Duration::from_millis(1300));
 }

@@ -24,7 +24,7 @@ use super::close::{GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
 use super::outbox::Outbox;
-use super::rooms::Rooms;
+use super::rooms::{Joined, Rooms};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
 ///
@@ -132,9 +132,6 @@ pub(crate) struct WsStrand<H: WsHandler> {
     id: ConnId,
 }
 
-/// The rooms a connection is in.
-pub(crate) type Joined = Option<Box<Vec<Arc<str>>>>;
-
 /// The id a strand has before it starts.
 const NOT_STARTED: ConnId = ConnId::from_parts(u32::MAX, u32::MAX, u32::MAX);
 
@@ -154,7 +151,7 @@ impl<H: WsHandler> WsStrand<H> {
             deadline: None,
             remote,
             settings: Arc::clone(settings),
-            joined: None,
+            joined: Joined::default(),
             id: NOT_STARTED,
         }
     }
@@ -196,7 +193,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     fn leave_rooms(&mut self, id: ConnId) {
-        for room in self.joined.take().into_iter().flat_map(|rooms| *rooms) {
+        for room in self.joined.take() {
             self.settings.rooms.leave(&room, id);
         }
     }
@@ -418,12 +415,7 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 WsCommand::Close(code) => self.queue_close(code),
                 WsCommand::Join(room) => {
                     // Still a member (it may have left since it asked)?
-                    let member = self
-                        .joined
-                        .iter()
-                        .flat_map(|j| j.iter())
-                        .any(|r| *r == room);
-                    if member {
+                    if self.joined.contains(&room) {
                         self.settings.rooms.join_local(&room, io.id());
                     }
                 }
@@ -448,12 +440,7 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
     }
 
     fn held_bytes(&self) -> usize {
-        self.decoder.held_bytes()
-            + self.out.held_bytes()
-            + self.joined.as_ref().map_or(0, |j| {
-                std::mem::size_of::<Vec<Arc<str>>>()
-                    + j.capacity() * std::mem::size_of::<Arc<str>>()
-            })
+        self.decoder.held_bytes() + self.out.held_bytes() + self.joined.held_bytes()
     }
 }
 
