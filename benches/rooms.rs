@@ -343,7 +343,13 @@ fn run(port: u16) {
     // arrived since the last: a few frames a member), so the client stays cheaper than the
     // server it measures.
     let mut sweep = Instant::now();
+    // The server's RSS, read once a second during the run (its peak) and after it.
+    let (mut rss_peak, mut rss_read) = (before.rss_kib, Instant::now());
     while !publisher.is_finished() || received.iter().any(|&r| r < 1000 * frame_len) {
+        if rss_read.elapsed() >= Duration::from_secs(1) {
+            rss_peak = rss_peak.max(stats(port).rss_kib);
+            rss_read = Instant::now();
+        }
         if let Some(wait) =
             (sweep + Duration::from_millis(20)).checked_duration_since(Instant::now())
         {
@@ -385,6 +391,10 @@ fn run(port: u16) {
     let elapsed = t0.elapsed();
     let client_cpu = child::cpu_micros() - client_cpu;
     let after = stats(port);
+    rss_peak = rss_peak.max(after.rss_kib);
+    // After the workers' trim interval.
+    std::thread::sleep(Duration::from_millis(1300));
+    let settled = stats(port);
     println!(
         "\n1000 publishes at 100/s to {members_wanted} members: sent in {:.1} s, every member had all 1000 \
          after {:.1} s",
@@ -392,11 +402,14 @@ fn run(port: u16) {
         elapsed.as_secs_f64(),
     );
     println!(
-        "  server CPU share {:.1}% of one core (client {:.1}%), RSS {:.2} MiB (heap in use {:.2} MiB)",
+        "  server CPU share {:.1}% of one core (client {:.1}%); server RSS {:.2} MiB before, at most {:.2} MiB \
+         during, {:.2} MiB after (heap in use {:.2} MiB)",
         (after.cpu_micros - before.cpu_micros) as f64 / elapsed.as_micros() as f64 * 100.0,
         client_cpu as f64 / elapsed.as_micros() as f64 * 100.0,
-        mib(after.rss_kib),
-        after.heap as f64 / 1048576.0
+        mib(before.rss_kib),
+        mib(rss_peak),
+        mib(settled.rss_kib),
+        settled.heap as f64 / 1048576.0
     );
     drop(members);
 }
