@@ -25,6 +25,8 @@ struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
+/// Publishes sent so far by the sustained phase.
+static PUBLISHED: AtomicU64 = AtomicU64::new(0);
 
 // SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
 // atomics.
@@ -53,7 +55,13 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const MEMBERS: usize = 10_000;
+/// Members of the publish figures (`ROOMS_BENCH_MEMBERS` to change it).
+fn members_wanted() -> usize {
+    std::env::var("ROOMS_BENCH_MEMBERS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000)
+}
 const BURST: usize = 1_000;
 
 /// Members join `?room=`; when one leaves, the room hears of it.
@@ -86,6 +94,7 @@ mod child;
 fn serve() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(2);
     let rooms = server.rooms();
+    let control = server.control();
     let server = server.websocket(
         "/",
         Bench {
@@ -99,7 +108,14 @@ fn serve() {
                 let text = String::from_utf8_lossy(req.body()).into_owned();
                 text_response(200, rooms.publish(&room, &Message::Text(text)).to_string())
             }
-            _ => text_response(200, stats_line()),
+            _ => {
+                let s = control.stats();
+                let more = format!(
+                    " | {} websockets, {} parked, {} held bytes, {} refused messages",
+                    s.websockets, s.parked, s.held_bytes, s.refused_messages
+                );
+                text_response(200, stats_line() + &more)
+            }
         })
         .unwrap();
     child::serve_until_stdin_closes(handle.local_addr().port());
@@ -143,6 +159,9 @@ fn stats(port: u16) -> Stats {
         "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
     );
     let v: Vec<i64> = body
+        .split(" | ")
+        .next()
+        .unwrap_or_default()
         .split_whitespace()
         .map(|x| x.parse().unwrap())
         .collect();
@@ -239,9 +258,10 @@ fn run(port: u16) {
     }
     // --- 1: one publish to 10 000 idle members.
     let started = Instant::now();
-    let mut members: Vec<TcpStream> = (0..MEMBERS).map(|_| member(port, "all")).collect();
+    let members_wanted = members_wanted();
+    let mut members: Vec<TcpStream> = (0..members_wanted).map(|_| member(port, "all")).collect();
     println!(
-        "\n{MEMBERS} idle members joined room `all` in {:.2} s",
+        "\n{members_wanted} idle members joined room `all` in {:.2} s",
         started.elapsed().as_secs_f64()
     );
     let message = "0123456789abcdefghijklmnopqrstuv"; // 32 bytes
@@ -259,7 +279,7 @@ fn run(port: u16) {
     let reach = t0.elapsed();
     let after = stats(port);
     println!(
-        "publish one 32-byte message to {MEMBERS} members on {workers} workers: last member had it after {:.1} ms \
+        "publish one 32-byte message to {members_wanted} members on {workers} workers: last member had it after {:.1} ms \
          (read by one client thread in turn: an upper bound)",
         reach.as_secs_f64() * 1000.0
     );
@@ -276,49 +296,120 @@ fn run(port: u16) {
     }
     let before = stats(port);
     let t0 = Instant::now();
+    let client_cpu = child::cpu_micros();
+    // Publishes come at their times whatever the server is doing (an open loop, as from many
+    // sources): pipelined requests on one keep-alive connection, the replies read by another
+    // thread. A worker busy with one publish finds the next ones waiting, and a member gets
+    // what one turn delivers in one write.
     let publisher = std::thread::spawn(move || {
+        let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut replies = conn.try_clone().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            replies.read_to_end(&mut all).unwrap();
+            let all = String::from_utf8_lossy(&all);
+            (
+                all.matches("HTTP/1.1 200 ").count(),
+                all.matches("HTTP/1.1 ").count(),
+            )
+        });
         let start = Instant::now();
         for i in 0..1000u32 {
             let due = start + Duration::from_millis(10 * u64::from(i));
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
-            publish(port, "all", message);
+            let last = if i == 999 {
+                "Connection: close\r\n"
+            } else {
+                ""
+            };
+            let request = format!(
+                "POST /publish?room=all HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n{last}\r\n{message}",
+                message.len()
+            );
+            conn.write_all(request.as_bytes()).unwrap();
+            PUBLISHED.fetch_add(1, Ordering::Relaxed);
         }
+        let sent = start.elapsed();
+        let (ok, replies) = reader.join().unwrap();
+        assert_eq!((ok, replies), (1000, 1000), "every publish answered 200");
+        sent
     });
     let frame_len = 2 + message.len();
-    let mut received = vec![0usize; MEMBERS];
+    let mut received = vec![0usize; members_wanted];
     let mut chunk = vec![0u8; 64 * 1024];
+    // One client thread reads all members in sweeps at most every 20 ms (a sweep reads what
+    // arrived since the last: a few frames a member), so the client stays cheaper than the
+    // server it measures.
+    let mut sweep = Instant::now();
+    // The server's RSS, read once a second during the run (its peak) and after it.
+    let (mut rss_peak, mut rss_read) = (before.rss_kib, Instant::now());
     while !publisher.is_finished() || received.iter().any(|&r| r < 1000 * frame_len) {
-        let mut any = false;
+        if rss_read.elapsed() >= Duration::from_secs(1) {
+            rss_peak = rss_peak.max(stats(port).rss_kib);
+            rss_read = Instant::now();
+        }
+        if let Some(wait) =
+            (sweep + Duration::from_millis(20)).checked_duration_since(Instant::now())
+        {
+            std::thread::sleep(wait);
+        }
+        sweep = Instant::now();
         for (m, got) in members.iter_mut().zip(received.iter_mut()) {
-            match m.read(&mut chunk) {
-                Ok(n) => {
-                    *got += n;
-                    any |= n > 0;
+            loop {
+                match m.read(&mut chunk) {
+                    Ok(n) if n == chunk.len() => *got += n,
+                    Ok(n) => {
+                        *got += n;
+                        break;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{e}"),
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => panic!("{e}"),
             }
         }
-        if !any {
-            std::thread::sleep(Duration::from_millis(2));
+        if t0.elapsed() > Duration::from_secs(60) {
+            let short: Vec<usize> = received
+                .iter()
+                .filter(|&&r| r < 1000 * frame_len)
+                .map(|&r| 1000 * frame_len - r)
+                .collect();
+            panic!(
+                "after 60 s, {} members lack bytes (at most {}, {} publishes sent); server: {}",
+                short.len(),
+                short.iter().max().unwrap_or(&0),
+                PUBLISHED.load(Ordering::Relaxed),
+                http(
+                    port,
+                    "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+                )
+            );
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "members did not get everything"
-        );
     }
-    publisher.join().unwrap();
+    let publishing = publisher.join().unwrap();
     let elapsed = t0.elapsed();
+    let client_cpu = child::cpu_micros() - client_cpu;
     let after = stats(port);
+    rss_peak = rss_peak.max(after.rss_kib);
+    // After the workers' trim interval.
+    std::thread::sleep(Duration::from_millis(1300));
+    let settled = stats(port);
     println!(
-        "\n1000 publishes at 100/s to {MEMBERS} members ({:.1} s): every member got all 1000; \
-         server CPU share {:.1}% of one core, RSS {:.2} MiB (heap in use {:.2} MiB)",
+        "\n1000 publishes at 100/s to {members_wanted} members: sent in {:.1} s, every member had all 1000 \
+         after {:.1} s",
+        publishing.as_secs_f64(),
         elapsed.as_secs_f64(),
+    );
+    println!(
+        "  server CPU share {:.1}% of one core (client {:.1}%); server RSS {:.2} MiB before, at most {:.2} MiB \
+         during, {:.2} MiB after (heap in use {:.2} MiB)",
         (after.cpu_micros - before.cpu_micros) as f64 / elapsed.as_micros() as f64 * 100.0,
-        mib(after.rss_kib),
-        after.heap as f64 / 1048576.0
+        client_cpu as f64 / elapsed.as_micros() as f64 * 100.0,
+        mib(before.rss_kib),
+        mib(rss_peak),
+        mib(settled.rss_kib),
+        settled.heap as f64 / 1048576.0
     );
     drop(members);
 }
@@ -341,6 +432,7 @@ fn burst_round(port: u16) {
         assert!(Instant::now() < deadline, "members did not leave");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Let the last announcements drain.
-    std::thread::sleep(Duration::from_millis(300));
+    // Let the last announcements drain, and the workers' memory trim come (at most one a
+    // second per worker: the reactor's TRIM_INTERVAL).
+    std::thread::sleep(Duration::from_millis(1300));
 }

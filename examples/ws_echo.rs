@@ -4,20 +4,32 @@
 //! ```sh
 //! cargo run --release --example ws_echo -- --port 9001 --max-message 16777216 --workers 1
 //! ```
+//!
+//! With `--room NAME` every connection also joins room `NAME` when it opens (still with a
+//! zero-sized state): what one room membership costs an idle connection can then be measured
+//! against the same server without it.
 
 use web::http::{text_response, with_header, Request, Response};
 use web::ws::{Message, Ws, WsHandler};
 
 mod cli;
 
-/// Echoes every message on the connection it came from.
-struct Echo;
+/// Echoes every message on the connection it came from; each connection joins `room`, if any.
+struct Echo {
+    room: Option<String>,
+}
 
 impl WsHandler for Echo {
     type State = ();
 
     fn accept(&self, _req: &Request) -> Result<(), Response> {
         Ok(())
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, _state: &mut ()) {
+        if let Some(room) = &self.room {
+            ws.join(room);
+        }
     }
 
     fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
@@ -31,16 +43,18 @@ fn main() -> std::process::ExitCode {
 
 fn serve() -> std::io::Result<()> {
     let options = cli::Options::parse(
-        &["--port", "--max-message", "--workers"],
+        &["--port", "--max-message", "--workers", "--room"],
         &[],
-        "WebSocket echo at /: text as text, binary as binary. --max-message BYTES (default 65536).",
+        "WebSocket echo at /: text as text, binary as binary. --max-message BYTES (default 65536); \
+         --room NAME: every connection joins room NAME (to measure what a membership costs).",
     )?;
+    let room = options.get::<String>("--room")?;
     let max_message = options
         .get("--max-message")?
         .unwrap_or(web::ws::MAX_MESSAGE);
     let server = options
         .server(9001)?
-        .websocket("/", Echo)
+        .websocket("/", Echo { room })
         .max_message(max_message);
     eprintln!("ws_echo: listening on ws://{}/", server.local_addr()?);
     // Plain HTTP gets 426 Upgrade Required, naming the protocol (RFC 9110 §15.5.22).

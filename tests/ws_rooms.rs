@@ -403,3 +403,86 @@ fn shutdown_tells_every_member_and_empties_the_rooms() {
     let closed = chat.closed.lock().unwrap();
     assert_eq!(closed.len(), 4, "{closed:?}");
 }
+
+/// Joins room `o` and hands its sender out (for the test below).
+#[derive(Default)]
+struct Mixed {
+    senders: Mutex<Vec<web::ws::WsSender>>,
+}
+
+impl WsHandler for Mixed {
+    type State = ();
+
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, _state: &mut ()) {
+        ws.join("o");
+        self.senders.lock().unwrap().push(ws.sender());
+        ws.send_text("in");
+    }
+
+    fn message(&self, _ws: &mut Ws<'_>, _state: &mut (), _msg: Message) {}
+}
+
+#[test]
+fn publishes_sends_and_broadcasts_of_one_turn_arrive_whole_and_in_order() {
+    // What a turn hands a member is written at the end of the turn, in one write: a shared
+    // frame held by reference, then copied behind when more comes. Mix the three kinds so
+    // every order of shared and own bytes occurs, for members on both workers.
+    let app = Arc::new(Mixed::default());
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .websocket("/", Arc::clone(&app));
+    let rooms = server.rooms();
+    let senders = Arc::clone(&app);
+    let server = server
+        .spawn(move |_req| {
+            let all = senders.senders.lock().unwrap().clone();
+            for i in 0..60 {
+                let text = format!("{i}");
+                match i % 3 {
+                    0 => {
+                        rooms.publish("o", &Message::Text(text));
+                    }
+                    1 => {
+                        for s in &all {
+                            s.send_text(text.clone());
+                        }
+                    }
+                    _ => {
+                        web::ws::broadcast(&all, &Message::Text(text));
+                    }
+                }
+            }
+            text_response(200, "sent")
+        })
+        .unwrap();
+    let port = server.local_addr().port();
+    let mut members: Vec<Client> = (0..6)
+        .map(|_| {
+            let mut c = Client::connect_to(port, "/");
+            assert_eq!(text(&mut c), "in");
+            c
+        })
+        .collect();
+    wait_until(Duration::from_secs(5), "every member counted", || {
+        app.senders.lock().unwrap().len() == 6
+    });
+    for round in 0..3 {
+        let body = http(
+            port,
+            "GET /mix HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(body, "sent");
+        for (m, c) in members.iter_mut().enumerate() {
+            for i in 0..60 {
+                assert_eq!(text(c), i.to_string(), "member {m}, round {round}");
+            }
+        }
+    }
+    drop(members);
+    server.shutdown().unwrap();
+}

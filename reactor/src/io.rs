@@ -147,6 +147,21 @@ impl<'a, M> Io<'a, M> {
         (read, out)
     }
 
+    /// Whether a read may find something: false once a read found the socket drained and no
+    /// readiness edge has come since (a read now would only answer [`Read::WouldBlock`]). A
+    /// strand woken to write can skip that read.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     if io.read_ready() {
+    ///         let _ = io.read();
+    ///     }
+    /// }
+    /// ```
+    pub fn read_ready(&self) -> bool {
+        *self.ready & READ_READY != 0
+    }
+
     /// The connection's [`Output`].
     ///
     /// ```

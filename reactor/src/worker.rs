@@ -22,6 +22,9 @@ const WANT_READ: u8 = 4;
 const WANT_WRITE: u8 = 8;
 /// Counted in `parked`: last `Next` was a `Park` without `write`.
 const PARKED: u8 = 16;
+/// In `again`, not yet resumed: a strand handed many messages in one turn (a publish each) is
+/// listed once, not once per message.
+const AGAIN: u8 = 64;
 
 type Msg<S> = <<S as Service>::Strand as Strand>::Msg;
 
@@ -312,12 +315,13 @@ impl<S: Service> Worker<S> {
         }
         let mut batch = std::mem::replace(&mut self.again, std::mem::take(&mut self.again_spare));
         for &(key, generation) in &batch {
-            let Some(entry) = self.slab.get(key as usize) else {
+            let Some(entry) = self.slab.get_mut(key as usize) else {
                 continue;
             };
             if entry.generation != generation {
                 continue;
             }
+            entry.flags &= !AGAIN;
             if let Some(wake) = wanted(entry.flags) {
                 self.call(key, |strand, io| strand.resume(io, wake));
             }
@@ -353,6 +357,9 @@ impl<S: Service> Worker<S> {
                     if catch_unwind(AssertUnwindSafe(|| service.fan_out(&msg, &mut ids))).is_err() {
                         self.panics += 1;
                     }
+                    // Each recipient may ask to be resumed at the end of the turn (to write what
+                    // it was handed): one allocation for the list, not one per doubling.
+                    self.again.reserve(ids.len());
                     for id in ids.drain(..) {
                         self.deliver(id, msg.clone());
                     }
@@ -499,7 +506,7 @@ impl<S: Service> Worker<S> {
                 self.held = self.held.saturating_sub(before).saturating_add(after);
                 self.held_peak = self.held_peak.max(self.held);
                 let was_parked = entry.flags & PARKED != 0;
-                let mut flags = entry.flags & (READ_READY | WRITE_READY | READ_CLOSED);
+                let mut flags = entry.flags & (READ_READY | WRITE_READY | READ_CLOSED | AGAIN);
                 if read {
                     flags |= WANT_READ;
                 }
@@ -515,7 +522,8 @@ impl<S: Service> Worker<S> {
                     _ => {}
                 }
                 let generation = entry.generation;
-                if wanted(flags).is_some() {
+                if wanted(flags).is_some() && flags & AGAIN == 0 {
+                    entry.flags |= AGAIN;
                     self.again.push((key, generation));
                 }
                 match deadline {

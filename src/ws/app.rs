@@ -169,13 +169,13 @@ pub enum WsCommand {
 /// }
 /// ```
 pub struct Ws<'a> {
-    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) out: &'a mut super::outbox::Outbox,
     pub(crate) close: &'a mut Option<u16>,
     pub(crate) id: ConnId,
     pub(crate) remote: &'a Remote<WsCommand>,
     pub(crate) rooms: &'a Rooms,
     /// The rooms this connection is in.
-    pub(crate) joined: &'a mut super::strand::Joined,
+    pub(crate) joined: &'a mut super::rooms::Joined,
 }
 
 impl Ws<'_> {
@@ -264,13 +264,11 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn join(&mut self, room: &str) {
-        if self.joined().any(|r| r == room) {
+        if self.joined.contains(room) {
             return;
         }
         let name = self.rooms.count_in(room, self.id.worker());
-        self.joined
-            .get_or_insert_with(Default::default)
-            .push(Arc::clone(&name));
+        self.joined.push(Arc::clone(&name));
         // Entered in the worker's list behind what is already queued for the worker.
         if !self
             .remote
@@ -288,16 +286,8 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn leave(&mut self, room: &str) {
-        let Some(joined) = self.joined.as_mut() else {
-            return;
-        };
-        let before = joined.len();
-        joined.retain(|r| &**r != room);
-        if joined.len() < before {
+        if self.joined.remove(room) {
             self.rooms.leave(room, self.id);
-        }
-        if joined.is_empty() {
-            *self.joined = None;
         }
     }
 
@@ -309,9 +299,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn joined(&self) -> impl Iterator<Item = &str> {
-        self.joined
-            .iter()
-            .flat_map(|rooms| rooms.iter().map(|r| &**r))
+        self.joined.iter().map(|r| &**r)
     }
 
     /// Publishes to `room` (this connection included, if it is a member); see
@@ -339,7 +327,7 @@ impl Ws<'_> {
 
     fn frame(&mut self, opcode: u8, payload: &[u8]) {
         if self.close.is_none() {
-            write_frame(self.out, 0x80 | opcode, payload, None);
+            write_frame(self.out.own(), 0x80 | opcode, payload, None);
         }
     }
 }

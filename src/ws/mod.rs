@@ -9,6 +9,7 @@ mod close;
 mod decoder;
 mod frame;
 mod handshake;
+mod outbox;
 mod rooms;
 mod strand;
 mod utf8;

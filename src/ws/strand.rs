@@ -23,7 +23,8 @@ use super::app::{Message, Ws, WsCommand, WsHandler};
 use super::close::{GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
-use super::rooms::Rooms;
+use super::outbox::Outbox;
+use super::rooms::{Joined, Rooms};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
 ///
@@ -117,8 +118,8 @@ pub(crate) struct WsStrand<H: WsHandler> {
     /// The application's state; taken when it is handed back in `close`.
     state: Option<H::State>,
     decoder: Decoder,
-    out: Vec<u8>,
-    out_at: usize,
+    /// What the peer is still owed.
+    out: Outbox,
     closing: Closing,
     deadline: Option<Instant>,
     remote: Remote<WsCommand>,
@@ -130,9 +131,6 @@ pub(crate) struct WsStrand<H: WsHandler> {
     /// This connection's id, once started (`ConnId::NONE` before).
     id: ConnId,
 }
-
-/// The rooms a connection is in.
-pub(crate) type Joined = Option<Box<Vec<Arc<str>>>>;
 
 /// The id a strand has before it starts.
 const NOT_STARTED: ConnId = ConnId::from_parts(u32::MAX, u32::MAX, u32::MAX);
@@ -148,13 +146,12 @@ impl<H: WsHandler> WsStrand<H> {
             handler,
             state: Some(state),
             decoder: Decoder::new(Role::Server, settings.max_message),
-            out: Vec::new(),
-            out_at: 0,
+            out: Outbox::default(),
             closing: Closing::No,
             deadline: None,
             remote,
             settings: Arc::clone(settings),
-            joined: None,
+            joined: Joined::default(),
             id: NOT_STARTED,
         }
     }
@@ -183,22 +180,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     fn pending(&self) -> usize {
-        self.out.len() - self.out_at
-    }
-
-    /// Sends a frame shared with other connections: straight to the socket when nothing is
-    /// queued before it (an idle member of a room then allocates nothing for a publish), the
-    /// rest — if the socket does not take it all — into the output buffer.
-    fn write_shared(&mut self, io: &mut Io<'_, WsCommand>, frame: &[u8]) -> std::io::Result<()> {
-        let written = if self.pending() == 0 {
-            io.write(frame)?
-        } else {
-            0
-        };
-        if written < frame.len() {
-            self.out.extend_from_slice(&frame[written..]);
-        }
-        Ok(())
+        self.out.pending()
     }
 
     /// The connection ended: it leaves its rooms, and the application gets its state back
@@ -211,7 +193,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     fn leave_rooms(&mut self, id: ConnId) {
-        for room in self.joined.take().into_iter().flat_map(|rooms| *rooms) {
+        for room in self.joined.take() {
             self.settings.rooms.leave(&room, id);
         }
     }
@@ -219,7 +201,7 @@ impl<H: WsHandler> WsStrand<H> {
     /// Queues our close frame with `code` (once) and starts the closing handshake.
     fn queue_close(&mut self, code: u16) {
         if self.closing == Closing::No {
-            write_frame(&mut self.out, 0x80 | OP_CLOSE, &code.to_be_bytes(), None);
+            write_frame(self.out.own(), 0x80 | OP_CLOSE, &code.to_be_bytes(), None);
             self.closing = Closing::Sent;
         }
     }
@@ -255,7 +237,7 @@ impl<H: WsHandler> WsStrand<H> {
             Event::Binary(b) => Message::Binary(b),
             Event::Ping(payload) => {
                 if self.closing == Closing::No {
-                    write_frame(&mut self.out, 0x80 | OP_PONG, &payload, None);
+                    write_frame(self.out.own(), 0x80 | OP_PONG, &payload, None);
                 }
                 return;
             }
@@ -265,7 +247,7 @@ impl<H: WsHandler> WsStrand<H> {
                 if self.closing == Closing::No {
                     let payload = code.as_ref().map(|(c, _)| c.to_be_bytes());
                     write_frame(
-                        &mut self.out,
+                        self.out.own(),
                         0x80 | OP_CLOSE,
                         payload.as_ref().map_or(&[][..], |p| &p[..]),
                         None,
@@ -288,17 +270,13 @@ impl<H: WsHandler> WsStrand<H> {
         io: &mut Io<'_, WsCommand>,
         progressed: &mut bool,
     ) -> std::io::Result<bool> {
-        while self.out_at < self.out.len() {
-            let n = io.write(&self.out[self.out_at..])?;
+        while self.pending() > 0 {
+            let n = io.write(self.out.unsent())?;
             if n == 0 {
                 return Ok(false);
             }
             *progressed = true;
-            self.out_at += n;
-        }
-        self.out_at = 0;
-        if self.out.capacity() > 0 {
-            self.out = Vec::new();
+            self.out.advance(n);
         }
         Ok(true)
     }
@@ -324,15 +302,10 @@ impl<H: WsHandler> WsStrand<H> {
         }
     }
 
+    /// Writes what is pending, then reads what the socket has — if it may have anything: woken
+    /// only to write (the output queued by a publish, say), a read would only answer
+    /// `WouldBlock`, one system call per recipient saved.
     fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
-        self.run_reading(io, true)
-    }
-
-    /// Writes what is pending, then reads (`read_now`) or parks waiting to read: after a message
-    /// from another thread nothing says the socket has input, and the reactor resumes the strand
-    /// when it has (a read that would only answer `WouldBlock` is one system call per recipient
-    /// of a publish saved).
-    fn run_reading(&mut self, io: &mut Io<'_, WsCommand>, read_now: bool) -> Next {
         let mut progressed = false;
         let id = io.id();
         let scratch = io.scratch_size();
@@ -359,7 +332,8 @@ impl<H: WsHandler> WsStrand<H> {
                 }
                 Ok(false) => {}
             }
-            if drained || !read_now {
+            if drained || !io.read_ready() {
+                // Nothing to read (drained, or a wake to write only): one system call saved.
                 return self.park(io.now(), progressed, true);
             }
             match io.read() {
@@ -397,7 +371,7 @@ impl<H: WsHandler> WsStrand<H> {
 
 impl<H: WsHandler> WsConn for WsStrand<H> {
     fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next {
-        self.out = out;
+        self.out = Outbox::with(out);
         let id = io.id();
         self.id = id;
         self.settings
@@ -430,29 +404,18 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
         if self.closing == Closing::No {
             match cmd {
                 WsCommand::Send(Message::Text(t)) => {
-                    write_frame(&mut self.out, 0x80 | OP_TEXT, t.as_bytes(), None)
+                    write_frame(self.out.own(), 0x80 | OP_TEXT, t.as_bytes(), None)
                 }
                 WsCommand::Send(Message::Binary(b)) => {
-                    write_frame(&mut self.out, 0x80 | OP_BINARY, &b, None)
+                    write_frame(self.out.own(), 0x80 | OP_BINARY, &b, None)
                 }
                 WsCommand::Frame(frame)
                 | WsCommand::FanOut { frame, .. }
-                | WsCommand::Publish { frame, .. } => {
-                    if let Err(e) = self.write_shared(io, &frame) {
-                        let _ = e;
-                        self.tell(io.id(), None);
-                        return Next::Close;
-                    }
-                }
+                | WsCommand::Publish { frame, .. } => self.out.push_shared(&frame),
                 WsCommand::Close(code) => self.queue_close(code),
                 WsCommand::Join(room) => {
                     // Still a member (it may have left since it asked)?
-                    let member = self
-                        .joined
-                        .iter()
-                        .flat_map(|j| j.iter())
-                        .any(|r| *r == room);
-                    if member {
+                    if self.joined.contains(&room) {
                         self.settings.rooms.join_local(&room, io.id());
                     }
                 }
@@ -463,7 +426,9 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
             self.tell(io.id(), Some(POLICY));
             return Next::Close;
         }
-        self.run_reading(io, false)
+        // Written at the end of the worker's turn, with everything else the turn queues for
+        // this connection: several publishes in one turn cost one write, not one each.
+        self.park(io.now(), false, true)
     }
 
     fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
@@ -475,12 +440,7 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
     }
 
     fn held_bytes(&self) -> usize {
-        self.decoder.held_bytes()
-            + self.out.capacity()
-            + self.joined.as_ref().map_or(0, |j| {
-                std::mem::size_of::<Vec<Arc<str>>>()
-                    + j.capacity() * std::mem::size_of::<Arc<str>>()
-            })
+        self.decoder.held_bytes() + self.out.held_bytes() + self.joined.held_bytes()
     }
 }
 
