@@ -13,6 +13,7 @@ use slab::Slab;
 use crate::conn_id::{split_token, LISTENER, WAKER};
 use crate::io::{READ_CLOSED, READ_READY, WRITE_READY};
 use crate::remote::{To, WorkerShared};
+use crate::trim::{self, Trim};
 use crate::wheel::{Clock, Link, Links, Wheel};
 use crate::{Config, ConnId, Io, Next, Remote, Service, Strand, Wake};
 
@@ -38,17 +39,6 @@ pub(crate) struct Entry<T> {
     flags: u8,
 }
 
-/// Asks the allocator to return freed memory to the system (glibc keeps freed chunks in its
-/// heap otherwise). Called rarely: when a worker's slab empties after a crowd.
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim(3) takes no pointers and may be called at any time; it only returns
-    // free heap memory to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// Entries a worker's batch vectors (messages, fan-out ids, strands to resume) keep between
 /// turns; what a burst grew beyond it is freed once the burst has been handled, so a worker
 /// after a crowd holds what it held before (a few KiB).
@@ -59,30 +49,6 @@ fn shrink_after_burst<T>(v: &mut Vec<T>) {
         *v = Vec::with_capacity(KEEP_AFTER_BURST / 4);
     }
 }
-
-/// Keeps glibc's threshold for serving an allocation with its own `mmap` fixed at 128 KiB
-/// (glibc raises it, by default, to the size of the largest block freed, up to 32 MiB; after one
-/// burst of large request bodies every later one then comes from the heap, and freeing it gives
-/// nothing back to the system). Large buffers — request bodies, large replies — then return
-/// their memory the moment they are freed. Process-wide, set once when the first worker starts;
-/// only where the allocator is glibc's.
-pub(crate) fn keep_large_buffers_returnable() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        // SAFETY: mallopt(3) takes two integers and only changes a tuning parameter of the
-        // allocator; it is safe to call at any time from any thread.
-        ONCE.call_once(|| unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-        });
-    }
-}
-
-/// Heap held by a worker's strands (buffers of requests and replies being read or written)
-/// after which the worker gives free memory back to the system once they are done.
-const TRIM_AFTER_HELD: usize = 1 << 20;
-/// The least time between two such trims of one worker.
-const TRIM_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Slab capacity (entries) above which an emptied slab is shrunk (a few KiB is kept for the
 /// next connections; what a crowd grew goes back).
@@ -146,14 +112,8 @@ pub(crate) struct Worker<S: Service> {
     fan_ids: Vec<ConnId>,
     parked: usize,
     held: usize,
-    /// The most heap the strands held since memory was last given back.
-    held_peak: usize,
-    /// When memory was last given back to the system.
-    last_trim: Option<Instant>,
-    /// A trim waiting for its interval to pass.
-    trim_at: Option<Instant>,
-    /// Free memory should go back to the system once no strand holds buffers.
-    trim_wanted: bool,
+    /// When free memory goes back to the system.
+    trim: Trim,
     accepted: u64,
     accept_errors: u64,
     dropped: u64,
@@ -171,7 +131,7 @@ impl<S: Service> Worker<S> {
     ) -> Worker<S> {
         let now = Instant::now();
         let clock = Clock::new(now);
-        keep_large_buffers_returnable();
+        trim::share_one_arena();
         Worker {
             index: index as u32,
             poll,
@@ -198,10 +158,7 @@ impl<S: Service> Worker<S> {
             fan_ids: Vec::new(),
             parked: 0,
             held: 0,
-            held_peak: 0,
-            last_trim: None,
-            trim_at: None,
-            trim_wanted: false,
+            trim: Trim::default(),
             accepted: 0,
             accept_errors: 0,
             dropped: 0,
@@ -246,7 +203,7 @@ impl<S: Service> Worker<S> {
             }
             self.expire_timers();
             self.resume_again();
-            self.give_back_after_burst();
+            self.trim.end_of_turn(self.now, self.held);
             self.publish();
             if self.draining {
                 if self.slab.is_empty() {
@@ -276,7 +233,7 @@ impl<S: Service> Worker<S> {
             .wheel
             .next_in()
             .map(|ticks| self.now + self.clock.until(self.now, ticks));
-        for t in [self.accept_paused_until, self.drain_until, self.trim_at]
+        for t in [self.accept_paused_until, self.drain_until, self.trim.due()]
             .into_iter()
             .flatten()
         {
@@ -504,7 +461,7 @@ impl<S: Service> Worker<S> {
                 let entry = &mut self.slab[key as usize];
                 let after = entry.strand.held_bytes();
                 self.held = self.held.saturating_sub(before).saturating_add(after);
-                self.held_peak = self.held_peak.max(self.held);
+                self.trim.held(self.held);
                 let was_parked = entry.flags & PARKED != 0;
                 let mut flags = entry.flags & (READ_READY | WRITE_READY | READ_CLOSED | AGAIN);
                 if read {
@@ -572,9 +529,7 @@ impl<S: Service> Worker<S> {
             self.parked -= 1;
         }
         let held_now = strand.held_bytes();
-        self.held_peak = self
-            .held_peak
-            .max(self.held.saturating_sub(before) + held_now);
+        self.trim.held(self.held.saturating_sub(before) + held_now);
         self.held = self.held.saturating_sub(before);
         if catch_unwind(AssertUnwindSafe(move || drop(strand))).is_err() {
             self.panics += 1;
@@ -591,7 +546,7 @@ impl<S: Service> Worker<S> {
             // What was freed goes back to the system too, at the end of this turn (at most once
             // per TRIM_INTERVAL: a client connecting and leaving again and again costs one trim
             // a second).
-            self.trim_wanted = true;
+            self.trim.last_closed();
         }
         if self.at_limit {
             self.at_limit = false;
@@ -623,33 +578,6 @@ impl<S: Service> Worker<S> {
                 let before = entry.strand.held_bytes();
                 self.close(key as u32, before);
             }
-        }
-    }
-
-    /// Once the strands that held large buffers have let them go (the worker's held bytes back
-    /// to zero after a peak of [`TRIM_AFTER_HELD`]), or the worker's last connection closed,
-    /// asks the allocator to return its free memory to the system — at most once per
-    /// [`TRIM_INTERVAL`], so a steady stream of large bodies costs one `malloc_trim` a second,
-    /// not one per request.
-    fn give_back_after_burst(&mut self) {
-        self.held_peak = self.held_peak.max(self.held);
-        if self.held == 0 && self.held_peak >= TRIM_AFTER_HELD {
-            self.trim_wanted = true;
-        }
-        if !self.trim_wanted || self.held != 0 {
-            self.trim_at = None;
-            return;
-        }
-        let due_at = self.last_trim.map_or(self.now, |t| t + TRIM_INTERVAL);
-        if self.now >= due_at {
-            release_free_memory();
-            self.held_peak = 0;
-            self.trim_wanted = false;
-            self.last_trim = Some(self.now);
-            self.trim_at = None;
-        } else {
-            // Too soon after the last one: wake up for it even if nothing else happens.
-            self.trim_at = Some(due_at);
         }
     }
 
