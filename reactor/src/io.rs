@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 
+use crate::wheel::{Clock, Link};
 use crate::{ConnId, Remote};
 
 /// The socket has readiness to read that no read has consumed yet.
@@ -81,6 +82,9 @@ pub struct Io<'a, M> {
     pub(crate) now: Instant,
     pub(crate) id: ConnId,
     pub(crate) remote: &'a Remote<M>,
+    /// The connection's timer as the wheel holds it, and the worker's clock to read it.
+    pub(crate) timer: &'a Link,
+    pub(crate) clock: &'a Clock,
 }
 
 impl<'a, M> Io<'a, M> {
@@ -210,6 +214,25 @@ impl<'a, M> Io<'a, M> {
     /// ```
     pub fn now(&self) -> Instant {
         self.now
+    }
+
+    /// The deadline this connection is parked with now (`None` when no timer is armed), as the
+    /// reactor keeps it: rounded up to the next [`TIMER_TICK`](crate::TIMER_TICK), never
+    /// earlier than the one given. A strand that keeps no deadline of its own while idle reads
+    /// it back here to park again with the same one.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Next {
+    ///     match io.deadline() {
+    ///         Some(t) => reactor::Next::read().until(t),
+    ///         None => reactor::Next::read(),
+    ///     }
+    /// }
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        self.timer
+            .due()
+            .map(|due| self.now + self.clock.until_tick(self.now, due))
     }
 
     /// This connection's id.

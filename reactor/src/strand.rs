@@ -69,6 +69,24 @@ pub trait Strand: Send + 'static {
     /// A message sent to this connection through [`Remote::send`](crate::Remote::send).
     fn message(&mut self, io: &mut Io<'_, Self::Msg>, msg: Self::Msg) -> Next;
 
+    /// The connection leaves the reactor — closed, whoever decided it (the strand's own
+    /// [`Next::Close`], the drain deadline, a panic in another method), or handed over by
+    /// [`Next::Release`] — and the strand is dropped right after: the one place to tell others
+    /// it ended, with its id, which the strand need not keep for this.
+    ///
+    /// ```
+    /// struct Member;
+    /// impl Member {
+    ///     fn closed(&mut self, id: reactor::ConnId) {
+    ///         let _ = id.key(); // leave the rooms this id was in, say
+    ///     }
+    /// }
+    /// # Member.closed(reactor::ConnId::from_parts(0, 0, 0));
+    /// ```
+    fn closed(&mut self, id: ConnId) {
+        let _ = id;
+    }
+
     /// Heap bytes this strand holds now (buffers' capacities); 0 when idle. Read by the reactor
     /// around every call to keep [`Stats::held_bytes`](crate::Stats::held_bytes) as a running sum.
     fn held_bytes(&self) -> usize;

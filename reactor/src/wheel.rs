@@ -56,6 +56,11 @@ impl Link {
     pub(crate) fn is_linked(&self) -> bool {
         self.prev != UNLINKED
     }
+
+    /// The tick the entry is due at, when armed.
+    pub(crate) fn due(&self) -> Option<u32> {
+        self.is_linked().then_some(self.due)
+    }
 }
 
 /// Whatever stores the links, indexed by slab key (the worker's slab; a `Vec` in tests).
@@ -92,6 +97,17 @@ impl Clock {
         let d = deadline.saturating_duration_since(self.start).as_nanos();
         let t = TIMER_TICK.as_nanos();
         d.div_ceil(t) as u32
+    }
+
+    /// Time from `now` to the start of tick `due` (zero for a tick already begun; wrapping
+    /// comparison, as the wheel's).
+    pub(crate) fn until_tick(&self, now: Instant, due: u32) -> Duration {
+        let ahead = due.wrapping_sub(self.tick(now));
+        if ahead == 0 || ahead > MAX_AHEAD {
+            Duration::ZERO
+        } else {
+            self.until(now, ahead)
+        }
     }
 
     /// Time from `now` to the start of the tick `ahead` ticks after the one `now` falls in

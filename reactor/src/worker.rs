@@ -71,7 +71,14 @@ const SHRINK_ABOVE: usize = 64;
 /// assert!(reactor::entry_size::<Tiny>() <= 40);
 /// ```
 pub fn entry_size<T: Strand>() -> usize {
-    std::mem::size_of::<Entry<T>>()
+    // The slab's own entry, around ours: the same shape as `slab`'s (a vacant entry holds the
+    // next free key), so the same layout.
+    #[allow(dead_code)]
+    enum SlabEntry<E> {
+        Vacant(usize),
+        Occupied(E),
+    }
+    std::mem::size_of::<SlabEntry<Entry<T>>>()
 }
 
 impl<T> Links for Slab<Entry<T>> {
@@ -438,6 +445,8 @@ impl<S: Service> Worker<S> {
                 now: self.now,
                 id,
                 remote: &self.remote,
+                timer: &entry.link,
+                clock: &self.clock,
             };
             let strand = &mut entry.strand;
             catch_unwind(AssertUnwindSafe(|| f(strand, &mut io)))
@@ -520,9 +529,10 @@ impl<S: Service> Worker<S> {
         }
         self.wheel.remove(&mut self.slab, key);
         let Entry {
-            strand,
+            mut strand,
             stream,
             flags,
+            generation,
             ..
         } = self.slab.remove(key as usize);
         if flags & PARKED != 0 {
@@ -531,7 +541,13 @@ impl<S: Service> Worker<S> {
         let held_now = strand.held_bytes();
         self.trim.held(self.held.saturating_sub(before) + held_now);
         self.held = self.held.saturating_sub(before);
-        if catch_unwind(AssertUnwindSafe(move || drop(strand))).is_err() {
+        let id = ConnId::new(self.index, key, generation);
+        if catch_unwind(AssertUnwindSafe(move || {
+            strand.closed(id);
+            drop(strand)
+        }))
+        .is_err()
+        {
             self.panics += 1;
         }
         if self.slab.is_empty() {

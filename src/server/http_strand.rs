@@ -73,9 +73,19 @@ struct Outcome {
     upgraded: bool,
 }
 
-/// One HTTP/1.1 connection.
+/// One HTTP/1.1 connection: the server it serves, and what it is doing — nothing at all
+/// between requests (a keep-alive connection waiting for its next request holds no heap memory
+/// and its idle deadline lives in the reactor's timer wheel, see [`Io::deadline`]).
 pub(crate) struct HttpStrand {
     shared: Arc<Shared>,
+    /// `None` while idle; made on the stack when a request arrives and boxed only if the
+    /// connection has to keep something when the resume ends (part of a request, unwritten
+    /// output, a closing state).
+    busy: Option<Box<Busy>>,
+}
+
+/// What a connection keeps while it is doing something.
+struct Busy {
     state: State,
     /// Bytes of an incomplete request (or of requests held back by backpressure).
     input: Vec<u8>,
@@ -91,16 +101,86 @@ pub(crate) struct HttpStrand {
 
 impl HttpStrand {
     pub(crate) fn new(shared: Arc<Shared>) -> HttpStrand {
-        HttpStrand {
-            shared,
+        HttpStrand { shared, busy: None }
+    }
+
+    /// Runs `f` on what the connection is doing — an idle connection's on the stack, boxed
+    /// afterwards only if there is something to keep.
+    fn with_busy(
+        &mut self,
+        io: &mut Io<'_, WsCommand>,
+        f: impl FnOnce(&mut Busy, &Shared, &mut Io<'_, WsCommand>) -> Next,
+    ) -> Next {
+        match &mut self.busy {
+            Some(busy) => {
+                let next = f(busy, &self.shared, io);
+                if busy.is_done() {
+                    self.busy = None;
+                }
+                next
+            }
+            None => {
+                let mut busy = Busy::new(io.deadline());
+                let next = f(&mut busy, &self.shared, io);
+                if !busy.is_done() {
+                    self.busy = Some(Box::new(busy));
+                }
+                next
+            }
+        }
+    }
+
+    pub(crate) fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+        self.with_busy(io, |busy, shared, io| busy.resume(shared, io, timeout))
+    }
+
+    pub(crate) fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        self.with_busy(io, |busy, shared, io| busy.run(shared, io))
+    }
+
+    pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        match &self.busy {
+            None => Next::Close,
+            Some(_) => self.with_busy(io, |busy, shared, io| busy.drain(shared, io)),
+        }
+    }
+
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.busy
+            .as_ref()
+            .map_or(0, |b| std::mem::size_of::<Busy>() + b.held_bytes())
+    }
+
+    /// After an accepted upgrade: the upgrade, and the output the WebSocket strand inherits
+    /// (the 101 and anything before it not yet written).
+    pub(crate) fn take_upgrade(&mut self) -> Option<(Box<Upgrade>, Vec<u8>)> {
+        let busy = self.busy.as_mut()?;
+        let upgrade = busy.upgrade.take()?;
+        Some((upgrade, busy.output.take_unwritten()))
+    }
+}
+
+impl Busy {
+    /// An idle connection's (parked until `deadline`, its keep-alive timeout, if any).
+    fn new(deadline: Option<Instant>) -> Busy {
+        Busy {
             state: State::Serving,
             input: Vec::new(),
             reader: None,
             output: Output::default(),
-            deadline: None,
+            deadline,
             timer: Timer::Idle,
             upgrade: None,
         }
+    }
+
+    /// Idle again, with nothing to keep: what [`Busy::new`] would make (the deadline apart,
+    /// which the reactor keeps).
+    fn is_done(&self) -> bool {
+        self.is_idle()
+            && self.upgrade.is_none()
+            && self.output.held_bytes() == 0
+            && self.input.capacity() == 0
     }
 
     /// Serving, with nothing to write and no part of a request read.
@@ -120,13 +200,13 @@ impl HttpStrand {
     }
 
     /// Answers every complete request at the start of `buf`; returns the bytes used.
-    fn answer(&mut self, buf: &[u8], ctx: &Ctx, outcome: &mut Outcome) -> usize {
+    fn answer(&mut self, shared: &Shared, buf: &[u8], ctx: &Ctx, outcome: &mut Outcome) -> usize {
         if self.held_back() {
             return 0;
         }
         // The parse state lives on the stack, and is boxed only when a request is left
         // incomplete (a connection between requests holds none).
-        let limits = &self.shared.limits;
+        let limits = &shared.limits;
         let mut saved = self.reader.take();
         let mut fresh = None;
         let reader: &mut RequestReader = match &mut saved {
@@ -148,7 +228,7 @@ impl HttpStrand {
             completed,
             spent,
             stop,
-        } = answer(&self.shared.app(), reader, buf, &mut turn);
+        } = answer(&shared.app(), reader, buf, &mut turn);
         let keep_reader = !reader.is_fresh();
         outcome.completed += completed;
         outcome.spent |= spent;
@@ -179,21 +259,21 @@ impl HttpStrand {
     }
 
     /// Takes bytes just read.
-    fn take(&mut self, bytes: &[u8], ctx: &Ctx, outcome: &mut Outcome) {
+    fn take(&mut self, shared: &Shared, bytes: &[u8], ctx: &Ctx, outcome: &mut Outcome) {
         if self.state != State::Serving {
             return; // after the last reply, the rest is dropped
         }
         let was_idle = self.input.is_empty() && self.reader.is_none();
         if self.input.is_empty() {
-            let used = self.answer(bytes, ctx, outcome);
+            let used = self.answer(shared, bytes, ctx, outcome);
             if used < bytes.len() && self.keeps_input(outcome) {
                 self.input.extend_from_slice(&bytes[used..]);
             }
         } else {
             self.input.extend_from_slice(bytes);
-            self.answer_input(ctx, outcome);
+            self.answer_input(shared, ctx, outcome);
         }
-        self.restart_request_timer(was_idle || outcome.completed > 0, ctx.now);
+        self.restart_request_timer(shared, was_idle || outcome.completed > 0, ctx.now);
     }
 
     /// Whether unused input still matters (the connection goes on serving).
@@ -202,9 +282,9 @@ impl HttpStrand {
     }
 
     /// Answers what `input` holds (after backpressure eased, or with more bytes).
-    fn answer_input(&mut self, ctx: &Ctx, outcome: &mut Outcome) {
+    fn answer_input(&mut self, shared: &Shared, ctx: &Ctx, outcome: &mut Outcome) {
         let mut input = std::mem::take(&mut self.input);
-        let used = self.answer(&input, ctx, outcome);
+        let used = self.answer(shared, &input, ctx, outcome);
         if used == input.len() || !self.keeps_input(outcome) {
             return; // `input` is dropped: nothing held
         }
@@ -213,7 +293,7 @@ impl HttpStrand {
     }
 
     /// A request started, or a body made progress: the request timer (re)starts.
-    fn restart_request_timer(&mut self, new_request: bool, now: Instant) {
+    fn restart_request_timer(&mut self, shared: &Shared, new_request: bool, now: Instant) {
         let have = self.input.len();
         let body_progress = self
             .reader
@@ -221,13 +301,20 @@ impl HttpStrand {
             .is_some_and(|r| r.body_progressed(have));
         if !self.input.is_empty() && (new_request || body_progress) {
             self.timer = Timer::Request;
-            self.deadline = Some(now + self.shared.limits.header_timeout);
+            self.deadline = Some(now + shared.limits.header_timeout);
         }
     }
 
     /// Parks, waiting for `read` and/or `write` with the deadline the state calls for.
-    fn park(&mut self, now: Instant, progressed: bool, read: bool, write: bool) -> Next {
-        let limits = &self.shared.limits;
+    fn park(
+        &mut self,
+        shared: &Shared,
+        now: Instant,
+        progressed: bool,
+        read: bool,
+        write: bool,
+    ) -> Next {
+        let limits = &shared.limits;
         let (timer, after) = if self.state == State::Lingering {
             (Timer::Linger, limits.linger)
         } else if self.output.has_pending() {
@@ -252,7 +339,7 @@ impl HttpStrand {
     }
 
     /// Shuts our side and starts lingering.
-    fn linger(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn linger(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
         if self.state != State::Lingering {
             self.state = State::Lingering;
             self.input = Vec::new();
@@ -264,15 +351,15 @@ impl HttpStrand {
         for _ in 0..READS_PER_TURN {
             match io.read() {
                 Read::Data(_) => continue,
-                Read::WouldBlock => return self.park(io.now(), false, true, false),
+                Read::WouldBlock => return self.park(shared, io.now(), false, true, false),
                 Read::Closed | Read::Error(_) => return Next::Close,
             }
         }
-        self.park(io.now(), false, true, false)
+        self.park(shared, io.now(), false, true, false)
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
-    pub(crate) fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn run(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let mut reads = 0;
         // A read shorter than the scratch buffer drained the socket (see `reactor::Read`).
@@ -280,12 +367,12 @@ impl HttpStrand {
         loop {
             match self.output.flush(io, &mut progressed) {
                 Err(_) => return Next::Close,
-                Ok(true) if self.state != State::Serving => return self.linger(io),
+                Ok(true) if self.state != State::Serving => return self.linger(shared, io),
                 // Shutting down and nothing in flight any more: done.
-                Ok(true) if self.is_idle() && self.shared.shutting_down() => return Next::Close,
+                Ok(true) if self.is_idle() && shared.shutting_down() => return Next::Close,
                 Ok(true) => {}
                 Ok(false) if self.state != State::Serving || self.held_back() => {
-                    return self.park(io.now(), progressed, false, true)
+                    return self.park(shared, io.now(), progressed, false, true)
                 }
                 Ok(false) => {}
             }
@@ -297,11 +384,11 @@ impl HttpStrand {
             let mut outcome = Outcome::default();
             if !self.input.is_empty() && !self.held_back() && self.reader.is_none() {
                 // Requests held back by backpressure: answer them before reading more.
-                self.answer_input(&ctx, &mut outcome);
+                self.answer_input(shared, &ctx, &mut outcome);
             } else {
                 if drained || reads == READS_PER_TURN {
                     // Drained, or let other connections run (resumed next turn).
-                    return self.park(ctx.now, progressed, true, self.output.has_pending());
+                    return self.park(shared, ctx.now, progressed, true, self.output.has_pending());
                 }
                 reads += 1;
                 let scratch = io.scratch_size();
@@ -309,10 +396,16 @@ impl HttpStrand {
                     Read::Data(bytes) => {
                         progressed = true;
                         drained = bytes.len() < scratch;
-                        self.take(bytes, &ctx, &mut outcome);
+                        self.take(shared, bytes, &ctx, &mut outcome);
                     }
                     Read::WouldBlock => {
-                        return self.park(ctx.now, progressed, true, self.output.has_pending())
+                        return self.park(
+                            shared,
+                            ctx.now,
+                            progressed,
+                            true,
+                            self.output.has_pending(),
+                        )
                     }
                     Read::Closed => {
                         // The client is done sending. A request it left incomplete is dropped;
@@ -338,7 +431,7 @@ impl HttpStrand {
         }
     }
 
-    fn timed_out(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn timed_out(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
         self.deadline = None;
         match (self.timer, self.state) {
             (Timer::Request, State::Serving) if !self.output.has_pending() => {
@@ -349,43 +442,36 @@ impl HttpStrand {
                 let (out, _) = self.output.buffer();
                 render(out, timeout_reply(), false, head_only, io.now(), usize::MAX);
                 self.state = State::Closing;
-                self.run(io)
+                self.run(shared, io)
             }
             _ => Next::Close,
         }
     }
 
-    pub(crate) fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+    fn resume(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
         if timeout {
-            return self.timed_out(io);
+            return self.timed_out(shared, io);
         }
         if self.state == State::Lingering {
-            return self.linger(io);
+            return self.linger(shared, io);
         }
-        self.run(io)
+        self.run(shared, io)
     }
 
-    pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn drain(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
         if self.is_idle() {
             return Next::Close;
         }
         // In flight: finish it; its reply is the last (`Shared::shutting_down`).
-        self.run(io)
+        self.run(shared, io)
     }
 
-    pub(crate) fn held_bytes(&self) -> usize {
+    fn held_bytes(&self) -> usize {
         self.input.capacity()
             + self.output.held_bytes()
             + self
                 .reader
                 .as_ref()
                 .map_or(0, |r| std::mem::size_of::<RequestReader>() + r.held_bytes())
-    }
-
-    /// After an accepted upgrade: the upgrade, and the output the WebSocket strand inherits
-    /// (the 101 and anything before it not yet written).
-    pub(crate) fn take_upgrade(&mut self) -> Option<(Box<Upgrade>, Vec<u8>)> {
-        let upgrade = self.upgrade.take()?;
-        Some((upgrade, self.output.take_unwritten()))
     }
 }

@@ -35,7 +35,7 @@ use std::time::Duration;
 use reactor::{Config, Reactor};
 
 use crate::http::{Request, Response};
-use crate::ws::{Rooms, WsApp, WsCommand, WsHandler, WsSettings, MAX_MESSAGE};
+use crate::ws::{Rooms, Route, WsApp, WsCommand, WsHandler, WsSettings, MAX_MESSAGE};
 
 pub use blocking::handle_conn;
 use conn::HttpService;
@@ -345,7 +345,7 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn websocket<H: WsHandler>(mut self, path: &str, handler: H) -> Server {
-        let app: Box<dyn WsApp> = Box::new(Arc::new(handler));
+        let app: Box<dyn WsApp> = Box::new(Route::new(handler));
         match self.websocket.iter_mut().find(|r| r.path == path) {
             Some(route) => route.app = app,
             None => self.websocket.push(WsRoute {

@@ -33,6 +33,6 @@ pub(crate) use handshake::{check_upgrade, switching_protocols};
 pub use reactor::ConnId;
 pub(crate) use rooms::local_members;
 pub use rooms::Rooms;
-pub(crate) use strand::{WsApp, WsConn, WsSettings};
+pub(crate) use strand::{Route, WsApp, WsConn, WsSettings};
 pub use strand::{WS_HIGH_WATER, WS_MAX_BACKLOG};
 pub use utf8::Utf8Check;

@@ -260,25 +260,48 @@ impl LocalRooms {
     }
 }
 
-/// The rooms one connection is in: no allocation while in none, one of 24 bytes while in one.
-/// Held by the connection (its strand, one pointer), to leave them when it ends.
+/// The rooms one connection is in, in the order joined: one pointer, null while in none, to a
+/// list shared by every connection of the worker in the same rooms (a thousand members of one
+/// room hold one list between them). Held by the connection (its strand), to leave its rooms
+/// when it ends.
 #[derive(Default)]
-pub(crate) struct Joined(Option<Box<JoinedRooms>>);
+pub(crate) struct Joined(Option<Arc<RoomList>>);
 
-enum JoinedRooms {
-    One(Arc<str>),
-    Many(Vec<Arc<str>>),
+/// A list of rooms, in the order joined.
+type RoomList = Vec<Arc<str>>;
+
+thread_local! {
+    /// The room lists of this worker's connections, each kept once.
+    static LISTS: RefCell<HashSet<Arc<RoomList>>> = RefCell::new(HashSet::new());
+}
+
+/// The shared list equal to `rooms` (made and kept if none is).
+fn intern(rooms: RoomList) -> Arc<RoomList> {
+    let found = LISTS.try_with(|lists| lists.borrow().get(&rooms).cloned());
+    if let Ok(Some(list)) = found {
+        return list;
+    }
+    let list = Arc::new(rooms);
+    let _ = LISTS.try_with(|lists| lists.borrow_mut().insert(Arc::clone(&list)));
+    list
+}
+
+/// Lets go of one holder's `list`; the last connection holding it takes it out of the table.
+fn release(list: Arc<RoomList>) {
+    let _ = LISTS.try_with(|lists| {
+        let mut lists = lists.borrow_mut();
+        let kept = lists.get(&*list).is_some_and(|l| Arc::ptr_eq(l, &list));
+        // Held by the table and by us alone (every holder lives on this thread).
+        if kept && Arc::strong_count(&list) == 2 {
+            lists.remove(&*list);
+        }
+    });
 }
 
 impl Joined {
     /// The rooms, in the order joined.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
-        let (one, many) = match self.0.as_deref() {
-            None => (None, &[][..]),
-            Some(JoinedRooms::One(room)) => (Some(room), &[][..]),
-            Some(JoinedRooms::Many(rooms)) => (None, &rooms[..]),
-        };
-        one.into_iter().chain(many)
+        self.0.as_deref().into_iter().flatten()
     }
 
     pub(crate) fn contains(&self, room: &str) -> bool {
@@ -287,57 +310,46 @@ impl Joined {
 
     /// Adds `room` (the caller checked it is not in).
     pub(crate) fn push(&mut self, room: Arc<str>) {
-        self.0 = Some(Box::new(match self.0.take().map(|b| *b) {
-            None => JoinedRooms::One(room),
-            Some(JoinedRooms::One(first)) => JoinedRooms::Many(vec![first, room]),
-            Some(JoinedRooms::Many(mut rooms)) => {
-                rooms.push(room);
-                JoinedRooms::Many(rooms)
-            }
-        }));
+        let mut rooms: RoomList = self.iter().cloned().collect();
+        rooms.push(room);
+        self.set(rooms);
     }
 
     /// Takes `room` out; `false` when it was not in.
     pub(crate) fn remove(&mut self, room: &str) -> bool {
-        let Some(rooms) = self.0.take().map(|b| *b) else {
+        if !self.contains(room) {
             return false;
-        };
-        let (kept, removed) = match rooms {
-            JoinedRooms::One(r) if &*r == room => (None, true),
-            JoinedRooms::One(r) => (Some(JoinedRooms::One(r)), false),
-            JoinedRooms::Many(mut rooms) => {
-                let before = rooms.len();
-                rooms.retain(|r| &**r != room);
-                let removed = rooms.len() < before;
-                match rooms.len() {
-                    0 => (None, removed),
-                    1 => (rooms.pop().map(JoinedRooms::One), removed),
-                    _ => (Some(JoinedRooms::Many(rooms)), removed),
-                }
-            }
-        };
-        self.0 = kept.map(Box::new);
-        removed
+        }
+        let rooms: RoomList = self.iter().filter(|r| &***r != room).cloned().collect();
+        self.set(rooms);
+        true
     }
 
     /// Takes every room out.
-    pub(crate) fn take(&mut self) -> Vec<Arc<str>> {
-        match self.0.take().map(|b| *b) {
-            None => Vec::new(),
-            Some(JoinedRooms::One(room)) => vec![room],
-            Some(JoinedRooms::Many(rooms)) => rooms,
+    pub(crate) fn take(&mut self) -> RoomList {
+        let rooms = self.iter().cloned().collect();
+        self.set(Vec::new());
+        rooms
+    }
+
+    fn set(&mut self, rooms: RoomList) {
+        let new = (!rooms.is_empty()).then(|| intern(rooms));
+        if let Some(old) = std::mem::replace(&mut self.0, new) {
+            release(old);
         }
     }
 
-    /// Heap bytes held for the list (the names are shared with the registry).
+    /// Heap bytes held for the list: none of its own (the list is shared, and the names with
+    /// the registry).
     pub(crate) fn held_bytes(&self) -> usize {
-        match self.0.as_deref() {
-            None => 0,
-            Some(JoinedRooms::One(_)) => std::mem::size_of::<JoinedRooms>(),
-            Some(JoinedRooms::Many(rooms)) => {
-                std::mem::size_of::<JoinedRooms>()
-                    + rooms.capacity() * std::mem::size_of::<Arc<str>>()
-            }
+        0
+    }
+}
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        if let Some(list) = self.0.take() {
+            release(list);
         }
     }
 }
@@ -394,17 +406,12 @@ mod tests {
 
     #[test]
     fn a_connection_s_rooms_join_leave_and_take_in_every_shape() {
-        assert!(
-            std::mem::size_of::<JoinedRooms>() <= 24,
-            "one room: one small allocation"
-        );
         assert_eq!(
             std::mem::size_of::<Joined>(),
             8,
             "one pointer in the strand"
         );
         let mut joined = Joined::default();
-        assert_eq!(joined.held_bytes(), 0, "in no room: nothing held");
         assert!(!joined.remove("a"));
         joined.push("a".into());
         assert!(joined.contains("a") && !joined.contains("b"));
@@ -415,15 +422,49 @@ mod tests {
         assert!(joined.remove("b") && !joined.remove("b"));
         assert!(joined.remove("a"));
         assert_eq!(names(&joined), ["c"]);
-        assert_eq!(joined.held_bytes(), std::mem::size_of::<JoinedRooms>());
         assert!(!joined.remove("x"));
         assert!(joined.remove("c"));
-        assert_eq!((names(&joined).len(), joined.held_bytes()), (0, 0));
+        assert!(names(&joined).is_empty());
         joined.push("d".into());
         joined.push("e".into());
         let taken: Vec<String> = joined.take().iter().map(|r| r.to_string()).collect();
         assert_eq!(taken, ["d", "e"]);
+        assert!(names(&joined).is_empty());
         assert_eq!(joined.held_bytes(), 0);
+    }
+
+    /// Connections in the same rooms share one list, and the last one to let go of a list
+    /// takes it out of the worker's table.
+    #[test]
+    fn connections_in_the_same_rooms_share_one_list_and_the_table_empties() {
+        let lists = || LISTS.with(|l| l.borrow().len());
+        let before = lists();
+        let mut members: Vec<Joined> = (0..1000).map(|_| Joined::default()).collect();
+        for j in &mut members {
+            j.push("lobby".into());
+        }
+        assert_eq!(lists(), before + 1, "one list for a thousand members");
+        let first = members[0].0.clone();
+        assert!(members.iter().all(|j| j
+            .0
+            .as_ref()
+            .zip(first.as_ref())
+            .is_some_and(|(a, b)| Arc::ptr_eq(a, b))));
+        drop(first);
+        members[0].push("games".into());
+        assert_eq!(lists(), before + 2);
+        assert!(members[0].remove("games"));
+        assert_eq!(
+            lists(),
+            before + 1,
+            "back to the shared list; the other one is gone"
+        );
+        for j in &mut members[..500] {
+            j.take();
+        }
+        assert_eq!(lists(), before + 1);
+        drop(members);
+        assert_eq!(lists(), before, "every list gone with its last holder");
     }
 
     #[test]
