@@ -496,6 +496,31 @@ mod tests {
         assert_eq!(clock.until(start + ms(20), 2), ms(20));
     }
 
+    /// What `Io::deadline` reads back: a deadline as stored (its due tick) is never earlier than
+    /// the one given, and no later than one tick after it; a tick begun or past reads as now.
+    #[test]
+    fn a_deadline_read_back_from_its_tick_is_not_early_and_at_most_a_tick_late() {
+        let start = Instant::now();
+        let clock = Clock::new(start);
+        let ms = Duration::from_millis;
+        for (now, deadline) in [(0, 0), (0, 3), (3, 10), (5, 75_000), (12, 19), (40, 41)] {
+            let (now, deadline) = (start + ms(now), start + ms(deadline));
+            let read = now + clock.until_tick(now, clock.due_tick(deadline));
+            assert!(read >= deadline, "{read:?} before {deadline:?}");
+            assert!(
+                read < deadline + TIMER_TICK,
+                "{read:?} a tick after {deadline:?}"
+            );
+        }
+        let now = start + ms(50);
+        assert_eq!(
+            clock.until_tick(now, clock.tick(now)),
+            Duration::ZERO,
+            "this tick"
+        );
+        assert_eq!(clock.until_tick(now, 2), Duration::ZERO, "a past tick");
+    }
+
     /// Micro figure: moving a deadline (what every keep-alive request does) with many armed
     /// timers. Run with `cargo test -p web-reactor --release wheel -- --nocapture`.
     #[test]
