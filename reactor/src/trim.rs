@@ -73,6 +73,16 @@ impl Trim {
         self.wanted = true;
     }
 
+    /// The worker's slab moved to a larger block: the old one, freed, may lie in the heap
+    /// (glibc serves blocks under its adaptive `mmap` threshold there, and a burst of large
+    /// bodies raises that threshold), where it stays resident until trimmed. Worth a trim when
+    /// it was at least [`TRIM_AFTER_HELD`] / 4.
+    pub(crate) fn slab_grew(&mut self, old_bytes: usize) {
+        if old_bytes >= TRIM_AFTER_HELD / 4 {
+            self.wanted = true;
+        }
+    }
+
     /// When the worker must wake up for a trim that waits for its interval, if one does.
     pub(crate) fn due(&self) -> Option<Instant> {
         self.due
@@ -141,6 +151,20 @@ mod tests {
         assert_eq!(trim.due(), Some(t0 + TRIM_INTERVAL));
         trim.end_of_turn(t0 + TRIM_INTERVAL, 0);
         assert_eq!((trim.done, trim.due()), (2, None));
+    }
+
+    #[test]
+    fn a_large_slab_moving_to_a_larger_block_trims_once_and_a_small_one_does_not() {
+        let t0 = Instant::now();
+        let mut trim = Trim::default();
+        trim.slab_grew(64 * 1024);
+        trim.end_of_turn(t0, 0);
+        assert_eq!(trim.done, 0, "a small old block is not worth a trim");
+        trim.slab_grew(TRIM_AFTER_HELD / 4);
+        trim.end_of_turn(t0, 0);
+        assert_eq!(trim.done, 1);
+        trim.end_of_turn(t0 + TRIM_INTERVAL * 2, 0);
+        assert_eq!(trim.done, 1, "once");
     }
 
     #[test]

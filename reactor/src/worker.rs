@@ -71,14 +71,17 @@ const SHRINK_ABOVE: usize = 64;
 /// assert!(reactor::entry_size::<Tiny>() <= 40);
 /// ```
 pub fn entry_size<T: Strand>() -> usize {
-    // The slab's own entry, around ours: the same shape as `slab`'s (a vacant entry holds the
-    // next free key), so the same layout.
+    std::mem::size_of::<slab_entry::SlabEntry<T>>()
+}
+
+mod slab_entry {
+    /// The slab's own entry, around ours: the same shape as `slab`'s (a vacant entry holds the
+    /// next free key), so the same layout.
     #[allow(dead_code)]
-    enum SlabEntry<E> {
+    pub(super) enum SlabEntry<T> {
         Vacant(usize),
-        Occupied(E),
+        Occupied(super::Entry<T>),
     }
-    std::mem::size_of::<SlabEntry<Entry<T>>>()
 }
 
 impl<T> Links for Slab<Entry<T>> {
@@ -415,6 +418,7 @@ impl<S: Service> Worker<S> {
                 return;
             }
         };
+        let capacity = self.slab.capacity();
         self.slab.insert(Entry {
             strand,
             stream,
@@ -423,6 +427,10 @@ impl<S: Service> Worker<S> {
             // Nothing is known yet: let the first read find out.
             flags: READ_READY | WRITE_READY,
         });
+        if self.slab.capacity() != capacity {
+            self.trim
+                .slab_grew(capacity * std::mem::size_of::<slab_entry::SlabEntry<S::Strand>>());
+        }
         self.accepted += 1;
         self.call(key, |strand, io| strand.resume(io, Wake::Start));
     }
