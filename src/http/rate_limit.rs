@@ -295,7 +295,7 @@ impl RateLimit {
     /// took longer — the worker stops waiting and this instance's own count decides (kept all
     /// along): each instance then allows the caller its allowance, so a caller spread over `n`
     /// instances may get up to `n` times it until Redis is back. Such decisions and the errors
-    /// are counted ([`FleetStats`](crate::fleet::FleetStats), and
+    /// are counted (`web::fleet::FleetStats`, and
     /// [`ServerStats`](crate::http::ServerStats) of a server given the same fleet). The
     /// instances' clocks should agree (NTP): each counts in its own current second.
     ///
@@ -323,7 +323,7 @@ impl RateLimit {
     /// # let _ = app;
     /// ```
     ///
-    /// With a [`fleet`](Self::fleet), the limiter's thread starts here (and ends when the
+    /// With a fleet (`RateLimit::fleet`), the limiter's thread starts here (and ends when the
     /// middleware is dropped); a thread that cannot be started leaves the count local (as when
     /// Redis is unreachable).
     pub fn layer(self) -> Layer {

@@ -400,7 +400,7 @@ impl Server {
         self.rooms.clone()
     }
 
-    /// Makes this server one instance of a [`Fleet`](crate::fleet::Fleet) (`--features
+    /// Makes this server one instance of a `web::fleet::Fleet` (`--features
     /// redis`): a publish to a room reaches its members on every instance, through Redis. The
     /// fleet's threads start and stop with the server; its figures appear in
     /// [`ServerStats`]. Rate limits are shared with [`RateLimit::fleet`](crate::http::RateLimit::fleet).
@@ -596,9 +596,9 @@ pub struct ServerStats {
     pub websockets: usize,
     /// Messages to connections or workers refused because a worker's queue was full.
     pub refused_messages: u64,
-    /// With a [`Fleet`](crate::fleet::Fleet) (`--features redis`; 0 otherwise): failures
+    /// With a `web::fleet::Fleet` (`--features redis`; 0 otherwise): failures
     /// talking to Redis (connections, commands, rate-limit waits past the timeout); see
-    /// [`FleetStats`](crate::fleet::FleetStats) for more figures.
+    /// `web::fleet::FleetStats` for more figures.
     pub fleet_errors: u64,
     /// With a fleet: room messages delivered on this instance only, not sent to the others
     /// (queue full or Redis unreachable).

@@ -11,9 +11,9 @@
 //! members** (never one per recipient); each worker then hands the same bytes to its own
 //! members. A member leaves its rooms when its connection ends, however it ends.
 //!
-//! **Across instances.** With a [`Fleet`](crate::fleet::Fleet) (`--features redis`), a
+//! **Across instances.** With a `web::fleet::Fleet` (`--features redis`), a
 //! publish also reaches the room's members on every other instance (see the module
-//! [`fleet`](crate::fleet)), and the room's presence figures stay this instance's own.
+//! `web::fleet`), and the room's presence figures stay this instance's own.
 //!
 //! Slow members get no special treatment: a published frame is queued like any other output,
 //! and a member whose unsent output passes [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG) is
@@ -109,7 +109,7 @@ impl Rooms {
     ///
     /// Members receive a room's messages in the order each publisher published them.
     ///
-    /// With a [`Fleet`](crate::fleet::Fleet) the message is also handed (without waiting) to
+    /// With a `web::fleet::Fleet` the message is also handed (without waiting) to
     /// the thread that publishes it to the other instances, whether or not this instance has
     /// members; the count returned is still this instance's workers.
     ///
