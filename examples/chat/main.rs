@@ -150,6 +150,7 @@ fn serve() -> std::io::Result<()> {
         history: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
     });
+    #[allow(unused_mut)] // a fleet needs the `redis` feature
     let mut server = server.websocket("/ws", Arc::clone(&chat));
     let baseline = rss_bytes();
     let app = {
