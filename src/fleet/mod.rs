@@ -219,6 +219,36 @@ impl Fleet {
         Arc::clone(&self.counters)
     }
 
+    /// A connection to Redis for one of the fleet's threads (`salt` tells the threads' jitter
+    /// apart), after `failures` failed attempts in a row: before each attempt the thread
+    /// waits out the backoff with `wait`, which returns `false` when the thread should end
+    /// (then `None`). Attempts and failures are counted; `failures` is left as it stands.
+    fn connect_after(
+        &self,
+        failures: &mut u32,
+        salt: u64,
+        mut wait: impl FnMut(Duration) -> bool,
+    ) -> Option<redis::Connection> {
+        loop {
+            if *failures > 0 {
+                let jitter = self.instance.rotate_left(*failures) ^ salt;
+                if !wait(backoff::delay(*failures, jitter)) {
+                    return None;
+                }
+            }
+            match self.connect() {
+                Ok(con) => {
+                    Counters::add(&self.counters.connections, 1);
+                    return Some(con);
+                }
+                Err(_) => {
+                    Counters::add(&self.counters.errors, 1);
+                    *failures = failures.saturating_add(1);
+                }
+            }
+        }
+    }
+
     /// A connection to Redis with the fleet threads' timeouts.
     fn connect(&self) -> redis::RedisResult<redis::Connection> {
         let con = self.client.get_connection_with_timeout(IO_TIMEOUT)?;

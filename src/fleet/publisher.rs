@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::link::Outgoing;
-use super::{backoff, Counters, Fleet};
+use super::{Counters, Fleet};
 
 /// Most messages sent in one round trip.
 const BATCH: usize = 256;
@@ -19,21 +19,10 @@ pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, stop: &AtomicBoo
     let counters = &fleet.counters;
     let mut failures = 0u32;
     loop {
-        if failures > 0 {
-            let wait = backoff::delay(failures, fleet.instance.wrapping_add(failures.into()));
-            if !drop_for(outgoing, counters, stop, wait) {
-                return;
-            }
-        }
-        let mut con = match fleet.connect() {
-            Ok(con) => con,
-            Err(_) => {
-                Counters::add(&counters.errors, 1);
-                failures = failures.saturating_add(1);
-                continue;
-            }
+        let wait = |d| drop_for(outgoing, counters, stop, d);
+        let Some(mut con) = fleet.connect_after(&mut failures, 1, wait) else {
+            return;
         };
-        Counters::add(&counters.connections, 1);
         let mut batch = Vec::with_capacity(16);
         loop {
             match outgoing.recv_timeout(POLL) {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::names::{rate_key, Bucket};
-use super::{backoff, Counters, Fleet};
+use super::{Counters, Fleet};
 
 /// Counts that may wait for the counter thread.
 const ASKS: usize = 1024;
@@ -137,31 +137,24 @@ impl SharedCount {
 fn run(fleet: &Fleet, incoming: &Receiver<Ask>, state: &State) {
     let counters = &fleet.counters;
     let mut failures = 0u32;
-    loop {
-        if failures > 0 {
-            // Asks arriving meanwhile (sent before the workers saw `up` fall) are dropped:
-            // their workers decide locally at once.
-            let until =
-                Instant::now() + backoff::delay(failures, fleet.instance ^ u64::from(failures));
-            loop {
-                let left = until.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                if let Err(RecvTimeoutError::Disconnected) = incoming.recv_timeout(left) {
-                    return;
-                }
+    // Asks arriving during a backoff (sent before the workers saw `up` fall) are dropped:
+    // their workers decide locally at once. The thread ends when its limiter is dropped.
+    let wait = |d: Duration| {
+        let until = Instant::now() + d;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            if let Err(RecvTimeoutError::Disconnected) = incoming.recv_timeout(left) {
+                return false;
             }
         }
-        let mut con = match fleet.connect() {
-            Ok(con) => con,
-            Err(_) => {
-                Counters::add(&counters.errors, 1);
-                failures = failures.saturating_add(1);
-                continue;
-            }
+    };
+    loop {
+        let Some(mut con) = fleet.connect_after(&mut failures, 2, wait) else {
+            return;
         };
-        Counters::add(&counters.connections, 1);
         state.up.store(true, Ordering::Release);
         let mut batch: Vec<Ask> = Vec::with_capacity(16);
         loop {

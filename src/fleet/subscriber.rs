@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::link::Changed;
-use super::{backoff, envelope, names, pause, Counters, Fleet, IO_TIMEOUT};
+use super::{envelope, names, pause, Counters, Fleet, IO_TIMEOUT};
 use crate::ws::Rooms;
 
 /// Longest wait for a message before looking at membership changes and the stop flag.
@@ -22,21 +22,9 @@ pub(crate) fn run(fleet: &Fleet, rooms: &Rooms, changed: &Changed, stop: &Atomic
     let counters = &fleet.counters;
     let mut failures = 0u32;
     while !stop.load(Ordering::Acquire) {
-        if failures > 0 {
-            let wait = backoff::delay(failures, fleet.instance.rotate_left(failures));
-            if pause(stop, wait) {
-                return;
-            }
-        }
-        let mut con = match fleet.connect() {
-            Ok(con) => con,
-            Err(_) => {
-                Counters::add(&counters.errors, 1);
-                failures = failures.saturating_add(1);
-                continue;
-            }
+        let Some(mut con) = fleet.connect_after(&mut failures, 3, |d| !pause(stop, d)) else {
+            return;
         };
-        Counters::add(&counters.connections, 1);
         failures = 0;
         let ended = session(fleet, rooms, changed, stop, &mut con);
         counters.subscribed.store(false, Ordering::Relaxed);
