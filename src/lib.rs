@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+#[cfg(feature = "redis")]
+pub mod fleet;
 pub mod http;
 mod server;
 pub mod ws;

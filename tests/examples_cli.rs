@@ -35,6 +35,10 @@ fn examples_dir() -> &'static PathBuf {
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             build.arg("--release");
         }
+        // Built with this test's features, or the build would replace cargo's binaries.
+        if cfg!(feature = "redis") {
+            build.args(["--features", "redis"]);
+        }
         assert!(build.status().unwrap().success(), "building the examples");
         profile_dir.join("examples")
     })
@@ -125,6 +129,19 @@ fn a_usage_error_is_one_readable_line_and_exit_code_2() {
             "bad value \"-1\" for --writes",
         ),
         ("chat", &["--port", ""], "bad value \"\" for --port"),
+        ("chat", &["--redis"], "--redis needs a value"),
+        #[cfg(not(feature = "redis"))]
+        (
+            "chat",
+            &["--redis", "redis://127.0.0.1:6379/"],
+            "--redis needs the chat built with the redis feature: cargo run --release --features redis",
+        ),
+        #[cfg(feature = "redis")]
+        (
+            "chat",
+            &["--redis", "http://127.0.0.1/"],
+            "not a Redis URL (http://127.0.0.1/)",
+        ),
         ("fetch", &[], "HOST, PORT and at least one PATH are needed"),
         ("fetch", &["127.0.0.1", "80"], "at least one PATH is needed"),
         ("fetch", &["127.0.0.1", "http", "/"], "bad port \"http\""),

@@ -3,6 +3,8 @@
 //! ```sh
 //! cargo run --release --example chat            # http://127.0.0.1:8080/
 //! cargo run --release --example chat -- --port 9000 --workers 2
+//! # several instances sharing rooms and rate limits through Redis:
+//! cargo run --release --features redis --example chat -- --port 9001 --redis redis://127.0.0.1:6379/
 //! ```
 //!
 //! - `GET /`: the chat page (pick a room and a name) with a live chart of the server's own
@@ -15,6 +17,12 @@
 //!   `X-Forwarded-For` entry: one proxy hop) get a JSON `429`;
 //! - `GET /api/stats`: the server's figures as JSON;
 //! - SIGINT or SIGTERM: graceful stop (members get close 1001), exit 0.
+//!
+//! With `--redis URL` (built with `--features redis`) this process is one instance of a
+//! fleet: messages reach the room's members on every instance, and the 5 writes a second are
+//! counted across all instances (see `web::fleet` for what happens while Redis is
+//! unreachable). A room's history stays each instance's own: what it published and what it
+//! received from the others while it had members in the room.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,10 +134,13 @@ fn main() -> std::process::ExitCode {
 
 fn serve() -> std::io::Result<()> {
     let options = cli::Options::parse(
-        &["--port", "--workers"],
+        &["--port", "--workers", "--redis"],
         &[],
-        "A chat with live server figures: open http://127.0.0.1:PORT/ (default 8080).",
+        "A chat with live server figures: open http://127.0.0.1:PORT/ (default 8080).\n\
+         --redis redis://HOST:PORT shares rooms and rate limits with the other instances\n\
+         using that Redis server (needs a build with --features redis).",
     )?;
+    let fleet = fleet(options.get("--redis")?)?;
     let server = options.server(8080)?;
     let rooms = server.rooms();
     let control = server.control();
@@ -139,24 +150,51 @@ fn serve() -> std::io::Result<()> {
         history: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
     });
-    let server = server.websocket("/ws", Arc::clone(&chat));
+    #[allow(unused_mut)] // a fleet needs the `redis` feature
+    let mut server = server.websocket("/ws", Arc::clone(&chat));
     let baseline = rss_bytes();
     let app = {
         let chat = Arc::clone(&chat);
         move |req: Request| route(&chat, &control, baseline, req)
     };
     // Writes (POST /api/messages) are limited per caller; pages and figures are not.
-    let limit = RateLimit::new(5, 0, 1)
+    #[allow(unused_mut)] // a fleet needs the `redis` feature
+    let mut limit = RateLimit::new(5, 0, 1)
         .unlimited_reads()
         .refusal(json_response(
             429,
             r#"{"error":"more than 5 messages a second","retry_after":1}"#,
-        ))
-        .layer();
+        ));
+    #[cfg(feature = "redis")]
+    if let Some(fleet) = &fleet {
+        server = server.fleet(fleet);
+        limit = limit.fleet(fleet);
+        eprintln!("chat: one instance of a fleet, through {fleet:?}");
+    }
+    let _ = &fleet;
     eprintln!("chat: http://{}/", server.local_addr()?);
-    server.run(wrap(vec![limit], app))?;
+    server.run(wrap(vec![limit.layer()], app))?;
     eprintln!("chat: stopped");
     Ok(())
+}
+
+/// `--redis URL`: this instance's way into the fleet.
+#[cfg(feature = "redis")]
+fn fleet(url: Option<String>) -> std::io::Result<Option<web::fleet::Fleet>> {
+    url.map(|url| web::fleet::Fleet::new(&url).map_err(|e| cli::usage(e.to_string())))
+        .transpose()
+}
+
+/// `--redis URL` without the `redis` feature: a usage error that says how to build it.
+#[cfg(not(feature = "redis"))]
+fn fleet(url: Option<String>) -> std::io::Result<Option<std::convert::Infallible>> {
+    match url {
+        Some(_) => Err(cli::usage(
+            "--redis needs the chat built with the redis feature: \
+             cargo run --release --features redis --example chat -- --redis redis://HOST:PORT",
+        )),
+        None => Ok(None),
+    }
 }
 
 fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Response {
@@ -204,12 +242,15 @@ fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
         .map(|(room, members)| format!(r#"{{"room":{},"members":{members}}}"#, json_string(&room)))
         .collect();
     format!(
-        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"rooms":[{}]}}"#,
+        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"rooms":[{}]}}"#,
         s.open_connections,
         s.websockets,
         s.requests,
         s.held_bytes,
         s.connections,
+        s.fleet_errors,
+        s.fleet_dropped,
+        s.fleet_local_decisions,
         rooms.join(",")
     )
 }

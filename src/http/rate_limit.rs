@@ -6,6 +6,9 @@
 //! so workers serving different callers rarely meet, and the count stays exact across all workers.
 //! The table is emptied at the first request of each new second and holds at most
 //! [`MAX_CALLERS`] callers per second (see [`RateLimit::max_callers`] for what happens past it).
+//!
+//! With `--features redis`, [`RateLimit::fleet`] counts in Redis instead, across every
+//! instance of a fleet, the local count standing in when Redis does not answer in time.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -173,6 +176,8 @@ pub struct RateLimit {
     hops: usize,
     max_callers: usize,
     refusal: Response,
+    #[cfg(feature = "redis")]
+    fleet: Option<crate::fleet::Fleet>,
 }
 
 impl RateLimit {
@@ -190,6 +195,8 @@ impl RateLimit {
             hops,
             max_callers: MAX_CALLERS,
             refusal: too_many(),
+            #[cfg(feature = "redis")]
+            fleet: None,
         }
     }
 
@@ -207,6 +214,8 @@ impl RateLimit {
             hops: 0,
             max_callers: MAX_CALLERS,
             refusal: too_many(),
+            #[cfg(feature = "redis")]
+            fleet: None,
         }
     }
 
@@ -270,6 +279,42 @@ impl RateLimit {
         self
     }
 
+    /// Counts across every instance of `fleet` (`--features redis`): the same rule — one
+    /// wall-clock second per caller, reads and writes in separate buckets, 429 over the
+    /// allowance — with the counts kept in Redis, so a caller spread over several instances
+    /// gets its allowance once, not once per instance.
+    ///
+    /// **What it costs:** one round trip to Redis per counted request (`MULTI`, `INCR`,
+    /// `EXPIRE`, `EXEC`, pipelined; requests arriving together from all workers share one
+    /// round trip), made by the limiter's own thread while the worker waits for the answer.
+    /// Requests the limiter does not count (reads under [`unlimited_reads`](Self::unlimited_reads))
+    /// cost nothing more.
+    ///
+    /// **When Redis does not answer** within [`Fleet::timeout`](crate::fleet::Fleet::timeout)
+    /// (50 ms by default) — or is known to be unreachable, or a round trip in progress already
+    /// took longer — the worker stops waiting and this instance's own count decides (kept all
+    /// along): each instance then allows the caller its allowance, so a caller spread over `n`
+    /// instances may get up to `n` times it until Redis is back. Such decisions and the errors
+    /// are counted (`web::fleet::FleetStats`, and
+    /// [`ServerStats`](crate::http::ServerStats) of a server given the same fleet). The
+    /// instances' clocks should agree (NTP): each counts in its own current second.
+    ///
+    /// ```no_run
+    /// use web::fleet::Fleet;
+    /// use web::http::{text_response, wrap, RateLimit, Server};
+    /// let fleet = Fleet::new("redis://127.0.0.1:6379/")?;
+    /// // Behind one proxy hop; 5 writes a second per caller across all instances.
+    /// let limit = RateLimit::new(5, 100, 1).fleet(&fleet).layer();
+    /// let app = wrap(vec![limit], |_req| text_response(201, "posted"));
+    /// Server::bind("127.0.0.1:8080")?.fleet(&fleet).run(app)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: &crate::fleet::Fleet) -> RateLimit {
+        self.fleet = Some(fleet.clone());
+        self
+    }
+
     /// The middleware, for [`wrap`](crate::http::wrap).
     ///
     /// ```
@@ -277,13 +322,34 @@ impl RateLimit {
     /// let app = wrap(vec![RateLimit::new(2, 50, 1).layer()], |_req| text_response(200, "ok"));
     /// # let _ = app;
     /// ```
+    ///
+    /// With a fleet (`RateLimit::fleet`), the limiter's thread starts here (and ends when the
+    /// middleware is dropped); a thread that cannot be started leaves the count local (as when
+    /// Redis is unreachable).
     pub fn layer(self) -> Layer {
         let limiter = Limiter::new(&self);
         let hops = self.hops;
         let refusal = self.refusal;
+        #[cfg(feature = "redis")]
+        let shared = self.fleet.as_ref().map(|fleet| {
+            crate::fleet::rate::SharedCount::start(fleet).map_err(|_| {
+                crate::fleet::Counters::add(&fleet.counters().errors, 1);
+            })
+        });
         layer(move |req, next| {
             let kind = Kind::of(req.method());
-            if limiter.admit(client_of(&req, hops), kind, now()) {
+            let (caller, now) = (client_of(&req, hops), now());
+            #[allow(unused_mut)] // the shared count needs the `redis` feature
+            let mut admitted = limiter.admit(caller, kind, now);
+            #[cfg(feature = "redis")]
+            if let (Some(shared), Some(allowance)) = (&shared, limiter.allowance(kind)) {
+                let fleet_admitted = match shared {
+                    Ok(shared) => shared.admit(caller, kind.bucket(), allowance, now),
+                    Err(()) => None,
+                };
+                admitted = fleet_admitted.unwrap_or(admitted);
+            }
+            if admitted {
                 next(req)
             } else {
                 refusal.clone()
@@ -312,6 +378,15 @@ enum Kind {
 }
 
 impl Kind {
+    /// The fleet's name for this bucket.
+    #[cfg(feature = "redis")]
+    fn bucket(self) -> crate::fleet::Bucket {
+        match self {
+            Kind::Read => crate::fleet::Bucket::Reads,
+            Kind::Write => crate::fleet::Bucket::Writes,
+        }
+    }
+
     /// GET, HEAD and OPTIONS are reads (the methods RFC 9110 §9.2.1 calls safe, without TRACE,
     /// which nothing should serve); every other method is a write.
     fn of(method: &str) -> Kind {
@@ -415,13 +490,17 @@ impl Limiter {
         }
     }
 
-    /// Counts a request of `kind` from `caller` in second `now`; whether it is admitted.
-    fn admit(&self, caller: &str, kind: Kind, now: u64) -> bool {
-        let allowance = match kind {
+    /// The allowance of `kind`; `None`: not limited.
+    fn allowance(&self, kind: Kind) -> Option<u32> {
+        match kind {
             Kind::Read => self.reads,
             Kind::Write => self.writes,
-        };
-        let Some(allowance) = allowance else {
+        }
+    }
+
+    /// Counts a request of `kind` from `caller` in second `now`; whether it is admitted.
+    fn admit(&self, caller: &str, kind: Kind, now: u64) -> bool {
+        let Some(allowance) = self.allowance(kind) else {
             return true;
         };
         let hash = self.names.hash_one(caller);

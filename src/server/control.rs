@@ -42,6 +42,9 @@ struct Shared {
     early_stop: std::sync::atomic::AtomicBool,
     /// Open WebSocket connections (counted by the WebSocket strands).
     websockets: Arc<AtomicUsize>,
+    /// The figures of the server's fleet, if it has one.
+    #[cfg(feature = "redis")]
+    fleet: OnceLock<Arc<crate::fleet::Counters>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -59,6 +62,12 @@ impl Control {
         if self.shared.remote.set(remote).is_ok() && self.shared.early_stop.load(Ordering::SeqCst) {
             self.shutdown();
         }
+    }
+
+    /// Shows the figures of the server's fleet in its stats.
+    #[cfg(feature = "redis")]
+    pub(crate) fn attach_fleet(&self, counters: Arc<crate::fleet::Counters>) {
+        let _ = self.shared.fleet.set(counters);
     }
 
     /// The counter of open WebSocket connections, for the strands to keep.
@@ -80,7 +89,8 @@ impl Control {
             return ServerStats::default();
         };
         let s = remote.stats();
-        ServerStats {
+        #[allow(unused_mut)] // the fleet's figures need the `redis` feature
+        let mut stats = ServerStats {
             open_connections: s.open,
             connections: s.accepted,
             parked: s.parked,
@@ -90,7 +100,15 @@ impl Control {
             held_bytes: s.held_bytes,
             websockets: self.shared.websockets.load(Ordering::Relaxed),
             refused_messages: s.refused_messages,
+            ..ServerStats::default()
+        };
+        #[cfg(feature = "redis")]
+        if let Some(fleet) = self.shared.fleet.get().map(|c| c.stats()) {
+            stats.fleet_errors = fleet.errors;
+            stats.fleet_dropped = fleet.dropped;
+            stats.fleet_local_decisions = fleet.local_decisions;
         }
+        stats
     }
 
     /// Starts the graceful stop and returns at once: no new connections, requests in flight

@@ -94,7 +94,16 @@ pub struct Server {
     max_message: usize,
     rooms: Rooms,
     control: Control,
+    #[cfg(feature = "redis")]
+    fleet: Option<crate::fleet::Fleet>,
 }
+
+/// The fleet threads of a running server (none without the `redis` feature); dropped after
+/// the workers stop.
+#[cfg(feature = "redis")]
+type FleetThreads = Option<crate::fleet::Running>;
+#[cfg(not(feature = "redis"))]
+type FleetThreads = ();
 
 impl Server {
     /// Binds `addr` (its first address; port 0 picks a free port) for this server alone: if
@@ -160,6 +169,8 @@ impl Server {
             max_message: MAX_MESSAGE,
             rooms: Rooms::default(),
             control: Control::default(),
+            #[cfg(feature = "redis")]
+            fleet: None,
         }
     }
 
@@ -389,6 +400,24 @@ impl Server {
         self.rooms.clone()
     }
 
+    /// Makes this server one instance of a `web::fleet::Fleet` (`--features
+    /// redis`): a publish to a room reaches its members on every instance, through Redis. The
+    /// fleet's threads start and stop with the server; its figures appear in
+    /// [`ServerStats`]. Rate limits are shared with [`RateLimit::fleet`](crate::http::RateLimit::fleet).
+    ///
+    /// ```no_run
+    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1:6379/")?;
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?.fleet(&fleet);
+    /// server.run(|_req| web::http::text_response(200, "one of several"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: &crate::fleet::Fleet) -> Server {
+        self.control.attach_fleet(fleet.counters());
+        self.fleet = Some(fleet.clone());
+        self
+    }
+
     /// Largest WebSocket message accepted, fragments reassembled (default 64 KiB, the
     /// specification's limit); a larger one closes the connection with 1009.
     ///
@@ -417,7 +446,10 @@ impl Server {
         self
     }
 
-    fn reactor(self, handler: Box<DynHandler>) -> io::Result<(Reactor<HttpService>, Arc<Shared>)> {
+    fn reactor(
+        self,
+        handler: Box<DynHandler>,
+    ) -> io::Result<(Reactor<HttpService>, Arc<Shared>, FleetThreads)> {
         let workers = self
             .workers
             .unwrap_or_else(|| Config::default().worker_count());
@@ -459,9 +491,20 @@ impl Server {
         };
         let _ = shared.remote.set(reactor.remote());
         self.rooms.attach(reactor.remote());
+        #[cfg(feature = "redis")]
+        let fleet = match &self.fleet {
+            Some(fleet) => {
+                let (link, threads) = fleet.serve_rooms(&self.rooms)?;
+                self.rooms.attach_fleet(link);
+                Some(threads)
+            }
+            None => None,
+        };
+        #[cfg(not(feature = "redis"))]
+        let fleet = ();
         self.control
             .attach(reactor.remote(), Arc::clone(&shared.served));
-        Ok((reactor, shared))
+        Ok((reactor, shared, fleet))
     }
 
     /// Serves on this thread until the server stops (after [`requests`](Server::requests) are
@@ -476,7 +519,9 @@ impl Server {
         self,
         handler: impl Fn(Request) -> Response + Send + Sync + 'static,
     ) -> io::Result<()> {
-        self.reactor(Box::new(handler))?.0.run()
+        // The fleet's threads stop after the workers (locals drop after the tail).
+        let (reactor, _shared, _fleet) = self.reactor(Box::new(handler))?;
+        reactor.run()
     }
 
     /// Serves on background threads; the handle stops and joins them.
@@ -494,10 +539,11 @@ impl Server {
         handler: impl Fn(Request) -> Response + Send + Sync + 'static,
     ) -> io::Result<ServerHandle> {
         let control = self.control.clone();
-        let (reactor, _shared) = self.reactor(Box::new(handler))?;
+        let (reactor, _shared, fleet) = self.reactor(Box::new(handler))?;
         Ok(ServerHandle {
             handle: reactor.spawn()?,
             control,
+            _fleet: fleet,
         })
     }
 }
@@ -520,6 +566,8 @@ impl Server {
 pub struct ServerHandle {
     handle: reactor::Handle<WsCommand>,
     control: Control,
+    /// Stopped after the workers (fields drop in order).
+    _fleet: FleetThreads,
 }
 
 /// What a running server holds now; see [`Control::stats`] and [`ServerHandle::stats`].
@@ -548,6 +596,16 @@ pub struct ServerStats {
     pub websockets: usize,
     /// Messages to connections or workers refused because a worker's queue was full.
     pub refused_messages: u64,
+    /// With a `web::fleet::Fleet` (`--features redis`; 0 otherwise): failures
+    /// talking to Redis (connections, commands, rate-limit waits past the timeout); see
+    /// `web::fleet::FleetStats` for more figures.
+    pub fleet_errors: u64,
+    /// With a fleet: room messages delivered on this instance only, not sent to the others
+    /// (queue full or Redis unreachable).
+    pub fleet_dropped: u64,
+    /// With a fleet: rate-limit decisions taken on this instance's own count because Redis
+    /// did not answer in time.
+    pub fleet_local_decisions: u64,
 }
 
 impl ServerHandle {

@@ -11,6 +11,10 @@
 //! members** (never one per recipient); each worker then hands the same bytes to its own
 //! members. A member leaves its rooms when its connection ends, however it ends.
 //!
+//! **Across instances.** With a `web::fleet::Fleet` (`--features redis`), a
+//! publish also reaches the room's members on every other instance (see the module
+//! `web::fleet`), and the room's presence figures stay this instance's own.
+//!
 //! Slow members get no special treatment: a published frame is queued like any other output,
 //! and a member whose unsent output passes [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG) is
 //! closed with 1008 (the strand's backpressure policy).
@@ -53,6 +57,9 @@ struct Shared {
     remote: OnceLock<Remote<WsCommand>>,
     /// Members per worker of each room that has any.
     counts: Mutex<HashMap<Arc<str>, Arc<Count>>>,
+    /// The other instances, when the server has a fleet.
+    #[cfg(feature = "redis")]
+    fleet: OnceLock<crate::fleet::RoomsLink>,
 }
 
 /// How many members of one room each worker has.
@@ -89,12 +96,22 @@ impl Rooms {
         let _ = self.shared.remote.set(remote);
     }
 
+    /// Joins the registry to the other instances of a fleet.
+    #[cfg(feature = "redis")]
+    pub(crate) fn attach_fleet(&self, link: crate::fleet::RoomsLink) {
+        let _ = self.shared.fleet.set(link);
+    }
+
     /// Sends `msg` to every member of `room`, on every worker: the frame is encoded once and one
     /// message goes to each worker that has members of the room. Returns how many workers it
     /// was queued for (0 when the room has no member or the server is not running; a worker
     /// whose queue is full refuses it, see [`INBOX_LIMIT`](reactor::INBOX_LIMIT)).
     ///
     /// Members receive a room's messages in the order each publisher published them.
+    ///
+    /// With a `web::fleet::Fleet` the message is also handed (without waiting) to
+    /// the thread that publishes it to the other instances, whether or not this instance has
+    /// members; the count returned is still this instance's workers.
     ///
     /// ```
     /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
@@ -103,6 +120,20 @@ impl Rooms {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn publish(&self, room: &str, msg: &Message) -> usize {
+        if self.shared.remote.get().is_none() {
+            return 0;
+        }
+        let reached = self.publish_local(room, msg);
+        #[cfg(feature = "redis")]
+        if let Some(fleet) = self.shared.fleet.get() {
+            fleet.publish(room, msg);
+        }
+        reached
+    }
+
+    /// [`publish`](Rooms::publish) to this instance's members only (what the fleet's
+    /// subscriber does with what other instances published).
+    pub(crate) fn publish_local(&self, room: &str, msg: &Message) -> usize {
         let Some(remote) = self.shared.remote.get() else {
             return 0;
         };
@@ -157,6 +188,12 @@ impl Rooms {
         rooms
     }
 
+    /// The rooms that have members now.
+    #[cfg(feature = "redis")]
+    pub(crate) fn names(&self) -> Vec<Arc<str>> {
+        self.shared.counts().keys().cloned().collect()
+    }
+
     /// Counts a member of `room` on `worker` (publishes sent from now on go to that worker);
     /// the room's shared name.
     pub(crate) fn count_in(&self, room: &str, worker: u32) -> Arc<str> {
@@ -172,6 +209,10 @@ impl Rooms {
                         .collect(),
                 });
                 counts.insert(Arc::clone(&name), Arc::clone(&count));
+                #[cfg(feature = "redis")]
+                if let Some(fleet) = self.shared.fleet.get() {
+                    fleet.changed(&name);
+                }
                 (name, count)
             }
         };
@@ -197,7 +238,11 @@ impl Rooms {
                 let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
             }
             if count.total() == 0 {
-                counts.remove(room);
+                let _gone = counts.remove_entry(room);
+                #[cfg(feature = "redis")]
+                if let (Some(fleet), Some((name, _))) = (self.shared.fleet.get(), &_gone) {
+                    fleet.changed(name);
+                }
             }
         }
     }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Interop tests against real programs: curl and Python's http.client talking to the `hello`
 # and `echo` examples over 127.0.0.1, the library's blocking client (the `fetch` example)
-# talking to nginx and Python's http.server, the rate limiter behind nginx, and `ws_echo`
-# against Python's `websockets` and headless Chromium. Run by .ci/run; runnable on its own:
+# talking to nginx and Python's http.server, the rate limiter behind nginx, `ws_echo`
+# against Python's `websockets` and headless Chromium, and two chat instances sharing rooms
+# and rate limits through Redis behind nginx. Run by .ci/run; runnable on its own:
 #
 #   tests/interop/run.sh
 #
-# Installs curl, nginx and chromium with apt-get, and websockets with pip, when they are missing
+# Installs curl, nginx, redis-server and chromium with apt-get, and websockets with pip, when they are missing
 # (CI runs as root on a machine that may be new); a tool still missing afterwards is a failure,
 # never a skip.
 set -euo pipefail
@@ -41,6 +42,7 @@ apt_install() {
 [[ :$PATH: == *:/usr/sbin:* ]] || PATH=$PATH:/usr/sbin
 apt_install curl curl
 apt_install nginx nginx
+apt_install redis-server redis-server
 apt_install chromium chromium
 if ! python3 -c 'import websockets, sys; sys.exit(int(websockets.__version__.split(".")[0]) < 14)' 2>/dev/null; then
     echo "interop: installing Python's websockets with pip"
@@ -51,10 +53,12 @@ echo "interop: websockets $(python3 -c 'import websockets; print(websockets.__ve
 echo "interop: $(chromium --version 2>/dev/null | head -n 1)"
 echo "interop: $(python3 --version)"
 echo "interop: $(nginx -v 2>&1)"
+echo "interop: $(redis-server --version)"
 
-# The default target directory, as CI uses.
+# The default target directory, as CI uses. With the `redis` feature: the chat's `--redis`
+# (the other examples are the same with or without it).
 unset CARGO_TARGET_DIR
-cargo build --release --examples
+cargo build --release --features redis --examples
 hello=target/release/examples/hello
 echo=target/release/examples/echo
 fetch=target/release/examples/fetch
@@ -88,6 +92,9 @@ timeout -k 10 120 bash tests/interop/ws_chromium.sh "$ws_echo" || failed+=("ws_c
 echo
 echo "== interop: the chat demo in headless Chromium (two pages, a message, the chart, SIGTERM) =="
 timeout -k 10 180 python3 tests/interop/chat_chromium.py "$chat" || failed+=("chat_chromium.py (exit $?)")
+echo
+echo "== interop: two chat instances sharing rooms and rate limits through Redis, behind nginx =="
+timeout -k 10 180 python3 tests/interop/fleet_nginx.py "$chat" || failed+=("fleet_nginx.py (exit $?)")
 
 echo
 if [[ ${#failed[@]} -ne 0 ]]; then

@@ -1,0 +1,130 @@
+//! The envelope of a message crossing instances: what one instance PUBLISHes on a room's
+//! channel and every other subscribed instance decodes. A pure codec; the channel names the
+//! room.
+//!
+//! ```text
+//! byte 0       version (1)
+//! bytes 1..9   the publishing instance's id, big-endian (a receiver drops its own echo)
+//! byte 9       kind: 1 text, 2 binary
+//! bytes 10..   the message's payload (text: UTF-8)
+//! ```
+
+use crate::ws::Message;
+
+/// The envelope format this code writes and reads.
+pub(crate) const VERSION: u8 = 1;
+/// Bytes before the payload.
+const HEAD: usize = 10;
+const TEXT: u8 = 1;
+const BINARY: u8 = 2;
+
+/// Why an envelope could not be read (counted as a fleet error, the message dropped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EnvelopeError {
+    /// Fewer bytes than the head.
+    Short,
+    /// Another format version (an instance of another release of this library).
+    Version(u8),
+    /// An unknown kind byte.
+    Kind(u8),
+    /// A text message whose payload is not UTF-8.
+    NotUtf8,
+}
+
+/// `msg`, published by instance `from`.
+pub(crate) fn encode(from: u64, msg: &Message) -> Vec<u8> {
+    let (kind, payload) = match msg {
+        Message::Text(t) => (TEXT, t.as_bytes()),
+        Message::Binary(b) => (BINARY, b.as_slice()),
+    };
+    let mut out = Vec::with_capacity(HEAD + payload.len());
+    out.push(VERSION);
+    out.extend_from_slice(&from.to_be_bytes());
+    out.push(kind);
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The publishing instance and the message.
+pub(crate) fn decode(bytes: &[u8]) -> Result<(u64, Message), EnvelopeError> {
+    let (Some(head), Some(payload)) = (bytes.get(..HEAD), bytes.get(HEAD..)) else {
+        return Err(EnvelopeError::Short);
+    };
+    if head[0] != VERSION {
+        return Err(EnvelopeError::Version(head[0]));
+    }
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&head[1..9]);
+    let msg = match head[9] {
+        TEXT => Message::Text(
+            std::str::from_utf8(payload)
+                .map_err(|_| EnvelopeError::NotUtf8)?
+                .to_owned(),
+        ),
+        BINARY => Message::Binary(payload.to_vec()),
+        other => return Err(EnvelopeError::Kind(other)),
+    };
+    Ok((u64::from_be_bytes(id), msg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_through_the_envelope() {
+        let cases = [
+            (0, Message::Text(String::new())),
+            (1, Message::Text("hi".into())),
+            (u64::MAX, Message::Text("ünïcode ✓".into())),
+            (0x0102_0304_0506_0708, Message::Binary(vec![])),
+            (7, Message::Binary(vec![0, 255, 1, 10, 13])),
+            (9, Message::Text("x".repeat(70_000))),
+        ];
+        for (from, msg) in cases {
+            let bytes = encode(from, &msg);
+            let payload = match &msg {
+                Message::Text(t) => t.len(),
+                Message::Binary(b) => b.len(),
+            };
+            assert_eq!(bytes.len(), HEAD + payload);
+            assert_eq!(decode(&bytes), Ok((from, msg.clone())), "{from}");
+        }
+    }
+
+    #[test]
+    fn the_envelope_s_bytes_are_the_documented_layout() {
+        assert_eq!(
+            encode(0x0102_0304_0506_0708, &Message::Text("ok".into())),
+            b"\x01\x01\x02\x03\x04\x05\x06\x07\x08\x01ok"
+        );
+        assert_eq!(
+            encode(1, &Message::Binary(vec![0xff])),
+            b"\x01\0\0\0\0\0\0\0\x01\x02\xff"
+        );
+    }
+
+    #[test]
+    fn broken_envelopes_are_refused_with_the_reason() {
+        #[rustfmt::skip]
+        let cases: &[(&[u8], EnvelopeError)] = &[
+            (b"", EnvelopeError::Short),
+            (b"\x01", EnvelopeError::Short),
+            (b"\x01\0\0\0\0\0\0\0\x01", EnvelopeError::Short),
+            (b"\x02\0\0\0\0\0\0\0\x01\x01hi", EnvelopeError::Version(2)),
+            (b"\x00\0\0\0\0\0\0\0\x01\x01hi", EnvelopeError::Version(0)),
+            (b"\x01\0\0\0\0\0\0\0\x01\x03hi", EnvelopeError::Kind(3)),
+            (b"\x01\0\0\0\0\0\0\0\x01\x00", EnvelopeError::Kind(0)),
+            (b"\x01\0\0\0\0\0\0\0\x01\x01\xff\xfe", EnvelopeError::NotUtf8),
+            (b"\x01\0\0\0\0\0\0\0\x01\x01\xe2\x82", EnvelopeError::NotUtf8),
+        ];
+        for &(bytes, want) in cases {
+            assert_eq!(decode(bytes), Err(want), "{bytes:?}");
+        }
+        // The same bytes as binary are fine: any payload.
+        assert_eq!(
+            decode(b"\x01\0\0\0\0\0\0\0\x01\x02\xff\xfe"),
+            Ok((1, Message::Binary(vec![0xff, 0xfe])))
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! Several instances of one server behaving as one, through Redis (`--features redis`): rooms
+//! whose members sit on different instances, and rate limits counted across all of them.
+//!
+//! Make a [`Fleet`] with the Redis URL, give it to the server ([`Server::fleet`]) for rooms
+//! and to the rate limiter ([`RateLimit::fleet`]) for shared counts:
+//!
+//! ```no_run
+//! use web::fleet::Fleet;
+//! use web::http::{text_response, wrap, RateLimit, Server};
+//! let fleet = Fleet::new("redis://127.0.0.1:6379/")?;
+//! let server = Server::bind("127.0.0.1:8080")?.fleet(&fleet);
+//! let limit = RateLimit::new(5, 100, 1).fleet(&fleet).layer();
+//! server.run(wrap(vec![limit], |_req| text_response(200, "one of many")))?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! **Rooms.** [`Rooms::publish`](crate::ws::Rooms::publish) delivers to this instance's
+//! members at once, as without a fleet, and hands the message to a **publisher thread** (a
+//! bounded queue, [`Fleet::queue`]) that `PUBLISH`es it on the room's channel
+//! (`{prefix}:room:{room}`) in an envelope naming this instance. A **subscriber thread**
+//! holds one subscription per room that has members here (`SUBSCRIBE` when the first local
+//! member joins, `UNSUBSCRIBE` when the last leaves) and hands what other instances published
+//! to the workers' fan-out; it drops its own instance's echo. So every member gets each
+//! message exactly once, in the order each publisher published. A worker never waits on
+//! Redis: publishing is a `try_send` into the queue, and a full queue drops the message for
+//! other instances (counted in [`ServerStats::fleet_dropped`](crate::http::ServerStats)).
+//!
+//! **Rate limits.** See [`RateLimit::fleet`]: one `MULTI INCR EXPIRE EXEC` round trip per
+//! limited request, waited for at most [`Fleet::timeout`] (50 ms by default), then the local
+//! count decides.
+//!
+//! **When Redis is unreachable or slow** each instance goes on serving its own clients: local
+//! room delivery continues, messages for other instances are dropped (not queued, so none
+//! arrives late), rate limits fall back to this instance's own count (a caller spread over
+//! `n` instances may then get up to `n` times its allowance), and every failure is counted in
+//! [`ServerStats`](crate::http::ServerStats). Each thread reconnects with a backoff doubling
+//! from 100 ms to 2 s; once Redis is back, rooms cross instances again within about 2 s.
+//! Nothing panics.
+//!
+//! [`Server::fleet`]: crate::http::Server::fleet
+//! [`RateLimit::fleet`]: crate::http::RateLimit::fleet
+
+mod backoff;
+mod counters;
+mod envelope;
+mod link;
+mod names;
+mod publisher;
+pub(crate) mod rate;
+mod subscriber;
+
+use std::hash::BuildHasher;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) use counters::Counters;
+pub use counters::FleetStats;
+pub(crate) use link::{RoomsLink, Running};
+pub(crate) use names::Bucket;
+
+/// Default longest wait of a worker for Redis's answer to a rate-limit count.
+///
+/// ```
+/// assert_eq!(web::fleet::TIMEOUT, std::time::Duration::from_millis(50));
+/// ```
+pub const TIMEOUT: Duration = Duration::from_millis(50);
+
+/// Default room messages waiting for the publisher thread; past it they are dropped.
+///
+/// ```
+/// assert_eq!(web::fleet::QUEUE, 4096);
+/// ```
+pub const QUEUE: usize = 4096;
+
+/// Default prefix of every channel and key the fleet uses in Redis.
+///
+/// ```
+/// assert_eq!(web::fleet::PREFIX, "web");
+/// ```
+pub const PREFIX: &str = "web";
+
+/// Longest wait for a connection to Redis, and for the answer to one command on the fleet's
+/// own threads (a worker waits at most [`Fleet::timeout`]).
+const IO_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// One instance's way into a fleet: the Redis server the instances share, and the settings.
+/// Cheap to clone; clones are the same instance (one id, one set of figures).
+///
+/// Making it connects to nothing: the threads that talk to Redis start with the server
+/// ([`Server::fleet`](crate::http::Server::fleet)) and with the rate limiter
+/// ([`RateLimit::fleet`](crate::http::RateLimit::fleet)), and keep trying while Redis is
+/// unreachable.
+///
+/// ```
+/// use std::time::Duration;
+/// let fleet = web::fleet::Fleet::new("redis://127.0.0.1:6379/")?
+///     .timeout(Duration::from_millis(20))
+///     .queue(1024)
+///     .prefix("chat");
+/// assert_eq!(fleet.stats().errors, 0);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Fleet {
+    client: redis::Client,
+    prefix: Arc<str>,
+    timeout: Duration,
+    queue: usize,
+    instance: u64,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field(
+                "redis",
+                &self.client.get_connection_info().addr().to_string(),
+            )
+            .field("prefix", &self.prefix)
+            .field("instance", &format_args!("{:016x}", self.instance))
+            .finish()
+    }
+}
+
+impl Fleet {
+    /// A fleet on the Redis server at `url` (`redis://HOST:PORT/`, optionally with a database
+    /// number, user and password: `redis://:secret@10.0.0.5:6379/2`; `redis+unix:///path`).
+    /// An unreadable URL is an [`io::ErrorKind::InvalidInput`] error; an unreachable server
+    /// is not an error here (see the module's notes).
+    ///
+    /// ```
+    /// assert!(web::fleet::Fleet::new("redis://127.0.0.1:6379/").is_ok());
+    /// let bad = web::fleet::Fleet::new("http://127.0.0.1/").unwrap_err();
+    /// assert_eq!(bad.kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
+    pub fn new(url: &str) -> io::Result<Fleet> {
+        let client = redis::Client::open(url).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a Redis URL ({url}): {e}"),
+            )
+        })?;
+        Ok(Fleet {
+            client,
+            prefix: PREFIX.into(),
+            timeout: TIMEOUT,
+            queue: QUEUE,
+            instance: new_instance_id(),
+            counters: Arc::default(),
+        })
+    }
+
+    /// Longest wait of a worker for a rate-limit count in Redis (default [`TIMEOUT`]); past
+    /// it the local count decides and the wait counts as an error.
+    ///
+    /// ```
+    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1/")?.timeout(std::time::Duration::from_millis(10));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn timeout(mut self, d: Duration) -> Fleet {
+        self.timeout = d;
+        self
+    }
+
+    /// Room messages that may wait for the publisher thread (default [`QUEUE`], at least 1);
+    /// past it they are delivered on this instance only and counted as dropped.
+    ///
+    /// ```
+    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1/")?.queue(100);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn queue(mut self, n: usize) -> Fleet {
+        self.queue = n.max(1);
+        self
+    }
+
+    /// The prefix of the fleet's channels and keys (default [`PREFIX`]): fleets of different
+    /// applications sharing one Redis server keep apart by taking different prefixes.
+    ///
+    /// ```
+    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1/")?.prefix("shop");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn prefix(mut self, prefix: &str) -> Fleet {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// This instance's id, random per [`Fleet::new`]: what its envelopes carry.
+    ///
+    /// ```
+    /// let a = web::fleet::Fleet::new("redis://127.0.0.1/")?;
+    /// let b = web::fleet::Fleet::new("redis://127.0.0.1/")?;
+    /// assert_ne!(a.instance(), b.instance());
+    /// assert_eq!(a.instance(), a.clone().instance());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    /// This instance's fleet figures (also in [`ServerStats`](crate::http::ServerStats) of a
+    /// server given this fleet).
+    ///
+    /// ```
+    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1/")?;
+    /// let s = fleet.stats();
+    /// assert_eq!((s.published, s.received, s.dropped), (0, 0, 0));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stats(&self) -> FleetStats {
+        self.counters.stats()
+    }
+
+    pub(crate) fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+
+    /// A connection to Redis for one of the fleet's threads (`salt` tells the threads' jitter
+    /// apart), after `failures` failed attempts in a row: before each attempt the thread
+    /// waits out the backoff with `wait`, which returns `false` when the thread should end
+    /// (then `None`). Attempts and failures are counted; `failures` is left as it stands.
+    fn connect_after(
+        &self,
+        failures: &mut u32,
+        salt: u64,
+        mut wait: impl FnMut(Duration) -> bool,
+    ) -> Option<redis::Connection> {
+        loop {
+            if *failures > 0 {
+                let jitter = self.instance.rotate_left(*failures) ^ salt;
+                if !wait(backoff::delay(*failures, jitter)) {
+                    return None;
+                }
+            }
+            match self.connect() {
+                Ok(con) => {
+                    Counters::add(&self.counters.connections, 1);
+                    return Some(con);
+                }
+                Err(_) => {
+                    Counters::add(&self.counters.errors, 1);
+                    *failures = failures.saturating_add(1);
+                }
+            }
+        }
+    }
+
+    /// A connection to Redis with the fleet threads' timeouts.
+    fn connect(&self) -> redis::RedisResult<redis::Connection> {
+        let con = self.client.get_connection_with_timeout(IO_TIMEOUT)?;
+        con.set_read_timeout(Some(IO_TIMEOUT))?;
+        con.set_write_timeout(Some(IO_TIMEOUT))?;
+        Ok(con)
+    }
+}
+
+/// A random id for this instance (std's hasher keys come from the OS's random source).
+fn new_instance_id() -> u64 {
+    std::collections::hash_map::RandomState::new().hash_one((
+        std::process::id(),
+        Instant::now(),
+        std::thread::current().id(),
+    ))
+}
+
+/// Sleeps `d`, waking early when `stop` is set; whether it was.
+fn pause(stop: &AtomicBool, d: Duration) -> bool {
+    let until = Instant::now() + d;
+    loop {
+        if stop.load(Ordering::Acquire) {
+            return true;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}

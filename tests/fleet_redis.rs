@@ -1,0 +1,315 @@
+//! Several instances of a server as one fleet (`--features redis`): rooms and rate limits across
+//! instances through a live Redis, and an instance whose Redis is unreachable.
+//!
+//! The tests marked `#[ignore]` need `redis-server` installed: each starts its own on a free
+//! port of 127.0.0.1 and stops it by its PID. `.ci/run` runs them:
+//!
+//! ```sh
+//! cargo test --features redis --test fleet_redis -- --include-ignored
+//! ```
+#![cfg(feature = "redis")]
+
+mod wire;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use web::fleet::Fleet;
+use web::http::{
+    param, query_of, text_response, wrap, Header, RateLimit, Request, Response, Server,
+    ServerHandle,
+};
+use web::ws::{client_frame, Message, Ws, WsHandler};
+use wire::wait_until;
+use wire::ws::Client;
+
+/// A redis-server of this test's own; killed by its PID when dropped.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let dir = std::env::temp_dir();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is needed for this test (apt-get install -y redis-server)");
+        let redis = Redis { child, port };
+        wait_until(Duration::from_secs(10), "redis-server answers", || {
+            redis.command(&["PING"]).as_deref() == Some("+PONG")
+        });
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// One command; the first line of its reply, `None` when Redis does not answer.
+    fn command(&self, args: &[&str]) -> Option<String> {
+        let mut conn = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        conn.write_all(out.as_bytes()).ok()?;
+        let mut reader = BufReader::new(conn);
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        if line.starts_with('*') {
+            // PUBSUB NUMSUB: [channel, count]; the count is the fourth line.
+            for _ in 0..3 {
+                line.clear();
+                reader.read_line(&mut line).ok()?;
+            }
+        }
+        Some(line.trim_end().to_owned())
+    }
+
+    /// How many instances subscribe to `channel`.
+    fn subscribers(&self, channel: &str) -> String {
+        self.command(&["PUBSUB", "NUMSUB", channel])
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Members join `?room=`; a text message is published to that room.
+struct Relay;
+
+impl WsHandler for Relay {
+    type State = String;
+
+    fn accept(&self, req: &Request) -> Result<String, Response> {
+        Ok(param(query_of(req.path()), "room"))
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, room: &mut String) {
+        ws.join(room);
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, room: &mut String, msg: Message) {
+        ws.publish(room, &msg);
+    }
+}
+
+fn instance(fleet: &Fleet) -> ServerHandle {
+    Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .fleet(fleet)
+        .websocket("/", Relay)
+        .spawn(|_req| text_response(404, "WebSocket only\n"))
+        .unwrap()
+}
+
+fn member(server: &ServerHandle, room: &str) -> Client {
+    Client::connect_to(server.local_addr().port(), &format!("/?room={room}"))
+}
+
+fn text_of(c: &mut Client) -> String {
+    let (first, payload) = c.frame();
+    assert_eq!(first, 0x81, "a text frame");
+    String::from_utf8(payload).unwrap()
+}
+
+/// The wall-clock second now.
+fn second() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A fresh prefix per test, so tests sharing nothing never see each other's channels.
+fn fleet(redis: &Redis, prefix: &str) -> Fleet {
+    Fleet::new(&redis.url()).unwrap().prefix(prefix)
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn a_publish_reaches_members_on_every_instance_exactly_once_in_publish_order() {
+    let redis = Redis::start();
+    let (fa, fb) = (fleet(&redis, "order"), fleet(&redis, "order"));
+    assert_ne!(fa.instance(), fb.instance());
+    let (a, b) = (instance(&fa), instance(&fb));
+    let mut on_a = member(&a, "r");
+    let mut also_on_a = member(&a, "r");
+    let mut on_b = member(&b, "r");
+    wait_until(Duration::from_secs(5), "both instances subscribed", || {
+        redis.subscribers("order:room:r") == ":2"
+    });
+    const N: usize = 300;
+    for i in 0..N {
+        on_a.send(&client_frame(&format!("m{i}")));
+    }
+    let want: Vec<String> = (0..N).map(|i| format!("m{i}")).collect();
+    for (who, c) in [
+        ("the publisher", &mut on_a),
+        ("its neighbour", &mut also_on_a),
+        ("the member on the other instance", &mut on_b),
+    ] {
+        let got: Vec<String> = (0..N).map(|_| text_of(c)).collect();
+        assert_eq!(got, want, "{who}: every message once, in order");
+        // No echo and no duplicate after them.
+        c.conn
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        assert!(
+            std::io::Read::read(&mut c.conn, &mut byte).is_err(),
+            "{who}: nothing more"
+        );
+    }
+    assert_eq!(fa.stats().published, N as u64);
+    assert_eq!(fb.stats().received, N as u64);
+    assert_eq!(fa.stats().received, 0, "its own echo is dropped");
+    assert_eq!((a.stats().fleet_errors, b.stats().fleet_dropped), (0, 0));
+    a.shutdown().unwrap();
+    b.shutdown().unwrap();
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn an_instance_subscribes_only_to_rooms_with_local_members() {
+    let redis = Redis::start();
+    let f = fleet(&redis, "subs");
+    let a = instance(&f);
+    let subscribed = |n: &str| {
+        let want = format!(":{n}");
+        wait_until(Duration::from_secs(5), &format!("{n} subscribers"), || {
+            redis.subscribers("subs:room:x") == want
+        });
+    };
+    assert_eq!(redis.subscribers("subs:room:x"), ":0");
+    let first = member(&a, "x");
+    subscribed("1");
+    let second = member(&a, "x");
+    let elsewhere = member(&a, "y");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(redis.subscribers("subs:room:x"), ":1", "one per instance");
+    assert_eq!(redis.subscribers("subs:room:y"), ":1");
+    drop(first);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(redis.subscribers("subs:room:x"), ":1", "a member is left");
+    drop(second);
+    subscribed("0");
+    assert_eq!(redis.subscribers("subs:room:y"), ":1");
+    drop(elsewhere);
+    a.shutdown().unwrap();
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn rate_limits_count_a_caller_once_across_instances() {
+    let redis = Redis::start();
+    let (fa, fb) = (fleet(&redis, "rate"), fleet(&redis, "rate"));
+    let app = |f: &Fleet| {
+        wrap(vec![RateLimit::new(5, 2, 1).fleet(f).layer()], |_req| {
+            text_response(201, "")
+        })
+    };
+    let (a, b) = (app(&fa), app(&fb));
+    wait_until(Duration::from_secs(5), "both limiters connected", || {
+        fa.stats().connections >= 1 && fb.stats().connections >= 1
+    });
+    let req = |method: &str, from: &str| {
+        Request::new(method, "/", vec![Header::new("X-Forwarded-For", from)], "")
+    };
+    for attempt in 0.. {
+        assert!(attempt < 5, "five bursts straddled a second boundary");
+        let started = second();
+        // 10 writes and 4 reads of one caller alternating over the two instances, and one
+        // write of another caller.
+        let writes: Vec<u16> = (0..10)
+            .map(|i| [&a, &b][i % 2](req("POST", "10.0.0.1")).status)
+            .collect();
+        let reads: Vec<u16> = (0..4)
+            .map(|i| [&a, &b][i % 2](req("GET", "10.0.0.1")).status)
+            .collect();
+        let other = b(req("POST", "10.0.0.2")).status;
+        if second() != started {
+            continue;
+        }
+        assert_eq!(writes, [201, 201, 201, 201, 201, 429, 429, 429, 429, 429]);
+        assert_eq!(reads, [201, 201, 429, 429], "reads: their own bucket");
+        assert_eq!(other, 201, "another caller: its own bucket");
+        break;
+    }
+    assert_eq!(fa.stats().local_decisions + fb.stats().local_decisions, 0);
+}
+
+#[test]
+fn with_redis_unreachable_an_instance_serves_its_own_members_and_never_waits_on_redis() {
+    // A port nothing listens on: every connection is refused at once.
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let f = Fleet::new(&format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .timeout(Duration::from_millis(20));
+    let server = instance(&f);
+    let mut one = member(&server, "r");
+    let mut two = member(&server, "r");
+    std::thread::sleep(Duration::from_millis(100));
+    one.send(&client_frame("still here"));
+    assert_eq!(text_of(&mut one), "still here");
+    assert_eq!(text_of(&mut two), "still here");
+    wait_until(Duration::from_secs(5), "failures counted", || {
+        let s = server.stats();
+        s.fleet_errors >= 2 && s.fleet_dropped >= 1
+    });
+    // The rate limiter decides on its local count, without waiting for the timeout.
+    let app = wrap(vec![RateLimit::new(2, 100, 1).fleet(&f).layer()], |_req| {
+        text_response(201, "")
+    });
+    let post = || {
+        Request::new(
+            "POST",
+            "/",
+            vec![Header::new("X-Forwarded-For", "10.0.0.1")],
+            "",
+        )
+    };
+    for attempt in 0.. {
+        assert!(attempt < 5, "five bursts straddled a second boundary");
+        let started = second();
+        let begun = Instant::now();
+        let statuses: Vec<u16> = (0..4).map(|_| app(post()).status).collect();
+        let took = begun.elapsed();
+        if second() != started {
+            continue;
+        }
+        assert_eq!(statuses, [201, 201, 429, 429], "the local count");
+        assert!(
+            took < Duration::from_millis(80),
+            "four decisions took {took:?}"
+        );
+        break;
+    }
+    assert!(f.stats().local_decisions >= 4);
+    assert!(!f.stats().subscribed);
+    server.shutdown().unwrap();
+}
