@@ -86,39 +86,52 @@ impl Clock {
         Clock { start }
     }
 
+    /// Nanoseconds from the worker's start to `t` (zero before it). In `u64`: 584 years, and
+    /// the divisions below by the constant tick compile to multiplications (`u128` ones would
+    /// be library calls, on every request).
+    fn nanos(&self, t: Instant) -> u64 {
+        let d = t.saturating_duration_since(self.start);
+        d.as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(d.subsec_nanos()))
+    }
+
     /// The tick `now` falls in (rounded down).
     pub(crate) fn tick(&self, now: Instant) -> u32 {
-        let d = now.saturating_duration_since(self.start);
-        (d.as_nanos() / TIMER_TICK.as_nanos()) as u32
+        (self.nanos(now) / TICK_NANOS) as u32
     }
 
     /// The first tick at or after `deadline` (rounded up, so a timer never fires early).
     pub(crate) fn due_tick(&self, deadline: Instant) -> u32 {
-        let d = deadline.saturating_duration_since(self.start).as_nanos();
-        let t = TIMER_TICK.as_nanos();
-        d.div_ceil(t) as u32
+        self.nanos(deadline).div_ceil(TICK_NANOS) as u32
     }
 
     /// Time from `now` to the start of tick `due` (zero for a tick already begun; wrapping
     /// comparison, as the wheel's).
     pub(crate) fn until_tick(&self, now: Instant, due: u32) -> Duration {
-        let ahead = due.wrapping_sub(self.tick(now));
+        let nanos = self.nanos(now);
+        let ahead = due.wrapping_sub((nanos / TICK_NANOS) as u32);
         if ahead == 0 || ahead > MAX_AHEAD {
             Duration::ZERO
         } else {
-            self.until(now, ahead)
+            Self::until_nanos(nanos, ahead)
         }
     }
 
     /// Time from `now` to the start of the tick `ahead` ticks after the one `now` falls in
     /// (computed without absolute ticks, so the `u32` tick counter may wrap).
     pub(crate) fn until(&self, now: Instant, ahead: u32) -> Duration {
-        let tick = TIMER_TICK.as_nanos();
-        let into = now.saturating_duration_since(self.start).as_nanos() % tick;
-        let nanos = (ahead as u128 * tick).saturating_sub(into);
-        Duration::from_nanos(nanos.min(u64::MAX as u128) as u64)
+        Self::until_nanos(self.nanos(now), ahead)
+    }
+
+    fn until_nanos(now_nanos: u64, ahead: u32) -> Duration {
+        let into = now_nanos % TICK_NANOS;
+        Duration::from_nanos((u64::from(ahead) * TICK_NANOS).saturating_sub(into))
     }
 }
+
+/// [`TIMER_TICK`] in nanoseconds.
+const TICK_NANOS: u64 = TIMER_TICK.as_nanos() as u64;
 
 /// The wheel: slot heads, a bitmap of non-empty slots and the last tick processed.
 pub(crate) struct Wheel {

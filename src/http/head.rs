@@ -374,17 +374,11 @@ impl HeadParser {
     /// `request-line = method SP request-target SP HTTP-version` (RFC 9112 §3); `at` is where
     /// the line starts in the input.
     fn request_line(&mut self, line: &[u8], at: usize) -> Result<(), ParseError> {
-        let sp1 = line
-            .iter()
-            .position(|&b| b == b' ')
-            .ok_or(ParseError::RequestLine)?;
+        let sp1 = method_len(line).ok_or(ParseError::RequestLine)?;
         let (method, rest) = (&line[..sp1], &line[sp1 + 1..]);
-        let sp2 = rest
-            .iter()
-            .rposition(|&b| b == b' ')
-            .ok_or(ParseError::RequestLine)?;
+        let sp2 = version_space(rest).ok_or(ParseError::RequestLine)?;
         let (target, version) = (&rest[..sp2], &rest[sp2 + 1..]);
-        if !is_token(method) {
+        if !is_method(method) {
             return Err(ParseError::Method);
         }
         self.version = Some(parse_version(version)?);
@@ -437,6 +431,35 @@ impl HeadParser {
     }
 }
 
+/// Where the first space of a request line is (the method's length): the common methods
+/// without a search.
+#[inline]
+fn method_len(line: &[u8]) -> Option<usize> {
+    match line {
+        [b'G', b'E', b'T', b' ', ..] | [b'P', b'U', b'T', b' ', ..] => Some(3),
+        [b'P', b'O', b'S', b'T', b' ', ..] | [b'H', b'E', b'A', b'D', b' ', ..] => Some(4),
+        _ => line.iter().position(|&b| b == b' '),
+    }
+}
+
+/// Where the last space of `rest` (a request line after its method) is. An `HTTP-version` is
+/// eight bytes, so in a valid line it is nine bytes from the end; when that byte is a space
+/// but not the last one, the version after it holds a space and is refused as the version
+/// after the last one would be, so taking it answers the same.
+#[inline]
+fn version_space(rest: &[u8]) -> Option<usize> {
+    match rest.len().checked_sub(9) {
+        Some(at) if rest[at] == b' ' => Some(at),
+        _ => rest.iter().rposition(|&b| b == b' '),
+    }
+}
+
+/// `method = token` (RFC 9110 §9.1): the registered methods without a table walk.
+#[inline]
+fn is_method(method: &[u8]) -> bool {
+    matches!(method, b"GET" | b"POST" | b"PUT" | b"HEAD" | b"DELETE") || is_token(method)
+}
+
 /// `HTTP-version = "HTTP/" DIGIT "." DIGIT` (RFC 9112 §2.3).
 fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
     match v {
@@ -457,11 +480,19 @@ fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
 /// (which must then form valid UTF-8); `*` only for `OPTIONS`; authority-form only for
 /// `CONNECT`.
 fn check_target(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
-    // Control bytes but HTAB, and DEL, were refused as the line was scanned.
-    if target.is_empty() || target.iter().any(|&b| b == b' ' || b == b'\t') {
+    // Control bytes but HTAB, and DEL, were refused as the line was scanned: a byte up to SP
+    // is SP or HTAB here. One pass finds those and non-ASCII bytes.
+    let mut ascii = true;
+    for &b in target {
+        if b <= b' ' {
+            return Err(ParseError::Target);
+        }
+        ascii &= b < 0x80;
+    }
+    if target.is_empty() {
         return Err(ParseError::Target);
     }
-    if !target.is_ascii() && std::str::from_utf8(target).is_err() {
+    if !ascii && std::str::from_utf8(target).is_err() {
         return Err(ParseError::NotUtf8);
     }
     let ok = match target {

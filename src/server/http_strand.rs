@@ -94,6 +94,10 @@ struct Busy {
     reader: Option<Box<RequestReader>>,
     output: Output,
     deadline: Option<Instant>,
+    /// `deadline` is not known yet: the connection was idle, and its keep-alive deadline is
+    /// the one the reactor holds. Read back ([`Io::deadline`]) only if it is kept: a request
+    /// that arrives restarts it anyway, so the common path never converts it.
+    deadline_in_reactor: bool,
     timer: Timer,
     /// A WebSocket upgrade just accepted: its request and the bytes that came after it.
     upgrade: Option<Box<Upgrade>>,
@@ -120,7 +124,7 @@ impl HttpStrand {
                 next
             }
             None => {
-                let mut busy = Busy::new(io.deadline());
+                let mut busy = Busy::new();
                 let next = f(&mut busy, &self.shared, io);
                 if !busy.is_done() {
                     self.busy = Some(Box::new(busy));
@@ -161,14 +165,15 @@ impl HttpStrand {
 }
 
 impl Busy {
-    /// An idle connection's (parked until `deadline`, its keep-alive timeout, if any).
-    fn new(deadline: Option<Instant>) -> Busy {
+    /// An idle connection's (parked until the keep-alive deadline the reactor holds).
+    fn new() -> Busy {
         Busy {
             state: State::Serving,
             input: Vec::new(),
             reader: None,
             output: Output::default(),
-            deadline,
+            deadline: None,
+            deadline_in_reactor: true,
             timer: Timer::Idle,
             upgrade: None,
         }
@@ -301,7 +306,7 @@ impl Busy {
             .is_some_and(|r| r.body_progressed(have));
         if !self.input.is_empty() && (new_request || body_progress) {
             self.timer = Timer::Request;
-            self.deadline = Some(now + shared.limits.header_timeout);
+            self.set_deadline(Some(now + shared.limits.header_timeout));
         }
     }
 
@@ -309,12 +314,13 @@ impl Busy {
     fn park(
         &mut self,
         shared: &Shared,
-        now: Instant,
+        io: &Io<'_, WsCommand>,
         progressed: bool,
         read: bool,
         write: bool,
     ) -> Next {
         let limits = &shared.limits;
+        let now = io.now();
         let (timer, after) = if self.state == State::Lingering {
             (Timer::Linger, limits.linger)
         } else if self.output.has_pending() {
@@ -324,18 +330,26 @@ impl Busy {
         } else {
             (Timer::Idle, limits.idle_timeout)
         };
-        let restart = timer != self.timer
-            || self.deadline.is_none()
-            || (progressed && matches!(timer, Timer::Idle | Timer::Write));
-        if restart {
+        let moved =
+            timer != self.timer || (progressed && matches!(timer, Timer::Idle | Timer::Write));
+        if !moved && self.deadline_in_reactor {
+            self.set_deadline(io.deadline());
+        }
+        if moved || self.deadline.is_none() {
             self.timer = timer;
-            self.deadline = Some(now + after);
+            self.set_deadline(Some(now + after));
         }
         Next::Park {
             read,
             write,
             deadline: self.deadline,
         }
+    }
+
+    /// The deadline to park with from now on (the reactor's is then no longer the one).
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+        self.deadline_in_reactor = false;
     }
 
     /// Shuts our side and starts lingering.
@@ -351,11 +365,11 @@ impl Busy {
         for _ in 0..READS_PER_TURN {
             match io.read() {
                 Read::Data(_) => continue,
-                Read::WouldBlock => return self.park(shared, io.now(), false, true, false),
+                Read::WouldBlock => return self.park(shared, io, false, true, false),
                 Read::Closed | Read::Error(_) => return Next::Close,
             }
         }
-        self.park(shared, io.now(), false, true, false)
+        self.park(shared, io, false, true, false)
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
@@ -372,7 +386,7 @@ impl Busy {
                 Ok(true) if self.is_idle() && shared.shutting_down() => return Next::Close,
                 Ok(true) => {}
                 Ok(false) if self.state != State::Serving || self.held_back() => {
-                    return self.park(shared, io.now(), progressed, false, true)
+                    return self.park(shared, io, progressed, false, true)
                 }
                 Ok(false) => {}
             }
@@ -388,7 +402,7 @@ impl Busy {
             } else {
                 if drained || reads == READS_PER_TURN {
                     // Drained, or let other connections run (resumed next turn).
-                    return self.park(shared, ctx.now, progressed, true, self.output.has_pending());
+                    return self.park(shared, io, progressed, true, self.output.has_pending());
                 }
                 reads += 1;
                 let scratch = io.scratch_size();
@@ -399,13 +413,7 @@ impl Busy {
                         self.take(shared, bytes, &ctx, &mut outcome);
                     }
                     Read::WouldBlock => {
-                        return self.park(
-                            shared,
-                            ctx.now,
-                            progressed,
-                            true,
-                            self.output.has_pending(),
-                        )
+                        return self.park(shared, io, progressed, true, self.output.has_pending())
                     }
                     Read::Closed => {
                         // The client is done sending. A request it left incomplete is dropped;
@@ -432,7 +440,7 @@ impl Busy {
     }
 
     fn timed_out(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
-        self.deadline = None;
+        self.set_deadline(None);
         match (self.timer, self.state) {
             (Timer::Request, State::Serving) if !self.output.has_pending() => {
                 // The request did not arrive whole in time: 408, then close.
