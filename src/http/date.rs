@@ -56,6 +56,12 @@ thread_local! {
 /// most once per second; `now` is the caller's clock reading (the reactor reads it once per
 /// loop turn).
 pub(crate) fn with_date<R>(now: Instant, f: impl FnOnce(&[u8]) -> R) -> R {
+    with_date_until(now, |date, _| f(date))
+}
+
+/// [`with_date`], and the instant the date goes stale (the next wall-clock second): what was
+/// rendered with it may be reused until then.
+pub(crate) fn with_date_until<R>(now: Instant, f: impl FnOnce(&[u8], Instant) -> R) -> R {
     DATE.with(|cell| {
         let mut cache = cell.borrow_mut();
         if cache.stale_at.is_none_or(|t| now >= t) {
@@ -75,7 +81,7 @@ pub(crate) fn with_date<R>(now: Instant, f: impl FnOnce(&[u8]) -> R) -> R {
             cache.stale_at =
                 Some(now + Duration::from_nanos(u64::from(1_000_000_000 - into_second)));
         }
-        f(&cache.text)
+        f(&cache.text, cache.stale_at.unwrap_or(now))
     })
 }
 

@@ -62,9 +62,7 @@ pub(crate) fn render(
     now: Instant,
     inline_limit: usize,
 ) -> (bool, Body) {
-    let keep = date::with_date(now, |date| {
-        write_head_cached(out, &res, keep, date, res.body.len() as u64)
-    });
+    let keep = write_head_cached(out, &res, keep, now, res.body.len() as u64);
     if head_only || !has_body(res.status) {
         return (keep, Body::default());
     }
@@ -99,10 +97,11 @@ impl HeadKey {
     }
 }
 
-/// The last head this thread rendered for a cacheable response, and the date it carries.
+/// The last head this thread rendered for a cacheable response, and until when the date it
+/// carries is current.
 struct LastHead {
     key: Option<HeadKey>,
-    date: [u8; 29],
+    stale_at: Option<Instant>,
     keep: bool,
     len: usize,
     bytes: [u8; 192],
@@ -110,40 +109,43 @@ struct LastHead {
 
 thread_local! {
     static LAST_HEAD: RefCell<LastHead> = const {
-        RefCell::new(LastHead { key: None, date: [0; 29], keep: false, len: 0, bytes: [0; 192] })
+        RefCell::new(LastHead { key: None, stale_at: None, keep: false, len: 0, bytes: [0; 192] })
     };
 }
 
-/// [`write_head`], but a head identical to the last one this thread wrote (same status,
-/// content type, length, connection and date; no extra headers) is copied from a cache: a
-/// server answering the same kind of reply again and again formats its head once a second.
+/// [`write_head`] with the current date, but a head identical to the last one this thread
+/// wrote (same status, content type, length and connection, no extra headers, within the same
+/// wall-clock second) is copied from a cache: a server answering the same kind of reply again
+/// and again formats its head once a second.
 fn write_head_cached(
     out: &mut Vec<u8>,
     res: &Response,
     keep: bool,
-    date: &[u8],
+    now: Instant,
     body_len: u64,
 ) -> bool {
     let Some(key) = HeadKey::of(res, keep, body_len) else {
-        return write_head(out, res, keep, date, body_len);
+        return date::with_date(now, |date| write_head(out, res, keep, date, body_len));
     };
     LAST_HEAD.with(|cell| {
         let mut last = cell.borrow_mut();
-        if last.key == Some(key) && last.date[..] == *date {
+        if last.key == Some(key) && last.stale_at.is_some_and(|t| now < t) {
             out.extend_from_slice(&last.bytes[..last.len]);
             return last.keep;
         }
-        let start = out.len();
-        let keep = write_head(out, res, keep, date, body_len);
-        let head = &out[start..];
-        if let (Some(room), Ok(date)) = (last.bytes.get_mut(..head.len()), date.try_into()) {
-            room.copy_from_slice(head);
-            last.len = head.len();
-            last.key = Some(key);
-            last.date = date;
-            last.keep = keep;
-        }
-        keep
+        date::with_date_until(now, |date, stale_at| {
+            let start = out.len();
+            let keep = write_head(out, res, keep, date, body_len);
+            let head = &out[start..];
+            if let Some(room) = last.bytes.get_mut(..head.len()) {
+                room.copy_from_slice(head);
+                last.len = head.len();
+                last.key = Some(key);
+                last.stale_at = Some(stale_at);
+                last.keep = keep;
+            }
+            keep
+        })
     })
 }
 
@@ -272,6 +274,7 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
 mod tests {
     use super::*;
     use crate::http::{json_response, set_cookie, text_response, with_header, Header};
+    use std::time::Duration;
 
     const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
 
@@ -416,12 +419,21 @@ mod tests {
                 true,
             ),
         ];
-        for date in [DATE, b"Mon, 07 Nov 1994 08:49:37 GMT"] {
+        let start = Instant::now();
+        // The same second twice, then later seconds: a cached head never carries a stale date.
+        for now in [
+            start,
+            start,
+            start + Duration::from_secs(2),
+            start + Duration::from_secs(5),
+        ] {
             for (res, keep) in &cases {
+                let len = res.body.len() as u64;
                 let mut cached = b"before".to_vec();
-                let kept = write_head_cached(&mut cached, res, *keep, date, res.body.len() as u64);
+                let kept = write_head_cached(&mut cached, res, *keep, now, len);
                 let mut fresh = b"before".to_vec();
-                let kept_fresh = write_head(&mut fresh, res, *keep, date, res.body.len() as u64);
+                let kept_fresh =
+                    date::with_date(now, |date| write_head(&mut fresh, res, *keep, date, len));
                 assert_eq!(
                     (kept, String::from_utf8(cached).unwrap()),
                     (kept_fresh, String::from_utf8(fresh).unwrap())

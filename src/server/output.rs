@@ -99,6 +99,9 @@ impl Output {
 
     /// Gives the buffers back once everything is written.
     fn release(&mut self) {
+        if self.out.capacity() == 0 && self.body.is_empty() && self.body.held_bytes() == 0 {
+            return; // nothing held (an idle connection's output): nothing to give back
+        }
         self.out_at = 0;
         self.body_at = 0;
         self.body = Body::default();
