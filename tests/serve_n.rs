@@ -62,27 +62,46 @@ fn accept_n_serves_exactly_count_requests_across_connections_then_returns() {
 
 #[test]
 fn serve_n_listens_on_its_port_and_returns_after_count_requests() {
-    // A port that was free a moment ago.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let (handler, calls) = counted();
-    let (tx, returned) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(serve_n(port, handler, 2));
-    });
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let stream = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "serve_n never listened: {e}");
-                std::thread::sleep(Duration::from_millis(10));
+    let handler = Arc::new(handler);
+    // `serve_n` takes a port number: one that was free a moment ago may be taken meanwhile
+    // (another test's connection or server), and `serve_n` then returns `AddrInUse` while the
+    // connect below may reach the other socket. Try another port then.
+    let (port, returned, stream) = (0..5)
+        .find_map(|_| {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let (tx, returned) = mpsc::channel();
+            let handler = Arc::clone(&handler);
+            std::thread::spawn(move || {
+                let _ = tx.send(serve_n(port, move |r| handler(r), 2));
+            });
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let stream = loop {
+                if let Ok(Err(e)) = returned.try_recv() {
+                    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "serve_n: {e}");
+                    return None;
+                }
+                match TcpStream::connect(("127.0.0.1", port)) {
+                    Ok(s) => break s,
+                    Err(e) => {
+                        assert!(Instant::now() < deadline, "serve_n never listened: {e}");
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+            };
+            // A failed bind is reported at once: still running a moment later, it listens.
+            std::thread::sleep(Duration::from_millis(50));
+            match returned.try_recv() {
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::AddrInUse => None,
+                Ok(other) => panic!("serve_n returned early: {other:?}"),
+                Err(_) => Some((port, returned, stream)),
             }
-        }
-    };
+        })
+        .expect("a free port within five tries");
     drop(stream); // a connection that sends nothing does not count
     let mut c = Client::connect(SocketAddr::from(([127, 0, 0, 1], port)));
     c.send("GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
