@@ -20,6 +20,11 @@ use super::message::{Line, Request, Span};
 /// assert_eq!(web::http::MAX_HEAD_BYTES, 16 * 1024);
 /// ```
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Input the parser copies past a line it needs, at most, so that one copy serves the lines
+/// that follow (see `HeadParser::line`); bounded so that a buffer of pipelined requests is not
+/// copied again for each of them.
+const COPY_AHEAD: usize = 256;
+
 /// Default limit on the number of header lines (answered with 431).
 ///
 /// ```
@@ -335,16 +340,21 @@ impl HeadParser {
     }
 
     /// Takes apart one line (its CRLF excluded); answers whether it was the blank line that
-    /// ends the head. Each line is copied into the request's buffer as it completes (names
-    /// lower-cased in the copy), so the buffer always holds the input up to here, at the same
-    /// offsets, and the head is never copied twice.
+    /// ends the head. The input is copied into the request's buffer ahead of the lines, up to
+    /// [`COPY_AHEAD`] bytes past the line at a time (a head usually arrives whole: one copy
+    /// for all its lines), so the buffer always holds the input up to here at the same
+    /// offsets (names are lower-cased in the copy), and no byte is copied twice.
     fn line(&mut self, view: &[u8], line: Span) -> Result<bool, ParseError> {
         let end = line.at + line.len + 2;
         if self.buf.bytes.capacity() == 0 {
             self.buf = pool::take();
         }
-        debug_assert_eq!(self.buf.bytes.len(), line.at);
-        self.buf.bytes.extend_from_slice(&view[line.at..end]);
+        let copied = self.buf.bytes.len();
+        debug_assert!(copied >= line.at);
+        if copied < end {
+            let upto = view.len().min(end.max(copied + COPY_AHEAD));
+            self.buf.bytes.extend_from_slice(&view[copied..upto]);
+        }
         let bytes = &view[line.at..line.at + line.len];
         if !self.started {
             // RFC 9112 §2.2: ignore empty lines received before the request line.
@@ -417,8 +427,9 @@ impl HeadParser {
     fn finish(&mut self, len: usize) -> Result<RequestHead, ParseError> {
         let version = self.version.ok_or(ParseError::RequestLine)?;
         let (framing, keep_alive, expect_continue) = self.fields.finish(version)?;
-        let buf = std::mem::take(&mut self.buf);
-        debug_assert_eq!(buf.bytes.len(), len);
+        let mut buf = std::mem::take(&mut self.buf);
+        // What was copied past the head is the next request's (or the body's): not this one's.
+        buf.bytes.truncate(len);
         Ok(RequestHead {
             request: Request::from_head(buf, self.method, self.target),
             len,
