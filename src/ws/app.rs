@@ -153,7 +153,8 @@ pub enum WsCommand {
     /// Close with this code.
     Close(u16),
     /// To a connection of a worker, from itself: enter it in the worker's list of `room`'s
-    /// members (what [`Ws::join`] queues, behind the publishes already sent).
+    /// members (what [`Ws::join`] queues, behind the publishes already sent). Only the last
+    /// join of a room the connection queued counts, and only while it is still a member.
     Join(Arc<str>),
 }
 
@@ -170,6 +171,8 @@ pub enum WsCommand {
 /// ```
 pub struct Ws<'a> {
     pub(crate) out: &'a mut super::outbox::Outbox,
+    /// The rooms of the joins queued and not yet back (see [`WsCommand::Join`]).
+    pub(crate) joining: &'a mut Vec<Arc<str>>,
     pub(crate) close: &'a mut Option<u16>,
     pub(crate) id: ConnId,
     pub(crate) remote: &'a Remote<WsCommand>,
@@ -270,10 +273,12 @@ impl Ws<'_> {
         let name = self.rooms.count_in(room, self.id.worker());
         self.joined.push(Arc::clone(&name));
         // Entered in the worker's list behind what is already queued for the worker.
-        if !self
+        if self
             .remote
             .send(self.id, WsCommand::Join(Arc::clone(&name)))
         {
+            self.joining.push(name);
+        } else {
             self.rooms.join_local(&name, self.id);
         }
     }
