@@ -92,7 +92,10 @@ pub trait WsHandler: Send + Sync + 'static {
     /// The connection ended, and its state is handed back. `code` is the close code the peer
     /// sent (or the one the server closed with: 1002, 1007, 1009 for a broken rule, 1008 for a
     /// peer that does not read, 1001 at shutdown); `None` when the peer went away without a
-    /// close frame or sent one without a code. The connection has left its rooms.
+    /// close frame or sent one without a code (or when no answer to our close frame came in
+    /// time). The connection has left its rooms. Called exactly once per opened connection,
+    /// also after `open` or `message` panicked (with the state as the panic left it); a panic
+    /// here drops the state and is contained like the others.
     fn close(&self, id: ConnId, state: Self::State, code: Option<u16>) {
         let _ = (id, state, code);
     }
