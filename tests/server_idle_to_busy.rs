@@ -100,6 +100,7 @@ fn an_upgrade_pipelined_behind_a_request_gets_the_reply_then_the_101_then_its_fr
     let head = ws.until(b"\r\n\r\n");
     assert!(head.starts_with(b"HTTP/1.1 101 "), "{head:?}");
     assert_eq!(ws.frame(), (0x81, b"early bird".to_vec()));
+    drop((ws, c));
     drop(server);
 }
 
