@@ -13,7 +13,8 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use web::http::{text_response, Request, Response, Server, ServerHandle};
-use web::ws::{write_frame, ws_handshake_request, Message, Ws, WsHandler};
+use web::ws::{write_frame, ws_handshake_request};
+use wire::ws::Echo;
 use wire::Client;
 
 /// `/echo` answers the request's body; anything else its path.
@@ -21,18 +22,6 @@ fn handler(req: Request) -> Response {
     match req.path() {
         "/echo" => text_response(200, req.body().to_vec()),
         path => text_response(200, path.to_owned()),
-    }
-}
-
-struct Echo;
-
-impl WsHandler for Echo {
-    type State = ();
-    fn accept(&self, _req: &Request) -> Result<(), Response> {
-        Ok(())
-    }
-    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
-        ws.send(&msg);
     }
 }
 
