@@ -11,7 +11,7 @@ use std::time::Duration;
 use web::http::{param, query_of, text_response, Request, Response, Server, ServerHandle};
 use web::ws::{client_frame, ConnId, Message, Ws, WsHandler};
 use wire::wait_until;
-use wire::ws::Client;
+use wire::ws::{Client, Echo};
 
 /// A chat: `?name=` is required (401 without), a foreign `Origin` is refused (403); members
 /// start in `?room=` and understand `join R`, `leave R`, `say R text` and `who R`.
@@ -80,21 +80,6 @@ impl WsHandler for Chat {
     }
 }
 
-/// A second application, on its own route.
-struct Echo;
-
-impl WsHandler for Echo {
-    type State = ();
-
-    fn accept(&self, _req: &Request) -> Result<(), Response> {
-        Ok(())
-    }
-
-    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
-        ws.send(&msg);
-    }
-}
-
 /// The chat at `/chat`, an echo at `/echo`, and HTTP: `POST /publish?room=R` publishes its
 /// body, `GET /members?room=R` answers the count, anything else `http <path>`.
 fn start(chat: &Arc<Chat>) -> ServerHandle {
@@ -102,7 +87,7 @@ fn start(chat: &Arc<Chat>) -> ServerHandle {
         .unwrap()
         .workers(2)
         .websocket("/chat", Arc::clone(chat))
-        .websocket("/echo", Echo);
+        .websocket("/echo", Echo); // a second application, on its own route
     let rooms = server.rooms();
     server
         .spawn(move |req| {

@@ -92,7 +92,10 @@ pub trait WsHandler: Send + Sync + 'static {
     /// The connection ended, and its state is handed back. `code` is the close code the peer
     /// sent (or the one the server closed with: 1002, 1007, 1009 for a broken rule, 1008 for a
     /// peer that does not read, 1001 at shutdown); `None` when the peer went away without a
-    /// close frame or sent one without a code. The connection has left its rooms.
+    /// close frame or sent one without a code (or when no answer to our close frame came in
+    /// time). The connection has left its rooms. Called exactly once per opened connection,
+    /// also after `open` or `message` panicked (with the state as the panic left it); a panic
+    /// here drops the state and is contained like the others.
     fn close(&self, id: ConnId, state: Self::State, code: Option<u16>) {
         let _ = (id, state, code);
     }
@@ -153,7 +156,8 @@ pub enum WsCommand {
     /// Close with this code.
     Close(u16),
     /// To a connection of a worker, from itself: enter it in the worker's list of `room`'s
-    /// members (what [`Ws::join`] queues, behind the publishes already sent).
+    /// members (what [`Ws::join`] queues, behind the publishes already sent). Only the last
+    /// join of a room the connection queued counts, and only while it is still a member.
     Join(Arc<str>),
 }
 
@@ -170,6 +174,8 @@ pub enum WsCommand {
 /// ```
 pub struct Ws<'a> {
     pub(crate) out: &'a mut super::outbox::Outbox,
+    /// The rooms of the joins queued and not yet back (see [`WsCommand::Join`]).
+    pub(crate) joining: &'a mut Vec<Arc<str>>,
     pub(crate) close: &'a mut Option<u16>,
     pub(crate) id: ConnId,
     pub(crate) remote: &'a Remote<WsCommand>,
@@ -270,10 +276,12 @@ impl Ws<'_> {
         let name = self.rooms.count_in(room, self.id.worker());
         self.joined.push(Arc::clone(&name));
         // Entered in the worker's list behind what is already queued for the worker.
-        if !self
+        if self
             .remote
             .send(self.id, WsCommand::Join(Arc::clone(&name)))
         {
+            self.joining.push(name);
+        } else {
             self.rooms.join_local(&name, self.id);
         }
     }

@@ -167,6 +167,8 @@ struct WsBusy {
     /// The application got its state back (or the connection ended before it could): the
     /// state is gone.
     told: bool,
+    /// A room for each [`WsCommand::Join`] this connection queued that has not come back yet.
+    joining: Vec<Arc<str>>,
 }
 
 impl WsBusy {
@@ -177,6 +179,7 @@ impl WsBusy {
             closing: Closing::No,
             deadline: None,
             told: false,
+            joining: Vec::new(),
         }
     }
 
@@ -185,10 +188,26 @@ impl WsBusy {
         self.closing == Closing::No
             && !self.told
             && self.deadline.is_none()
+            && self.joining.is_empty()
             && self.out.pending() == 0
             && self.out.held_bytes() == 0
             && self.decoder.is_idle()
             && self.decoder.held_bytes() == 0
+    }
+
+    /// One join of `room` came back: whether it was the last one queued. Only the last join of
+    /// a room enters the connection in its worker's list: a join before it was undone by a
+    /// leave (joining a room one is in queues nothing), and the publishes queued between the
+    /// two are not for this connection.
+    fn joined_back(&mut self, room: &str) -> bool {
+        let Some(at) = self.joining.iter().position(|r| &**r == room) else {
+            return false; // no join of ours: nothing to enter
+        };
+        self.joining.swap_remove(at);
+        if self.joining.is_empty() {
+            self.joining = Vec::new();
+        }
+        !self.joining.iter().any(|r| &**r == room)
     }
 }
 
@@ -254,6 +273,7 @@ impl<H: WsHandler> WsStrand<H> {
         {
             let mut ws = Ws {
                 out: &mut busy.out,
+                joining: &mut busy.joining,
                 close: &mut close,
                 id,
                 remote: &endpoint.remote,
@@ -515,8 +535,9 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 | WsCommand::Publish { frame, .. } => self.b().out.push_shared(&frame),
                 WsCommand::Close(code) => self.queue_close(code),
                 WsCommand::Join(room) => {
-                    // Still a member (it may have left since it asked)?
-                    if self.joined.contains(&room) {
+                    // Its last join of the room, and still a member (it may have left since)?
+                    let last = self.busy.as_mut().is_some_and(|b| b.joined_back(&room));
+                    if last && self.joined.contains(&room) {
                         self.endpoint.settings.rooms.join_local(&room, io.id());
                     }
                 }
@@ -548,7 +569,10 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
     fn held_bytes(&self) -> usize {
         self.joined.held_bytes()
             + self.busy.as_ref().map_or(0, |b| {
-                std::mem::size_of::<WsBusy>() + b.decoder.held_bytes() + b.out.held_bytes()
+                std::mem::size_of::<WsBusy>()
+                    + b.decoder.held_bytes()
+                    + b.out.held_bytes()
+                    + b.joining.capacity() * std::mem::size_of::<Arc<str>>()
             })
     }
 }

@@ -5,7 +5,22 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use web::ws::ws_handshake_request;
+use web::ws::{ws_handshake_request, Message, Ws, WsHandler};
+
+/// A WebSocket application that echoes every message, for tests that need one beside another.
+pub struct Echo;
+
+impl WsHandler for Echo {
+    type State = ();
+
+    fn accept(&self, _req: &web::http::Request) -> Result<(), web::http::Response> {
+        Ok(())
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
+        ws.send(&msg);
+    }
+}
 
 /// A connected client: handshake done.
 pub struct Client {
