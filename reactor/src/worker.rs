@@ -99,6 +99,9 @@ pub(crate) struct Worker<S: Service> {
     slab: Slab<Entry<S::Strand>>,
     wheel: Wheel,
     clock: Clock,
+    /// The last deadline converted to a tick, and its tick: strands parked in one turn mostly
+    /// give the same deadline (the turn's `now` plus the same timeout), converted once.
+    last_due: Option<(Instant, u32)>,
     scratch: Box<[u8]>,
     remote: Remote<Msg<S>>,
     config: Config,
@@ -150,6 +153,7 @@ impl<S: Service> Worker<S> {
             slab: Slab::new(),
             wheel: Wheel::new(clock.tick(now)),
             clock,
+            last_due: None,
             scratch: vec![0; config.scratch_size].into_boxed_slice(),
             remote,
             limit: config.per_worker_limit(),
@@ -503,7 +507,14 @@ impl<S: Service> Worker<S> {
                 match deadline {
                     None => self.wheel.remove(&mut self.slab, key),
                     Some(t) => {
-                        let due = self.clock.due_tick(t);
+                        let due = match self.last_due {
+                            Some((last, due)) if last == t => due,
+                            _ => {
+                                let due = self.clock.due_tick(t);
+                                self.last_due = Some((t, due));
+                                due
+                            }
+                        };
                         self.wheel.set(&mut self.slab, key, due);
                     }
                 }
