@@ -1,11 +1,12 @@
 //! [`Io`]: what a strand touches while it runs — its socket, the worker's scratch buffer,
 //! the loop turn's clock, its identity and the worker's [`Remote`].
 
-use std::io::{self, IoSlice, Read as _, Write as _};
+use std::io::{self, IoSlice, Write as _};
 use std::time::Instant;
 
 use mio::net::TcpStream;
 
+use crate::sys;
 use crate::wheel::{Clock, Link};
 use crate::{ConnId, Remote};
 
@@ -117,7 +118,7 @@ impl<'a, M> Io<'a, M> {
     /// ```
     pub fn read_split(&mut self) -> (Read<'_>, Output<'_>) {
         let read = loop {
-            match (&*self.stream).read(self.scratch) {
+            match sys::recv(self.stream, self.scratch) {
                 Ok(0) => break Outcome::Closed,
                 Ok(n) => {
                     if n < self.scratch.len()
@@ -332,7 +333,7 @@ impl Output<'_> {
             return Ok(0);
         }
         loop {
-            match (&*self.stream).write(buf) {
+            match sys::send(self.stream, buf) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

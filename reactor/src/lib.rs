@@ -69,6 +69,7 @@ mod remote;
 mod server;
 mod stats;
 mod strand;
+mod sys;
 mod trim;
 mod wheel;
 mod worker;

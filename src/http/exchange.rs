@@ -107,6 +107,7 @@ impl RequestReader {
                 .map_or(0, |b| b.head.request.held_bytes())
     }
 
+    #[inline]
     pub(crate) fn step(&mut self, buf: &[u8]) -> Step {
         let body = match &mut self.body {
             Some(body) => body,

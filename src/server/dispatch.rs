@@ -233,6 +233,10 @@ fn answer_each(
         let at = done.used;
         if reader.is_fresh() {
             done.used += empty_lines(&buf[at..]);
+            if done.used == buf.len() {
+                // Every request read is answered: nothing for the parser to look at.
+                return done;
+            }
         }
         let at = done.used;
         match reader.step(&buf[at..]) {
