@@ -10,7 +10,7 @@
 use super::error::ParseError;
 use super::fields::{valid_host, ConnectionOptions, ContentLength, TransferCodings};
 use super::grammar::{field_line_parts, find_control, is_token, lower_field_name};
-use super::message::pool::{self, HeadBuf};
+use super::message::pool::{self, Parts};
 use super::message::{Line, Request, Span};
 
 /// Default limit on the request line plus header lines, in bytes (answered with 431, or 414
@@ -210,18 +210,17 @@ pub struct HeadParser {
     scanned: usize,
     /// Where the line being received starts.
     line_start: usize,
-    /// Whether the request line has been parsed (into `method`, `target`, `version`).
+    /// Whether the request line has been parsed (into the parts' `method` and `target`, and
+    /// `version`).
     started: bool,
-    method: Span,
-    target: Span,
     version: Option<Version>,
     /// The request line says `HEAD`.
     head: bool,
     /// The last request refused was a HEAD request (kept across the reset after an error).
     refused_head: bool,
     fields: Fields,
-    /// The header lines so far (a pooled buffer, taken at the request line).
-    buf: HeadBuf,
+    /// The input copied so far and its header lines (pooled parts, taken at the first line).
+    buf: Option<Box<Parts>>,
 }
 
 impl HeadParser {
@@ -262,7 +261,7 @@ impl HeadParser {
     /// assert!(p.held_bytes() > 0);
     /// ```
     pub fn held_bytes(&self) -> usize {
-        self.buf.held_bytes()
+        self.buf.as_deref().map_or(0, Parts::held_bytes)
     }
 
     /// Parses what has arrived: `Ok(None)` while the head is incomplete, `Ok(Some(head))` once it
@@ -296,8 +295,8 @@ impl HeadParser {
         self.head = false;
         self.refused_head = false;
         self.fields = Fields::default();
-        if self.buf.bytes.capacity() > 0 {
-            pool::give(std::mem::take(&mut self.buf));
+        if let Some(buf) = self.buf.take() {
+            pool::give(buf);
         }
     }
 
@@ -346,14 +345,12 @@ impl HeadParser {
     /// offsets (names are lower-cased in the copy), and no byte is copied twice.
     fn line(&mut self, view: &[u8], line: Span) -> Result<bool, ParseError> {
         let end = line.at + line.len + 2;
-        if self.buf.bytes.capacity() == 0 {
-            self.buf = pool::take();
-        }
-        let copied = self.buf.bytes.len();
+        let buf = self.buf.get_or_insert_with(pool::take);
+        let copied = buf.bytes.len();
         debug_assert!(copied >= line.at);
         if copied < end {
             let upto = view.len().min(end.max(copied + COPY_AHEAD));
-            self.buf.bytes.extend_from_slice(&view[copied..upto]);
+            buf.bytes.extend_from_slice(&view[copied..upto]);
         }
         let bytes = &view[line.at..line.at + line.len];
         if !self.started {
@@ -393,19 +390,21 @@ impl HeadParser {
         }
         self.version = Some(parse_version(version)?);
         check_target(method, target)?;
-        self.method = Span::new(at, sp1);
         self.head = method == b"HEAD";
-        self.target = Span::new(at + sp1 + 1, sp2);
+        if let Some(buf) = self.buf.as_deref_mut() {
+            buf.method = Span::new(at, sp1);
+            buf.target = Span::new(at + sp1 + 1, sp2);
+        }
         Ok(())
     }
 
     /// A field line, already copied into the buffer at `line`.
     fn field_line(&mut self, line: Span) -> Result<(), ParseError> {
-        if self.buf.lines.len() >= self.limits.max_headers {
+        let buf = self.buf.as_deref_mut().ok_or(ParseError::HeaderName)?;
+        if buf.lines.len() >= self.limits.max_headers {
             return Err(ParseError::TooManyHeaders);
         }
-        let copy = self
-            .buf
+        let copy = buf
             .bytes
             .get_mut(line.at..line.at + line.len)
             .ok_or(ParseError::HeaderName)?;
@@ -418,7 +417,7 @@ impl HeadParser {
             name: Span::new(offset(name), name.len()),
             value: Span::new(offset(value), value.len()),
         };
-        self.buf.lines.push(line);
+        buf.lines.push(line);
         Ok(())
     }
 
@@ -427,11 +426,11 @@ impl HeadParser {
     fn finish(&mut self, len: usize) -> Result<RequestHead, ParseError> {
         let version = self.version.ok_or(ParseError::RequestLine)?;
         let (framing, keep_alive, expect_continue) = self.fields.finish(version)?;
-        let mut buf = std::mem::take(&mut self.buf);
+        let mut buf = self.buf.take().ok_or(ParseError::RequestLine)?;
         // What was copied past the head is the next request's (or the body's): not this one's.
         buf.bytes.truncate(len);
         Ok(RequestHead {
-            request: Request::from_head(buf, self.method, self.target),
+            request: Request::from_head(buf),
             len,
             version,
             framing,

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::header::{Header, HeaderRef};
-use super::pool::{self, HeadBuf};
+use super::pool::{self, Parts};
 
 /// Where a part of a request lies in its buffer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,10 +54,9 @@ pub(crate) struct Line {
 /// assert!(req.body().is_empty());
 /// ```
 pub struct Request {
-    buf: HeadBuf,
-    method: Span,
-    target: Span,
-    body: Span,
+    /// Buffer, lines and positions in one pooled box (`None`: the empty request, which holds
+    /// nothing).
+    parts: Option<Box<Parts>>,
 }
 
 impl Request {
@@ -76,41 +75,55 @@ impl Request {
         body: impl AsRef<[u8]>,
     ) -> Request {
         let mut req = Request {
-            buf: pool::take(),
-            method: Span::default(),
-            target: Span::default(),
-            body: Span::default(),
+            parts: Some(pool::take()),
         };
-        req.method = req.push(method.as_ref().as_bytes());
-        req.target = req.push(path.as_ref().as_bytes());
+        let method = req.push(method.as_ref().as_bytes());
+        let target = req.push(path.as_ref().as_bytes());
         for h in &headers {
             req.append_header(&h.name, &h.value);
         }
-        req.body = req.push(body.as_ref());
+        let body = req.push(body.as_ref());
+        let parts = req.parts_mut();
+        (parts.method, parts.target, parts.body) = (method, target, body);
         req
     }
 
-    /// A parsed head: `buf.bytes` holds the head's bytes, `buf.lines` its header lines; the body
-    /// is empty until [`append_body`](Request::append_body).
-    pub(crate) fn from_head(buf: HeadBuf, method: Span, target: Span) -> Request {
-        let end = buf.bytes.len();
-        Request {
-            buf,
-            method,
-            target,
-            body: Span::new(end, 0),
-        }
+    /// A parsed head: `parts.bytes` holds the head's bytes, `parts.lines` its header lines,
+    /// `parts.method` and `parts.target` are set; the body is empty until
+    /// [`append_body`](Request::append_body).
+    pub(crate) fn from_head(mut parts: Box<Parts>) -> Request {
+        parts.body = Span::new(parts.bytes.len(), 0);
+        Request { parts: Some(parts) }
+    }
+
+    /// The parts, made (from the pool) for an empty request about to be changed.
+    fn parts_mut(&mut self) -> &mut Parts {
+        self.parts.get_or_insert_with(pool::take)
+    }
+
+    /// Where a part lies (an empty span in the empty request).
+    fn span(&self, part: fn(&Parts) -> Span) -> Span {
+        self.parts.as_deref().map_or(Span::default(), part)
     }
 
     /// Appends bytes at the end of the buffer and says where they went.
     fn push(&mut self, bytes: &[u8]) -> Span {
-        let at = self.buf.bytes.len();
-        self.buf.bytes.extend_from_slice(bytes);
+        let buf = &mut self.parts_mut().bytes;
+        let at = buf.len();
+        buf.extend_from_slice(bytes);
         Span::new(at, bytes.len())
     }
 
     fn bytes(&self, span: Span) -> &[u8] {
-        self.buf.bytes.get(span.at..span.end()).unwrap_or_default()
+        self.parts
+            .as_deref()
+            .and_then(|p| p.bytes.get(span.at..span.end()))
+            .unwrap_or_default()
+    }
+
+    /// The header lines' positions.
+    fn lines(&self) -> &[Line] {
+        self.parts.as_deref().map_or(&[], |p| &p.lines)
     }
 
     /// Text of a span: method, target and names are valid UTF-8 by construction (the parser
@@ -126,12 +139,12 @@ impl Request {
     /// assert_eq!(req.method(), "DELETE");
     /// ```
     pub fn method(&self) -> &str {
-        self.text(self.method)
+        self.text(self.span(|p| p.method))
     }
 
     /// Whether the method is `method` (compared as bytes, without a UTF-8 check).
     pub(crate) fn method_is(&self, method: &str) -> bool {
-        self.bytes(self.method) == method.as_bytes()
+        self.bytes(self.span(|p| p.method)) == method.as_bytes()
     }
 
     /// The request target exactly as sent, query string included.
@@ -142,7 +155,7 @@ impl Request {
     /// assert_eq!(web::http::path_of(req.path()), "/a");
     /// ```
     pub fn path(&self) -> &str {
-        self.text(self.target)
+        self.text(self.span(|p| p.target))
     }
 
     /// The header lines in the order received (names lower-cased in a received request).
@@ -155,7 +168,7 @@ impl Request {
     pub fn headers(&self) -> Headers<'_> {
         Headers {
             req: self,
-            lines: self.buf.lines.iter(),
+            lines: self.lines().iter(),
         }
     }
 
@@ -193,7 +206,7 @@ impl Request {
     /// assert_eq!(req.body(), b"hi");
     /// ```
     pub fn body(&self) -> &[u8] {
-        self.bytes(self.body)
+        self.bytes(self.span(|p| p.body))
     }
 
     /// The body as an owned vector. When the body is the end of the buffer (always, for a
@@ -206,8 +219,11 @@ impl Request {
     /// assert_eq!(body, b"hi");
     /// ```
     pub fn into_body(mut self) -> Vec<u8> {
-        let body = self.body;
-        let mut bytes = std::mem::take(&mut self.buf.bytes);
+        let Some(parts) = self.parts.as_deref_mut() else {
+            return Vec::new();
+        };
+        let body = parts.body;
+        let mut bytes = std::mem::take(&mut parts.bytes);
         if body.end() == bytes.len() {
             bytes.copy_within(body.at.., 0);
             bytes.truncate(body.len);
@@ -227,7 +243,8 @@ impl Request {
     /// assert_eq!(req.path(), "/admin/users");
     /// ```
     pub fn set_path(&mut self, path: &str) {
-        self.target = self.replace(self.target, path.as_bytes());
+        let span = self.replace(self.span(|p| p.target), path.as_bytes());
+        self.parts_mut().target = span;
     }
 
     /// Replaces the method.
@@ -238,12 +255,13 @@ impl Request {
     /// assert_eq!(req.method(), "PUT");
     /// ```
     pub fn set_method(&mut self, method: &str) {
-        self.method = self.replace(self.method, method.as_bytes());
+        let span = self.replace(self.span(|p| p.method), method.as_bytes());
+        self.parts_mut().method = span;
     }
 
     fn replace(&mut self, old: Span, new: &[u8]) -> Span {
         match self
-            .buf
+            .parts_mut()
             .bytes
             .get_mut(old.at..old.at + new.len().min(old.len))
         {
@@ -265,7 +283,7 @@ impl Request {
     pub fn append_header(&mut self, name: &str, value: impl AsRef<[u8]>) {
         let name = self.push(name.as_bytes());
         let value = self.push(value.as_ref());
-        self.buf.lines.push(Line { name, value });
+        self.parts_mut().lines.push(Line { name, value });
     }
 
     /// Removes every line of header `name` (compared without regard to case); returns how many
@@ -277,14 +295,17 @@ impl Request {
     /// assert_eq!(req.header("cookie"), "");
     /// ```
     pub fn remove_header(&mut self, name: &str) -> usize {
-        let before = self.buf.lines.len();
-        let bytes = &self.buf.bytes;
-        self.buf.lines.retain(|line| {
+        let Some(parts) = self.parts.as_deref_mut() else {
+            return 0;
+        };
+        let before = parts.lines.len();
+        let bytes = &parts.bytes;
+        parts.lines.retain(|line| {
             !bytes
                 .get(line.name.at..line.name.end())
                 .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
         });
-        before - self.buf.lines.len()
+        before - parts.lines.len()
     }
 
     /// Replaces every line of header `name` by one line with `value`.
@@ -308,61 +329,59 @@ impl Request {
     /// assert_eq!(req.body(), b"cooked");
     /// ```
     pub fn set_body(&mut self, body: impl AsRef<[u8]>) {
-        if self.body.end() == self.buf.bytes.len() {
-            self.buf.bytes.truncate(self.body.at);
+        let parts = self.parts_mut();
+        if parts.body.end() == parts.bytes.len() {
+            parts.bytes.truncate(parts.body.at);
         }
-        self.body = self.push(body.as_ref());
+        let span = self.push(body.as_ref());
+        self.parts_mut().body = span;
     }
 
     /// Appends bytes to the body, which must end the buffer (true while a request is read).
     pub(crate) fn append_body(&mut self, bytes: &[u8]) {
-        debug_assert_eq!(self.body.end(), self.buf.bytes.len());
-        self.buf.bytes.extend_from_slice(bytes);
-        self.body.len += bytes.len();
+        let parts = self.parts_mut();
+        debug_assert_eq!(parts.body.end(), parts.bytes.len());
+        parts.bytes.extend_from_slice(bytes);
+        parts.body.len += bytes.len();
     }
 
     /// The buffer the body is written into, for decoders that append to a `Vec` (call
     /// [`body_written`](Request::body_written) afterwards).
     pub(crate) fn body_buffer(&mut self) -> &mut Vec<u8> {
-        &mut self.buf.bytes
+        &mut self.parts_mut().bytes
     }
 
     /// Takes note of bytes appended through [`body_buffer`](Request::body_buffer).
     pub(crate) fn body_written(&mut self) {
-        self.body.len = self.buf.bytes.len().saturating_sub(self.body.at);
+        let parts = self.parts_mut();
+        parts.body.len = parts.bytes.len().saturating_sub(parts.body.at);
     }
 
     /// Heap bytes held.
     pub(crate) fn held_bytes(&self) -> usize {
-        self.buf.held_bytes()
+        self.parts.as_deref().map_or(0, Parts::held_bytes)
     }
 }
 
 impl Drop for Request {
     fn drop(&mut self) {
-        pool::give(std::mem::take(&mut self.buf));
+        if let Some(parts) = self.parts.take() {
+            pool::give(parts);
+        }
     }
 }
 
 impl Default for Request {
     /// An empty request (no method, target, headers or body); allocates nothing.
     fn default() -> Request {
-        Request {
-            buf: HeadBuf::default(),
-            method: Span::default(),
-            target: Span::default(),
-            body: Span::default(),
-        }
+        Request { parts: None }
     }
 }
 
 impl Clone for Request {
     fn clone(&self) -> Request {
         Request {
-            buf: self.buf.clone(),
-            method: self.method,
-            target: self.target,
-            body: self.body,
+            parts: self.parts.clone(),
         }
     }
 }
@@ -497,7 +516,7 @@ mod tests {
     #[test]
     fn into_body_reuses_the_buffer_when_the_body_ends_it() {
         let req = sample();
-        let ptr = req.buf.bytes.as_ptr();
+        let ptr = req.bytes(Span::new(0, 1)).as_ptr();
         let body = req.into_body();
         assert_eq!((body.as_slice(), body.as_ptr()), (&b"body"[..], ptr));
         let mut moved = sample();
