@@ -40,6 +40,9 @@ impl Parts {
 }
 
 thread_local! {
+    // The boxes themselves are what is reused: a request is the pointer to its parts, so a
+    // pooled box is handed out as it is, without allocating one.
+    #[allow(clippy::vec_box)]
     static POOL: RefCell<Vec<Box<Parts>>> = const { RefCell::new(Vec::new()) };
 }
 
