@@ -59,6 +59,7 @@ pub(crate) struct RequestReader {
 }
 
 impl RequestReader {
+    #[inline]
     pub(crate) fn new(limits: HeadLimits, max_body: u64) -> RequestReader {
         RequestReader {
             head: HeadParser::new(limits),
@@ -69,6 +70,7 @@ impl RequestReader {
     }
 
     /// Whether no byte of the next request has been read.
+    #[inline]
     pub(crate) fn is_fresh(&self) -> bool {
         self.head.is_fresh() && self.body.is_none()
     }

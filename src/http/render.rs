@@ -54,6 +54,7 @@ pub fn response_bytes(res: &Response, keep: bool) -> Vec<u8> {
 /// buffer (a large body is never copied). `now` is the caller's clock reading: the Date is
 /// formatted at most once a second per thread. Returns whether the connection stays open, and
 /// the body left to write.
+#[inline]
 pub(crate) fn render(
     out: &mut Vec<u8>,
     res: Response,
@@ -117,6 +118,7 @@ thread_local! {
 /// wrote (same status, content type, length and connection, no extra headers, within the same
 /// wall-clock second) is copied from a cache: a server answering the same kind of reply again
 /// and again formats its head once a second.
+#[inline]
 fn write_head_cached(
     out: &mut Vec<u8>,
     res: &Response,

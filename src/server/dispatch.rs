@@ -52,6 +52,7 @@ pub(crate) struct WsRoute {
 
 impl Shared {
     /// What dispatching needs of the server, borrowed.
+    #[inline]
     pub(crate) fn app(&self) -> App<'_> {
         App {
             handler: &*self.handler,
@@ -64,6 +65,7 @@ impl Shared {
         }
     }
 
+    #[inline]
     pub(crate) fn shutting_down(&self) -> bool {
         self.remote.get().is_some_and(|r| r.is_shutting_down())
     }

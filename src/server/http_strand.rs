@@ -157,6 +157,7 @@ impl HttpStrand {
 
     /// After an accepted upgrade: the upgrade, and the output the WebSocket strand inherits
     /// (the 101 and anything before it not yet written).
+    #[inline]
     pub(crate) fn take_upgrade(&mut self) -> Option<(Box<Upgrade>, Vec<u8>)> {
         let busy = self.busy.as_mut()?;
         let upgrade = busy.upgrade.take()?;

@@ -39,6 +39,7 @@ pub(crate) struct Output {
 
 impl Output {
     /// Whether anything is left to write.
+    #[inline]
     pub(crate) fn has_pending(&self) -> bool {
         self.out_at < self.out.len() || self.body_at < self.body.len()
     }
@@ -55,6 +56,7 @@ impl Output {
 
     /// The buffer replies are rendered into (a pooled one when this had none), and how much of
     /// it is already written.
+    #[inline]
     pub(crate) fn buffer(&mut self) -> (&mut Vec<u8>, usize) {
         if self.out.capacity() == 0 {
             self.out = POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default();
@@ -70,6 +72,7 @@ impl Output {
 
     /// Writes what is pending: `Ok(true)` when all of it went, `Ok(false)` when the socket is
     /// full. Sets `progressed` when any byte went.
+    #[inline]
     pub(crate) fn flush(
         &mut self,
         io: &mut Io<'_, WsCommand>,
@@ -98,6 +101,7 @@ impl Output {
     }
 
     /// Gives the buffers back once everything is written.
+    #[inline]
     fn release(&mut self) {
         if self.out.capacity() == 0 && self.body.is_empty() && self.body.held_bytes() == 0 {
             return; // nothing held (an idle connection's output): nothing to give back

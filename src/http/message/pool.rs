@@ -47,6 +47,7 @@ thread_local! {
 }
 
 /// Empty parts: pooled ones when this thread has some.
+#[inline]
 pub(crate) fn take() -> Box<Parts> {
     POOL.try_with(|p| p.borrow_mut().pop())
         .ok()
@@ -61,6 +62,7 @@ pub(crate) fn clear() {
 
 /// Gives parts back to this thread's pool (or to the allocator when their buffer is large or
 /// was never allocated, or the pool is full).
+#[inline]
 pub(crate) fn give(mut buf: Box<Parts>) {
     let keep = buf.bytes.capacity() > 0
         && buf.bytes.capacity() <= POOL_BUFFER_MAX

@@ -91,6 +91,7 @@ impl Request {
     /// A parsed head: `parts.bytes` holds the head's bytes, `parts.lines` its header lines,
     /// `parts.method` and `parts.target` are set; the body is empty until
     /// [`append_body`](Request::append_body).
+    #[inline]
     pub(crate) fn from_head(mut parts: Box<Parts>) -> Request {
         parts.body = Span::new(parts.bytes.len(), 0);
         Request { parts: Some(parts) }
@@ -364,6 +365,7 @@ impl Request {
 }
 
 impl Drop for Request {
+    #[inline]
     fn drop(&mut self) {
         if let Some(parts) = self.parts.take() {
             pool::give(parts);
