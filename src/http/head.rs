@@ -272,21 +272,29 @@ impl HeadParser {
     /// assert_eq!(p.parse(b"GET / HT"), Ok(None));
     /// assert!(p.parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap().is_some());
     /// ```
+    #[inline]
     pub fn parse(&mut self, buf: &[u8]) -> Result<Option<RequestHead>, ParseError> {
         if buf.len() < self.scanned {
             // The caller broke the contract (fed less than before): start over on what we have.
             self.reset();
         }
-        let result = self.scan(buf);
-        if !matches!(result, Ok(None)) {
-            let head = self.head;
-            self.reset();
-            self.refused_head = head && result.is_err();
-        }
-        result
+        // `scan` answers with the head's length only (two registers); the head is made here,
+        // inlined into the caller, so it is never copied through memory in pieces (a
+        // `Result<Option<RequestHead>>` written by a callee and moved by its caller costs
+        // store-forwarding stalls on the busy path).
+        let result = match self.scan(buf) {
+            Ok(None) => return Ok(None),
+            Ok(Some(len)) => self.finish(len),
+            Err(e) => Err(e),
+        };
+        let head = self.head;
+        self.reset();
+        self.refused_head = head && result.is_err();
+        result.map(Some)
     }
 
     /// Back to the start, the line buffer given back to the pool (when it still holds one).
+    #[inline]
     fn reset(&mut self) {
         self.scanned = 0;
         self.line_start = 0;
@@ -304,7 +312,7 @@ impl HeadParser {
     /// HTAB (allowed in values), or an error at its position; a line is taken apart when its
     /// CRLF arrives. Nothing past the head limit is looked at, so feeding the input in pieces
     /// answers exactly as feeding it whole.
-    fn scan(&mut self, buf: &[u8]) -> Result<Option<RequestHead>, ParseError> {
+    fn scan(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
         let view = &buf[..buf.len().min(self.limits.max_head_bytes)];
         while let Some(at) = find_control(view, self.scanned) {
             match (view[at], view.get(at + 1)) {
@@ -314,7 +322,7 @@ impl HeadParser {
                     self.scanned = at + 2;
                     self.line_start = at + 2;
                     if self.line(view, line)? {
-                        return self.finish(at + 2).map(Some);
+                        return Ok(Some(at + 2));
                     }
                 }
                 // A CR as the last byte received: wait for what follows it.
@@ -423,6 +431,7 @@ impl HeadParser {
 
     /// The blank line arrived: checks what needs the whole head; the request takes the buffer
     /// the lines were copied into.
+    #[inline]
     fn finish(&mut self, len: usize) -> Result<RequestHead, ParseError> {
         let version = self.version.ok_or(ParseError::RequestLine)?;
         let (framing, keep_alive, expect_continue) = self.fields.finish(version)?;

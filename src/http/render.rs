@@ -57,13 +57,28 @@ pub fn response_bytes(res: &Response, keep: bool) -> Vec<u8> {
 #[inline]
 pub(crate) fn render(
     out: &mut Vec<u8>,
-    res: Response,
+    mut res: Response,
     keep: bool,
     head_only: bool,
     now: Instant,
     inline_limit: usize,
 ) -> (bool, Body) {
-    let keep = write_head_cached(out, &res, keep, now, res.body.len() as u64);
+    render_in_place(out, &mut res, keep, head_only, now, inline_limit)
+}
+
+/// [`render`] of a response where it lies (a large body is taken out of it): the server's
+/// handler replies are rendered where the handler wrote them, never copied first (a copy
+/// right after the handler wrote it costs store-forwarding stalls).
+#[inline]
+pub(crate) fn render_in_place(
+    out: &mut Vec<u8>,
+    res: &mut Response,
+    keep: bool,
+    head_only: bool,
+    now: Instant,
+    inline_limit: usize,
+) -> (bool, Body) {
+    let keep = write_head_cached(out, res, keep, now, res.body.len() as u64);
     if head_only || !has_body(res.status) {
         return (keep, Body::default());
     }
@@ -71,7 +86,7 @@ pub(crate) fn render(
         out.extend_from_slice(&res.body);
         return (keep, Body::default());
     }
-    (keep, res.body)
+    (keep, std::mem::take(&mut res.body))
 }
 
 /// What makes two heads the same bytes, for a response with no extra headers and a `'static`

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use crate::http::exchange::{empty_lines, RequestReader, Step, CONTINUE};
 use crate::http::fields::has_token;
-use crate::http::render::render;
+use crate::http::render::{render, render_in_place};
 use crate::http::{path_of, text_response, Body, ParseError, Request, Response, Version};
 use crate::ws::{check_upgrade, switching_protocols, WsApp, WsCommand, WsConn, WsSettings};
 
@@ -334,11 +334,12 @@ fn dispatch(
         }
     }
     let head_only = request.method_is("HEAD");
-    let res = respond(app.handler, request);
+    let mut slot = None;
+    let res = respond(app.handler, request, &mut slot);
     let spent = app.budget_spent();
     // Read after the handler ran: a shutdown begun meanwhile makes this reply the last.
     let keep = keep_alive && !spent && !app.shutting_down();
-    let (keep, body) = render(turn.out, res, keep, head_only, turn.now, turn.inline_limit);
+    let (keep, body) = render_in_place(turn.out, res, keep, head_only, turn.now, turn.inline_limit);
     Dispatched::Answered { keep, body, spent }
 }
 
@@ -378,9 +379,15 @@ fn upgrade(
     }
 }
 
-/// Runs the handler on `request`. A handler that panics gets a 500 reply that closes.
-fn respond(handler: &dyn Fn(Request) -> Response, request: Request) -> Response {
-    catch_unwind(AssertUnwindSafe(|| handler(request))).unwrap_or_else(|_| {
+/// Runs the handler on `request`, its reply written into `slot` and used there (not moved out:
+/// see [`render_in_place`]). A handler that panics gets a 500 reply that closes.
+fn respond<'s>(
+    handler: &dyn Fn(Request) -> Response,
+    request: Request,
+    slot: &'s mut Option<Response>,
+) -> &'s mut Response {
+    let _ = catch_unwind(AssertUnwindSafe(|| *slot = Some(handler(request))));
+    slot.get_or_insert_with(|| {
         crate::http::with_header(
             text_response(500, "internal server error\n"),
             "Connection",
@@ -405,9 +412,17 @@ mod tests {
 
     #[test]
     fn a_panicking_handler_gets_a_500_that_closes() {
-        let res = respond(&|_req| panic!("boom"), Request::default());
+        let mut slot = None;
+        let res = respond(&|_req| panic!("boom"), Request::default(), &mut slot);
         assert_eq!(res.status, 500);
         assert_eq!(res.header("connection"), "close");
+        let mut slot = None;
+        let res = respond(
+            &|_req| text_response(201, "made"),
+            Request::default(),
+            &mut slot,
+        );
+        assert_eq!((res.status, &res.body[..]), (201, &b"made"[..]));
     }
 
     fn handle(req: Request) -> Response {
