@@ -18,36 +18,44 @@ const SEND_FLAGS: libc::c_int = 0;
 /// `Read::read` on the stream would answer.
 #[inline]
 pub(crate) fn recv(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is a live, writable slice of `buf.len()` bytes for the whole call, and the
-    // descriptor belongs to `stream`, borrowed (so open) for the whole call. The kernel writes
-    // at most `buf.len()` bytes.
-    let n = unsafe { libc::recv(stream.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    // Through `try_io`, as mio's own `read` is: on mio's one-shot backends (`poll(2)`, event
+    // ports) a `WouldBlock` must re-arm the registration; on epoll and kqueue this is nothing.
+    stream.try_io(|| {
+        // SAFETY: `buf` is a live, writable slice of `buf.len()` bytes for the whole call, and
+        // the descriptor belongs to `stream`, borrowed (so open) for the whole call. The kernel
+        // writes at most `buf.len()` bytes.
+        let n = unsafe { libc::recv(stream.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    })
 }
 
 /// One `send(2)` of `buf` (without `SIGPIPE`, as `std` writes to a socket): the bytes the
 /// socket took, or the error.
 #[inline]
 pub(crate) fn send(stream: &TcpStream, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is a live slice of `buf.len()` bytes for the whole call, which the kernel
-    // only reads, and the descriptor belongs to `stream`, borrowed (so open) for the call.
-    let n = unsafe {
-        libc::send(
-            stream.as_raw_fd(),
-            buf.as_ptr().cast(),
-            buf.len(),
-            SEND_FLAGS,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    // Through `try_io`, as `recv` (a `WouldBlock` re-arms the registration where mio must).
+    stream.try_io(|| {
+        // SAFETY: `buf` is a live slice of `buf.len()` bytes for the whole call, which the
+        // kernel only reads, and the descriptor belongs to `stream`, borrowed (so open) for the
+        // call.
+        let n = unsafe {
+            libc::send(
+                stream.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                SEND_FLAGS,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -62,6 +70,47 @@ mod tests {
         let (ours, _) = listener.accept().unwrap();
         ours.set_nonblocking(true).unwrap();
         (TcpStream::from_std(ours), peer)
+    }
+
+    /// Polls until the stream is readable; false after a few quiet polls.
+    fn readable(poll: &mut mio::Poll, events: &mut mio::Events) -> bool {
+        for _ in 0..5 {
+            poll.poll(events, Some(std::time::Duration::from_millis(50)))
+                .unwrap();
+            if events.iter().any(|e| e.is_readable()) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Regression: `recv` made without mio's `do_io` never re-armed the registration after a
+    /// `WouldBlock` on mio's one-shot backends (`poll(2)`: AIX, Haiku, Hurd, NTO, Cygwin,
+    /// `--cfg mio_unsupported_force_poll_poll`; event ports: Solaris), so a connection that
+    /// once read its socket dry never heard of its next bytes.
+    #[test]
+    fn a_recv_that_would_block_rearms_the_registration() {
+        let (mut ours, mut peer) = pair();
+        let mut poll = mio::Poll::new().unwrap();
+        poll.registry()
+            .register(&mut ours, mio::Token(0), mio::Interest::READABLE)
+            .unwrap();
+        let mut events = mio::Events::with_capacity(4);
+        let mut buf = [0u8; 16];
+        for round in 0..3 {
+            peer.write_all(b"x").unwrap();
+            assert!(
+                readable(&mut poll, &mut events),
+                "round {round}: bytes raise an event"
+            );
+            loop {
+                match recv(&ours, &mut buf) {
+                    Ok(n) => assert!(n > 0),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
     }
 
     #[test]
