@@ -8,38 +8,39 @@ use std::os::fd::AsRawFd;
 
 use mio::net::TcpStream;
 
-/// `send(2)` flags: no `SIGPIPE` for a peer gone, on the systems where `std`'s socket writes
-/// pass `MSG_NOSIGNAL` (the same list; elsewhere, as in `std`, none).
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "hurd",
-    target_os = "dragonfly",
-    target_os = "freebsd",
-    target_os = "openbsd",
-    target_os = "netbsd",
-    target_os = "solaris",
-    target_os = "illumos",
-    target_os = "haiku",
-    target_os = "nto",
-    target_os = "cygwin",
-))]
-const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL;
-#[cfg(not(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "hurd",
-    target_os = "dragonfly",
-    target_os = "freebsd",
-    target_os = "openbsd",
-    target_os = "netbsd",
-    target_os = "solaris",
-    target_os = "illumos",
-    target_os = "haiku",
-    target_os = "nto",
-    target_os = "cygwin",
-)))]
-const SEND_FLAGS: libc::c_int = 0;
+/// One item where the condition holds, the other where it does not: the condition is written
+/// once.
+macro_rules! cfg_else {
+    (#[cfg($when:meta)] $yes:item else $no:item) => {
+        #[cfg($when)]
+        $yes
+        #[cfg(not($when))]
+        $no
+    };
+}
+
+cfg_else! {
+    // The systems where `std`'s socket writes pass `MSG_NOSIGNAL` (the same list).
+    #[cfg(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "hurd",
+        target_os = "dragonfly",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd",
+        target_os = "solaris",
+        target_os = "illumos",
+        target_os = "haiku",
+        target_os = "nto",
+        target_os = "cygwin",
+    ))]
+    /// `send(2)` flags: no `SIGPIPE` for a peer gone.
+    const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL;
+    else
+    /// `send(2)` flags: none, as in `std` (Apple's sockets get `SO_NOSIGPIPE` instead).
+    const SEND_FLAGS: libc::c_int = 0;
+}
 
 /// One `recv(2)` into `buf`: the bytes read (0 at the end of stream) or the error, as
 /// `Read::read` on the stream would answer.
