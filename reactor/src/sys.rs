@@ -53,11 +53,7 @@ pub(crate) fn recv(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
         // the descriptor belongs to `stream`, borrowed (so open) for the whole call. The kernel
         // writes at most `buf.len()` bytes.
         let n = unsafe { libc::recv(stream.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        count(n)
     })
 }
 
@@ -78,12 +74,14 @@ pub(crate) fn send(stream: &TcpStream, buf: &[u8]) -> io::Result<usize> {
                 SEND_FLAGS,
             )
         };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        count(n)
     })
+}
+
+/// A system call's byte count, or the error `errno` holds when it answered -1.
+#[inline]
+fn count(n: isize) -> io::Result<usize> {
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
 #[cfg(test)]
@@ -98,6 +96,17 @@ mod tests {
         let (ours, _) = listener.accept().unwrap();
         ours.set_nonblocking(true).unwrap();
         (TcpStream::from_std(ours), peer)
+    }
+
+    /// Receives into `buf` once something has arrived (retrying while the socket would block).
+    fn recv_arrived(stream: &TcpStream, buf: &mut [u8]) -> usize {
+        loop {
+            match recv(stream, buf) {
+                Ok(n) => return n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
     }
 
     /// Polls until the stream is readable; false after a few quiet polls.
@@ -152,28 +161,13 @@ mod tests {
         assert_eq!(send(&ours, b"").unwrap(), 0);
 
         peer.write_all(b"ping").unwrap();
-        let mut got = 0;
-        while got == 0 {
-            match recv(&ours, &mut buf) {
-                Ok(n) => got = n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                Err(e) => panic!("{e}"),
-            }
-        }
+        let got = recv_arrived(&ours, &mut buf);
         assert_eq!(&buf[..got], b"ping");
         // A buffer shorter than what waits takes only what fits.
         peer.write_all(b"0123456789").unwrap();
         let mut small = [0u8; 4];
-        loop {
-            match recv(&ours, &mut small) {
-                Ok(n) => {
-                    assert_eq!((n, &small), (4, b"0123"));
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                Err(e) => panic!("{e}"),
-            }
-        }
+        let n = recv_arrived(&ours, &mut small);
+        assert_eq!((n, &small), (4, b"0123"));
 
         assert_eq!(send(&ours, b"pong").unwrap(), 4);
         let mut back = [0u8; 4];

@@ -66,9 +66,9 @@ pub(crate) fn render(
     render_in_place(out, &mut res, keep, head_only, now, inline_limit)
 }
 
-/// [`render`] of a response where it lies (a large body is taken out of it): the server's
-/// handler replies are rendered where the handler wrote them, never copied first (a copy
-/// right after the handler wrote it costs store-forwarding stalls).
+/// [`render`] of a response by reference (a large body is taken out of it): the server renders
+/// a handler's reply where it holds it, without moving it into an argument first (a copy of a
+/// struct just written costs store-forwarding stalls on the busy path).
 #[inline]
 pub(crate) fn render_in_place(
     out: &mut Vec<u8>,
