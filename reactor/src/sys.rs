@@ -2,6 +2,12 @@
 //! connection's socket. Through `std` and `mio` each costs two extra layers of calls a request
 //! (`<&mio::TcpStream as Read>` → `<&std::TcpStream as Read>` → the socket wrapper), ~25
 //! instructions each under callgrind; these make the same call with the same flags.
+//!
+//! On Linux they go through `syscall(2)`: glibc's `recv` and `send` are thread-cancellation
+//! points, and in a process with threads each brackets the call with
+//! `__pthread_enable_asynccancel`/`__pthread_disable_asynccancel` (~60 instructions a request
+//! under callgrind, about a tenth of the server's own time on a keep-alive request). Rust never
+//! cancels a thread, so the plain system call does the same thing.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -52,7 +58,7 @@ pub(crate) fn recv(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buf` is a live, writable slice of `buf.len()` bytes for the whole call, and
         // the descriptor belongs to `stream`, borrowed (so open) for the whole call. The kernel
         // writes at most `buf.len()` bytes.
-        let n = unsafe { libc::recv(stream.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        let n = unsafe { raw::recv(stream.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         count(n)
     })
 }
@@ -66,16 +72,64 @@ pub(crate) fn send(stream: &TcpStream, buf: &[u8]) -> io::Result<usize> {
         // SAFETY: `buf` is a live slice of `buf.len()` bytes for the whole call, which the
         // kernel only reads, and the descriptor belongs to `stream`, borrowed (so open) for the
         // call.
-        let n = unsafe {
-            libc::send(
-                stream.as_raw_fd(),
-                buf.as_ptr().cast(),
-                buf.len(),
-                SEND_FLAGS,
-            )
-        };
+        let n = unsafe { raw::send(stream.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
         count(n)
     })
+}
+
+cfg_else! {
+    #[cfg(target_os = "linux")]
+    /// `recv(2)` and `send(2)` as the system calls themselves (`recvfrom`/`sendto` without an
+    /// address), not glibc's cancellation-point wrappers. Same contract as `libc::recv` and
+    /// `libc::send`: the caller passes a descriptor and a buffer valid for `len` bytes.
+    mod raw {
+        use std::ptr::null_mut;
+
+        use libc::{c_int, c_void, size_t};
+
+        /// # Safety
+        /// `buf` must be valid for writes of `len` bytes for the call.
+        #[inline]
+        pub(super) unsafe fn recv(fd: c_int, buf: *mut c_void, len: size_t) -> isize {
+            // SAFETY: the caller's contract; no address is asked for (both pointers null).
+            let n = unsafe {
+                libc::syscall(libc::SYS_recvfrom, fd, buf, len, 0, null_mut::<c_void>(), null_mut::<c_void>())
+            };
+            n as isize
+        }
+
+        /// # Safety
+        /// `buf` must be valid for reads of `len` bytes for the call.
+        #[inline]
+        pub(super) unsafe fn send(fd: c_int, buf: *const c_void, len: size_t) -> isize {
+            // SAFETY: the caller's contract; no address is given (null, length 0).
+            let n = unsafe {
+                libc::syscall(libc::SYS_sendto, fd, buf, len, super::SEND_FLAGS, null_mut::<c_void>(), 0)
+            };
+            n as isize
+        }
+    }
+    else
+    /// `recv(2)` and `send(2)` through the C library.
+    mod raw {
+        use libc::{c_int, c_void, size_t};
+
+        /// # Safety
+        /// `buf` must be valid for writes of `len` bytes for the call.
+        #[inline]
+        pub(super) unsafe fn recv(fd: c_int, buf: *mut c_void, len: size_t) -> isize {
+            // SAFETY: the caller's contract.
+            unsafe { libc::recv(fd, buf, len, 0) }
+        }
+
+        /// # Safety
+        /// `buf` must be valid for reads of `len` bytes for the call.
+        #[inline]
+        pub(super) unsafe fn send(fd: c_int, buf: *const c_void, len: size_t) -> isize {
+            // SAFETY: the caller's contract.
+            unsafe { libc::send(fd, buf, len, super::SEND_FLAGS) }
+        }
+    }
 }
 
 /// A system call's byte count, or the error `errno` holds when it answered -1.
