@@ -182,19 +182,21 @@ pub(crate) fn split_field_line(line: &[u8]) -> Result<(&[u8], &[u8]), ParseError
 /// returns its length (where the first byte that is not a `tchar` is). Pass the result to
 /// [`field_line_parts`].
 ///
-/// Eight bytes at a time while they are letters, digits or `-` (most names), then a byte at a
-/// time through the table.
+/// Eight bytes at a time while they are letters, digits or `-` (most names); the word where
+/// that run ends has its run lower-cased at once, and the table takes over from the first other
+/// byte (usually the colon, so a short name such as `Host` is one step and one lookup).
 #[inline]
 pub(crate) fn lower_field_name(line: &mut [u8]) -> usize {
     let mut i = 0;
     while let Some(chunk) = line.get_mut(i..i + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        match lower_simple_word(u64::from_le_bytes(word)) {
-            Some(lower) => chunk.copy_from_slice(&lower.to_le_bytes()),
-            None => break,
+        let (lower, run) = lower_simple_run(u64::from_le_bytes(word));
+        chunk.copy_from_slice(&lower.to_le_bytes());
+        i += run;
+        if run < 8 {
+            break;
         }
-        i += 8;
     }
     while let Some(b) = line.get_mut(i) {
         let lower = TCHAR_LOWER[usize::from(*b)];
@@ -207,24 +209,30 @@ pub(crate) fn lower_field_name(line: &mut [u8]) -> usize {
     i
 }
 
-/// Eight bytes lower-cased when every one is an ASCII letter, digit or `-`; `None` otherwise.
-/// Byte-wise arithmetic on 7-bit values, which never carries into the next byte.
+/// How many of the eight bytes of `w` (first byte lowest) are, from the first on, ASCII
+/// letters, digits or `-`, and `w` with those lower-cased (the others unchanged). Byte-wise
+/// arithmetic on the low seven bits of each byte, which never carries into the next byte;
+/// a byte with its high bit set ends the run.
 #[inline]
-fn lower_simple_word(w: u64) -> Option<u64> {
-    if w & HI != 0 {
-        return None;
-    }
+fn lower_simple_run(w: u64) -> (u64, usize) {
+    let w7 = w & !HI;
     // High bit of each byte set where lo <= byte <= hi.
     let in_range = |x: u64, lo: u8, hi: u8| {
         let at_least_lo = x + LO * u64::from(0x80 - lo);
         let above_hi = x + LO * u64::from(0x7f - hi);
         at_least_lo & !above_hi & HI
     };
-    let folded = w | (LO * 0x20);
-    let alpha = in_range(folded, b'a', b'z');
-    let digit = in_range(w, b'0', b'9');
-    let dash = !((w ^ (LO * u64::from(b'-'))) + LO * 0x7f) & HI;
-    ((alpha | digit | dash) == HI).then_some(w | (alpha >> 2))
+    let alpha = in_range(w7 | (LO * 0x20), b'a', b'z');
+    let digit = in_range(w7, b'0', b'9');
+    let dash = !((w7 ^ (LO * u64::from(b'-'))) + LO * 0x7f) & HI;
+    let other = (!(alpha | digit | dash) & HI) | (w & HI);
+    // Bytes before the first other one (all eight when there is none).
+    let run = (other.trailing_zeros() / 8) as usize;
+    let in_run = match run {
+        8 => u64::MAX,
+        n => (1u64 << (8 * n)) - 1,
+    };
+    (w | ((alpha >> 2) & in_run), run)
 }
 
 /// The name (its first `name_len` bytes, all `tchar`s) and the OWS-trimmed value of a field
