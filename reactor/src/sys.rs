@@ -85,16 +85,18 @@ cfg_else! {
     mod raw {
         use std::ptr::null_mut;
 
-        use libc::{c_int, c_void, size_t};
+        use libc::{c_int, c_long, c_void, size_t};
 
         /// # Safety
         /// `buf` must be valid for writes of `len` bytes for the call.
         #[inline]
         pub(super) unsafe fn recv(fd: c_int, buf: *mut c_void, len: size_t) -> isize {
-            // SAFETY: the caller's contract; no address is asked for (both pointers null).
-            let n = unsafe {
-                libc::syscall(libc::SYS_recvfrom, fd, buf, len, 0, null_mut::<c_void>(), null_mut::<c_void>())
-            };
+            // The integers as the `long`s `syscall(2)` reads; no address is asked for (both
+            // pointers null).
+            let (fd, len, flags) = (c_long::from(fd), len as c_long, 0 as c_long);
+            let none = null_mut::<c_void>();
+            // SAFETY: the caller's contract.
+            let n = unsafe { libc::syscall(libc::SYS_recvfrom, fd, buf, len, flags, none, none) };
             n as isize
         }
 
@@ -102,10 +104,13 @@ cfg_else! {
         /// `buf` must be valid for reads of `len` bytes for the call.
         #[inline]
         pub(super) unsafe fn send(fd: c_int, buf: *const c_void, len: size_t) -> isize {
-            // SAFETY: the caller's contract; no address is given (null, length 0).
-            let n = unsafe {
-                libc::syscall(libc::SYS_sendto, fd, buf, len, super::SEND_FLAGS, null_mut::<c_void>(), 0)
-            };
+            // The integers as the `long`s `syscall(2)` reads; no address is given (null, of
+            // length 0).
+            let flags = c_long::from(super::SEND_FLAGS);
+            let (fd, len) = (c_long::from(fd), len as c_long);
+            let (none, no_len) = (null_mut::<c_void>(), 0 as c_long);
+            // SAFETY: the caller's contract.
+            let n = unsafe { libc::syscall(libc::SYS_sendto, fd, buf, len, flags, none, no_len) };
             n as isize
         }
     }
