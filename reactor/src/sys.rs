@@ -7,7 +7,9 @@
 //! points, and in a process with threads each brackets the call with
 //! `__pthread_enable_asynccancel`/`__pthread_disable_asynccancel` (~60 instructions a request
 //! under callgrind, about a tenth of the server's own time on a keep-alive request). Rust never
-//! cancels a thread, so the plain system call does the same thing.
+//! cancels a thread, so the plain system call does the same thing. (One consequence: a
+//! shim that interposes on the C library's `recv`/`send` through `LD_PRELOAD` no longer sees
+//! these two calls.)
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -78,7 +80,19 @@ pub(crate) fn send(stream: &TcpStream, buf: &[u8]) -> io::Result<usize> {
 }
 
 cfg_else! {
-    #[cfg(target_os = "linux")]
+    // Linux where `recvfrom` and `sendto` are system calls of their own on every kernel Rust
+    // supports and `long` is a register: not 32-bit x86, s390x, m68k or 32-bit SPARC (there
+    // they went through `socketcall` before Linux 4.3/4.4), nor x32 (a 32-bit `long`).
+    #[cfg(all(
+        target_os = "linux",
+        not(any(
+            target_arch = "x86",
+            target_arch = "s390x",
+            target_arch = "m68k",
+            target_arch = "sparc",
+        )),
+        not(all(target_arch = "x86_64", target_pointer_width = "32")),
+    ))]
     /// `recv(2)` and `send(2)` as the system calls themselves (`recvfrom`/`sendto` without an
     /// address), not glibc's cancellation-point wrappers. Same contract as `libc::recv` and
     /// `libc::send`: the caller passes a descriptor and a buffer valid for `len` bytes.
@@ -259,5 +273,76 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert!(failed, "a send to a peer gone fails");
+    }
+
+    /// `send` must pass `MSG_NOSIGNAL`: the test harness ignores `SIGPIPE`, so a send without
+    /// it would pass the test above unnoticed. Here `SIGPIPE` is blocked on this thread, and a
+    /// blocked signal stays pending on Linux even when ignored, so one raised by a send shows.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_send_to_a_peer_gone_raises_no_sigpipe() {
+        use std::mem::MaybeUninit;
+
+        /// `SIGPIPE` alone, as a signal set.
+        fn sigpipe_set() -> libc::sigset_t {
+            let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+            // SAFETY: `set` is writable storage for a `sigset_t`; `sigemptyset` initialises
+            // it whole before `sigaddset` and `assume_init` read it.
+            unsafe {
+                assert_eq!(libc::sigemptyset(set.as_mut_ptr()), 0);
+                assert_eq!(libc::sigaddset(set.as_mut_ptr(), libc::SIGPIPE), 0);
+                set.assume_init()
+            }
+        }
+
+        /// Whether `SIGPIPE` is pending on this thread (or the process).
+        fn sigpipe_pending() -> bool {
+            let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+            // SAFETY: `sigpending` fills the whole set it is given (checked by its answer)
+            // before `assume_init`; `sigismember` only reads the initialised set.
+            unsafe {
+                assert_eq!(libc::sigpending(set.as_mut_ptr()), 0);
+                libc::sigismember(&set.assume_init(), libc::SIGPIPE) == 1
+            }
+        }
+
+        let block = sigpipe_set();
+        let mut before = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: both pointers are to live `sigset_t` storage; the call changes only this
+        // thread's mask and fills `before` whole (checked by its answer).
+        let before = unsafe {
+            let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &block, before.as_mut_ptr());
+            assert_eq!(rc, 0);
+            before.assume_init()
+        };
+        assert!(!sigpipe_pending(), "no SIGPIPE pending before the test");
+
+        let (ours, peer) = pair();
+        // Closed with unread data, the peer answers our next segment with a reset; a later
+        // send then fails with EPIPE, which is where a send without MSG_NOSIGNAL signals.
+        drop(peer);
+        let mut error = None;
+        for _ in 0..1000 {
+            match send(&ours, &[0u8; 1024]) {
+                Ok(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                Err(e) => {
+                    error = Some(e);
+                    if error.as_ref().and_then(io::Error::raw_os_error) == Some(libc::EPIPE) {
+                        break;
+                    }
+                }
+            }
+        }
+        let pending = sigpipe_pending();
+        // SAFETY: `before` is the initialised mask read above; restoring it changes only this
+        // thread's mask (a pending SIGPIPE is then discarded: the harness ignores it).
+        unsafe {
+            let rc = libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+            assert_eq!(rc, 0);
+        }
+        let error = error.expect("a send to a peer gone fails");
+        assert_eq!(error.raw_os_error(), Some(libc::EPIPE), "{error}");
+        assert!(!pending, "the failed send raised SIGPIPE");
     }
 }

@@ -343,6 +343,91 @@ mod tests {
         }
     }
 
+    /// `lower_simple_run` a byte at a time: the run of ASCII letters, digits and `-` from the
+    /// first byte, lower-cased; the bytes after it unchanged.
+    fn lower_simple_run_by_bytes(w: u64) -> (u64, usize) {
+        let mut bytes = w.to_le_bytes();
+        let run = bytes
+            .iter()
+            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'-'))
+            .unwrap_or(8);
+        bytes[..run].make_ascii_lowercase();
+        (u64::from_le_bytes(bytes), run)
+    }
+
+    /// `lower_field_name` a byte at a time, through the table.
+    fn lower_field_name_by_bytes(line: &mut [u8]) -> usize {
+        let mut i = 0;
+        while i < line.len() && TCHAR_LOWER[usize::from(line[i])] != 0 {
+            line[i] = TCHAR_LOWER[usize::from(line[i])];
+            i += 1;
+        }
+        i
+    }
+
+    /// Two bytes of any value in any two lanes (the same lane too) of words otherwise filled
+    /// with each kind of run byte: carries or borrows between lanes would show here.
+    #[test]
+    fn lower_simple_run_agrees_with_a_byte_loop_for_every_pair_of_bytes_and_lanes() {
+        for fill in [b'A', b'z', b'0', b'-'] {
+            for i in 0..8 {
+                for j in i..8 {
+                    for a in 0..=255u8 {
+                        for b in 0..=255u8 {
+                            let mut bytes = [fill; 8];
+                            bytes[i] = a;
+                            bytes[j] = b;
+                            let w = u64::from_le_bytes(bytes);
+                            assert_eq!(
+                                lower_simple_run(w),
+                                lower_simple_run_by_bytes(w),
+                                "{bytes:02x?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lines of every length up to 36 (none with a colon, so the name may run to the end of
+    /// the buffer), each with two unusual bytes at every pair of positions: the name's length
+    /// and every byte of the line agree with the byte loop.
+    #[test]
+    fn lower_field_name_edges_and_two_unusual_bytes() {
+        const NAME: &[u8] = b"X-Forwarded-For-Sec-WebSocket-Key-AbZ9";
+        let unusual = [
+            0u8, b'\t', b' ', b'!', b'.', b'_', b'~', b'`', b'|', b'@', b'[', b'{', b'/', b'"',
+            0x7f, 0x80, 0xc3, 0xff,
+        ];
+        for len in 0..=36 {
+            let plain = &NAME[..len];
+            let mut want = plain.to_vec();
+            assert_eq!(lower_field_name_by_bytes(&mut want), len);
+            let mut got = plain.to_vec();
+            assert_eq!((lower_field_name(&mut got), &got), (len, &want), "{len}");
+            for p in 0..len {
+                for q in p..len {
+                    for &x in &unusual {
+                        for &y in &unusual {
+                            let mut line = plain.to_vec();
+                            line[p] = x;
+                            line[q] = y;
+                            let mut want = line.clone();
+                            let want_len = lower_field_name_by_bytes(&mut want);
+                            let got_len = lower_field_name(&mut line);
+                            assert_eq!(
+                                (got_len, &line),
+                                (want_len, &want),
+                                "len {len}, {x:#x} at {p}, {y:#x} at {q}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn find_control_agrees_with_a_byte_loop_for_every_byte_value_and_position() {
         for byte in 0..=255u8 {
