@@ -293,6 +293,45 @@ mod tests {
         assert!(!c.persists(true));
     }
 
+    /// Every byte value at every position, and two unusual bytes at every pair of positions,
+    /// of values up to 24 bytes long: `host_bytes` (four bytes a step, then one) agrees with a
+    /// loop over the table.
+    #[test]
+    fn host_bytes_agrees_with_the_table() {
+        const NAME: &[u8] = b"Sub-Domain.example.09xyz-";
+        let by_table = |v: &[u8]| {
+            v.iter()
+                .position(|&b| !HOST_BYTE[usize::from(b)])
+                .unwrap_or(v.len())
+        };
+        let unusual = [
+            0u8, b' ', b'%', b'_', b'~', b':', b'/', b'@', b'[', b']', b'.', b'-', b'Z', b'`',
+            b'{', 0x7f, 0x80, 0xae, 0xff,
+        ];
+        for len in 0..=24 {
+            let plain = &NAME[..len];
+            assert_eq!(host_bytes(plain), len);
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    let mut v = plain.to_vec();
+                    v[at] = byte;
+                    assert_eq!(host_bytes(&v), by_table(&v), "{byte:#x} at {at} of {len}");
+                }
+                for q in at..len {
+                    for &x in &unusual {
+                        for &y in &unusual {
+                            let mut v = plain.to_vec();
+                            v[at] = x;
+                            v[q] = y;
+                            let want = by_table(&v);
+                            assert_eq!(host_bytes(&v), want, "{x:#x} at {at}, {y:#x} at {q}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn host_values() {
         let good: &[&[u8]] = &[
