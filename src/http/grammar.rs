@@ -275,6 +275,32 @@ pub(crate) fn parse_digits(s: &[u8]) -> Option<u64> {
     })
 }
 
+/// Test cases for a byte-class scanner: `plain` with `x` at `p` and `y` at `q`, for every pair
+/// of positions `p <= q` and every pair of bytes from `bytes`, each given to `check` with a
+/// description.
+#[cfg(test)]
+pub(crate) fn each_with_two_bytes(
+    plain: &[u8],
+    bytes: &[u8],
+    mut check: impl FnMut(Vec<u8>, &str),
+) {
+    for p in 0..plain.len() {
+        for q in p..plain.len() {
+            for &x in bytes {
+                for &y in bytes {
+                    let mut case = plain.to_vec();
+                    case[p] = x;
+                    case[q] = y;
+                    check(
+                        case,
+                        &format!("len {}, {x:#x} at {p}, {y:#x} at {q}", plain.len()),
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,11 +353,7 @@ mod tests {
                     line[at] = byte;
                     line.extend_from_slice(b": v");
                     let mut want = line.clone();
-                    let want_len = want
-                        .iter()
-                        .position(|&b| TCHAR_LOWER[usize::from(b)] == 0)
-                        .unwrap_or(want.len());
-                    want[..want_len].make_ascii_lowercase();
+                    let want_len = lower_field_name_by_bytes(&mut want);
                     let got_len = lower_field_name(&mut line);
                     assert_eq!(
                         (got_len, &line),
@@ -406,25 +428,12 @@ mod tests {
             assert_eq!(lower_field_name_by_bytes(&mut want), len);
             let mut got = plain.to_vec();
             assert_eq!((lower_field_name(&mut got), &got), (len, &want), "{len}");
-            for p in 0..len {
-                for q in p..len {
-                    for &x in &unusual {
-                        for &y in &unusual {
-                            let mut line = plain.to_vec();
-                            line[p] = x;
-                            line[q] = y;
-                            let mut want = line.clone();
-                            let want_len = lower_field_name_by_bytes(&mut want);
-                            let got_len = lower_field_name(&mut line);
-                            assert_eq!(
-                                (got_len, &line),
-                                (want_len, &want),
-                                "len {len}, {x:#x} at {p}, {y:#x} at {q}"
-                            );
-                        }
-                    }
-                }
-            }
+            each_with_two_bytes(plain, &unusual, |mut line, case| {
+                let mut want = line.clone();
+                let want_len = lower_field_name_by_bytes(&mut want);
+                let got_len = lower_field_name(&mut line);
+                assert_eq!((got_len, &line), (want_len, &want), "{case}");
+            });
         }
     }
 
