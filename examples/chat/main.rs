@@ -11,7 +11,8 @@
 //!   figures;
 //! - WebSocket `/ws?room=R&name=N`: a member of room R; each text message it sends reaches every
 //!   member of R (itself included) as one JSON text frame `{"id","room","name","text","time"}`;
-//!   a new member first gets the room's last 20 messages;
+//!   a new member first gets the room's last 20 messages (the history of at most 1 000 rooms and
+//!   8 MiB: past either, the room written to least recently is forgotten);
 //! - `POST /api/messages?room=R` (optional `&name=N`) with a text body: `201`, delivered to room
 //!   R as if a member had sent it; more than 5 per second from one caller (the last
 //!   `X-Forwarded-For` entry: one proxy hop) get a JSON `429`;
@@ -24,7 +25,6 @@
 //! unreachable). A room's history stays each instance's own: what it published and what it
 //! received from the others while it had members in the room.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -37,6 +37,9 @@ use web::ws::{Message, Rooms, Ws, WsHandler};
 
 #[path = "../cli/mod.rs"]
 mod cli;
+mod history;
+
+use history::History;
 
 /// The page, with its script and chart; no external resources.
 const PAGE: &str = include_str!("page.html");
@@ -45,12 +48,15 @@ const HISTORY: usize = 20;
 /// The longest room or member name, and the longest message, in bytes.
 const MAX_NAME: usize = 64;
 const MAX_TEXT: usize = 4096;
+/// Rooms whose history is kept, and the bytes all histories may hold.
+const HISTORY_ROOMS: usize = 1_000;
+const HISTORY_BYTES: usize = 8 << 20;
 
 /// What the chat shares across workers: each room's last messages. Rooms themselves are the
 /// library's.
 struct Chat {
     rooms: Rooms,
-    history: Mutex<HashMap<String, VecDeque<Arc<str>>>>,
+    history: Mutex<History>,
     next_id: AtomicU64,
 }
 
@@ -61,7 +67,7 @@ struct Member {
 }
 
 impl Chat {
-    fn history(&self) -> MutexGuard<'_, HashMap<String, VecDeque<Arc<str>>>> {
+    fn history(&self) -> MutexGuard<'_, History> {
         self.history.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -80,11 +86,7 @@ impl Chat {
         )
         .into();
         let mut history = self.history();
-        let past = history.entry(room.to_owned()).or_default();
-        if past.len() == HISTORY {
-            past.pop_front();
-        }
-        past.push_back(Arc::clone(&line));
+        history.record(room, Arc::clone(&line));
         self.rooms.publish(room, &Message::Text(line.to_string()));
         id
     }
@@ -111,7 +113,7 @@ impl WsHandler for Chat {
     /// The room's last messages first, then everything published from now on.
     fn open(&self, ws: &mut Ws<'_>, me: &mut Member) {
         let history = self.history();
-        for line in history.get(&me.room).into_iter().flatten() {
+        for line in history.lines(&me.room) {
             ws.send_text(line);
         }
         ws.join(&me.room);
@@ -147,7 +149,7 @@ fn serve() -> std::io::Result<()> {
     control.shutdown_on_signals()?;
     let chat = Arc::new(Chat {
         rooms: rooms.clone(),
-        history: Mutex::new(HashMap::new()),
+        history: Mutex::new(History::new(HISTORY, HISTORY_ROOMS, HISTORY_BYTES)),
         next_id: AtomicU64::new(0),
     });
     #[allow(unused_mut)] // a fleet needs the `redis` feature
