@@ -18,6 +18,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fuzz" / "corpus"
 # The split picks (first byte) of the targets that use one: no split, the middle, near the end.
 PICKS = [0x00, 0x80, 0xF0]
+# connection's: how many cuts, then where (none; the middle; a quarter and three quarters).
+CUTS = [b"\x00", b"\x01\x80", b"\x02\x40\xc0"]
 # request_head's two: where the first prefix ends, then how much each next one adds (1 byte, 17).
 PREFIXES = [b"\x00\x00", b"\x80\x10"]
 METHODS = re.compile(rb"^[A-Z]{3,7} [^ ]+ HTTP/1\.[01]\r\n")
@@ -79,7 +81,7 @@ def ws_frame(opcode: int, payload: bytes, masked: bool) -> bytes:
 
 
 def main():
-    seeds = {t: set() for t in ["request_head", "handshake", "reply", "chunked", "ws_decoder", "query_cookie"]}
+    seeds = {t: set() for t in ["connection", "request_head", "handshake", "reply", "chunked", "ws_decoder", "query_cookie"]}
     sources = [ROOT / "src" / "http" / "head" / "tests.rs", ROOT / "src" / "http" / "reply.rs"]
     sources += [ROOT / "src" / "http" / "client.rs", ROOT / "src" / "ws" / "handshake.rs"]
     sources += sorted((ROOT / "tests").glob("*.rs"))
@@ -87,10 +89,14 @@ def main():
         for lit in byte_strings(path):
             if METHODS.match(lit):
                 seeds["request_head"].update(p + lit for p in PREFIXES)
+                seeds["connection"].update(c + lit for c in CUTS)
+                seeds["connection"].update(c + lit + b"\r" for c in CUTS)
                 if b"websocket" in lit.lower():
                     seeds["handshake"].add(lit)
             elif lit.startswith(b"HTTP/1."):
                 seeds["reply"].add(lit)
+    # Empty lines and lone CRs between requests (a CRLF split across reads).
+    seeds["connection"].update([b"\x00\r", b"\x00\r\n\r", b"\x01\x80\r\n\r\n"])
     for lit in byte_strings(ROOT / "src" / "http" / "chunked.rs"):
         if re.match(rb"^[0-9a-fA-F]+[;\r ]", lit):
             seeds["chunked"].update(bytes([p]) + lit for p in PICKS)

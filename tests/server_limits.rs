@@ -416,3 +416,32 @@ fn a_longer_linger_lets_a_client_that_writes_its_whole_body_first_read_the_413()
         String::from_utf8_lossy(&reply)
     );
 }
+
+/// A Content-Length near `u64::MAX` with `max_body(u64::MAX)` must not wrap when added to the
+/// head's length (the POST answered with an empty body and its body bytes read as the next
+/// request): a body no buffer can hold is refused with 413 before any of it is read.
+#[test]
+fn a_huge_content_length_with_no_body_limit_is_refused_not_smuggled() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_body(u64::MAX)
+        .spawn(echo)
+        .unwrap();
+    for (length, status) in [
+        ("18446744073709551614", 413),
+        ("18446744073709551615", 413),
+        ("9223372036854775808", 413),
+        ("18446744073709551616", 400),
+    ] {
+        let mut c = Client::connect(server.local_addr());
+        c.send(format!(
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n\
+             GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n"
+        ));
+        let r = c.reply();
+        assert_eq!(r.status, status, "Content-Length {length}: {r:?}");
+        r.assert_closes();
+        c.assert_eof();
+    }
+}

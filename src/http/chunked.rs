@@ -158,7 +158,7 @@ impl ChunkedDecoder {
     fn step(&mut self, b: u8) -> Result<(), ParseError> {
         use State::*;
         self.framing += 1;
-        if self.framing > FRAMING_ALLOWANCE + self.decoded {
+        if self.framing > FRAMING_ALLOWANCE.saturating_add(self.decoded) {
             return Err(ParseError::BodyTooLarge);
         }
         self.state = match (self.state, b) {

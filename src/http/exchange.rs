@@ -123,7 +123,10 @@ impl RequestReader {
                 }
                 Ok(Some(head)) => {
                     if let Framing::Length(n) = head.framing {
-                        if n > self.max_body {
+                        // The body is held in memory with its head: a length past the limit,
+                        // or one that cannot be added to the head's in memory, is refused
+                        // before any of it is read.
+                        if n > self.max_body || request_end(head.len, n).is_none() {
                             return Step::Refuse {
                                 error: ParseError::BodyTooLarge,
                                 head_only: head.request.method_is("HEAD"),
@@ -154,8 +157,7 @@ impl RequestReader {
         let used = match (body.head.framing, &mut body.chunked) {
             (Framing::None, _) => Some(body.head.len),
             (Framing::Length(n), _) => {
-                let end = body.head.len as u64 + n;
-                (buf.len() as u64 >= end).then_some(end as usize)
+                request_end(body.head.len, n).filter(|&end| buf.len() >= end)
             }
             (Framing::Chunked, Some(decoder)) => {
                 let input = buf.get(body.at..).unwrap_or_default();
@@ -197,6 +199,16 @@ impl RequestReader {
             None => Step::More,
         }
     }
+}
+
+/// Where a request whose head took `head_len` bytes and whose body is `body_len` bytes ends in
+/// the input, when that fits in memory (`None` for a length no buffer can hold: the peer's
+/// number never wraps into a short body).
+fn request_end(head_len: usize, body_len: u64) -> Option<usize> {
+    let end = u64::try_from(head_len).ok()?.checked_add(body_len)?;
+    usize::try_from(end)
+        .ok()
+        .filter(|&end| end <= isize::MAX as usize)
 }
 
 /// How many bytes of empty lines (CRLF) `buf` starts with. RFC 9112 §2.2: a server ignores
@@ -283,6 +295,29 @@ mod tests {
         }
         assert!(matches!(r.step(raw), Step::Done { used, .. } if used == raw.len()));
         assert!(!r.is_mid_request());
+    }
+
+    #[test]
+    fn a_length_that_cannot_be_held_is_refused_whatever_the_body_limit() {
+        for n in [u64::MAX, u64::MAX - 1, 1 << 63] {
+            let raw = format!(
+                "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {n}\r\n\r\nGET / HTTP/1.1\r\n\r\n"
+            );
+            let mut r = RequestReader::new(HeadLimits::default(), u64::MAX);
+            assert!(
+                matches!(
+                    r.step(raw.as_bytes()),
+                    Step::Refuse {
+                        error: ParseError::BodyTooLarge,
+                        ..
+                    }
+                ),
+                "{n}"
+            );
+        }
+        assert_eq!(request_end(10, 5), Some(15));
+        assert_eq!(request_end(usize::MAX, 1), None);
+        assert_eq!(request_end(1, isize::MAX as u64), None);
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl Control {
             held_bytes: s.held_bytes,
             websockets: self.shared.websockets.load(Ordering::Relaxed),
             refused_messages: s.refused_messages,
+            panics: s.panics,
             ..ServerStats::default()
         };
         #[cfg(feature = "redis")]

@@ -29,6 +29,10 @@ const HIGH_WATER: usize = 64 * 1024;
 const INLINE_BODY: usize = 16 * 1024;
 /// Reads one resume makes before letting the worker's other connections run.
 const READS_PER_TURN: usize = 16;
+/// Steps of one resume's loop, at most: each step reads, answers held-back input or returns,
+/// so a resume that takes more has stopped making progress (a bug). It is then cut short by a
+/// panic that closes this connection only, rather than pinning the worker.
+const STEPS_PER_TURN: usize = 4 * READS_PER_TURN + 4;
 
 /// Where a connection is. What it waits for (reading, writing) follows from this and from
 /// what is buffered: see [`HttpStrand::park`].
@@ -54,6 +58,16 @@ enum Timer {
     Write,
     /// Lingering after the last reply.
     Linger,
+}
+
+/// What the unanswered input waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Waits {
+    /// More bytes: the input is (the start of) an incomplete request.
+    Bytes,
+    /// The output to drain: answering stopped with whole requests still in the input
+    /// (backpressure, or a `taken` hook that must see earlier replies written first).
+    Output,
 }
 
 /// What answering needs of `Io` while the scratch buffer is borrowed.
@@ -89,6 +103,8 @@ struct Busy {
     state: State,
     /// Bytes of an incomplete request (or of requests held back by backpressure).
     input: Vec<u8>,
+    /// What `input` waits for: more bytes, or the output to drain.
+    waits: Waits,
     /// Parse state of the incomplete request in `input` (boxed: a strand between requests
     /// holds none).
     reader: Option<Box<RequestReader>>,
@@ -171,6 +187,7 @@ impl Busy {
         Busy {
             state: State::Serving,
             input: Vec::new(),
+            waits: Waits::Bytes,
             reader: None,
             output: Output::default(),
             deadline: None,
@@ -203,11 +220,18 @@ impl Busy {
         self.state != State::Serving
             || self.output.writing_body()
             || self.output.pending() >= HIGH_WATER
+            || (self.waits == Waits::Output && self.output.has_pending())
+    }
+
+    /// Whether the input holds requests answering stopped at, which may be answered now.
+    fn answers_waiting(&self) -> bool {
+        self.waits == Waits::Output && !self.input.is_empty() && !self.held_back()
     }
 
     /// Answers every complete request at the start of `buf`; returns the bytes used.
     fn answer(&mut self, shared: &Shared, buf: &[u8], ctx: &Ctx, outcome: &mut Outcome) -> usize {
         if self.held_back() {
+            self.waits = Waits::Output;
             return 0;
         }
         // The parse state lives on the stack, and is boxed only when a request is left
@@ -238,6 +262,10 @@ impl Busy {
         let keep_reader = !reader.is_fresh();
         outcome.completed += completed;
         outcome.spent |= spent;
+        self.waits = match stop {
+            Stop::Held | Stop::Body { keep: true, .. } => Waits::Output,
+            _ => Waits::Bytes,
+        };
         match stop {
             // Keep the parse state of a request begun (say, after its 100 Continue).
             Stop::Incomplete | Stop::Held => {
@@ -377,6 +405,7 @@ impl Busy {
     fn run(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let mut reads = 0;
+        let mut steps = 0;
         // A read shorter than the scratch buffer drained the socket (see `reactor::Read`).
         let mut drained = false;
         loop {
@@ -397,7 +426,14 @@ impl Busy {
                 worker: io.id().worker() as usize,
             };
             let mut outcome = Outcome::default();
-            if !self.input.is_empty() && !self.held_back() && self.reader.is_none() {
+            steps += 1;
+            // A bug, never the peer's doing: the panic closes this connection alone (the
+            // reactor catches it and counts it in the stats) instead of pinning the worker.
+            assert!(
+                steps <= STEPS_PER_TURN,
+                "an HTTP strand's resume made no progress in {STEPS_PER_TURN} steps"
+            );
+            if self.answers_waiting() {
                 // Requests held back by backpressure: answer them before reading more.
                 self.answer_input(shared, &ctx, &mut outcome);
             } else {

@@ -596,6 +596,9 @@ pub struct ServerStats {
     pub websockets: usize,
     /// Messages to connections or workers refused because a worker's queue was full.
     pub refused_messages: u64,
+    /// Connection steps that panicked (a bug of the library or of a WebSocket handler; each
+    /// closed its own connection only). Handler panics answered with 500 are not counted here.
+    pub panics: u64,
     /// With a `web::fleet::Fleet` (`--features redis`; 0 otherwise): failures
     /// talking to Redis (connections, commands, rate-limit waits past the timeout); see
     /// `web::fleet::FleetStats` for more figures.

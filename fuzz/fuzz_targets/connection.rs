@@ -1,0 +1,42 @@
+//! The whole connection — request reading, dispatch, the reactor's HTTP strand — of a real
+//! one-worker server on 127.0.0.1, fed arbitrary bytes in arbitrary writes: the first byte says
+//! how many cuts (0–7), the next ones where (scaled to the input). Fails when a connection does
+//! not end in time after the client's end of stream (a turn without progress), when a strand
+//! panics (the strand's step budget panics on a resume that makes no progress), or when what
+//! the server wrote is not a run of whole replies. Harness: `tests/wire/drive.rs`.
+#![no_main]
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../tests/wire/drive.rs"]
+mod drive;
+
+fn target() -> &'static drive::Target {
+    static TARGET: OnceLock<drive::Target> = OnceLock::new();
+    TARGET.get_or_init(drive::Target::start)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&count, rest)) = data.split_first() else {
+        return;
+    };
+    let count = usize::from(count % 8).min(rest.len());
+    let (cuts, input) = rest.split_at(count);
+    let mut cuts: Vec<usize> = cuts
+        .iter()
+        .map(|&c| usize::from(c) * input.len() / 256)
+        .collect();
+    cuts.sort_unstable();
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for cut in cuts.into_iter().chain([input.len()]) {
+        if cut > at {
+            pieces.push(&input[at..cut]);
+            at = cut;
+        }
+    }
+    if let Err(e) = target().drive(&pieces) {
+        panic!("{e}\ninput {:?} in pieces {:?}", String::from_utf8_lossy(input), pieces.iter().map(|p| p.len()).collect::<Vec<_>>());
+    }
+});

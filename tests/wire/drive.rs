@@ -1,0 +1,143 @@
+//! Drives a whole connection of a real server — request reading, dispatch and the reactor's
+//! HTTP strand — over 127.0.0.1 with bytes split at chosen points, and checks what came back:
+//! the connection ends in time (no turn that makes no progress), no strand panicked, and every
+//! byte the server wrote is part of a well-formed reply. Shared by the property test
+//! (`tests/connection_properties.rs`) and the fuzz target (`fuzz/fuzz_targets/connection.rs`).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use web::http::{
+    parse_reply_head, text_response, ReplyFraming, Request, Response, Server, ServerHandle,
+};
+
+/// How long a connection may take to end after the client's last byte and end of stream.
+pub const END_WITHIN: Duration = Duration::from_secs(5);
+
+/// A one-worker server with small limits, so that short inputs reach them.
+pub struct Target {
+    pub server: ServerHandle,
+}
+
+/// Every reply body starts with this, so a reply to HEAD (a head alone) is told from one
+/// with a body.
+const BODY_MARK: &str = "body:";
+
+fn describe(req: Request) -> Response {
+    let mut text = format!("{BODY_MARK}{} {}\n", req.method(), req.path()).into_bytes();
+    text.extend_from_slice(req.body());
+    text_response(200, text)
+}
+
+impl Target {
+    pub fn start() -> Target {
+        let server = Server::bind("127.0.0.1:0")
+            .expect("bind")
+            .workers(1)
+            .max_head_bytes(512)
+            .max_headers(8)
+            .max_body(256)
+            .spawn(describe)
+            .expect("spawn");
+        Target { server }
+    }
+
+    /// Sends `pieces` one write each (with a pause between them, so the server reads them
+    /// apart), ends the stream, and reads to the end. Fails when the connection does not end
+    /// within [`END_WITHIN`], when a strand panicked, or when what came back is not a run of
+    /// whole replies.
+    pub fn drive(&self, pieces: &[&[u8]]) -> Result<usize, String> {
+        let panics = self.server.stats().panics;
+        let mut c = TcpStream::connect(self.server.local_addr()).map_err(|e| e.to_string())?;
+        c.set_nodelay(true).map_err(|e| e.to_string())?;
+        c.set_write_timeout(Some(END_WITHIN))
+            .map_err(|e| e.to_string())?;
+        for piece in pieces {
+            if c.write_all(piece).is_err() {
+                break; // the server closed (after a refusal): what it wrote is still read
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let out = read_to_end(&mut c)?;
+        let replies = check_replies(&out)?;
+        let now = self.server.stats().panics;
+        if now != panics {
+            return Err(format!("{} strand call(s) panicked", now - panics));
+        }
+        Ok(replies)
+    }
+}
+
+/// Reads until the server closes, for at most [`END_WITHIN`]; a reset after the replies counts
+/// as the end.
+fn read_to_end(c: &mut TcpStream) -> Result<Vec<u8>, String> {
+    let end = Instant::now() + END_WITHIN;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "the connection did not end within {END_WITHIN:?}; got {:?}",
+                String::from_utf8_lossy(&out)
+            ));
+        }
+        c.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        match c.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {
+                return Ok(out)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Checks that `out` is a run of whole replies (a 100 Continue, or a reply with a
+/// Content-Length and that many bytes of body — none after a HEAD); answers how many.
+pub fn check_replies(mut out: &[u8]) -> Result<usize, String> {
+    let mut replies = 0;
+    while !out.is_empty() {
+        let head = match parse_reply_head(out) {
+            Ok(Some(head)) => head,
+            Ok(None) => {
+                return Err(format!(
+                    "a reply cut short: {:?}",
+                    String::from_utf8_lossy(out)
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "a reply that does not parse ({e:?}): {:?}",
+                    String::from_utf8_lossy(out)
+                ))
+            }
+        };
+        let rest = &out[head.len..];
+        let body = match head.framing {
+            ReplyFraming::None if head.status == 100 || head.status == 204 => 0,
+            ReplyFraming::Length(_) if rest.is_empty() || rest.starts_with(b"HTTP/1.1 ") => 0,
+            ReplyFraming::Length(n) => usize::try_from(n).map_err(|e| e.to_string())?,
+            other => {
+                return Err(format!(
+                    "a reply framed {other:?}: {:?}",
+                    String::from_utf8_lossy(out)
+                ))
+            }
+        };
+        if rest.len() < body {
+            return Err(format!(
+                "a body cut short: {:?}",
+                String::from_utf8_lossy(out)
+            ));
+        }
+        out = &rest[body..];
+        replies += 1;
+    }
+    Ok(replies)
+}
