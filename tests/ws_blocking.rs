@@ -981,3 +981,36 @@ fn the_client_sequence_by_hand_masks_every_frame() {
     assert_eq!(second, Some(Event::Binary(vec![1, 2, 3])));
     assert_eq!(frames[0] & 0x0f, OP_TEXT);
 }
+
+#[test]
+fn an_endless_upgrade_reply_is_refused_at_the_head_limit_after_one_scan() {
+    let (mut server, mut client) = pair();
+    let writer = thread::spawn(move || {
+        // "HTTP/" then junk that never ends the head: 1 MiB offered, the client stops at 16 KiB.
+        let _ = server.write_all(b"HTTP/1.1 101 ");
+        let junk = vec![b'x'; 1024];
+        for _ in 0..1024 {
+            if server.write_all(&junk).is_err() {
+                break;
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    let err = ws_take(&mut client, Vec::new()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidData, "{err}");
+    assert!(err.to_string().contains("longer than"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(client);
+    writer.join().unwrap();
+}
+
+#[test]
+fn an_upgrade_refused_by_the_server_is_an_error_not_a_frame() {
+    let (mut server, mut client) = pair();
+    server
+        .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno")
+        .unwrap();
+    let err = ws_take(&mut client, Vec::new()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidData);
+    assert!(err.to_string().contains("403"), "{err}");
+}

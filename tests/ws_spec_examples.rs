@@ -365,3 +365,13 @@ fn lengths_incomplete_until_the_whole_head_is_in() {
             .is_some());
     }
 }
+
+#[test]
+fn ws_handshake_request_sends_host_and_path_as_one_line_each() {
+    let req = ws_handshake_request("h\r\nX-Evil: 1", "/a b\r\n\r\nGET /other HTTP/1.1");
+    let text = String::from_utf8(req).unwrap();
+    let head = text.strip_suffix("\r\n\r\n").unwrap();
+    assert!(!head.contains("\r\n\r\n"), "{text}");
+    assert!(text.starts_with("GET /a%20b%0D%0A%0D%0AGET%20/other%20HTTP/1.1 HTTP/1.1\r\nHost: h%0D%0AX-Evil:%201\r\n"), "{text}");
+    assert_eq!(head.split("\r\n").count(), 6, "{text}");
+}

@@ -360,3 +360,16 @@ fn the_drain_deadline_hands_back_the_state_of_a_peer_that_never_answers_our_clos
     }
     drop((a, b, c));
 }
+
+#[test]
+fn a_close_code_kept_off_the_wire_is_sent_as_no_code() {
+    let f = Fixture::start(Duration::from_secs(10));
+    for code in [1005u16, 1006, 1015, 1004, 2000, 999] {
+        let name = unique("reserved-close");
+        let mut c = f.connect(&name, "");
+        c.send(&masked(0x81, format!("close:{code}").as_bytes()));
+        assert_eq!(c.frame(), (0x88, Vec::new()), "close({code})");
+        c.send(&masked(0x88, b""));
+        c.expect_eof();
+    }
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
 use super::fields::{frames_body, ConnectionOptions};
-use super::grammar::{find_lf, is_field_byte, is_token};
+use super::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
 use super::message::Header;
 use super::reply::{parse_reply_head, ReplyFraming, ReplyHead};
 
@@ -537,12 +537,16 @@ fn request_bytes(
     if !is_token(method.as_bytes()) {
         return Err(invalid(format!("{method:?} is not a method token")));
     }
-    if path.is_empty() || !path.bytes().all(|b| b > 0x20 && b != 0x7f) {
+    if path.is_empty() || !path.bytes().all(is_sendable_target_byte) {
         return Err(invalid(format!(
             "{path:?} is not a request target (no spaces or control characters)"
         )));
     }
-    if host.is_empty() || !host.bytes().all(|b| b > 0x20 && b != 0x7f && b != b'/') {
+    if host.is_empty()
+        || !host
+            .bytes()
+            .all(|b| is_sendable_target_byte(b) && b != b'/')
+    {
         return Err(invalid(format!("{host:?} is not a host")));
     }
     let mut out = Vec::with_capacity(128 + body.len());

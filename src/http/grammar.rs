@@ -61,6 +61,13 @@ pub(crate) fn is_field_byte(b: u8) -> bool {
     FIELD_BYTE[b as usize]
 }
 
+/// A byte a client may put in a request target or a `Host` value it sends: visible ASCII or
+/// obs-text — never a space, a control byte (CR and LF above all: they would end the line and
+/// start another request) or DEL. The one check for every request line this library writes.
+pub(crate) fn is_sendable_target_byte(b: u8) -> bool {
+    b > 0x20 && b != 0x7f
+}
+
 /// Whether every byte is a `tchar` and there is at least one.
 pub(crate) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))

@@ -10,7 +10,7 @@ mod date;
 mod error;
 pub(crate) mod exchange;
 pub(crate) mod fields;
-mod grammar;
+pub(crate) mod grammar;
 mod head;
 pub(crate) mod message;
 mod middleware;

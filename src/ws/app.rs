@@ -221,7 +221,9 @@ impl Ws<'_> {
         }
     }
 
-    /// Closes the connection with `code` (sent in a close frame after what is queued).
+    /// Closes the connection with `code` (sent in a close frame after what is queued). A code
+    /// RFC 6455 §7.4 keeps off the wire (1005, 1006, 1015) or an unassigned one is not sent:
+    /// the close frame then carries no code ([`close_payload`](crate::ws::close_payload)).
     ///
     /// ```
     /// fn bye(ws: &mut web::ws::Ws<'_>) {
@@ -401,7 +403,8 @@ impl WsSender {
             .send(self.id, WsCommand::Send(Message::Binary(body.into())))
     }
 
-    /// Closes the connection with `code`.
+    /// Closes the connection with `code`: as [`Ws::close`] (a code that may not be sent is left
+    /// out of the close frame).
     ///
     /// ```
     /// fn kick(sender: &web::ws::WsSender) -> bool {

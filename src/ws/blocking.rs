@@ -3,11 +3,12 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 
-use super::close::NORMAL;
+use super::close::{close_payload, NORMAL};
 use super::frame::{
     apply_mask, write_frame, FrameHead, FIXED_MASK, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
 };
 use super::handshake::{upgrade_reply, ws_wanted};
+use crate::http::{parse_reply_head, MAX_HEAD_BYTES};
 
 /// Largest frame payload [`ws_take`] accepts: the specification's 64 KiB. A frame announcing
 /// more is an `InvalidData` error (nothing is allocated for it); close such a connection with
@@ -145,20 +146,38 @@ fn take_frame(buf: &[u8]) -> io::Result<Option<(FrameHead, usize)>> {
     Ok((buf.len() >= end).then_some((head, end)))
 }
 
-/// Drops an HTTP `101` reply at the start of what a client reads.
+/// Drops an HTTP `101` reply at the start of what a client reads. The head is searched for its
+/// end once (each read looks only at the bytes it added) and may be at most
+/// [`MAX_HEAD_BYTES`](crate::http::MAX_HEAD_BYTES) long; a reply that is not a `101` is an
+/// `InvalidData` error.
 fn skip_upgrade_reply(conn: &mut TcpStream, mut buf: Vec<u8>) -> io::Result<Vec<u8>> {
+    let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+    let mut searched: usize = 0;
     loop {
         if !b"HTTP/".starts_with(&buf[..buf.len().min(5)]) {
             return Ok(buf);
         }
-        if buf.len() >= 5 {
-            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                return Ok(buf.split_off(end + 4));
-            }
+        let from = searched.saturating_sub(3);
+        let view = &buf[..buf.len().min(MAX_HEAD_BYTES)];
+        if let Some(at) = view[from..].windows(4).position(|w| w == b"\r\n\r\n") {
+            let end = from + at + 4;
+            return match parse_reply_head(&buf[..end]) {
+                Ok(Some(head)) if head.status == 101 => Ok(buf.split_off(end)),
+                Ok(Some(head)) => Err(invalid(format!(
+                    "the server refused the upgrade with status {}",
+                    head.status
+                ))),
+                Ok(None) | Err(_) => Err(invalid("a malformed upgrade reply".to_owned())),
+            };
         }
-        let had = buf.len();
-        buf = fill(conn, buf, had + 1)?;
-        if buf.len() == had {
+        if buf.len() >= MAX_HEAD_BYTES {
+            return Err(invalid(format!(
+                "an upgrade reply head longer than {MAX_HEAD_BYTES} bytes"
+            )));
+        }
+        searched = buf.len();
+        buf = fill(conn, buf, searched + 1)?;
+        if buf.len() == searched {
             return Ok(buf);
         }
     }
@@ -270,7 +289,7 @@ fn write_message(conn: &mut TcpStream, opcode: u8, payload: &[u8]) -> io::Result
 /// ```
 pub fn ws_close(mut conn: TcpStream) -> io::Result<()> {
     let mut frame = Vec::new();
-    write_frame(&mut frame, 0x80 | OP_CLOSE, &NORMAL.to_be_bytes(), None);
+    write_frame(&mut frame, 0x80 | OP_CLOSE, &close_payload(NORMAL), None);
     let sent = conn.write_all(&frame);
     let _ = conn.shutdown(Shutdown::Both);
     sent

@@ -55,6 +55,24 @@ pub fn is_valid_code(code: u16) -> bool {
     matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
 }
 
+/// The payload of a close frame we send for `code`: the code itself when a peer may send it
+/// ([`is_valid_code`]), else no code at all. RFC 6455 §7.4 keeps 1005, 1006 and 1015 off the
+/// wire (they stand for "no code", "no close frame" and "TLS failed"), and the unassigned
+/// codes mean nothing to a peer; an empty payload is what 1005 stands for. Every close frame
+/// the library writes takes its payload from here.
+///
+/// ```
+/// assert_eq!(web::ws::close_payload(1000), vec![0x03, 0xe8]);
+/// assert_eq!(web::ws::close_payload(1006), Vec::<u8>::new());
+/// ```
+pub fn close_payload(code: u16) -> Vec<u8> {
+    if is_valid_code(code) {
+        code.to_be_bytes().to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
 /// A close frame's payload taken apart: `Ok(None)` when empty, `Ok(Some((code, reason)))`, or
 /// the close code the frame earns: 1002 for a one-byte payload or an invalid code, 1007 for a
 /// reason that is not UTF-8.
@@ -103,6 +121,21 @@ mod tests {
         ];
         for (payload, want) in cases {
             assert_eq!(parse_close(payload), *want, "{payload:?}");
+        }
+    }
+
+    #[test]
+    fn what_we_send_is_what_a_peer_accepts() {
+        for code in 0..=u16::MAX {
+            let payload = close_payload(code);
+            match parse_close(&payload) {
+                Ok(Some((sent, ""))) => assert_eq!(sent, code),
+                Ok(None) => assert!(!is_valid_code(code), "{code}"),
+                other => panic!("{code}: {other:?}"),
+            }
+        }
+        for reserved in [1004, 1005, 1006, 1015, 0, 999, 2999, 5000] {
+            assert!(close_payload(reserved).is_empty(), "{reserved}");
         }
     }
 }

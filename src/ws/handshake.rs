@@ -5,6 +5,7 @@ use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
 use crate::http::fields::has_token;
+use crate::http::grammar::is_sendable_target_byte;
 use crate::http::{
     response_bytes, text_response, with_header, HeadLimits, HeadParser, Request, Response, Version,
 };
@@ -151,16 +152,40 @@ pub(crate) fn switching_protocols(accept: &str) -> Vec<u8> {
 /// then `Connection: Upgrade`, a fresh random `Sec-WebSocket-Key` and
 /// `Sec-WebSocket-Version: 13`.
 ///
+/// `host` and `path` are sent as one line each, whatever they hold: a byte that may not stand
+/// in a request line (a space, CR, LF or another control byte, checked as the HTTP client
+/// checks its requests) is sent percent-encoded, so no input can end the line early and add
+/// headers or a second request; a server refuses such a target or host as it sees fit.
+///
 /// ```
 /// let req = web::ws::ws_handshake_request("example.com", "/chat");
 /// assert!(req.starts_with(b"GET /chat HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\n"));
+/// let smuggled = web::ws::ws_handshake_request("h", "/a\r\n\r\nGET /other");
+/// assert!(smuggled.starts_with(b"GET /a%0D%0A%0D%0AGET%20/other HTTP/1.1\r\nHost: h\r\n"));
 /// ```
 pub fn ws_handshake_request(host: &str, path: &str) -> Vec<u8> {
     let key = base64::engine::general_purpose::STANDARD.encode(random_16());
+    let (host, path) = (sendable(host), sendable(path));
     format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
     )
     .into_bytes()
+}
+
+/// `part` with every byte that may not stand in a request line percent-encoded.
+fn sendable(part: &str) -> std::borrow::Cow<'_, str> {
+    if part.bytes().all(is_sendable_target_byte) {
+        return part.into();
+    }
+    let mut out = String::with_capacity(part.len() + 8);
+    for c in part.chars() {
+        if c.is_ascii() && !is_sendable_target_byte(c as u8) {
+            out.push_str(&format!("%{:02X}", c as u8));
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
 }
 
 /// 16 random bytes from the operating system (for a fresh key), with a time-and-counter

@@ -20,8 +20,8 @@ pub use blocking::{
     ws_read, ws_take, ws_write, ws_write_bin, MAX_FRAME,
 };
 pub use close::{
-    is_valid_code, parse_close, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY,
-    PROTOCOL_ERROR, TOO_BIG,
+    close_payload, is_valid_code, parse_close, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL,
+    POLICY, PROTOCOL_ERROR, TOO_BIG,
 };
 pub use decoder::{Decoder, Event, MAX_MESSAGE};
 pub use frame::{

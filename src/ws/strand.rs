@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use reactor::{ConnId, Io, Next, Read, Remote};
 
 use super::app::{Message, Ws, WsCommand, WsHandler};
-use super::close::{GOING_AWAY, POLICY};
+use super::close::{close_payload, GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
 use super::outbox::Outbox;
@@ -310,7 +310,7 @@ impl<H: WsHandler> WsStrand<H> {
     fn queue_close(&mut self, code: u16) {
         let busy = self.b();
         if busy.closing == Closing::No {
-            write_frame(busy.out.own(), 0x80 | OP_CLOSE, &code.to_be_bytes(), None);
+            write_frame(busy.out.own(), 0x80 | OP_CLOSE, &close_payload(code), None);
             busy.closing = Closing::Sent;
         }
     }
@@ -356,13 +356,10 @@ impl<H: WsHandler> WsStrand<H> {
                 // Answer with the same code (none for none), then close TCP.
                 let busy = self.b();
                 if busy.closing == Closing::No {
-                    let payload = code.as_ref().map(|(c, _)| c.to_be_bytes());
-                    write_frame(
-                        busy.out.own(),
-                        0x80 | OP_CLOSE,
-                        payload.as_ref().map_or(&[][..], |p| &p[..]),
-                        None,
-                    );
+                    let payload = code
+                        .as_ref()
+                        .map_or_else(Vec::new, |(c, _)| close_payload(*c));
+                    write_frame(busy.out.own(), 0x80 | OP_CLOSE, &payload, None);
                 }
                 busy.closing = Closing::Done;
                 self.tell(id, code.map(|(c, _)| c));
