@@ -471,3 +471,57 @@ fn publishes_sends_and_broadcasts_of_one_turn_arrive_whole_and_in_order() {
     drop(members);
     server.shutdown().unwrap();
 }
+
+/// `join N`: joins rooms `r0` … `r{N-1}` in one callback and answers how many joins took.
+struct ManyRooms;
+
+impl WsHandler for ManyRooms {
+    type State = ();
+
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
+        let Message::Text(text) = msg else { return };
+        if let Some(n) = text
+            .strip_prefix("join ")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            let took = (0..n).filter(|i| ws.join(&format!("r{i}"))).count();
+            ws.send_text(&format!("joined {took} of {n}, in {}", ws.joined().count()));
+        } else if let Some(n) = text
+            .strip_prefix("leave ")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            (0..n).for_each(|i| ws.leave(&format!("r{i}")));
+            ws.send_text(&format!("in {}", ws.joined().count()));
+        }
+    }
+}
+
+#[test]
+fn a_connection_joins_thousands_of_rooms_and_the_limit_holds() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_rooms(16_000)
+        .websocket("/", ManyRooms);
+    let rooms_of = server.rooms();
+    let server = server.spawn(|_req| text_response(200, "ok")).unwrap();
+    let mut c = Client::connect(server.local_addr().port());
+    c.send(&client_frame("join 16500"));
+    assert_eq!(text(&mut c), "joined 16000 of 16500, in 16000");
+    // Every join took effect in the worker's lists: a publish to the last room reaches it.
+    wait_until(Duration::from_secs(10), "the last join arrived", || {
+        rooms_of.publish("r15999", &Message::Text("last".into())) > 0
+    });
+    assert_eq!(text(&mut c), "last");
+    assert_eq!(rooms_of.members("r15999"), 1);
+    c.send(&client_frame("leave 15990"));
+    assert_eq!(text(&mut c), "in 10");
+    assert_eq!(rooms_of.members("r0"), 0);
+    assert_eq!(rooms_of.members("r15995"), 1);
+    drop(c);
+    server.shutdown().unwrap();
+}

@@ -92,6 +92,7 @@ pub struct Server {
     taken: Option<Box<DynTaken>>,
     websocket: Vec<WsRoute>,
     max_message: usize,
+    max_rooms: usize,
     rooms: Rooms,
     control: Control,
     #[cfg(feature = "redis")]
@@ -167,6 +168,7 @@ impl Server {
             taken: None,
             websocket: Vec::new(),
             max_message: MAX_MESSAGE,
+            max_rooms: crate::ws::MAX_ROOMS,
             rooms: Rooms::default(),
             control: Control::default(),
             #[cfg(feature = "redis")]
@@ -431,6 +433,20 @@ impl Server {
         self
     }
 
+    /// Most rooms one WebSocket connection may be in at once (default
+    /// [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024); [`Ws::join`](crate::ws::Ws::join) past it
+    /// answers `false` and joins nothing. What a connection's rooms cost is bounded by it.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_rooms(16);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_rooms(mut self, rooms: usize) -> Server {
+        self.max_rooms = rooms;
+        self
+    }
+
     /// Calls `taken(conn, raw)` with every request before it is answered; see [`serve_taking`].
     ///
     /// ```
@@ -469,6 +485,7 @@ impl Server {
             websocket: self.websocket,
             ws_settings: Arc::new(WsSettings {
                 max_message: self.max_message,
+                max_rooms: self.max_rooms,
                 write_timeout: self.limits.write_timeout,
                 rooms: self.rooms.clone(),
                 open: self.control.websockets(),

@@ -174,8 +174,10 @@ pub enum WsCommand {
 /// ```
 pub struct Ws<'a> {
     pub(crate) out: &'a mut super::outbox::Outbox,
-    /// The rooms of the joins queued and not yet back (see [`WsCommand::Join`]).
-    pub(crate) joining: &'a mut Vec<Arc<str>>,
+    /// The joins queued and not yet back, per room (see [`WsCommand::Join`]).
+    pub(crate) joining: &'a mut std::collections::HashMap<Arc<str>, u32>,
+    /// Most rooms this connection may be in.
+    pub(crate) max_rooms: usize,
     pub(crate) close: &'a mut Option<u16>,
     pub(crate) id: ConnId,
     pub(crate) remote: &'a Remote<WsCommand>,
@@ -264,16 +266,25 @@ impl Ws<'_> {
 
     /// Joins `room` (no effect if already a member): it receives every message published there
     /// *after this call* — none sent before, even if not yet delivered — until it leaves or its
-    /// connection ends. See the order note of [`Rooms`].
+    /// connection ends. See the order note of [`Rooms`]. Returns whether the connection is a
+    /// member now: `false` when it is already in
+    /// [`max_rooms`](crate::http::Server::max_rooms) rooms
+    /// ([`MAX_ROOMS`](crate::ws::MAX_ROOMS) by default) and `room` is not one of them. Joining
+    /// and leaving cost the same however many rooms the connection is in.
     ///
     /// ```
     /// fn enter(ws: &mut web::ws::Ws<'_>) {
-    ///     ws.join("lobby");
+    ///     if !ws.join("lobby") {
+    ///         ws.send_text("you are in too many rooms");
+    ///     }
     /// }
     /// ```
-    pub fn join(&mut self, room: &str) {
+    pub fn join(&mut self, room: &str) -> bool {
         if self.joined.contains(room) {
-            return;
+            return true;
+        }
+        if self.joined.len() >= self.max_rooms {
+            return false;
         }
         let name = self.rooms.count_in(room, self.id.worker());
         self.joined.push(Arc::clone(&name));
@@ -282,10 +293,11 @@ impl Ws<'_> {
             .remote
             .send(self.id, WsCommand::Join(Arc::clone(&name)))
         {
-            self.joining.push(name);
+            *self.joining.entry(name).or_insert(0) += 1;
         } else {
             self.rooms.join_local(&name, self.id);
         }
+        true
     }
 
     /// Leaves `room` at once (no effect if not a member).

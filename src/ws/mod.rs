@@ -32,7 +32,7 @@ pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_reques
 pub(crate) use handshake::{check_upgrade, switching_protocols};
 pub use reactor::ConnId;
 pub(crate) use rooms::local_members;
-pub use rooms::Rooms;
+pub use rooms::{Rooms, MAX_ROOMS};
 pub(crate) use strand::{Route, WsApp, WsConn, WsSettings};
 pub use strand::{WS_HIGH_WATER, WS_MAX_BACKLOG};
 pub use utf8::Utf8Check;

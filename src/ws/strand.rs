@@ -13,7 +13,7 @@
 //! cannot grow server memory without bound. A socket that takes no output for the server's
 //! write timeout is closed too.
 
-use std::mem::ManuallyDrop;
+use std::collections::HashMap;
 use std::net::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +61,8 @@ pub(crate) trait WsConn: Send {
 /// route of a server).
 pub(crate) struct WsSettings {
     pub(crate) max_message: usize,
+    /// Most rooms one connection may be in.
+    pub(crate) max_rooms: usize,
     pub(crate) write_timeout: Duration,
     pub(crate) rooms: Rooms,
     /// Open WebSocket connections of the server.
@@ -146,15 +148,22 @@ const LINGER: Duration = Duration::from_secs(2);
 /// and the state (the decoder, unsent output and the closing handshake live in [`WsBusy`],
 /// boxed only while there is something to keep).
 pub(crate) struct WsStrand<H: WsHandler> {
-    endpoint: Arc<Endpoint<H>>,
+    /// The application's side of the connection, `None` once its state was handed back to it
+    /// (the connection is ending): moved out whole, so the state is handed back or dropped
+    /// exactly once by construction. The `Option` costs nothing (the endpoint pointer is
+    /// never null).
+    member: Option<Member<H>>,
     /// The rooms this connection is in (left when it ends): one pointer, and no allocation while
     /// in none.
     joined: Joined,
     /// `None` while idle: open, nothing half-read, nothing to write, no timer.
     busy: Option<Box<WsBusy>>,
-    /// The application's state, dropped or handed back exactly once: while `told` (in `busy`)
-    /// is false it is live; [`WsStrand::take_state`] sets `told` as it moves it out.
-    state: ManuallyDrop<H::State>,
+}
+
+/// The application's side of an open connection: its route's endpoint and its state.
+struct Member<H: WsHandler> {
+    endpoint: Arc<Endpoint<H>>,
+    state: H::State,
 }
 
 /// What a WebSocket connection keeps while it is doing something.
@@ -164,29 +173,29 @@ struct WsBusy {
     out: Outbox,
     closing: Closing,
     deadline: Option<Instant>,
-    /// The application got its state back (or the connection ended before it could): the
-    /// state is gone.
-    told: bool,
-    /// A room for each [`WsCommand::Join`] this connection queued that has not come back yet.
-    joining: Vec<Arc<str>>,
+    /// How long the socket may take no output (the server's write timeout, kept here for the
+    /// close frame written after the application was told).
+    write_timeout: Duration,
+    /// How many [`WsCommand::Join`]s this connection queued for each room that have not come
+    /// back yet.
+    joining: HashMap<Arc<str>, u32>,
 }
 
 impl WsBusy {
-    fn new(max_message: usize) -> WsBusy {
+    fn new(max_message: usize, write_timeout: Duration) -> WsBusy {
         WsBusy {
             decoder: Decoder::new(Role::Server, max_message),
             out: Outbox::default(),
             closing: Closing::No,
             deadline: None,
-            told: false,
-            joining: Vec::new(),
+            write_timeout,
+            joining: HashMap::new(),
         }
     }
 
     /// Nothing to keep: what [`WsBusy::new`] would make.
     fn is_done(&self) -> bool {
         self.closing == Closing::No
-            && !self.told
             && self.deadline.is_none()
             && self.joining.is_empty()
             && self.out.pending() == 0
@@ -200,35 +209,50 @@ impl WsBusy {
     /// leave (joining a room one is in queues nothing), and the publishes queued between the
     /// two are not for this connection.
     fn joined_back(&mut self, room: &str) -> bool {
-        let Some(at) = self.joining.iter().position(|r| &**r == room) else {
+        let Some(queued) = self.joining.get_mut(room) else {
             return false; // no join of ours: nothing to enter
         };
-        self.joining.swap_remove(at);
-        if self.joining.is_empty() {
-            self.joining = Vec::new();
+        *queued -= 1;
+        if *queued > 0 {
+            return false;
         }
-        !self.joining.iter().any(|r| &**r == room)
+        self.joining.remove(room);
+        if self.joining.is_empty() {
+            self.joining = HashMap::new();
+        }
+        true
     }
 }
 
-/// The busy part of a connection, made when first needed.
-fn busy(slot: &mut Option<Box<WsBusy>>, max_message: usize) -> &mut WsBusy {
-    slot.get_or_insert_with(|| Box::new(WsBusy::new(max_message)))
+/// The busy part of a connection, made when first needed (with `settings`' limits; the
+/// defaults once the application's side is gone, which never needs them).
+fn busy<'b>(slot: &'b mut Option<Box<WsBusy>>, settings: Option<&WsSettings>) -> &'b mut WsBusy {
+    slot.get_or_insert_with(|| {
+        let (max_message, write_timeout) = settings
+            .map_or((crate::ws::MAX_MESSAGE, crate::http::WRITE_TIMEOUT), |s| {
+                (s.max_message, s.write_timeout)
+            });
+        Box::new(WsBusy::new(max_message, write_timeout))
+    })
 }
 
 impl<H: WsHandler> WsStrand<H> {
     fn new(endpoint: Arc<Endpoint<H>>, state: H::State) -> WsStrand<H> {
         WsStrand {
-            endpoint,
+            member: Some(Member { endpoint, state }),
             joined: Joined::default(),
             busy: None,
-            state: ManuallyDrop::new(state),
         }
+    }
+
+    fn settings(&self) -> Option<&WsSettings> {
+        self.member.as_ref().map(|m| &*m.endpoint.settings)
     }
 
     /// The busy part, made if the connection was idle.
     fn b(&mut self) -> &mut WsBusy {
-        busy(&mut self.busy, self.endpoint.settings.max_message)
+        let settings = self.member.as_ref().map(|m| &*m.endpoint.settings);
+        busy(&mut self.busy, settings)
     }
 
     /// At the end of every call: an idle connection gives its busy part back.
@@ -239,48 +263,31 @@ impl<H: WsHandler> WsStrand<H> {
         next
     }
 
-    fn told(&self) -> bool {
-        self.busy.as_ref().is_some_and(|b| b.told)
-    }
-
     fn closing(&self) -> Closing {
         self.busy.as_ref().map_or(Closing::No, |b| b.closing)
-    }
-
-    /// Moves the application's state out, once.
-    fn take_state(&mut self) -> Option<H::State> {
-        let busy = self.b();
-        if busy.told {
-            return None;
-        }
-        busy.told = true;
-        // SAFETY: `told` was false, so the state is live and was never taken; `told` is now
-        // true and stays so (a busy part with `told` set is never dropped before the strand,
-        // see `WsBusy::is_done`), and every other use of `state` (`with_ws`, `Drop`) checks
-        // `told` first.
-        Some(unsafe { ManuallyDrop::take(&mut self.state) })
     }
 
     /// Runs `f` with the connection as a callback sees it and the application's state; a
     /// close the callback asked for is queued.
     fn with_ws(&mut self, id: ConnId, f: impl FnOnce(&H, &mut Ws<'_>, &mut H::State)) {
-        if self.told() {
+        let Some(member) = self.member.as_mut() else {
             return; // told already: the application is done with this connection
-        }
-        let endpoint = &*self.endpoint;
-        let busy = busy(&mut self.busy, endpoint.settings.max_message);
+        };
+        let endpoint = &*member.endpoint;
+        let busy = busy(&mut self.busy, Some(&endpoint.settings));
         let mut close = None;
         {
             let mut ws = Ws {
                 out: &mut busy.out,
                 joining: &mut busy.joining,
+                max_rooms: endpoint.settings.max_rooms,
                 close: &mut close,
                 id,
                 remote: &endpoint.remote,
                 rooms: &endpoint.settings.rooms,
                 joined: &mut self.joined,
             };
-            f(&endpoint.handler, &mut ws, &mut self.state);
+            f(&endpoint.handler, &mut ws, &mut member.state);
         }
         if let Some(code) = close {
             self.queue_close(code);
@@ -294,16 +301,20 @@ impl<H: WsHandler> WsStrand<H> {
     /// The connection ended: it leaves its rooms, and the application gets its state back
     /// (once).
     fn tell(&mut self, id: ConnId, code: Option<u16>) {
+        let Some(Member { endpoint, state }) = self.member.take() else {
+            return; // told already
+        };
+        // The connection is ending: its busy part (and the write timeout the close frame
+        // still needs) outlives the application's side.
+        busy(&mut self.busy, Some(&endpoint.settings));
         for room in self.joined.take() {
-            self.endpoint.settings.rooms.leave(&room, id);
+            endpoint.settings.rooms.leave(&room, id);
         }
-        if let Some(state) = self.take_state() {
-            self.endpoint
-                .settings
-                .open
-                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-            self.endpoint.handler.close(id, state, code);
-        }
+        endpoint
+            .settings
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        endpoint.handler.close(id, state, code);
     }
 
     /// Queues our close frame with `code` (once) and starts the closing handshake.
@@ -393,10 +404,10 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     fn park(&mut self, now: Instant, progressed: bool, read: bool) -> Next {
-        let write_timeout = self.endpoint.settings.write_timeout;
         let Some(busy) = self.busy.as_mut() else {
             return Next::read();
         };
+        let write_timeout = busy.write_timeout;
         let write = busy.out.pending() > 0;
         if write {
             if progressed || busy.deadline.is_none() {
@@ -489,10 +500,11 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
     fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next {
         self.b().out = Outbox::with(out);
         let id = io.id();
-        self.endpoint
-            .settings
-            .open
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(settings) = self.settings() {
+            settings
+                .open
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         self.with_ws(id, |handler, ws, state| handler.open(ws, state));
         if io.remote().is_shutting_down() {
             // Upgraded while the server drains: the drain has passed this connection by.
@@ -534,8 +546,10 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 WsCommand::Join(room) => {
                     // Its last join of the room, and still a member (it may have left since)?
                     let last = self.busy.as_mut().is_some_and(|b| b.joined_back(&room));
-                    if last && self.joined.contains(&room) {
-                        self.endpoint.settings.rooms.join_local(&room, io.id());
+                    if let (true, Some(settings)) =
+                        (last && self.joined.contains(&room), self.settings())
+                    {
+                        settings.rooms.join_local(&room, io.id());
                     }
                 }
             }
@@ -569,20 +583,8 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 std::mem::size_of::<WsBusy>()
                     + b.decoder.held_bytes()
                     + b.out.held_bytes()
-                    + b.joining.capacity() * std::mem::size_of::<Arc<str>>()
+                    + b.joining.capacity() * std::mem::size_of::<(Arc<str>, u32)>()
             })
-    }
-}
-
-impl<H: WsHandler> Drop for WsStrand<H> {
-    /// A connection dropped before the application was told (one never started, say) drops
-    /// the application's state.
-    fn drop(&mut self) {
-        if !self.told() {
-            // SAFETY: `told` is false: the state is live and was never taken, and nothing uses
-            // it after this.
-            unsafe { ManuallyDrop::drop(&mut self.state) }
-        }
     }
 }
 
