@@ -488,7 +488,7 @@ impl WsHandler for ManyRooms {
             .strip_prefix("join ")
             .and_then(|n| n.parse::<usize>().ok())
         {
-            let took = (0..n).filter(|i| ws.join(&format!("r{i}"))).count();
+            let took = (0..n).filter(|i| ws.try_join(&format!("r{i}"))).count();
             ws.send_text(&format!("joined {took} of {n}, in {}", ws.joined().count()));
         } else if let Some(n) = text
             .strip_prefix("leave ")

@@ -42,6 +42,8 @@ struct Shared {
     early_stop: std::sync::atomic::AtomicBool,
     /// Open WebSocket connections (counted by the WebSocket strands).
     websockets: Arc<AtomicUsize>,
+    /// The output queued for WebSocket peers, once the server is built.
+    budget: OnceLock<Arc<crate::ws::OutputBudget>>,
     /// The figures of the server's fleet, if it has one.
     #[cfg(feature = "redis")]
     fleet: OnceLock<Arc<crate::fleet::Counters>>,
@@ -70,6 +72,11 @@ impl Control {
         let _ = self.shared.fleet.set(counters);
     }
 
+    /// Shows the server's queued output and its lagging peers in its stats.
+    pub(crate) fn attach_budget(&self, budget: Arc<crate::ws::OutputBudget>) {
+        let _ = self.shared.budget.set(budget);
+    }
+
     /// The counter of open WebSocket connections, for the strands to keep.
     pub(crate) fn websockets(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.shared.websockets)
@@ -89,7 +96,6 @@ impl Control {
             return ServerStats::default();
         };
         let s = remote.stats();
-        #[allow(unused_mut)] // the fleet's figures need the `redis` feature
         let mut stats = ServerStats {
             open_connections: s.open,
             connections: s.accepted,
@@ -103,6 +109,10 @@ impl Control {
             panics: s.panics,
             ..ServerStats::default()
         };
+        if let Some(budget) = self.shared.budget.get() {
+            stats.lagging_closed = budget.dropped();
+            stats.queued_output = budget.used();
+        }
         #[cfg(feature = "redis")]
         if let Some(fleet) = self.shared.fleet.get().map(|c| c.stats()) {
             stats.fleet_errors = fleet.errors;

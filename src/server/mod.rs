@@ -35,7 +35,7 @@ use std::time::Duration;
 use reactor::{Config, Reactor};
 
 use crate::http::{Request, Response};
-use crate::ws::{Rooms, Route, WsApp, WsCommand, WsHandler, WsSettings, MAX_MESSAGE};
+use crate::ws::{OutputBudget, Rooms, Route, WsApp, WsCommand, WsHandler, WsSettings, MAX_MESSAGE};
 
 pub use blocking::handle_conn;
 use conn::HttpService;
@@ -93,6 +93,7 @@ pub struct Server {
     websocket: Vec<WsRoute>,
     max_message: usize,
     max_rooms: usize,
+    max_queued_output: usize,
     rooms: Rooms,
     control: Control,
     #[cfg(feature = "redis")]
@@ -169,6 +170,7 @@ impl Server {
             websocket: Vec::new(),
             max_message: MAX_MESSAGE,
             max_rooms: crate::ws::MAX_ROOMS,
+            max_queued_output: crate::ws::MAX_QUEUED_OUTPUT,
             rooms: Rooms::default(),
             control: Control::default(),
             #[cfg(feature = "redis")]
@@ -434,8 +436,8 @@ impl Server {
     }
 
     /// Most rooms one WebSocket connection may be in at once (default
-    /// [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024); [`Ws::join`](crate::ws::Ws::join) past it
-    /// answers `false` and joins nothing. What a connection's rooms cost is bounded by it.
+    /// [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024); past it [`Ws::join`](crate::ws::Ws::join)
+    /// joins nothing and [`Ws::try_join`](crate::ws::Ws::try_join) answers `false`. What a connection's rooms cost is bounded by it.
     ///
     /// ```
     /// let server = web::http::Server::bind("127.0.0.1:0")?.max_rooms(16);
@@ -444,6 +446,25 @@ impl Server {
     /// ```
     pub fn max_rooms(mut self, rooms: usize) -> Server {
         self.max_rooms = rooms;
+        self
+    }
+
+    /// Most memory all WebSocket connections of the server together may hold for output their
+    /// peers have not taken (default [`MAX_QUEUED_OUTPUT`](crate::ws::MAX_QUEUED_OUTPUT),
+    /// 256 MiB). A frame queued for many connections counts once per worker. Past it, the
+    /// connections furthest behind — owed more than the limit shared among those owed
+    /// anything — are closed as their next output arrives, their application told 1008, and
+    /// counted in [`ServerStats::lagging_closed`](crate::http::ServerStats::lagging_closed).
+    /// Each connection is also closed when it alone is owed more than
+    /// [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_queued_output(64 << 20);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_queued_output(mut self, bytes: usize) -> Server {
+        self.max_queued_output = bytes;
         self
     }
 
@@ -473,6 +494,8 @@ impl Server {
             .workers(workers)
             .max_connections(self.max_connections)
             .drain_deadline(self.drain_timeout);
+        let budget = OutputBudget::new(self.max_queued_output);
+        self.control.attach_budget(Arc::clone(&budget));
         let shared = Arc::new(Shared {
             handler,
             taken: self.taken,
@@ -486,6 +509,7 @@ impl Server {
             ws_settings: Arc::new(WsSettings {
                 max_message: self.max_message,
                 max_rooms: self.max_rooms,
+                budget,
                 write_timeout: self.limits.write_timeout,
                 rooms: self.rooms.clone(),
                 open: self.control.websockets(),
@@ -613,6 +637,13 @@ pub struct ServerStats {
     pub websockets: usize,
     /// Messages to connections or workers refused because a worker's queue was full.
     pub refused_messages: u64,
+    /// WebSocket connections closed (1008) because their peers fell behind: owed more than
+    /// [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG), or past their share of
+    /// [`Server::max_queued_output`].
+    pub lagging_closed: u64,
+    /// Memory held now for WebSocket output not yet taken by peers (what
+    /// [`Server::max_queued_output`] bounds).
+    pub queued_output: usize,
     /// Connection steps that panicked (a bug of the library or of a WebSocket handler; each
     /// closed its own connection only). Handler panics answered with 500 are not counted here.
     pub panics: u64,

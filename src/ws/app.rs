@@ -266,20 +266,32 @@ impl Ws<'_> {
 
     /// Joins `room` (no effect if already a member): it receives every message published there
     /// *after this call* — none sent before, even if not yet delivered — until it leaves or its
-    /// connection ends. See the order note of [`Rooms`]. Returns whether the connection is a
-    /// member now: `false` when it is already in
-    /// [`max_rooms`](crate::http::Server::max_rooms) rooms
-    /// ([`MAX_ROOMS`](crate::ws::MAX_ROOMS) by default) and `room` is not one of them. Joining
-    /// and leaving cost the same however many rooms the connection is in.
+    /// connection ends. See the order note of [`Rooms`]. A connection already in
+    /// [`max_rooms`](crate::http::Server::max_rooms) rooms ([`MAX_ROOMS`](crate::ws::MAX_ROOMS)
+    /// by default) joins no more: [`Ws::try_join`] says whether it did.
     ///
     /// ```
     /// fn enter(ws: &mut web::ws::Ws<'_>) {
-    ///     if !ws.join("lobby") {
+    ///     ws.join("lobby");
+    /// }
+    /// ```
+    pub fn join(&mut self, room: &str) {
+        self.try_join(room);
+    }
+
+    /// Joins `room` as [`Ws::join`] does and returns whether the connection is a member now:
+    /// `false` when it is already in [`max_rooms`](crate::http::Server::max_rooms) rooms and
+    /// `room` is not one of them. Joining and leaving cost the same however many rooms the
+    /// connection is in.
+    ///
+    /// ```
+    /// fn enter(ws: &mut web::ws::Ws<'_>) {
+    ///     if !ws.try_join("lobby") {
     ///         ws.send_text("you are in too many rooms");
     ///     }
     /// }
     /// ```
-    pub fn join(&mut self, room: &str) -> bool {
+    pub fn try_join(&mut self, room: &str) -> bool {
         if self.joined.contains(room) {
             return true;
         }
@@ -349,7 +361,8 @@ impl Ws<'_> {
 
     fn frame(&mut self, opcode: u8, payload: &[u8]) {
         if self.close.is_none() {
-            write_frame(self.out.own(), 0x80 | opcode, payload, None);
+            self.out
+                .write(|buf| write_frame(buf, 0x80 | opcode, payload, None));
         }
     }
 }

@@ -5,6 +5,7 @@
 
 mod app;
 mod blocking;
+mod budget;
 mod close;
 mod decoder;
 mod frame;
@@ -19,6 +20,8 @@ pub use blocking::{
     client_frame, client_frame_bin, fill, ws_accept, ws_close, ws_frame, ws_frame_bin, ws_frame_op,
     ws_read, ws_take, ws_write, ws_write_bin, MAX_FRAME,
 };
+pub(crate) use budget::OutputBudget;
+pub use budget::MAX_QUEUED_OUTPUT;
 pub use close::{
     close_payload, is_valid_code, parse_close, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL,
     POLICY, PROTOCOL_ERROR, TOO_BIG,

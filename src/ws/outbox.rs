@@ -1,96 +1,200 @@
-//! What a WebSocket connection still owes its peer: its own bytes, or — the common case for an
-//! idle member of a room — one frame shared with every other recipient, held without a copy.
+//! What a WebSocket connection still owes its peer: a queue of pieces, each either bytes of the
+//! connection's own or a frame shared with every other recipient, held without a copy.
 //!
 //! A frame published to a room is encoded once ([`Arc<[u8]>`](Arc)); each member's outbox
-//! holds a reference to it until the end of the worker's turn, when it is written. Only when a
-//! second frame arrives before the first is written (several publishes in one turn) are the
-//! bytes copied into a buffer of the connection's own — and then one write carries them all.
+//! holds a reference to it, whatever else is queued before it, so a room's burst costs each
+//! member a reference per frame, not a copy. Frames shorter than [`SHARE_MIN`] are copied
+//! instead (a copy costs less than a piece). Written pieces are dropped as the peer takes them,
+//! and a piece partly written is never appended to, so an outbox holds what is owed and no more
+//! (a peer that reads slowly but steadily does not make it grow). What an outbox holds is
+//! charged to the server's [`OutputBudget`].
 
+use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::sync::Arc;
 
-/// Unsent output of one connection: [`Outbox::Own`] bytes from `at`, or the rest of one shared
-/// frame. As small as the buffer and offset it replaces (32 bytes; checked below).
-pub(crate) enum Outbox {
-    /// Bytes of the connection's own; `buf[at..]` is unsent.
-    Own { buf: Vec<u8>, at: usize },
-    /// A frame shared with other connections; `frame[at..]` is unsent.
-    Shared { frame: Arc<[u8]>, at: usize },
+use super::budget::{self, OutputBudget};
+
+/// Shared frames shorter than this are copied into the connection's own bytes.
+const SHARE_MIN: usize = 256;
+
+/// Pieces one write hands the socket at most.
+pub(crate) const WRITE_PIECES: usize = 64;
+
+/// One queued piece.
+enum Piece {
+    Own(Vec<u8>),
+    Shared(Arc<[u8]>),
 }
 
-impl Default for Outbox {
-    fn default() -> Outbox {
-        Outbox::Own {
-            buf: Vec::new(),
-            at: 0,
+impl Piece {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Own(buf) => buf,
+            Piece::Shared(frame) => frame,
         }
     }
 }
 
+/// Unsent output of one connection.
+pub(crate) struct Outbox {
+    pieces: VecDeque<Piece>,
+    /// Bytes of the front piece already written.
+    at: usize,
+    /// Bytes owed: the pieces' lengths less `at`.
+    pending: usize,
+    /// Capacity of the own pieces.
+    own_capacity: usize,
+    /// What this outbox's own part is charged to the budget now (shared frames are charged
+    /// per worker, see [`budget::hold`]).
+    charged: usize,
+    budget: Arc<OutputBudget>,
+}
+
 impl Outbox {
-    /// An outbox starting with `bytes` (the 101 and what the upgrade left).
-    pub(crate) fn with(bytes: Vec<u8>) -> Outbox {
-        Outbox::Own { buf: bytes, at: 0 }
+    pub(crate) fn new(budget: Arc<OutputBudget>) -> Outbox {
+        Outbox {
+            pieces: VecDeque::new(),
+            at: 0,
+            pending: 0,
+            own_capacity: 0,
+            charged: 0,
+            budget,
+        }
+    }
+
+    /// The budget this outbox is charged to.
+    pub(crate) fn budget(&self) -> &OutputBudget {
+        &self.budget
     }
 
     /// Bytes not yet written.
     pub(crate) fn pending(&self) -> usize {
-        match self {
-            Outbox::Own { buf, at } => buf.len() - at,
-            Outbox::Shared { frame, at } => frame.len() - at,
-        }
-    }
-
-    /// The unsent bytes.
-    pub(crate) fn unsent(&self) -> &[u8] {
-        match self {
-            Outbox::Own { buf, at } => &buf[*at..],
-            Outbox::Shared { frame, at } => &frame[*at..],
-        }
+        self.pending
     }
 
     /// Heap bytes held by this connection alone (a shared frame is the publisher's).
     pub(crate) fn held_bytes(&self) -> usize {
-        match self {
-            Outbox::Own { buf, .. } => buf.capacity(),
-            Outbox::Shared { .. } => 0,
-        }
+        self.own_capacity + self.pieces.capacity() * std::mem::size_of::<Piece>()
     }
 
-    /// Queues a shared frame: by reference when nothing else is queued, else copied behind what
-    /// is.
+    /// Queues bytes of the connection's own (what the upgrade left to write, say).
+    pub(crate) fn push_own(&mut self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        let was = self.pending;
+        self.pending += bytes.len();
+        self.own_capacity += bytes.capacity();
+        self.pieces.push_back(Piece::Own(bytes));
+        self.settle(was);
+    }
+
+    /// Queues a shared frame: by reference, or copied when it is short.
     pub(crate) fn push_shared(&mut self, frame: &Arc<[u8]>) {
-        if self.pending() == 0 {
-            *self = Outbox::Shared {
-                frame: Arc::clone(frame),
-                at: 0,
+        if frame.len() < SHARE_MIN {
+            self.write(|buf| buf.extend_from_slice(frame));
+            return;
+        }
+        let was = self.pending;
+        budget::hold(&self.budget, frame);
+        self.pending += frame.len();
+        self.pieces.push_back(Piece::Shared(Arc::clone(frame)));
+        self.settle(was);
+    }
+
+    /// Appends bytes of the connection's own with `f` (a frame written into the buffer), after
+    /// what is queued.
+    pub(crate) fn write(&mut self, f: impl FnOnce(&mut Vec<u8>)) {
+        let was = self.pending;
+        // The last piece takes more only if it is the connection's own and not being written.
+        let appendable = matches!(self.pieces.back(), Some(Piece::Own(_)))
+            && (self.pieces.len() > 1 || self.at == 0);
+        if !appendable {
+            self.pieces.push_back(Piece::Own(Vec::new()));
+        }
+        if let Some(Piece::Own(buf)) = self.pieces.back_mut() {
+            let (len, capacity) = (buf.len(), buf.capacity());
+            f(buf);
+            self.pending += buf.len() - len;
+            self.own_capacity = self.own_capacity - capacity + buf.capacity();
+        }
+        if self.pending == was && self.pieces.back().is_some_and(|p| p.bytes().is_empty()) {
+            self.pieces.pop_back();
+        }
+        self.settle(was);
+    }
+
+    /// The unsent bytes, as slices for one vectored write (at most [`WRITE_PIECES`]); answers
+    /// how many of `slices` it filled.
+    pub(crate) fn unsent<'a>(&'a self, slices: &mut [IoSlice<'a>; WRITE_PIECES]) -> usize {
+        let mut n = 0;
+        for (i, piece) in self.pieces.iter().take(WRITE_PIECES).enumerate() {
+            let bytes = piece.bytes();
+            slices[i] = IoSlice::new(if i == 0 { &bytes[self.at..] } else { bytes });
+            n += 1;
+        }
+        n
+    }
+
+    /// `n` more bytes were written: the pieces written whole are dropped.
+    pub(crate) fn advance(&mut self, mut n: usize) {
+        let was = self.pending;
+        self.pending -= n.min(self.pending);
+        while n > 0 {
+            let Some(front) = self.pieces.front() else {
+                break;
             };
-        } else {
-            self.own().extend_from_slice(frame);
+            let left = front.bytes().len() - self.at;
+            if n < left {
+                self.at += n;
+                break;
+            }
+            n -= left;
+            self.at = 0;
+            self.drop_front();
         }
-    }
-
-    /// A buffer of the connection's own to append frames to, holding what is unsent (a shared
-    /// frame's rest is copied into it).
-    pub(crate) fn own(&mut self) -> &mut Vec<u8> {
-        if let Outbox::Shared { frame, at } = self {
-            let rest = frame[*at..].to_vec();
-            *self = Outbox::Own { buf: rest, at: 0 };
-        }
-        match self {
-            Outbox::Own { buf, .. } => buf,
-            Outbox::Shared { .. } => unreachable!("made Own just above"),
-        }
-    }
-
-    /// `n` more bytes were written.
-    pub(crate) fn advance(&mut self, n: usize) {
-        match self {
-            Outbox::Own { at, .. } | Outbox::Shared { at, .. } => *at += n,
-        }
-        if self.pending() == 0 {
+        if self.pieces.is_empty() {
             // Written: an idle connection keeps no buffer and no frame.
-            *self = Outbox::default();
+            self.pieces = VecDeque::new();
+            self.at = 0;
         }
+        self.settle(was);
+    }
+
+    fn drop_front(&mut self) {
+        match self.pieces.pop_front() {
+            Some(Piece::Own(buf)) => self.own_capacity -= buf.capacity(),
+            Some(Piece::Shared(frame)) => budget::release(&self.budget, &frame),
+            None => {}
+        }
+    }
+
+    /// After a change: the budget charged what the own part holds now, and told whether this
+    /// connection owes anything (it did when `was` > 0).
+    fn settle(&mut self, was: usize) {
+        let cost = self.held_bytes();
+        if cost > self.charged {
+            self.budget.charge(cost - self.charged);
+        } else {
+            self.budget.credit(self.charged - cost);
+        }
+        self.charged = cost;
+        if (was == 0) != (self.pending == 0) {
+            self.budget.owing(self.pending > 0);
+        }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        let was = self.pending;
+        while !self.pieces.is_empty() {
+            self.drop_front();
+        }
+        self.pieces = VecDeque::new();
+        self.pending = 0;
+        self.settle(was);
     }
 }
 
@@ -102,54 +206,93 @@ mod tests {
         bytes.to_vec().into()
     }
 
-    #[test]
-    fn an_outbox_is_no_larger_than_a_buffer_and_an_offset() {
-        assert!(std::mem::size_of::<Outbox>() <= std::mem::size_of::<(Vec<u8>, usize)>());
+    fn outbox() -> (Outbox, Arc<OutputBudget>) {
+        let budget = OutputBudget::new(usize::MAX);
+        (Outbox::new(Arc::clone(&budget)), budget)
+    }
+
+    fn unsent(out: &Outbox) -> Vec<u8> {
+        let mut slices = [IoSlice::new(&[]); WRITE_PIECES];
+        let n = out.unsent(&mut slices);
+        slices[..n].iter().flat_map(|s| s.to_vec()).collect()
     }
 
     #[test]
-    fn one_shared_frame_is_held_by_reference_then_released() {
-        let frame = shared(b"frame");
-        let mut out = Outbox::default();
+    fn a_shared_frame_is_held_by_reference_whatever_is_queued_then_released() {
+        let frame = shared(&[7; 300]);
+        let (mut out, budget) = outbox();
+        out.write(|b| b.extend_from_slice(b"own"));
         out.push_shared(&frame);
-        assert_eq!(Arc::strong_count(&frame), 2, "held, not copied");
-        assert_eq!((out.pending(), out.held_bytes()), (5, 0));
-        out.advance(2);
-        assert_eq!(out.unsent(), b"ame");
-        out.advance(3);
+        out.push_shared(&frame);
+        assert_eq!(Arc::strong_count(&frame), 3, "held, not copied");
+        assert_eq!(out.pending(), 603);
+        assert_eq!(
+            budget.used(),
+            300 + out.held_bytes(),
+            "the frame charged once"
+        );
+        out.advance(3 + 300 + 100);
+        assert_eq!(Arc::strong_count(&frame), 2);
+        assert_eq!(unsent(&out), vec![7; 200]);
+        out.advance(200);
         assert_eq!(Arc::strong_count(&frame), 1, "released once written");
-        assert_eq!((out.pending(), out.held_bytes()), (0, 0));
+        assert_eq!((out.pending(), out.held_bytes(), budget.used()), (0, 0, 0));
     }
 
     #[test]
-    fn frames_queue_in_order_whatever_came_first() {
-        // (what is queued, in order; what the outbox must hold)
-        let cases: [(&[&[u8]], &[u8]); 4] = [
-            (&[b"ab", b"cd"], b"abcd"),
-            (&[b"ab", b"own", b"cd"], b"abowncd"),
-            (&[b"own", b"ab"], b"ownab"),
-            (&[b"ab"], b"ab"),
+    fn pieces_queue_in_order_whatever_came_first() {
+        let big = [b'x'; SHARE_MIN];
+        // (what is queued, in order: "own" is the connection's own, the rest shared)
+        let cases: [&[&[u8]]; 5] = [
+            &[b"ab", b"cd"],
+            &[b"ab", b"own", b"cd"],
+            &[b"own", &big, b"ab"],
+            &[&big, b"own", &big],
+            &[b"ab"],
         ];
-        for (parts, want) in cases {
-            let mut out = Outbox::default();
+        for parts in cases {
+            let (mut out, _) = outbox();
             for part in parts {
                 if *part == b"own" {
-                    out.own().extend_from_slice(part);
+                    out.write(|b| b.extend_from_slice(part));
                 } else {
                     out.push_shared(&shared(part));
                 }
             }
-            assert_eq!(out.unsent(), want, "{parts:?}");
+            assert_eq!(unsent(&out), parts.concat(), "{parts:?}");
+            assert_eq!(out.pending(), parts.concat().len());
         }
     }
 
     #[test]
-    fn a_partly_written_shared_frame_keeps_only_its_rest_when_copied() {
-        let mut out = Outbox::default();
-        out.push_shared(&shared(b"0123"));
-        out.advance(3);
-        out.push_shared(&shared(b"45"));
-        assert_eq!(out.unsent(), b"345");
-        assert!(matches!(out, Outbox::Own { at: 0, .. }));
+    fn a_reader_that_lags_steadily_holds_only_what_is_owed() {
+        // Output arrives as fast as it is taken, the peer always a little behind: what is held
+        // follows what is owed, not what was ever written.
+        let (mut out, budget) = outbox();
+        for _ in 0..10_000 {
+            out.write(|b| b.extend_from_slice(&[1; 1000]));
+            let owed = out.pending();
+            out.advance(owed.saturating_sub(5000).min(1000));
+            assert!(out.pending() <= 6000);
+            assert!(out.held_bytes() <= 4 * 6000 + 1024, "{}", out.held_bytes());
+        }
+        drop(out);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_dropped_outbox_gives_back_everything_it_was_charged() {
+        let budget = OutputBudget::new(usize::MAX);
+        let frame = shared(&[1; 1000]);
+        let mut a = Outbox::new(Arc::clone(&budget));
+        let mut b = Outbox::new(Arc::clone(&budget));
+        a.push_shared(&frame);
+        b.push_shared(&frame);
+        b.write(|buf| buf.extend_from_slice(&[2; 100]));
+        assert!(budget.used() >= 1100);
+        drop(a);
+        drop(b);
+        assert_eq!(budget.used(), 0);
+        assert_eq!(Arc::strong_count(&frame), 1);
     }
 }

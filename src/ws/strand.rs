@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 use reactor::{ConnId, Io, Next, Read, Remote};
 
 use super::app::{Message, Ws, WsCommand, WsHandler};
+use super::budget::OutputBudget;
 use super::close::{close_payload, GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
-use super::outbox::Outbox;
+use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
@@ -63,6 +64,8 @@ pub(crate) struct WsSettings {
     pub(crate) max_message: usize,
     /// Most rooms one connection may be in.
     pub(crate) max_rooms: usize,
+    /// The output queued for all connections of the server, and its limit.
+    pub(crate) budget: Arc<OutputBudget>,
     pub(crate) write_timeout: Duration,
     pub(crate) rooms: Rooms,
     /// Open WebSocket connections of the server.
@@ -182,10 +185,10 @@ struct WsBusy {
 }
 
 impl WsBusy {
-    fn new(max_message: usize, write_timeout: Duration) -> WsBusy {
+    fn new(max_message: usize, write_timeout: Duration, budget: Arc<OutputBudget>) -> WsBusy {
         WsBusy {
             decoder: Decoder::new(Role::Server, max_message),
-            out: Outbox::default(),
+            out: Outbox::new(budget),
             closing: Closing::No,
             deadline: None,
             write_timeout,
@@ -228,11 +231,15 @@ impl WsBusy {
 /// defaults once the application's side is gone, which never needs them).
 fn busy<'b>(slot: &'b mut Option<Box<WsBusy>>, settings: Option<&WsSettings>) -> &'b mut WsBusy {
     slot.get_or_insert_with(|| {
-        let (max_message, write_timeout) = settings
-            .map_or((crate::ws::MAX_MESSAGE, crate::http::WRITE_TIMEOUT), |s| {
-                (s.max_message, s.write_timeout)
-            });
-        Box::new(WsBusy::new(max_message, write_timeout))
+        let busy = match settings {
+            Some(s) => WsBusy::new(s.max_message, s.write_timeout, Arc::clone(&s.budget)),
+            None => WsBusy::new(
+                crate::ws::MAX_MESSAGE,
+                crate::http::WRITE_TIMEOUT,
+                OutputBudget::new(usize::MAX),
+            ),
+        };
+        Box::new(busy)
     })
 }
 
@@ -298,6 +305,15 @@ impl<H: WsHandler> WsStrand<H> {
         self.busy.as_ref().map_or(0, |b| b.out.pending())
     }
 
+    /// Whether the peer is so far behind that the connection is to be dropped: owed more than
+    /// [`WS_MAX_BACKLOG`], or more than its share while the server's output budget is spent.
+    fn falls_behind(&self) -> bool {
+        self.busy.as_ref().is_some_and(|b| {
+            let pending = b.out.pending();
+            pending > WS_MAX_BACKLOG || b.out.budget().sheds(pending)
+        })
+    }
+
     /// The connection ended: it leaves its rooms, and the application gets its state back
     /// (once).
     fn tell(&mut self, id: ConnId, code: Option<u16>) {
@@ -321,7 +337,8 @@ impl<H: WsHandler> WsStrand<H> {
     fn queue_close(&mut self, code: u16) {
         let busy = self.b();
         if busy.closing == Closing::No {
-            write_frame(busy.out.own(), 0x80 | OP_CLOSE, &close_payload(code), None);
+            busy.out
+                .write(|buf| write_frame(buf, 0x80 | OP_CLOSE, &close_payload(code), None));
             busy.closing = Closing::Sent;
         }
     }
@@ -358,7 +375,8 @@ impl<H: WsHandler> WsStrand<H> {
             Event::Ping(payload) => {
                 let busy = self.b();
                 if busy.closing == Closing::No {
-                    write_frame(busy.out.own(), 0x80 | OP_PONG, &payload, None);
+                    busy.out
+                        .write(|buf| write_frame(buf, 0x80 | OP_PONG, &payload, None));
                 }
                 return;
             }
@@ -370,7 +388,8 @@ impl<H: WsHandler> WsStrand<H> {
                     let payload = code
                         .as_ref()
                         .map_or_else(Vec::new, |(c, _)| close_payload(*c));
-                    write_frame(busy.out.own(), 0x80 | OP_CLOSE, &payload, None);
+                    busy.out
+                        .write(|buf| write_frame(buf, 0x80 | OP_CLOSE, &payload, None));
                 }
                 busy.closing = Closing::Done;
                 self.tell(id, code.map(|(c, _)| c));
@@ -393,7 +412,12 @@ impl<H: WsHandler> WsStrand<H> {
             return Ok(true);
         };
         while busy.out.pending() > 0 {
-            let n = io.write(busy.out.unsent())?;
+            let mut slices = [std::io::IoSlice::new(&[]); WRITE_PIECES];
+            let pieces = busy.out.unsent(&mut slices);
+            let n = match &slices[..pieces] {
+                [one] => io.write(one)?,
+                many => io.write_vectored(many)?,
+            };
             if n == 0 {
                 return Ok(false);
             }
@@ -498,7 +522,7 @@ impl<H: WsHandler> WsStrand<H> {
 
 impl<H: WsHandler> WsConn for WsStrand<H> {
     fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next {
-        self.b().out = Outbox::with(out);
+        self.b().out.push_own(out);
         let id = io.id();
         if let Some(settings) = self.settings() {
             settings
@@ -533,12 +557,14 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
         }
         if self.closing() == Closing::No {
             match cmd {
-                WsCommand::Send(Message::Text(t)) => {
-                    write_frame(self.b().out.own(), 0x80 | OP_TEXT, t.as_bytes(), None)
-                }
-                WsCommand::Send(Message::Binary(b)) => {
-                    write_frame(self.b().out.own(), 0x80 | OP_BINARY, &b, None)
-                }
+                WsCommand::Send(Message::Text(t)) => self
+                    .b()
+                    .out
+                    .write(|buf| write_frame(buf, 0x80 | OP_TEXT, t.as_bytes(), None)),
+                WsCommand::Send(Message::Binary(b)) => self
+                    .b()
+                    .out
+                    .write(|buf| write_frame(buf, 0x80 | OP_BINARY, &b, None)),
                 WsCommand::Frame(frame)
                 | WsCommand::FanOut { frame, .. }
                 | WsCommand::Publish { frame, .. } => self.b().out.push_shared(&frame),
@@ -554,8 +580,9 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 }
             }
         }
-        if self.pending() > WS_MAX_BACKLOG {
+        if self.falls_behind() {
             // A peer that does not read: drop it rather than grow without bound.
+            self.b().out.budget().dropped_one();
             self.tell(io.id(), Some(POLICY));
             return Next::Close;
         }
