@@ -222,3 +222,79 @@ fn shutdown_during_a_large_reply_finishes_it_then_closes_promptly() {
         returned.duration_since(finished)
     );
 }
+
+/// Keep-alive clients posting one request after another while the server stops: every POST
+/// the handler executed was answered, and every client sees its connection end cleanly (a
+/// reply, then the end of the stream) — never a reset that leaves it unable to tell whether
+/// its request ran.
+#[test]
+fn a_graceful_stop_answers_every_request_it_executed_and_resets_none() {
+    use std::io::{ErrorKind, Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let executed = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&executed);
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(move |_req| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            text_response(200, "done")
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let post = b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok";
+                let mut replies = 0u64;
+                let mut buf = vec![0u8; 4096];
+                loop {
+                    if c.write_all(post).is_err() {
+                        return (replies, "write failed");
+                    }
+                    // One reply (its length varies only with Connection: close), or the end.
+                    let mut got = 0;
+                    let end = loop {
+                        match c.read(&mut buf[got..]) {
+                            Ok(0) => break "eof",
+                            Ok(n) => {
+                                got += n;
+                                let text = String::from_utf8_lossy(&buf[..got]);
+                                if text.ends_with("\r\n\r\ndone") {
+                                    break "reply";
+                                }
+                            }
+                            Err(e) if e.kind() == ErrorKind::ConnectionReset => break "reset",
+                            Err(e) => panic!("{e}"),
+                        }
+                    };
+                    match end {
+                        "reply" => replies += 1,
+                        other => return (replies, other),
+                    }
+                    if String::from_utf8_lossy(&buf[..got]).contains("Connection: close") {
+                        let mut rest = [0u8; 16];
+                        return match c.read(&mut rest) {
+                            Ok(0) => (replies, "eof"),
+                            Ok(_) => (replies, "bytes after the last reply"),
+                            Err(_) => (replies, "reset"),
+                        };
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    server.shutdown().unwrap();
+    let mut answered = 0;
+    for client in clients {
+        let (replies, end) = client.join().unwrap();
+        assert_eq!(end, "eof", "after {replies} replies");
+        answered += replies;
+    }
+    assert_eq!(executed.load(Ordering::SeqCst), answered);
+}

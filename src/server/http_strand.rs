@@ -12,7 +12,7 @@
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use reactor::{Io, Next, Read};
 
@@ -27,6 +27,10 @@ use super::output::Output;
 const HIGH_WATER: usize = 64 * 1024;
 /// Bodies at least this long are written from the handler's buffer instead of being copied.
 const INLINE_BODY: usize = 16 * 1024;
+/// Longest linger while the server stops: long enough for a request that crossed our end of
+/// stream to arrive and be dropped (rather than reset the client), short enough that a stop
+/// with many idle clients is quick.
+const DRAIN_LINGER: Duration = Duration::from_millis(250);
 /// Reads one resume makes before letting the worker's other connections run.
 const READS_PER_TURN: usize = 16;
 /// Steps of one resume's loop, at most: each step reads, answers held-back input or returns,
@@ -158,11 +162,10 @@ impl HttpStrand {
         self.with_busy(io, |busy, shared, io| busy.run(shared, io))
     }
 
+    /// The server is stopping: a request that has arrived (whole or in part) is read and
+    /// answered, its reply the last; a connection with nothing unread closes at once.
     pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
-        match &self.busy {
-            None => Next::Close,
-            Some(_) => self.with_busy(io, |busy, shared, io| busy.drain(shared, io)),
-        }
+        self.with_busy(io, |busy, shared, io| busy.run(shared, io))
     }
 
     pub(crate) fn held_bytes(&self) -> usize {
@@ -350,7 +353,9 @@ impl Busy {
     ) -> Next {
         let limits = &shared.limits;
         let now = io.now();
-        let (timer, after) = if self.state == State::Lingering {
+        let (timer, after) = if self.state == State::Lingering && shared.shutting_down() {
+            (Timer::Linger, limits.linger.min(DRAIN_LINGER))
+        } else if self.state == State::Lingering {
             (Timer::Linger, limits.linger)
         } else if self.output.has_pending() {
             (Timer::Write, limits.write_timeout)
@@ -412,8 +417,6 @@ impl Busy {
             match self.output.flush(io, &mut progressed) {
                 Err(_) => return Next::Close,
                 Ok(true) if self.state != State::Serving => return self.linger(shared, io),
-                // Shutting down and nothing in flight any more: done.
-                Ok(true) if self.is_idle() && shared.shutting_down() => return Next::Close,
                 Ok(true) => {}
                 Ok(false) if self.state != State::Serving || self.held_back() => {
                     return self.park(shared, io, progressed, false, true)
@@ -437,6 +440,13 @@ impl Busy {
                 // Requests held back by backpressure: answer them before reading more.
                 self.answer_input(shared, &ctx, &mut outcome);
             } else {
+                if drained && self.is_idle() && shared.shutting_down() {
+                    // Shutting down, every request read is answered and written, and the
+                    // socket holds nothing more: our side is shut, and what the client sends
+                    // from now on is read and dropped until it closes (a request crossing our
+                    // end of stream is not run, and the client is not reset: it sees the end).
+                    return self.linger(shared, io);
+                }
                 if drained || reads == READS_PER_TURN {
                     // Drained, or let other connections run (resumed next turn).
                     return self.park(shared, io, progressed, true, self.output.has_pending());
@@ -448,6 +458,9 @@ impl Busy {
                         progressed = true;
                         drained = bytes.len() < scratch;
                         self.take(shared, bytes, &ctx, &mut outcome);
+                    }
+                    Read::WouldBlock if self.is_idle() && shared.shutting_down() => {
+                        return self.linger(shared, io)
                     }
                     Read::WouldBlock => {
                         return self.park(shared, io, progressed, true, self.output.has_pending())
@@ -500,14 +513,6 @@ impl Busy {
         if self.state == State::Lingering {
             return self.linger(shared, io);
         }
-        self.run(shared, io)
-    }
-
-    fn drain(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
-        if self.is_idle() {
-            return Next::Close;
-        }
-        // In flight: finish it; its reply is the last (`Shared::shutting_down`).
         self.run(shared, io)
     }
 
