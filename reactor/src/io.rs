@@ -233,7 +233,7 @@ impl<'a, M> Io<'a, M> {
     pub fn deadline(&self) -> Option<Instant> {
         self.timer
             .due()
-            .map(|due| self.now + self.clock.until_tick(self.now, due))
+            .map(|due| self.clock.tick_start(self.now, due))
     }
 
     /// This connection's id.

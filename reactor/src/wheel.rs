@@ -106,15 +106,17 @@ impl Clock {
         self.nanos(deadline).div_ceil(TICK_NANOS) as u32
     }
 
-    /// Time from `now` to the start of tick `due` (zero for a tick already begun; wrapping
-    /// comparison, as the wheel's).
-    pub(crate) fn until_tick(&self, now: Instant, due: u32) -> Duration {
+    /// The instant tick `due` starts, seen from `now` (wrapping comparison, as the wheel's): a
+    /// tick begun reads as its start, so that every read within it gives the same instant; a
+    /// tick past reads as the start of the current one.
+    pub(crate) fn tick_start(&self, now: Instant, due: u32) -> Instant {
         let nanos = self.nanos(now);
         let ahead = due.wrapping_sub((nanos / TICK_NANOS) as u32);
         if ahead == 0 || ahead > MAX_AHEAD {
-            Duration::ZERO
+            now.checked_sub(Duration::from_nanos(nanos % TICK_NANOS))
+                .unwrap_or(now)
         } else {
-            Self::until_nanos(nanos, ahead)
+            now + Self::until_nanos(nanos, ahead)
         }
     }
 
@@ -510,7 +512,7 @@ mod tests {
     }
 
     /// What `Io::deadline` reads back: a deadline as stored (its due tick) is never earlier than
-    /// the one given, and no later than one tick after it; a tick begun or past reads as now.
+    /// the one given, and no later than one tick after it; a tick begun reads as its start.
     #[test]
     fn a_deadline_read_back_from_its_tick_is_not_early_and_at_most_a_tick_late() {
         let start = Instant::now();
@@ -518,20 +520,23 @@ mod tests {
         let ms = Duration::from_millis;
         for (now, deadline) in [(0, 0), (0, 3), (3, 10), (5, 75_000), (12, 19), (40, 41)] {
             let (now, deadline) = (start + ms(now), start + ms(deadline));
-            let read = now + clock.until_tick(now, clock.due_tick(deadline));
+            let read = clock.tick_start(now, clock.due_tick(deadline));
             assert!(read >= deadline, "{read:?} before {deadline:?}");
             assert!(
                 read < deadline + TIMER_TICK,
                 "{read:?} a tick after {deadline:?}"
             );
+            // Read again later within the due tick: the same instant.
+            let later = read + TIMER_TICK / 2;
+            assert_eq!(clock.tick_start(later, clock.due_tick(deadline)), read);
         }
-        let now = start + ms(50);
+        let now = start + ms(55);
         assert_eq!(
-            clock.until_tick(now, clock.tick(now)),
-            Duration::ZERO,
-            "this tick"
+            clock.tick_start(now, clock.tick(now)),
+            start + ms(50),
+            "this tick: its start"
         );
-        assert_eq!(clock.until_tick(now, 2), Duration::ZERO, "a past tick");
+        assert_eq!(clock.tick_start(now, 2), start + ms(50), "a past tick");
     }
 
     /// Micro figure: moving a deadline (what every keep-alive request does) with many armed
