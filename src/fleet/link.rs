@@ -61,20 +61,32 @@ impl RoomsLink {
 }
 
 /// The fleet threads of a running server; dropping it stops and joins them (each notices
-/// within about 100 ms; a connection attempt in progress ends within 1 s).
+/// within about 100 ms; a connection attempt or a reply in progress ends within 1 s).
 pub(crate) struct Running {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl Drop for Running {
+    /// Stops the threads and waits for them, at most [`STOP_WAIT`]: each step of theirs is
+    /// bounded (a connection attempt, a whole reply), so they end well within it; a thread
+    /// still talking to Redis past it is left to end by itself, never waited on.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
+        let until = std::time::Instant::now() + STOP_WAIT;
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            while !t.is_finished() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
     }
 }
+
+/// Longest a stopping server waits for its fleet threads.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Fleet {
     /// Starts the publisher and subscriber threads for `rooms`; the link to give `rooms`.

@@ -47,6 +47,7 @@ mod link;
 mod names;
 mod publisher;
 pub(crate) mod rate;
+mod resp;
 mod subscriber;
 
 use std::hash::BuildHasher;
@@ -81,8 +82,8 @@ pub const QUEUE: usize = 4096;
 /// ```
 pub const PREFIX: &str = "web";
 
-/// Longest wait for a connection to Redis, and for the answer to one command on the fleet's
-/// own threads (a worker waits at most [`Fleet::timeout`]).
+/// Longest wait for a connection to Redis, and for a whole reply on the fleet's own threads
+/// (a worker never waits on Redis).
 const IO_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// One instance's way into a fleet: the Redis server the instances share, and the settings.
@@ -228,7 +229,7 @@ impl Fleet {
         failures: &mut u32,
         salt: u64,
         mut wait: impl FnMut(Duration) -> bool,
-    ) -> Option<redis::Connection> {
+    ) -> Option<resp::Conn> {
         loop {
             if *failures > 0 {
                 let jitter = self.instance.rotate_left(*failures) ^ salt;
@@ -249,12 +250,9 @@ impl Fleet {
         }
     }
 
-    /// A connection to Redis with the fleet threads' timeouts.
-    fn connect(&self) -> redis::RedisResult<redis::Connection> {
-        let con = self.client.get_connection_with_timeout(IO_TIMEOUT)?;
-        con.set_read_timeout(Some(IO_TIMEOUT))?;
-        con.set_write_timeout(Some(IO_TIMEOUT))?;
-        Ok(con)
+    /// A connection to Redis with the fleet threads' limits (see [`resp`]).
+    fn connect(&self) -> io::Result<resp::Conn> {
+        resp::Conn::open(self.client.get_connection_info(), IO_TIMEOUT)
     }
 }
 

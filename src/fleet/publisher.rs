@@ -38,14 +38,15 @@ pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, stop: &AtomicBoo
             }
             let mut pipe = redis::pipe();
             for out in &batch {
-                pipe.cmd("PUBLISH")
-                    .arg(&out.channel)
-                    .arg(&out.envelope)
-                    .ignore();
+                pipe.cmd("PUBLISH").arg(&out.channel).arg(&out.envelope);
             }
-            let sent = batch.len() as u64;
+            let sent = batch.len();
             batch.clear();
-            if pipe.query::<()>(&mut con).is_ok() {
+            let published = con
+                .query(&pipe.get_packed_pipeline(), sent)
+                .is_ok_and(|replies| replies.iter().all(|r| matches!(r, redis::Value::Int(_))));
+            let sent = sent as u64;
+            if published {
                 Counters::add(&counters.published, sent);
             } else {
                 Counters::add(&counters.errors, 1);

@@ -1,64 +1,78 @@
-//! Rate-limit counts kept in Redis, shared by every instance: one counter per (caller,
-//! bucket, wall-clock second), `INCR`ed and given a 2 s expiry in one `MULTI … EXEC`
-//! transaction, so concurrent instances never lose a count and old seconds go away by
-//! themselves.
+//! Rate-limit counts shared by every instance through Redis, without a worker ever waiting for
+//! it.
 //!
-//! A worker hands its count to the fleet's **counter thread** and waits for the answer at
-//! most [`Fleet::timeout`](super::Fleet::timeout). The thread sends what is waiting in one
-//! pipeline (one round trip for a batch of requests from all workers). Where Redis cannot
-//! answer in time — unreachable, the queue full, a round trip already longer than the
-//! timeout — the worker does not wait (or stops waiting) and the local count decides.
+//! A worker decides at once, on this instance's own count of the caller in the current second
+//! plus what the other instances had counted for it as far as this instance last heard
+//! ([`Known`]). What it admits it reports to the limiter's **counter thread** (a `try_send`
+//! into a bounded queue) and goes on. The thread sends the reports waiting, added up per
+//! counter, in one pipeline (`INCRBY` and a 2 s `EXPIRE` per counter, one counter per caller,
+//! bucket and wall-clock second); each answer is the fleet's total, and the total less what
+//! this instance reported is what the others counted, remembered for the next decision.
+//!
+//! **Over-admission.** The others' counts reach a decision one round trip late: in a second, a
+//! caller spread over `n` instances gets at most its allowance plus what the other instances
+//! admitted it within the last round trip — and, in the worst case of a burst that every
+//! instance takes in full before any answer returns, `n` times its allowance (as when Redis is
+//! unreachable and each instance's own count decides).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::names::{rate_key, Bucket};
 use super::{Counters, Fleet};
 
-/// Counts that may wait for the counter thread.
-const ASKS: usize = 1024;
-/// Most counts sent in one round trip.
-const BATCH: usize = 128;
+/// Reports that may wait for the counter thread; past it they are dropped (counted).
+const REPORTS: usize = 4096;
+/// Most reports taken into one round trip.
+const BATCH: usize = 1024;
 /// Seconds a counter lives: its own second, and one more for clocks slightly apart.
 const EXPIRY: u64 = 2;
 
-/// One count: the key, the allowance, and where the answer goes.
-struct Ask {
+/// One admission to count in the fleet.
+struct Report {
     key: Vec<u8>,
-    allowance: u32,
-    reply: SyncSender<bool>,
+    /// The caller and bucket, as [`Known`] files them.
+    slot: u64,
+    second: u64,
 }
 
-/// What the workers see of the counter thread.
-struct State {
-    /// Connected to Redis.
-    up: AtomicBool,
-    /// Milliseconds after `base` (plus one) when the round trip in progress began; 0: none.
-    busy_since: AtomicU64,
-    base: Instant,
+/// What the other instances had counted, per caller and bucket, as far as this instance
+/// heard: (second, count). Entries of seconds past are dropped as new answers arrive.
+#[derive(Default)]
+struct Known {
+    others: Mutex<HashMap<u64, (u64, u32)>>,
 }
 
-impl State {
-    fn millis(&self) -> u64 {
-        self.base.elapsed().as_millis() as u64 + 1
+impl Known {
+    fn others(&self, slot: u64, second: u64) -> u32 {
+        let others = self.others.lock().unwrap_or_else(PoisonError::into_inner);
+        match others.get(&slot) {
+            Some(&(at, n)) if at == second => n,
+            _ => 0,
+        }
     }
 }
 
 /// A rate limiter's way to the shared counts. The counter thread ends when this is dropped.
 pub(crate) struct SharedCount {
-    asks: SyncSender<Ask>,
-    state: Arc<State>,
+    reports: SyncSender<Report>,
+    known: Arc<Known>,
+    /// Connected to Redis.
+    up: Arc<AtomicBool>,
+    slots: RandomState,
     prefix: Arc<str>,
-    timeout: Duration,
     counters: Arc<Counters>,
 }
 
 impl std::fmt::Debug for SharedCount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedCount")
-            .field("up", &self.state.up.load(Ordering::Relaxed))
+            .field("up", &self.up.load(Ordering::Relaxed))
             .finish()
     }
 }
@@ -66,79 +80,74 @@ impl std::fmt::Debug for SharedCount {
 impl SharedCount {
     /// Starts the counter thread of one rate limiter.
     pub(crate) fn start(fleet: &Fleet) -> std::io::Result<SharedCount> {
-        let (asks, incoming) = sync_channel(ASKS);
-        let state = Arc::new(State {
-            up: AtomicBool::new(false),
-            busy_since: AtomicU64::new(0),
-            base: Instant::now(),
-        });
-        let (thread_fleet, thread_state) = (fleet.clone(), Arc::clone(&state));
+        let (reports, incoming) = sync_channel(REPORTS);
+        let known = Arc::new(Known::default());
+        let up = Arc::new(AtomicBool::new(false));
+        let (thread_fleet, thread_known, thread_up) =
+            (fleet.clone(), Arc::clone(&known), Arc::clone(&up));
         std::thread::Builder::new()
             .name("web-fleet-rate".into())
-            .spawn(move || run(&thread_fleet, &incoming, &thread_state))?;
+            .spawn(move || run(&thread_fleet, &incoming, &thread_known, &thread_up))?;
         Ok(SharedCount {
-            asks,
-            state,
+            reports,
+            known,
+            up,
+            slots: RandomState::new(),
             prefix: Arc::clone(&fleet.prefix),
-            timeout: fleet.timeout,
             counters: fleet.counters(),
         })
     }
 
-    /// Counts one request of `caller` in `bucket` in `second` across the fleet: whether it is
-    /// within `allowance`; `None` when Redis did not answer in time (the caller decides on its
-    /// local count; counted).
+    /// Decides one request of `caller` in `bucket` in `second`, which this instance's own
+    /// count admitted as the `used`-th of the second (`None`: refused): whether it is within
+    /// `allowance` counting what the other instances are known to have admitted. Never waits:
+    /// an admitted request is reported to the counter thread; while Redis is unreachable this
+    /// instance's own count decides (counted as a local decision).
     pub(crate) fn admit(
         &self,
         caller: &str,
         bucket: Bucket,
         allowance: u32,
         second: u64,
-    ) -> Option<bool> {
-        let answer = self.ask(caller, bucket, allowance, second);
-        if answer.is_none() {
+        used: Option<u32>,
+    ) -> bool {
+        if !self.up.load(Ordering::Acquire) {
             Counters::add(&self.counters.local_decisions, 1);
+            return used.is_some();
         }
-        answer
-    }
-
-    fn ask(&self, caller: &str, bucket: Bucket, allowance: u32, second: u64) -> Option<bool> {
-        if !self.state.up.load(Ordering::Acquire) {
-            return None;
-        }
-        let since = self.state.busy_since.load(Ordering::Acquire);
-        let timeout = self.timeout.as_millis() as u64;
-        if since != 0 && self.state.millis().saturating_sub(since) > timeout {
-            // Redis is slow: the round trip in progress already took longer than we would wait.
-            return None;
-        }
-        let (reply, answer) = sync_channel(1);
-        let ask = Ask {
-            key: rate_key(&self.prefix, second, bucket, caller),
-            allowance,
-            reply,
+        let Some(used) = used else {
+            return false; // over the allowance on this instance alone
         };
-        if self.asks.try_send(ask).is_err() {
+        let slot = self.slots.hash_one((caller, bucket as u8));
+        if self.known.others(slot, second).saturating_add(used) > allowance {
+            return false;
+        }
+        let report = Report {
+            key: rate_key(&self.prefix, second, bucket, caller),
+            slot,
+            second,
+        };
+        if self.reports.try_send(report).is_err() {
+            // The thread is behind: the fleet does not hear of this one (counted).
             Counters::add(&self.counters.errors, 1);
-            return None;
         }
-        match answer.recv_timeout(self.timeout) {
-            Ok(admitted) => Some(admitted),
-            Err(RecvTimeoutError::Timeout) => {
-                Counters::add(&self.counters.errors, 1);
-                None
-            }
-            // The round trip failed (counted by the thread).
-            Err(RecvTimeoutError::Disconnected) => None,
-        }
+        true
     }
 }
 
-fn run(fleet: &Fleet, incoming: &Receiver<Ask>, state: &State) {
+/// One counter's reports in a batch.
+struct Tally {
+    slot: u64,
+    second: u64,
+    n: u32,
+}
+
+fn run(fleet: &Fleet, incoming: &Receiver<Report>, known: &Known, up: &AtomicBool) {
     let counters = &fleet.counters;
     let mut failures = 0u32;
-    // Asks arriving during a backoff (sent before the workers saw `up` fall) are dropped:
-    // their workers decide locally at once. The thread ends when its limiter is dropped.
+    // What this instance reported per counter (the fleet's total less this is the others').
+    let mut ours: HashMap<Vec<u8>, (u64, u32)> = HashMap::new();
+    // Reports arriving during a backoff are dropped: the workers decide locally meanwhile.
     let wait = |d: Duration| {
         let until = Instant::now() + d;
         loop {
@@ -155,38 +164,65 @@ fn run(fleet: &Fleet, incoming: &Receiver<Ask>, state: &State) {
         let Some(mut con) = fleet.connect_after(&mut failures, 2, wait) else {
             return;
         };
-        state.up.store(true, Ordering::Release);
-        let mut batch: Vec<Ask> = Vec::with_capacity(16);
+        up.store(true, Ordering::Release);
         loop {
-            match incoming.recv() {
-                Ok(first) => batch.push(first),
+            let mut batch: HashMap<Vec<u8>, Tally> = HashMap::new();
+            let first = match incoming.recv() {
+                Ok(first) => first,
                 Err(_) => return,
-            }
-            while batch.len() < BATCH {
+            };
+            let mut add = |r: Report| {
+                batch
+                    .entry(r.key)
+                    .or_insert(Tally {
+                        slot: r.slot,
+                        second: r.second,
+                        n: 0,
+                    })
+                    .n += 1;
+            };
+            add(first);
+            for _ in 1..BATCH {
                 match incoming.try_recv() {
-                    Ok(next) => batch.push(next),
+                    Ok(next) => add(next),
                     Err(_) => break,
                 }
             }
+            let batch: Vec<(Vec<u8>, Tally)> = batch.into_iter().collect();
             let mut pipe = redis::pipe();
-            pipe.atomic();
-            for ask in &batch {
-                pipe.cmd("INCR").arg(&ask.key);
-                pipe.cmd("EXPIRE").arg(&ask.key).arg(EXPIRY).ignore();
+            for (key, tally) in &batch {
+                pipe.cmd("INCRBY").arg(key).arg(tally.n);
+                pipe.cmd("EXPIRE").arg(key).arg(EXPIRY);
             }
-            state.busy_since.store(state.millis(), Ordering::Release);
-            let counts: redis::RedisResult<Vec<i64>> = pipe.query(&mut con);
-            state.busy_since.store(0, Ordering::Release);
-            match counts {
-                Ok(counts) if counts.len() == batch.len() => {
-                    for (ask, count) in batch.drain(..).zip(counts) {
-                        let _ = ask.reply.try_send(count <= i64::from(ask.allowance));
+            let replies = con.query(&pipe.get_packed_pipeline(), 2 * batch.len());
+            // Every other reply is an INCRBY's total.
+            let totals: Option<Vec<i64>> = replies.ok().and_then(|replies| {
+                replies
+                    .iter()
+                    .step_by(2)
+                    .map(|v| match v {
+                        redis::Value::Int(n) => Some(*n),
+                        _ => None,
+                    })
+                    .collect()
+            });
+            match totals {
+                Some(totals) if totals.len() == batch.len() => {
+                    let newest = batch.iter().map(|(_, t)| t.second).max().unwrap_or(0);
+                    ours.retain(|_, (second, _)| *second + 1 >= newest);
+                    let mut others = known.others.lock().unwrap_or_else(PoisonError::into_inner);
+                    others.retain(|_, (second, _)| *second + 1 >= newest);
+                    for ((key, tally), total) in batch.into_iter().zip(totals) {
+                        let mine = ours.entry(key).or_insert((tally.second, 0));
+                        mine.1 = mine.1.saturating_add(tally.n);
+                        let theirs = u32::try_from(total)
+                            .unwrap_or(u32::MAX)
+                            .saturating_sub(mine.1);
+                        others.insert(tally.slot, (tally.second, theirs));
                     }
                 }
                 _ => {
-                    // Dropping the batch tells its workers at once.
-                    batch.clear();
-                    state.up.store(false, Ordering::Release);
+                    up.store(false, Ordering::Release);
                     Counters::add(&counters.errors, 1);
                     failures = 1;
                     break;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::link::Changed;
-use super::{envelope, names, pause, Counters, Fleet, IO_TIMEOUT};
+use super::{envelope, names, pause, resp, Counters, Fleet};
 use crate::ws::Rooms;
 
 /// Longest wait for a message before looking at membership changes and the stop flag.
@@ -41,47 +41,58 @@ fn session(
     rooms: &Rooms,
     changed: &Changed,
     stop: &AtomicBool,
-    con: &mut redis::Connection,
-) -> redis::RedisResult<()> {
+    con: &mut resp::Conn,
+) -> std::io::Result<()> {
     let counters = &fleet.counters;
-    let mut pubsub = con.as_pubsub();
     let mut subscribed: HashSet<Arc<str>> = HashSet::new();
     // Everything with local members now, and whatever changes meanwhile.
     let mut pending: HashSet<Arc<str>> = rooms.names().into_iter().collect();
-    let mut first = true;
+    counters.subscribed.store(true, Ordering::Relaxed);
     loop {
         if stop.load(Ordering::Acquire) {
             return Ok(());
         }
         pending.extend(changed.take());
-        let looked = !pending.is_empty();
-        if looked {
-            pubsub.set_read_timeout(Some(IO_TIMEOUT))?;
-            for room in pending.drain() {
-                let wanted = rooms.members(&room) > 0;
-                if wanted && !subscribed.contains(&room) {
-                    pubsub.subscribe(names::room_channel(&fleet.prefix, &room))?;
-                    subscribed.insert(room);
-                } else if !wanted && subscribed.remove(&room) {
-                    pubsub.unsubscribe(names::room_channel(&fleet.prefix, &room))?;
-                }
+        // (Un)subscriptions are sent without waiting: their confirmations arrive among the
+        // messages and are passed over.
+        for room in pending.drain() {
+            let wanted = rooms.members(&room) > 0;
+            let channel = names::room_channel(&fleet.prefix, &room);
+            if wanted && !subscribed.contains(&room) {
+                con.send(&redis::cmd("SUBSCRIBE").arg(channel).get_packed_command())?;
+                subscribed.insert(room);
+            } else if !wanted && subscribed.remove(&room) {
+                con.send(&redis::cmd("UNSUBSCRIBE").arg(channel).get_packed_command())?;
             }
         }
-        if first || looked {
-            pubsub.set_read_timeout(Some(POLL))?;
-            counters.subscribed.store(true, Ordering::Relaxed);
-            first = false;
-        }
-        let msg = match pubsub.get_message() {
-            Ok(msg) => msg,
-            Err(e) if e.is_timeout() => continue,
-            Err(e) => return Err(e),
-        };
-        let channel: Vec<u8> = msg.get_channel().unwrap_or_default();
-        let Some(room) = names::room_of(&fleet.prefix, &channel) else {
+        let Some(reply) = con.reply_within(POLL)? else {
             continue;
         };
-        match envelope::decode(msg.get_payload_bytes()) {
+        let redis::Value::Array(parts) = reply else {
+            Counters::add(&counters.errors, 1);
+            continue;
+        };
+        let (channel, payload) = match parts.as_slice() {
+            [redis::Value::BulkString(kind), redis::Value::BulkString(channel), redis::Value::BulkString(payload)]
+                if kind == b"message" =>
+            {
+                (channel, payload)
+            }
+            // A (un)subscription's confirmation.
+            [redis::Value::BulkString(kind), _, redis::Value::Int(_)]
+                if kind == b"subscribe" || kind == b"unsubscribe" =>
+            {
+                continue
+            }
+            _ => {
+                Counters::add(&counters.errors, 1);
+                continue;
+            }
+        };
+        let Some(room) = names::room_of(&fleet.prefix, channel) else {
+            continue;
+        };
+        match envelope::decode(payload) {
             Ok((from, _)) if from == fleet.instance => {}
             Ok((_, message)) => {
                 rooms.publish_local(room, &message);

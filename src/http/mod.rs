@@ -39,7 +39,8 @@ pub use message::{
 pub use middleware::{layer, wrap, Layer, Next};
 pub use query::{decoded, encoded, param, params, path_of, query_of};
 pub use rate_limit::{
-    client_of, rate_limit, rate_limits, RateLimit, ANYONE, MAX_CALLERS, SHARDS, UNKNOWN_CALLER,
+    client_of, rate_limit, rate_limits, RateLimit, RateLimiter, ANYONE, MAX_CALLERS, SHARDS,
+    UNKNOWN_CALLER,
 };
 pub use render::response_bytes;
 pub use reply::{

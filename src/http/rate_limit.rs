@@ -13,7 +13,7 @@
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::message::{text_response, with_header, Request, Response};
@@ -315,46 +315,146 @@ impl RateLimit {
         self
     }
 
-    /// The middleware, for [`wrap`](crate::http::wrap).
+    /// The middleware, for [`wrap`](crate::http::wrap): [`RateLimit::limiter`] and its
+    /// [`layer`](RateLimiter::layer).
     ///
     /// ```
     /// use web::http::{text_response, wrap, RateLimit};
     /// let app = wrap(vec![RateLimit::new(2, 50, 1).layer()], |_req| text_response(200, "ok"));
     /// # let _ = app;
     /// ```
+    pub fn layer(self) -> Layer {
+        self.limiter().layer()
+    }
+
+    /// The limiter these settings make: one count, shared by its [`layer`](RateLimiter::layer)
+    /// and by every other way of writing the program counts (a WebSocket message, say) through
+    /// [`RateLimiter::admit_write`]. Cheap to clone.
     ///
     /// With a fleet (`RateLimit::fleet`), the limiter's thread starts here (and ends when the
-    /// middleware is dropped); a thread that cannot be started leaves the count local (as when
+    /// last clone is dropped); a thread that cannot be started leaves the count local (as when
     /// Redis is unreachable).
-    pub fn layer(self) -> Layer {
+    ///
+    /// ```
+    /// use web::http::{text_response, wrap, RateLimit, Request};
+    /// let limiter = RateLimit::new(1, 100, 0).limiter();
+    /// let app = wrap(vec![limiter.layer()], |_req| text_response(201, "made"));
+    /// assert_eq!(app(Request::new("POST", "/", vec![], "")).status, 201);
+    /// // The same caller's next write, however it comes, is over the allowance:
+    /// assert!(!limiter.admit_write("anyone"));
+    /// ```
+    pub fn limiter(self) -> RateLimiter {
         let limiter = Limiter::new(&self);
-        let hops = self.hops;
-        let refusal = self.refusal;
         #[cfg(feature = "redis")]
         let shared = self.fleet.as_ref().map(|fleet| {
             crate::fleet::rate::SharedCount::start(fleet).map_err(|_| {
                 crate::fleet::Counters::add(&fleet.counters().errors, 1);
             })
         });
+        RateLimiter(Arc::new(Counting {
+            limiter,
+            hops: self.hops,
+            refusal: self.refusal,
+            #[cfg(feature = "redis")]
+            shared,
+        }))
+    }
+}
+
+/// A running rate limiter: its per-caller counts (and, with a fleet, its way to the shared
+/// ones). Made by [`RateLimit::limiter`]; clones share the counts.
+///
+/// ```
+/// let limiter = web::http::RateLimit::new(5, 0, 1).limiter();
+/// let again = limiter.clone(); // the same counts
+/// # let _ = again;
+/// ```
+#[derive(Clone)]
+pub struct RateLimiter(Arc<Counting>);
+
+struct Counting {
+    limiter: Limiter,
+    hops: usize,
+    refusal: Response,
+    #[cfg(feature = "redis")]
+    shared: Option<Result<crate::fleet::rate::SharedCount, ()>>,
+}
+
+impl std::fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("writes", &self.0.limiter.writes)
+            .field("reads", &self.0.limiter.reads)
+            .field("hops", &self.0.hops)
+            .finish()
+    }
+}
+
+impl RateLimiter {
+    /// The middleware: a request over its caller's allowance gets the refusal, and the layers
+    /// and handler beneath are not called.
+    ///
+    /// ```
+    /// use web::http::{text_response, wrap, RateLimit};
+    /// let limiter = RateLimit::new(2, 50, 1).limiter();
+    /// let app = wrap(vec![limiter.layer()], |_req| text_response(200, "ok"));
+    /// # let _ = app;
+    /// ```
+    pub fn layer(&self) -> Layer {
+        let this = self.clone();
         layer(move |req, next| {
             let kind = Kind::of(req.method());
-            let (caller, now) = (client_of(&req, hops), now());
-            #[allow(unused_mut)] // the shared count needs the `redis` feature
-            let mut admitted = limiter.admit(caller, kind, now);
-            #[cfg(feature = "redis")]
-            if let (Some(shared), Some(allowance)) = (&shared, limiter.allowance(kind)) {
-                let fleet_admitted = match shared {
-                    Ok(shared) => shared.admit(caller, kind.bucket(), allowance, now),
-                    Err(()) => None,
-                };
-                admitted = fleet_admitted.unwrap_or(admitted);
-            }
-            if admitted {
+            if this.decide(this.caller(&req), kind) {
                 next(req)
             } else {
-                refusal.clone()
+                this.0.refusal.clone()
             }
         })
+    }
+
+    /// Who `req` is from, as this limiter counts callers ([`client_of`] with its `hops`).
+    ///
+    /// ```
+    /// use web::http::{Header, RateLimit, Request};
+    /// let limiter = RateLimit::new(5, 0, 1).limiter();
+    /// let req = Request::new("GET", "/", vec![Header::new("x-forwarded-for", "10.0.0.7")], "");
+    /// assert_eq!(limiter.caller(&req), "10.0.0.7");
+    /// ```
+    pub fn caller<'r>(&self, req: &'r Request) -> &'r str {
+        client_of(req, self.0.hops)
+    }
+
+    /// Counts one write of `caller` (as [`caller`](Self::caller) names it) in the same bucket
+    /// as its POSTs: whether it is within the allowance. For writes that do not come as HTTP
+    /// requests — a WebSocket message, say — so that one rule holds however a caller writes.
+    ///
+    /// ```
+    /// let limiter = web::http::RateLimit::new(2, 0, 1).limiter();
+    /// assert!(limiter.admit_write("10.0.0.7") && limiter.admit_write("10.0.0.7"));
+    /// assert!(!limiter.admit_write("10.0.0.7"));
+    /// assert!(limiter.admit_write("10.0.0.8"));
+    /// ```
+    pub fn admit_write(&self, caller: &str) -> bool {
+        self.decide(caller, Kind::Write)
+    }
+
+    /// The decision for one request of `kind` from `caller`: this instance's count, and with a
+    /// fleet what the others counted as far as it is known. Never waits.
+    fn decide(&self, caller: &str, kind: Kind) -> bool {
+        let now = now();
+        let used = self.0.limiter.admit_counted(caller, kind, now);
+        #[cfg(feature = "redis")]
+        if let (Some(Ok(shared)), Some(allowance)) =
+            (&self.0.shared, self.0.limiter.allowance(kind))
+        {
+            let admitted = shared.admit(caller, kind.bucket(), allowance, now, used);
+            if used.is_some() && !admitted {
+                // Within this instance's count, over the fleet's: not counted here either.
+                self.0.limiter.refund(caller, kind, now);
+            }
+            return admitted;
+        }
+        used.is_some()
     }
 }
 
@@ -405,17 +505,28 @@ struct Used {
 }
 
 impl Used {
-    /// Counts one request of `kind` if it is within `allowance`.
-    fn take(&mut self, kind: Kind, allowance: u32) -> bool {
-        let used = match kind {
+    /// Counts one request of `kind` if it is within `allowance`: the count with it, or `None`.
+    fn take(&mut self, kind: Kind, allowance: u32) -> Option<u32> {
+        let used = self.of(kind);
+        if *used >= allowance {
+            return None;
+        }
+        *used += 1;
+        Some(*used)
+    }
+
+    /// Takes back one request of `kind` counted by [`Used::take`].
+    #[cfg(feature = "redis")]
+    fn give_back(&mut self, kind: Kind) {
+        let used = self.of(kind);
+        *used = used.saturating_sub(1);
+    }
+
+    fn of(&mut self, kind: Kind) -> &mut u32 {
+        match kind {
             Kind::Read => &mut self.reads,
             Kind::Write => &mut self.writes,
-        };
-        let admitted = *used < allowance;
-        if admitted {
-            *used += 1;
         }
-        admitted
     }
 }
 
@@ -499,10 +610,28 @@ impl Limiter {
     }
 
     /// Counts a request of `kind` from `caller` in second `now`; whether it is admitted.
+    #[cfg(test)]
     fn admit(&self, caller: &str, kind: Kind, now: u64) -> bool {
+        self.admit_counted(caller, kind, now).is_some()
+    }
+
+    /// Counts a request of `kind` from `caller` in second `now`: when it is admitted, how many
+    /// of its kind the caller has had this second, it included (0 for a kind not limited).
+    fn admit_counted(&self, caller: &str, kind: Kind, now: u64) -> Option<u32> {
         let Some(allowance) = self.allowance(kind) else {
-            return true;
+            return Some(0);
         };
+        self.with_used(caller, now, |used| used.take(kind, allowance))
+    }
+
+    /// Takes back a request counted by [`Limiter::admit_counted`] (the fleet refused it).
+    #[cfg(feature = "redis")]
+    fn refund(&self, caller: &str, kind: Kind, now: u64) {
+        self.with_used(caller, now, |used| used.give_back(kind));
+    }
+
+    /// Runs `f` on what `caller` used in second `now` (its own bucket, or the overflow).
+    fn with_used<T>(&self, caller: &str, now: u64, f: impl FnOnce(&mut Used) -> T) -> T {
         let hash = self.names.hash_one(caller);
         // Bits 32..38 pick the shard; the map uses the low bits (bucket) and the top 7 (tag), so
         // within a shard they still differ.
@@ -512,10 +641,10 @@ impl Limiter {
             table.callers.clear();
         }
         if let Some(used) = table.callers.get_mut(&hash) {
-            return used.take(kind, allowance);
+            return f(used);
         }
         if table.callers.len() < self.per_shard {
-            return table.callers.entry(hash).or_default().take(kind, allowance);
+            return f(table.callers.entry(hash).or_default());
         }
         drop(table);
         let mut overflow = lock(&self.overflow);
@@ -523,7 +652,7 @@ impl Limiter {
         if roll(window, now) {
             *used = Used::default();
         }
-        used.take(kind, allowance)
+        f(used)
     }
 
     /// Callers counted now in second `now`, overflow excluded (for tests).
