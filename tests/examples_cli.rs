@@ -2,47 +2,15 @@
 //! line and exit code 2, any other failure (a port in use, a refused connection) one readable
 //! line and exit code 1 — never a `Debug` dump such as `Custom { kind: InvalidInput, .. }`.
 
+mod wire;
+
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const EXAMPLES: [&str; 7] = [
-    "hello",
-    "echo",
-    "ws_echo",
-    "rate_limited",
-    "chat",
-    "fetch",
-    "parse",
-];
+use wire::examples::examples_dir;
 
-/// The examples' directory, after building them with this test's own profile (a no-op when
-/// `cargo test` already built them), so that no stale binary is ever run.
-fn examples_dir() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        // This test runs as <target>/<profile>/deps/examples_cli-<hash>.
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "--quiet", "--manifest-path"]);
-        build.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
-        for name in EXAMPLES {
-            build.args(["--example", name]);
-        }
-        if profile_dir.file_name().is_some_and(|p| p == "release") {
-            build.arg("--release");
-        }
-        // Built with this test's features, or the build would replace cargo's binaries.
-        if cfg!(feature = "redis") {
-            build.args(["--features", "redis"]);
-        }
-        assert!(build.status().unwrap().success(), "building the examples");
-        profile_dir.join("examples")
-    })
-}
+use wire::examples::EXAMPLES;
 
 /// Runs example `name` with `args`; it must end by itself within 30 seconds.
 fn run(name: &str, args: &[&str]) -> Output {

@@ -1,7 +1,9 @@
 //! Each room's last messages, what a member joining later is sent first — within a bound on
 //! rooms and bytes, so that posting to ever new room names (`POST /api/messages` needs no
 //! member) cannot grow the process without end: past the bound, the room written to least
-//! recently is forgotten.
+//! recently *that has no members* is forgotten first, so a flood of posts to new, empty rooms
+//! costs the rooms people are in nothing; only when every room has members does the least
+//! recently written go.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -39,8 +41,9 @@ impl History {
     }
 
     /// Adds `line` to `room`'s history, dropping its oldest line past `per_room`, then whole
-    /// rooms, least recently written first, while over a bound.
-    pub fn record(&mut self, room: &str, line: Arc<str>) {
+    /// rooms while over a bound: the least recently written of those for which `live` is false
+    /// first, then the least recently written of all (never `room`).
+    pub fn record(&mut self, room: &str, line: Arc<str>, live: impl Fn(&str) -> bool) {
         self.writes += 1;
         let entry = match self.rooms.get_mut(room) {
             Some(entry) => entry,
@@ -61,7 +64,7 @@ impl History {
         while self.rooms.len() > 1
             && (self.rooms.len() > self.max_rooms || self.bytes > self.max_bytes)
         {
-            self.forget_oldest();
+            self.forget_oldest(&live);
         }
     }
 
@@ -70,12 +73,15 @@ impl History {
         self.rooms.get(room).into_iter().flat_map(|r| &r.lines)
     }
 
-    /// Forgets the room written to least recently (a scan: it happens only at a bound).
-    fn forget_oldest(&mut self) {
+    /// Forgets the room written to least recently, one without members if there is one (a
+    /// scan: it happens only at a bound). The room written last is never the one.
+    fn forget_oldest(&mut self, live: &impl Fn(&str) -> bool) {
+        let newest = self.writes;
         let Some(oldest) = self
             .rooms
             .iter()
-            .min_by_key(|(_, r)| r.last)
+            .filter(|(_, r)| r.last != newest)
+            .min_by_key(|(name, r)| (live(name), r.last))
             .map(|(name, _)| name.clone())
         else {
             return;
@@ -90,6 +96,30 @@ impl History {
 mod tests {
     use super::*;
 
+    impl History {
+        /// `record` with no room that has members.
+        fn record_quiet(&mut self, room: &str, line: Arc<str>) {
+            self.record(room, line, |_| false);
+        }
+    }
+
+    #[test]
+    fn a_flood_of_posts_to_new_empty_rooms_leaves_the_rooms_with_members_alone() {
+        let mut h = History::new(20, 100, 1 << 20);
+        h.record("lobby", "hello".into(), |_| true);
+        h.record("quiet", "old".into(), |_| false);
+        for i in 0..2_200 {
+            h.record(&format!("spam-{}", i % 110), "x".into(), |r| r == "lobby");
+        }
+        assert_eq!(
+            lines(&h, "lobby"),
+            ["hello"],
+            "a room with members keeps its history"
+        );
+        assert!(lines(&h, "quiet").is_empty(), "an empty room may go");
+        assert!(h.rooms.len() <= 100);
+    }
+
     fn lines(h: &History, room: &str) -> Vec<String> {
         h.lines(room).map(|l| l.to_string()).collect()
     }
@@ -98,7 +128,7 @@ mod tests {
     fn a_room_keeps_its_last_lines_in_order() {
         let mut h = History::new(3, 10, 1 << 20);
         for i in 0..5 {
-            h.record("a", format!("m{i}").into());
+            h.record_quiet("a", format!("m{i}").into());
         }
         assert_eq!(lines(&h, "a"), ["m2", "m3", "m4"]);
         assert!(lines(&h, "b").is_empty());
@@ -108,11 +138,11 @@ mod tests {
     #[test]
     fn past_the_room_bound_the_least_recently_written_room_is_forgotten() {
         let mut h = History::new(2, 3, 1 << 20);
-        h.record("a", "1".into());
-        h.record("b", "2".into());
-        h.record("c", "3".into());
-        h.record("a", "4".into()); // a is now the most recent; b the least
-        h.record("d", "5".into());
+        h.record_quiet("a", "1".into());
+        h.record_quiet("b", "2".into());
+        h.record_quiet("c", "3".into());
+        h.record_quiet("a", "4".into()); // a is now the most recent; b the least
+        h.record_quiet("d", "5".into());
         assert_eq!(h.rooms.len(), 3);
         assert!(lines(&h, "b").is_empty());
         assert_eq!(lines(&h, "a"), ["1", "4"]);
@@ -125,7 +155,7 @@ mod tests {
         let mut h = History::new(20, usize::MAX, 10_000);
         let line: Arc<str> = "x".repeat(900).into();
         for i in 0..10_000 {
-            h.record(&format!("room-{i}"), Arc::clone(&line));
+            h.record_quiet(&format!("room-{i}"), Arc::clone(&line));
             assert!(h.bytes <= 10_000, "{} bytes after {i}", h.bytes);
         }
         assert!(h.rooms.len() <= 11);
@@ -141,8 +171,8 @@ mod tests {
     #[test]
     fn the_room_written_last_is_kept_even_when_alone_over_the_bound() {
         let mut h = History::new(20, 5, 100);
-        h.record("a", "y".repeat(50).into());
-        h.record("big", "z".repeat(500).into());
+        h.record_quiet("a", "y".repeat(50).into());
+        h.record_quiet("big", "z".repeat(500).into());
         assert!(lines(&h, "a").is_empty());
         assert_eq!(lines(&h, "big").len(), 1);
     }

@@ -12,11 +12,17 @@
 //! - WebSocket `/ws?room=R&name=N`: a member of room R; each text message it sends reaches every
 //!   member of R (itself included) as one JSON text frame `{"id","room","name","text","time"}`;
 //!   a new member first gets the room's last 20 messages (the history of at most 1 000 rooms and
-//!   8 MiB: past either, the room written to least recently is forgotten);
+//!   8 MiB: past either, the room written to least recently is forgotten, rooms with members
+//!   last); the upgrade is refused (403) to pages of another host than the chat's unless
+//!   `--allow-origin ORIGINS` lists them (comma-separated; `*` for any);
 //! - `POST /api/messages?room=R` (optional `&name=N`) with a text body: `201`, delivered to room
-//!   R as if a member had sent it; more than 5 per second from one caller (the last
-//!   `X-Forwarded-For` entry: one proxy hop) get a JSON `429`;
-//! - `GET /api/stats`: the server's figures as JSON;
+//!   R as if a member had sent it;
+//! - writes — posts and WebSocket messages alike — are limited to 5 a second per caller (the
+//!   last `X-Forwarded-For` entry: one proxy hop): a post over it gets a JSON `429`, a message
+//!   is answered with `{"error":…,"retry_after":1}` on its socket and not delivered;
+//! - room and member names are 1 to 64 bytes of UTF-8, not only white space, without control
+//!   characters, by either way in (else `400`);
+//! - `GET /api/stats`: the server's figures as JSON (counts only: no room names);
 //! - SIGINT or SIGTERM: graceful stop (members get close 1001), exit 0.
 //!
 //! With `--redis URL` (built with `--features redis`) this process is one instance of a
@@ -30,24 +36,25 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use web::http::{
-    html_response, json_response, param, path_of, query_of, wrap, Control, RateLimit, Request,
-    Response,
+    html_response, json_response, path_of, query_of, wrap, Control, RateLimit, RateLimiter,
+    Request, Response,
 };
 use web::ws::{Message, Rooms, Ws, WsHandler};
 
 #[path = "../cli/mod.rs"]
 mod cli;
 mod history;
+mod rules;
 
 use history::History;
+use rules::{check_name, text_param, Origins, MAX_TEXT};
 
 /// The page, with its script and chart; no external resources.
 const PAGE: &str = include_str!("page.html");
 /// Messages a room remembers for the members who join later.
 const HISTORY: usize = 20;
-/// The longest room or member name, and the longest message, in bytes.
-const MAX_NAME: usize = 64;
-const MAX_TEXT: usize = 4096;
+/// What a write over the caller's allowance gets (as a 429's body, or on its socket).
+const TOO_MANY: &str = r#"{"error":"more than 5 messages a second","retry_after":1}"#;
 /// Rooms whose history is kept, and the bytes all histories may hold.
 const HISTORY_ROOMS: usize = 1_000;
 const HISTORY_BYTES: usize = 8 << 20;
@@ -58,12 +65,18 @@ struct Chat {
     rooms: Rooms,
     history: Mutex<History>,
     next_id: AtomicU64,
+    /// Writes per caller, however they come.
+    limiter: RateLimiter,
+    /// Which pages may open a WebSocket.
+    origins: Origins,
 }
 
 /// A member's state, made when its upgrade is accepted.
 struct Member {
     room: String,
     name: String,
+    /// Who the rate limit counts its messages against.
+    caller: String,
 }
 
 impl Chat {
@@ -86,7 +99,7 @@ impl Chat {
         )
         .into();
         let mut history = self.history();
-        history.record(room, Arc::clone(&line));
+        history.record(room, Arc::clone(&line), |r| self.rooms.members(r) > 0);
         self.rooms.publish(room, &Message::Text(line.to_string()));
         id
     }
@@ -95,19 +108,25 @@ impl Chat {
 impl WsHandler for Chat {
     type State = Member;
 
-    /// Before the upgrade: a room and a name are required, each 1 to 64 bytes.
+    /// Before the upgrade: a page of an allowed origin, and a room and a name by the rules.
     fn accept(&self, req: &Request) -> Result<Member, Response> {
-        let query = query_of(req.path());
-        let (room, name) = (param(query, "room"), param(query, "name"));
-        for (what, value) in [("room", &room), ("name", &name)] {
-            if value.trim().is_empty() || value.len() > MAX_NAME {
-                return Err(json_response(
-                    400,
-                    format!(r#"{{"error":"a {what} of 1 to {MAX_NAME} bytes is needed"}}"#),
-                ));
-            }
+        if !self
+            .origins
+            .allows(req.header("origin"), req.header("host"))
+        {
+            return Err(json_error(403, "this page's origin may not open the chat"));
         }
-        Ok(Member { room, name })
+        let query = query_of(req.path());
+        let named = |what: &str| -> Result<String, Response> {
+            let value = text_param(query, what)
+                .map_err(|e| json_error(400, &e))?
+                .unwrap_or_default();
+            check_name(what, &value).map_err(|e| json_error(400, &e))?;
+            Ok(value)
+        };
+        let (room, name) = (named("room")?, named("name")?);
+        let caller = self.limiter.caller(req).to_owned();
+        Ok(Member { room, name, caller })
     }
 
     /// The room's last messages first, then everything published from now on.
@@ -122,7 +141,11 @@ impl WsHandler for Chat {
     fn message(&self, ws: &mut Ws<'_>, me: &mut Member, msg: Message) {
         match msg {
             Message::Text(text) if text.len() <= MAX_TEXT => {
-                self.post(&me.room, &me.name, &text);
+                if self.limiter.admit_write(&me.caller) {
+                    self.post(&me.room, &me.name, &text);
+                } else {
+                    ws.send_text(TOO_MANY);
+                }
             }
             Message::Text(_) => ws.close(1009),
             Message::Binary(_) => ws.close(1003),
@@ -136,37 +159,29 @@ fn main() -> std::process::ExitCode {
 
 fn serve() -> std::io::Result<()> {
     let options = cli::Options::parse(
-        &["--port", "--workers", "--redis"],
+        &["--port", "--workers", "--redis", "--allow-origin"],
         &[],
         "A chat with live server figures: open http://127.0.0.1:PORT/ (default 8080).\n\
          --redis redis://HOST:PORT shares rooms and rate limits with the other instances\n\
-         using that Redis server (needs a build with --features redis).",
+         using that Redis server (needs a build with --features redis).\n\
+         --allow-origin ORIGINS lets pages of those origins (comma-separated, or *) open the\n\
+         chat's WebSocket; by default only pages of the chat's own host may.",
     )?;
+    let origins = options
+        .get::<String>("--allow-origin")?
+        .map_or(Origins::SameHost, |o| Origins::parse(&o));
     let fleet = fleet(options.get("--redis")?)?;
     let server = options.server(8080)?;
     let rooms = server.rooms();
     let control = server.control();
     control.shutdown_on_signals()?;
-    let chat = Arc::new(Chat {
-        rooms: rooms.clone(),
-        history: Mutex::new(History::new(HISTORY, HISTORY_ROOMS, HISTORY_BYTES)),
-        next_id: AtomicU64::new(0),
-    });
-    #[allow(unused_mut)] // a fleet needs the `redis` feature
-    let mut server = server.websocket("/ws", Arc::clone(&chat));
-    let baseline = rss_bytes();
-    let app = {
-        let chat = Arc::clone(&chat);
-        move |req: Request| route(&chat, &control, baseline, req)
-    };
-    // Writes (POST /api/messages) are limited per caller; pages and figures are not.
+    // Writes (posts and WebSocket messages) are limited per caller; pages and figures are not.
     #[allow(unused_mut)] // a fleet needs the `redis` feature
     let mut limit = RateLimit::new(5, 0, 1)
         .unlimited_reads()
-        .refusal(json_response(
-            429,
-            r#"{"error":"more than 5 messages a second","retry_after":1}"#,
-        ));
+        .refusal(json_response(429, TOO_MANY));
+    #[allow(unused_mut)] // a fleet needs the `redis` feature
+    let mut server = server;
     #[cfg(feature = "redis")]
     if let Some(fleet) = &fleet {
         server = server.fleet(fleet);
@@ -174,8 +189,22 @@ fn serve() -> std::io::Result<()> {
         eprintln!("chat: one instance of a fleet, through {fleet:?}");
     }
     let _ = &fleet;
+    let limiter = limit.limiter();
+    let chat = Arc::new(Chat {
+        rooms: rooms.clone(),
+        history: Mutex::new(History::new(HISTORY, HISTORY_ROOMS, HISTORY_BYTES)),
+        next_id: AtomicU64::new(0),
+        limiter: limiter.clone(),
+        origins,
+    });
+    let server = server.websocket("/ws", Arc::clone(&chat));
+    let baseline = rss_bytes();
+    let app = {
+        let chat = Arc::clone(&chat);
+        move |req: Request| route(&chat, &control, baseline, req)
+    };
     eprintln!("chat: http://{}/", server.local_addr()?);
-    server.run(wrap(vec![limit.layer()], app))?;
+    server.run(wrap(vec![limiter.layer()], app))?;
     eprintln!("chat: stopped");
     Ok(())
 }
@@ -204,19 +233,20 @@ fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Respons
     match (req.method(), path_of(req.path())) {
         ("GET" | "HEAD", "/") => html_response(200, PAGE),
         ("POST", "/api/messages") => {
-            let room = param(query, "room");
-            let name = match param(query, "name") {
-                name if name.is_empty() => "api".to_owned(),
-                name => name,
+            let named = |what: &str, absent: &str| -> Result<String, String> {
+                let value = text_param(query, what)?.unwrap_or_else(|| absent.to_owned());
+                check_name(what, &value)?;
+                Ok(value)
+            };
+            let (room, name) = match (named("room", ""), named("name", "api")) {
+                (Ok(room), Ok(name)) => (room, name),
+                (Err(e), _) | (_, Err(e)) => return json_error(400, &e),
             };
             let Ok(text) = std::str::from_utf8(req.body()) else {
-                return json_response(400, r#"{"error":"the body must be UTF-8 text"}"#);
+                return json_error(400, "the body must be UTF-8 text");
             };
-            if room.is_empty() || room.len() > MAX_NAME || name.len() > MAX_NAME {
-                return json_response(400, r#"{"error":"?room= of 1 to 64 bytes is needed"}"#);
-            }
             if text.is_empty() || text.len() > MAX_TEXT {
-                return json_response(400, r#"{"error":"a text of 1 to 4096 bytes is needed"}"#);
+                return json_error(400, "a text of 1 to 4096 bytes is needed");
             }
             let id = chat.post(&room, &name, text);
             json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#))
@@ -237,14 +267,9 @@ fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
         .saturating_sub(baseline)
         .checked_div(s.open_connections as u64)
         .unwrap_or(0);
-    let rooms: Vec<String> = chat
-        .rooms
-        .list()
-        .into_iter()
-        .map(|(room, members)| format!(r#"{{"room":{},"members":{members}}}"#, json_string(&room)))
-        .collect();
+    let rooms = chat.rooms.list().len();
     format!(
-        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"rooms":[{}]}}"#,
+        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"rooms":{rooms}}}"#,
         s.open_connections,
         s.websockets,
         s.requests,
@@ -253,7 +278,6 @@ fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
         s.fleet_errors,
         s.fleet_dropped,
         s.fleet_local_decisions,
-        rooms.join(",")
     )
 }
 
@@ -265,6 +289,11 @@ fn rss_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
         .map_or(0, |kib| kib * 1024)
+}
+
+/// A JSON error reply: `{"error": what}` with `status`.
+fn json_error(status: u16, what: &str) -> Response {
+    json_response(status, format!(r#"{{"error":{}}}"#, json_string(what)))
 }
 
 /// `s` as a JSON string literal.

@@ -4,8 +4,8 @@
 
 #![allow(dead_code)] // each test file uses a different part of it
 
-#[allow(dead_code)]
 pub mod drive;
+pub mod examples;
 pub mod ws;
 
 use std::io::{ErrorKind, Read, Write};

@@ -1,0 +1,194 @@
+//! The chat demo's rules, over its real process: one rate limit for every way of writing (a
+//! WebSocket message as a post), one validation of room and member names for both ways in,
+//! names that are not UTF-8 refused, pages of another host refused the WebSocket unless
+//! allowed, and figures that list no room names.
+
+mod wire;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use web::ws::client_frame;
+use wire::examples::examples_dir;
+use wire::ws::Client;
+
+/// A chat process on a free port of 127.0.0.1, killed (by its PID) when dropped.
+struct Chat {
+    child: Child,
+    port: u16,
+}
+
+impl Chat {
+    fn start(args: &[&str]) -> Chat {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(examples_dir().join("chat"))
+            .args(["--port", &port.to_string(), "--workers", "2"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let chat = Chat { child, port };
+        let until = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "the chat did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        chat
+    }
+
+    /// One request (`<method> <target>`, `extra` header lines, `Connection: close`); the
+    /// status and the body.
+    fn ask(&self, request: &str, extra: &[&str], body: &str) -> (u16, String) {
+        let mut c = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let extra: String = extra.iter().map(|h| format!("{h}\r\n")).collect();
+        write!(
+            c,
+            "{request} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reply = String::new();
+        c.read_to_string(&mut reply).unwrap();
+        let status = reply[9..12].parse().unwrap();
+        let body = reply
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_owned();
+        (status, body)
+    }
+
+    /// An upgrade at `target` with `extra` header lines: the status of the answer.
+    fn upgrade(&self, target: &str, extra: &[&str]) -> (u16, Client) {
+        let (c, head) = Client::try_connect(self.port, target, extra);
+        (String::from_utf8_lossy(&head[9..12]).parse().unwrap(), c)
+    }
+}
+
+impl Drop for Chat {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text_of(c: &mut Client) -> String {
+    let (first, payload) = c.frame();
+    assert_eq!(first, 0x81, "a text frame");
+    String::from_utf8(payload).unwrap()
+}
+
+#[test]
+fn websocket_messages_count_against_the_same_limit_as_posts() {
+    let chat = Chat::start(&[]);
+    let (status, mut member) =
+        chat.upgrade("/ws?room=limits&name=ann", &["X-Forwarded-For: 10.9.9.9"]);
+    assert_eq!(status, 101);
+    for i in 0..12 {
+        member.send(&client_frame(&format!("m{i}")));
+    }
+    let mut delivered = 0;
+    let mut refused = 0;
+    while delivered + refused < 12 {
+        let text = text_of(&mut member);
+        if text.contains("\"retry_after\":1") {
+            refused += 1;
+        } else {
+            assert!(text.contains("\"name\":\"ann\""), "{text}");
+            delivered += 1;
+        }
+    }
+    // 5 a second (10 if the burst straddles a second).
+    assert!(
+        (5..=10).contains(&delivered),
+        "{delivered} delivered, {refused} refused"
+    );
+    // The same caller's posts share the allowance: past it in this second, or the next.
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        let (status, _) = chat.ask(
+            "POST /api/messages?room=limits",
+            &["X-Forwarded-For: 10.9.9.9"],
+            "hi",
+        );
+        statuses.push(status);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+}
+
+#[test]
+fn room_and_member_names_follow_one_rule_on_both_ways_in() {
+    let chat = Chat::start(&[]);
+    for (i, (room, ok)) in [
+        ("lobby", true),
+        ("%20%20", false),
+        ("%00", false),
+        ("a%0Ab", false),
+        ("x%ff%fe", false),
+        ("x%c0%af", false),
+        ("", false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // A caller of its own each: the rate limit counts refused posts too.
+        let from = format!("X-Forwarded-For: 10.1.1.{i}");
+        let (post, body) = chat.ask(
+            &format!("POST /api/messages?room={room}"),
+            &[&from],
+            "hello",
+        );
+        let (upgrade, _) = chat.upgrade(&format!("/ws?room={room}&name=n"), &[]);
+        let want = if ok { (201, 101) } else { (400, 400) };
+        assert_eq!((post, upgrade), want, "room {room:?}: {body}");
+    }
+    let (upgrade, _) = chat.upgrade("/ws?room=lobby&name=%20", &[]);
+    assert_eq!(upgrade, 400, "a blank member name");
+}
+
+#[test]
+fn pages_of_another_host_may_not_open_the_websocket_unless_allowed() {
+    let chat = Chat::start(&[]);
+    let own = format!("Origin: http://127.0.0.1:{}", chat.port);
+    assert_eq!(chat.upgrade("/ws?room=r&name=n", &[&own]).0, 101);
+    assert_eq!(
+        chat.upgrade("/ws?room=r&name=n", &[]).0,
+        101,
+        "no Origin: not a browser"
+    );
+    assert_eq!(
+        chat.upgrade("/ws?room=r&name=n", &["Origin: http://evil.example"])
+            .0,
+        403
+    );
+    let open = Chat::start(&["--allow-origin", "http://evil.example"]);
+    assert_eq!(
+        open.upgrade("/ws?room=r&name=n", &["Origin: http://evil.example"])
+            .0,
+        101
+    );
+    assert_eq!(
+        open.upgrade("/ws?room=r&name=n", &["Origin: http://other.example"])
+            .0,
+        403
+    );
+}
+
+#[test]
+fn the_figures_count_rooms_and_name_none() {
+    let chat = Chat::start(&[]);
+    let (_, _member) = chat.upgrade("/ws?room=secret-room-name&name=n", &[]);
+    std::thread::sleep(Duration::from_millis(100));
+    let (status, body) = chat.ask("GET /api/stats", &[], "");
+    assert_eq!(status, 200);
+    assert!(!body.contains("secret-room-name"), "{body}");
+    assert!(body.contains("\"rooms\":1"), "{body}");
+}
