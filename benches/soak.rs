@@ -16,14 +16,23 @@
 //! 3. **attack**, each attacker in a loop until the time is up: slowloris (a header byte a
 //!    second), resets in the middle of a head and of a body, half-closes after a request, clients
 //!    that send and never read, pipelined bursts, oversize heads (431) and bodies (413),
-//!    WebSockets dropped in the middle of a frame, and WebSockets that send and never read. A
-//!    probe makes a fresh connection every 50 ms for one `GET`.
+//!    WebSockets dropped in the middle of a frame, WebSockets that send and never read, and on a
+//!    room the server publishes 16 KiB to every 5 ms: a member that reads a little slower than
+//!    the room (a lagging reader) and a crowd of 40 members that never read. A probe makes a
+//!    fresh connection every 50 ms for one `GET`.
+//!
+//! With `--features redis` the server is also one instance of a fleet whose Redis is hostile
+//! (it answers `$999999999999` and streams) and counts every request in a rate limit whose
+//! Redis answers correctly but 40 ms late (fake servers on 127.0.0.1, `tests/wire/fake_redis.rs`):
+//! neither may slow a request down.
 //!
 //! Fails (exit 1) on any probe failure, a probe p99 over 50 ms, an attacker seeing a wrong
-//! answer, the server dying, its RSS more than 10% over the cold baseline after the bursts, or,
-//! after the attack, its descriptors not back to their baseline or its RSS more than 10% over
-//! the warm one (the figure against the cold one is printed too). Only 127.0.0.1; bounded in
-//! time and count; the child is stopped by the parent closing its standard input.
+//! answer, the server dying, its RSS more than 10% over the cold baseline after the bursts, its
+//! peak RSS during the attack more than [`PEAK_OVER_WARM`] over the warm baseline (the room's
+//! queued output is bounded by the server's output budget, [`QUEUED_OUTPUT`]), or, after the
+//! attack, its descriptors not back to their baseline or its RSS more than 10% over the warm
+//! one (the figure against the cold one is printed too). Only 127.0.0.1; bounded in time and
+//! count; the child is stopped by the parent closing its standard input.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -47,26 +56,100 @@ impl WsHandler for Echo {
     }
 }
 
+/// Members of the room `feed`, which the server publishes to.
+struct Feed;
+
+impl WsHandler for Feed {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, ws: &mut Ws<'_>, _state: &mut ()) {
+        ws.join("feed");
+    }
+    fn message(&self, _ws: &mut Ws<'_>, _state: &mut (), _msg: Message) {}
+}
+
 mod child;
+#[cfg(feature = "redis")]
+#[path = "../tests/wire/fake_redis.rs"]
+#[allow(dead_code)]
+mod fake_redis;
+
+/// The environment variables that tell the server its fake Redis servers' URLs.
+#[cfg(feature = "redis")]
+const HOSTILE_REDIS: &str = "SOAK_HOSTILE_REDIS";
+#[cfg(feature = "redis")]
+const SLOW_REDIS: &str = "SOAK_SLOW_REDIS";
+
+/// The server's budget for WebSocket output its peers have not taken.
+const QUEUED_OUTPUT: usize = 8 << 20;
+/// How far over the warm baseline the server's RSS may peak during the attack.
+const PEAK_OVER_WARM: u64 = 64 << 10; // KiB
+/// What the server publishes to the room, and how often.
+const FEED_MESSAGE: usize = 16 * 1024;
+const FEED_EVERY: Duration = Duration::from_millis(5);
 
 fn serve() {
-    let handle = Server::bind("127.0.0.1:0")
+    let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(2)
         .header_timeout(Duration::from_secs(2))
         .idle_timeout(Duration::from_secs(5))
         .write_timeout(Duration::from_secs(3))
         .max_body(1 << 20)
+        .max_queued_output(QUEUED_OUTPUT)
         .websocket("/ws", Echo)
-        .spawn(|req| {
-            if req.path() == "/probe" {
-                text_response(200, "ok")
-            } else {
-                text_response(200, req.into_body())
+        .websocket("/feed", Feed);
+    let handler = |req: Request| {
+        if req.path() == "/probe" {
+            text_response(200, "ok")
+        } else {
+            text_response(200, req.into_body())
+        }
+    };
+    // The fake Redis servers run in the parent (their memory is not the server's).
+    #[cfg(feature = "redis")]
+    let (server, handler) = {
+        let url = |name| std::env::var(name).expect("the parent names the fake Redis servers");
+        let rooms_fleet = web::fleet::Fleet::new(&url(HOSTILE_REDIS)).unwrap();
+        let count_fleet = web::fleet::Fleet::new(&url(SLOW_REDIS)).unwrap();
+        // Counts every request in the slow Redis, refusing none.
+        let limit = web::http::RateLimit::new(u32::MAX, u32::MAX, 1)
+            .fleet(&count_fleet)
+            .layer();
+        let handler = web::http::wrap(vec![limit], handler);
+        (server.fleet(&rooms_fleet), handler)
+    };
+    let rooms = server.rooms();
+    let control = server.control();
+    let handler = move |req: Request| {
+        if req.path() == "/figures" {
+            let s = control.stats();
+            text_response(200, format!("{} {}", s.lagging_closed, s.queued_output))
+        } else {
+            handler(req)
+        }
+    };
+    let handle = server.spawn(handler).unwrap();
+    let publishing = Arc::new(AtomicBool::new(true));
+    let feed = {
+        let publishing = Arc::clone(&publishing);
+        std::thread::spawn(move || {
+            let text = "f".repeat(FEED_MESSAGE);
+            while publishing.load(Ordering::Relaxed) {
+                // Only while the room has members (the attack), so that the baselines taken
+                // before do not hold what publishing to the fleet keeps.
+                if rooms.members("feed") > 0 {
+                    rooms.publish("feed", &Message::Text(text.clone()));
+                }
+                std::thread::sleep(FEED_EVERY);
             }
         })
-        .unwrap();
+    };
     child::serve_until_stdin_closes(handle.local_addr().port());
+    publishing.store(false, Ordering::Relaxed);
+    let _ = feed.join();
     let _ = handle.shutdown();
 }
 
@@ -152,6 +235,18 @@ fn main() {
         seconds("SOAK_SECONDS", 120),
         seconds("SOAK_WARM_SECONDS", 10),
     );
+    #[cfg(feature = "redis")]
+    let _fakes = if std::env::var_os("SOAK_SERVER").is_none() {
+        use fake_redis::{fake_redis, Fake};
+        let (hostile, stop_hostile) = fake_redis(Fake::HugeBulk);
+        let (slow, stop_slow) = fake_redis(Fake::Slow(Duration::from_millis(40)));
+        // The child inherits them.
+        std::env::set_var(HOSTILE_REDIS, hostile);
+        std::env::set_var(SLOW_REDIS, slow);
+        Some((stop_hostile, stop_slow))
+    } else {
+        None
+    };
     let ok = child::run("SOAK_SERVER", serve, |port, server| {
         run(port, server, length, warm)
     });
@@ -306,6 +401,22 @@ fn run(port: u16, child: &mut Child, length: Duration, warm: Duration) -> bool {
         println!("soak: FAIL: the server died ({status})");
         return false;
     }
+    let figures = connect(port).map(|mut c| {
+        let _ = c.write_all(b"GET /figures HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        let reply = String::from_utf8_lossy(&read_to_end_quietly(&mut c)).into_owned();
+        let body = reply.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+        let mut n = body.split(' ').map(|f| f.parse::<u64>().unwrap_or(0));
+        (n.next().unwrap_or(0), n.next().unwrap_or(0))
+    });
+    let (lagging_closed, queued_at_end) = figures.unwrap_or((0, 0));
+    println!(
+        "soak: room members closed for falling behind: {lagging_closed}; output queued at the end: {queued_at_end} B (budget {QUEUED_OUTPUT} B)"
+    );
+    check(
+        &mut ok,
+        lagging_closed > 0,
+        "no member was closed for falling behind: the output budget was never reached",
+    );
     // Back to the baseline (idle and header timeouts cut what the attackers left).
     let (fds_after, rss_after) = settle(pid, fds_before, rss_before);
     println!(
@@ -343,6 +454,16 @@ fn run(port: u16, child: &mut Child, length: Duration, warm: Duration) -> bool {
     check(&mut ok, attack_ok, "an attacker saw a wrong answer");
     check(&mut ok, failures == 0, "probes failed");
     check(&mut ok, p99 <= 50.0, "probe p99 over 50 ms");
+    println!(
+        "soak: RSS peak {:.2} MiB over the warm baseline (bound {:.0} MiB)",
+        mib(rss_peak.saturating_sub(rss_before)),
+        mib(PEAK_OVER_WARM)
+    );
+    check(
+        &mut ok,
+        rss_peak <= rss_before + PEAK_OVER_WARM,
+        "RSS peaked too far over the warm baseline",
+    );
     check(
         &mut ok,
         fds_after <= fds_before,
@@ -502,6 +623,37 @@ fn attacks(port: u16) -> Vec<(&'static str, Round)> {
                 }
                 std::thread::sleep(Duration::from_millis(500));
             }
+        }),
+    ));
+    attacks.push((
+        "lagging reader",
+        Box::new(move || {
+            // Reads at most 64 KiB every 20 ms (3.2 MB/s) from a room fed 3.2 MB/s and more:
+            // always a little behind, for 3 s.
+            if let Some(mut c) = connect(port) {
+                let _ = c.write_all(&ws_handshake_request("127.0.0.1", "/feed"));
+                let mut chunk = vec![0u8; 64 * 1024];
+                let until = Instant::now() + Duration::from_secs(3);
+                while Instant::now() < until && c.read(&mut chunk).is_ok_and(|n| n > 0) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }),
+    ));
+    attacks.push((
+        "non-reading crowd",
+        Box::new(move || {
+            let crowd: Vec<TcpStream> = (0..40)
+                .filter_map(|_| {
+                    let mut c = connect(port)?;
+                    c.write_all(&ws_handshake_request("127.0.0.1", "/feed"))
+                        .ok()?;
+                    Some(c)
+                })
+                .collect();
+            // Longer than the kernel's socket buffers take the room's output for.
+            std::thread::sleep(Duration::from_secs(8));
+            drop(crowd);
         }),
     ));
     attacks

@@ -87,5 +87,6 @@ pub use remote::{Remote, INBOX_LIMIT};
 pub use server::{Handle, MsgOf, Reactor};
 pub use stats::{Stats, WorkerStats};
 pub use strand::{Service, Strand};
+pub use trim::share_one_arena;
 pub use wheel::TIMER_TICK;
 pub use worker::entry_size;

@@ -18,10 +18,16 @@ pub(crate) const TRIM_INTERVAL: Duration = Duration::from_secs(1);
 /// of its own, and what a burst of large buffers left at the top of one stays resident for good
 /// (a trim only returns free pages in the middle of such an arena): 20 concurrent 1 MB bodies
 /// left ~2 MiB per worker. Large buffers stay reusable while busy (glibc's own `mmap`
-/// threshold, which adapts), and go back when the worker goes idle ([`Trim`]). Process-wide, set
-/// once when the first worker starts, before its thread allocates; threads that already have an
-/// arena keep it. Only where the allocator is glibc's.
-pub(crate) fn share_one_arena() {
+/// threshold, which adapts), and go back when the worker goes idle ([`Trim`]). Process-wide and
+/// set once: by the first worker before its thread allocates, and by any program that starts
+/// threads of its own before the workers (a thread that allocates before it gets an arena of
+/// its own, which a worker started later may then share). Threads that already have an arena
+/// keep it. Only where the allocator is glibc's.
+///
+/// ```
+/// reactor::share_one_arena(); // before starting threads that allocate
+/// ```
+pub fn share_one_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         static ONCE: std::sync::Once = std::sync::Once::new();

@@ -91,6 +91,8 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 impl Fleet {
     /// Starts the publisher and subscriber threads for `rooms`; the link to give `rooms`.
     pub(crate) fn serve_rooms(&self, rooms: &Rooms) -> io::Result<(RoomsLink, Running)> {
+        // Before the threads allocate: see `reactor::share_one_arena`.
+        reactor::share_one_arena();
         let (queue, outgoing) = sync_channel(self.queue);
         let changed = Arc::new(Changed::default());
         let stop = Arc::new(AtomicBool::new(false));

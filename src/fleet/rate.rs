@@ -80,6 +80,8 @@ impl std::fmt::Debug for SharedCount {
 impl SharedCount {
     /// Starts the counter thread of one rate limiter.
     pub(crate) fn start(fleet: &Fleet) -> std::io::Result<SharedCount> {
+        // Before the thread allocates: see `reactor::share_one_arena`.
+        reactor::share_one_arena();
         let (reports, incoming) = sync_channel(REPORTS);
         let known = Arc::new(Known::default());
         let up = Arc::new(AtomicBool::new(false));

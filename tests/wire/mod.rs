@@ -6,6 +6,7 @@
 
 pub mod drive;
 pub mod examples;
+pub mod fake_redis;
 pub mod ws;
 
 use std::io::{ErrorKind, Read, Write};
