@@ -18,7 +18,7 @@ pub(crate) const TRIM_INTERVAL: Duration = Duration::from_secs(1);
 /// of its own, and what a burst of large buffers left at the top of one stays resident for good
 /// (a trim only returns free pages in the middle of such an arena): 20 concurrent 1 MB bodies
 /// left ~2 MiB per worker. Large buffers stay reusable while busy (glibc's own `mmap`
-/// threshold, which adapts), and go back when the worker goes idle ([`Trim`]). Process-wide and
+/// threshold, which adapts), and go back when the worker goes idle. Process-wide and
 /// set once: by the first worker before its thread allocates, and by any program that starts
 /// threads of its own before the workers (a thread that allocates before it gets an arena of
 /// its own, which a worker started later may then share). Threads that already have an arena
