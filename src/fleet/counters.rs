@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[non_exhaustive]
 pub struct FleetStats {
     /// Failures talking to Redis: connections refused or lost, commands failed or timed out
-    /// (a worker's rate-limit wait past [`Fleet::timeout`](super::Fleet::timeout) included),
-    /// envelopes that could not be read.
+    /// (a rate-limit answer later than [`Fleet::timeout`](super::Fleet::timeout) included),
+    /// replies refused as malformed or past the limits, counts the counter thread could not
+    /// take (its queue full), envelopes that could not be read.
     pub errors: u64,
     /// Room messages not sent to other instances: the publisher's queue was full, Redis was
     /// unreachable, or the `PUBLISH` failed. Local members got them.

@@ -25,9 +25,16 @@
 //! Redis: publishing is a `try_send` into the queue, and a full queue drops the message for
 //! other instances (counted in [`ServerStats::fleet_dropped`](crate::http::ServerStats)).
 //!
-//! **Rate limits.** See [`RateLimit::fleet`]: one `MULTI INCR EXPIRE EXEC` round trip per
-//! limited request, waited for at most [`Fleet::timeout`] (50 ms by default), then the local
-//! count decides.
+//! **Rate limits.** See [`RateLimit::fleet`]: a worker decides at once on this instance's
+//! count and what the others had counted as last heard, and never waits on Redis; the
+//! limiter's counter thread reports what was admitted (`INCRBY`, pipelined) and gives Redis
+//! [`Fleet::timeout`] (50 ms by default) for each answer, past which it counts Redis as down
+//! (the local count decides) until it has reconnected.
+//!
+//! **A broken or hostile Redis** cannot make an instance hold memory or a thread: every reply
+//! is framed before it is decoded and must arrive whole within a time limit and 16 MiB, a
+//! length or count past the limits fails before anything is allocated for it, and the
+//! connection is then dropped and made again (counted).
 //!
 //! **When Redis is unreachable or slow** each instance goes on serving its own clients: local
 //! room delivery continues, messages for other instances are dropped (not queued, so none
@@ -61,7 +68,8 @@ pub use counters::FleetStats;
 pub(crate) use link::{RoomsLink, Running};
 pub(crate) use names::Bucket;
 
-/// Default longest wait of a worker for Redis's answer to a rate-limit count.
+/// Default time the rate limit's counter thread gives Redis for the answer to one batch of
+/// counts (workers never wait for it).
 ///
 /// ```
 /// assert_eq!(web::fleet::TIMEOUT, std::time::Duration::from_millis(50));
@@ -154,8 +162,10 @@ impl Fleet {
         })
     }
 
-    /// Longest wait of a worker for a rate-limit count in Redis (default [`TIMEOUT`]); past
-    /// it the local count decides and the wait counts as an error.
+    /// How long the rate limit's counter thread gives Redis for the answer to one batch of
+    /// counts (default [`TIMEOUT`]); past it Redis counts as down (an error), the connection is
+    /// made again, and meanwhile each instance's own count decides. Workers never wait for
+    /// Redis, whatever this is.
     ///
     /// ```
     /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1/")?.timeout(std::time::Duration::from_millis(10));

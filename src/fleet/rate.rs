@@ -166,6 +166,7 @@ fn run(fleet: &Fleet, incoming: &Receiver<Report>, known: &Known, up: &AtomicBoo
         let Some(mut con) = fleet.connect_after(&mut failures, 2, wait) else {
             return;
         };
+        con.set_timeout(fleet.timeout);
         up.store(true, Ordering::Release);
         loop {
             let mut batch: HashMap<Vec<u8>, Tally> = HashMap::new();

@@ -126,6 +126,11 @@ impl Conn {
         Ok(conn)
     }
 
+    /// How long every later reply may take to arrive whole.
+    pub(crate) fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
     fn expect_ok(&mut self, packed: &[u8]) -> io::Result<()> {
         self.send(packed)?;
         match self.reply()? {

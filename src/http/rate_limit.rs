@@ -284,15 +284,20 @@ impl RateLimit {
     /// allowance — with the counts kept in Redis, so a caller spread over several instances
     /// gets its allowance once, not once per instance.
     ///
-    /// **What it costs:** one round trip to Redis per counted request (`MULTI`, `INCR`,
-    /// `EXPIRE`, `EXEC`, pipelined; requests arriving together from all workers share one
-    /// round trip), made by the limiter's own thread while the worker waits for the answer.
-    /// Requests the limiter does not count (reads under [`unlimited_reads`](Self::unlimited_reads))
-    /// cost nothing more.
+    /// **A worker never waits for Redis.** It decides at once on this instance's own count
+    /// plus what the other instances had counted for the caller as far as this instance last
+    /// heard; what it admits is reported to the limiter's own thread, which sends the counts
+    /// (`INCRBY` and `EXPIRE`, requests of all workers pipelined together) and learns the
+    /// fleet's totals from the answers. Requests the limiter does not count (reads under
+    /// [`unlimited_reads`](Self::unlimited_reads)) cost nothing more.
+    ///
+    /// **Over-admission:** the others' counts reach a decision one report late, so a caller
+    /// whose requests reach `n` instances in turn gets at most its allowance + `n` − 1 in a
+    /// second, and a burst that reaches every instance within one Redis round trip up to `n`
+    /// times its allowance.
     ///
     /// **When Redis does not answer** within [`Fleet::timeout`](crate::fleet::Fleet::timeout)
-    /// (50 ms by default) — or is known to be unreachable, or a round trip in progress already
-    /// took longer — the worker stops waiting and this instance's own count decides (kept all
+    /// (50 ms by default), or is unreachable, this instance's own count decides (kept all
     /// along): each instance then allows the caller its allowance, so a caller spread over `n`
     /// instances may get up to `n` times it until Redis is back. Such decisions and the errors
     /// are counted (`web::fleet::FleetStats`, and

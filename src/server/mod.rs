@@ -648,7 +648,7 @@ pub struct ServerStats {
     /// closed its own connection only). Handler panics answered with 500 are not counted here.
     pub panics: u64,
     /// With a `web::fleet::Fleet` (`--features redis`; 0 otherwise): failures
-    /// talking to Redis (connections, commands, rate-limit waits past the timeout); see
+    /// talking to Redis (connections, commands, replies refused, answers past the timeout); see
     /// `web::fleet::FleetStats` for more figures.
     pub fleet_errors: u64,
     /// With a fleet: room messages delivered on this instance only, not sent to the others
