@@ -14,8 +14,12 @@
 //! 2. **latency**: how long a message takes from `publish` to a member on the same instance and
 //!    to a member on another instance (p50/p99), and the difference — the Redis hop;
 //! 3. **rate limits**: what one counted request costs with the local count and with the count
-//!    in Redis (p50/p99 for one caller at a time, and requests per second and per Redis round
-//!    trip with four threads at once).
+//!    in Redis (p50/p99 for one caller at a time, and requests per second and per count sent
+//!    with four threads at once);
+//! 4. **a slow Redis**: `GET /` over keep-alive connections to a server whose rate limit counts
+//!    every request in a Redis that answers 40 ms late (a fake one,
+//!    `tests/wire/fake_redis.rs`), against the same server without a fleet: p50/p99 and their
+//!    ratio, taken in one run, several rounds (a worker never waits for Redis).
 //!
 //! The instances run in this process, each with its own reactor, workers and Redis
 //! connections; the two cores of the machine are shared by everything, Redis included. Every
@@ -29,6 +33,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use web::fleet::Fleet;
+
+#[path = "../tests/wire/fake_redis.rs"]
+#[allow(dead_code)]
+mod fake_redis;
 use web::http::{text_response, wrap, Header, RateLimit, Request, Response, Server, ServerHandle};
 use web::ws::{ws_handshake_request, ws_take, Message, Rooms, Ws, WsHandler};
 
@@ -56,6 +64,80 @@ fn main() {
     throughput(&redis);
     latency(&redis);
     rate_limits(&redis);
+    slow_redis();
+}
+
+/// GET / latency with the rate limit counting in a Redis 40 ms late, against no fleet.
+fn slow_redis() {
+    println!("\n4. a slow Redis: GET / p50/p99 over 8 keep-alive connections, 2 workers, Redis answering 40 ms late vs no fleet");
+    let (url, stop) = fake_redis::fake_redis(fake_redis::Fake::Slow(Duration::from_millis(40)));
+    let fleet = Fleet::new(&url).unwrap();
+    let limited = |fleet: Option<&Fleet>| {
+        let mut limit = RateLimit::new(1_000_000_000, 1_000_000_000, 1);
+        if let Some(f) = fleet {
+            limit = limit.fleet(f);
+        }
+        Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(2)
+            .spawn(wrap(vec![limit.layer()], |_req| text_response(200, "ok")))
+            .unwrap()
+    };
+    let (plain, slow) = (limited(None), limited(Some(&fleet)));
+    for round in 1..=3 {
+        let a = get_latencies(plain.local_addr().port());
+        let b = get_latencies(slow.local_addr().port());
+        let (a50, a99, b50, b99) = (
+            percentile(&a, 50.0) / 1e3,
+            percentile(&a, 99.0) / 1e3,
+            percentile(&b, 50.0) / 1e3,
+            percentile(&b, 99.0) / 1e3,
+        );
+        println!(
+            "  round {round}: no fleet p50 {a50:.1} µs p99 {a99:.1} µs; Redis 40 ms late p50 {b50:.1} µs p99 {b99:.1} µs; p99 ratio {:.2}",
+            b99 / a99
+        );
+    }
+    let s = fleet.stats();
+    println!(
+        "  (the slow Redis: {} counts' answers past the 50 ms timeout or other errors, {} decisions on the local count)",
+        s.errors, s.local_decisions
+    );
+    plain.shutdown().unwrap();
+    slow.shutdown().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Release);
+}
+
+/// 8 clients each sending 500 keep-alive `GET /` one after another: every request's time.
+fn get_latencies(port: u16) -> Vec<u64> {
+    let threads: Vec<_> = (0..8)
+        .map(|client| {
+            std::thread::spawn(move || {
+                let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                c.set_nodelay(true).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let req = format!(
+                    "GET / HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 10.2.0.{client}\r\n\r\n"
+                );
+                let mut buf = [0u8; 1024];
+                let mut took = Vec::with_capacity(500);
+                for _ in 0..500 {
+                    let t = Instant::now();
+                    c.write_all(req.as_bytes()).unwrap();
+                    let mut got = 0;
+                    while !buf[..got].ends_with(b"ok") {
+                        got += std::io::Read::read(&mut c, &mut buf[got..]).unwrap();
+                    }
+                    took.push(t.elapsed().as_nanos() as u64);
+                }
+                took
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect()
 }
 
 // --- 1. throughput --------------------------------------------------------------------------
@@ -231,7 +313,7 @@ fn rate_limits(redis: &Redis) {
         );
     }
     for (what, app) in [("local count", &local), ("count in Redis", &shared)] {
-        let execs = redis.execs();
+        let counts = redis.incrbys();
         let started = Instant::now();
         let threads: Vec<_> = (0..4)
             .map(|t| {
@@ -247,16 +329,16 @@ fn rate_limits(redis: &Redis) {
             let _ = t.join();
         }
         let secs = started.elapsed().as_secs_f64();
-        let round_trips = redis.execs() - execs;
+        let counts = redis.incrbys() - counts;
         println!(
             "  {what:<16} four threads   {:>9.0} requests/s   {}",
             REQUESTS as f64 / secs,
-            if round_trips == 0 {
-                "no round trip".to_owned()
+            if counts == 0 {
+                "nothing sent to Redis".to_owned()
             } else {
                 format!(
-                    "{round_trips} round trips: {:.2} requests per round trip",
-                    REQUESTS as f64 / round_trips as f64
+                    "{counts} INCRBYs: {:.2} requests per count sent (a caller's batched)",
+                    REQUESTS as f64 / counts as f64
                 )
             }
         );
@@ -450,9 +532,10 @@ impl Redis {
     }
 
     /// Transactions (`EXEC`) Redis has run: one per rate-limit round trip.
-    fn execs(&self) -> u64 {
+    /// `INCRBY` commands Redis has run (the rate limit's counts, one per caller and batch).
+    fn incrbys(&self) -> u64 {
         let stats = self.info("commandstats");
-        field(&stats, "cmdstat_exec")
+        field(&stats, "cmdstat_incrby")
             .and_then(|v| v.split(',').next().map(str::to_owned))
             .and_then(|calls| calls.strip_prefix("calls=").and_then(|n| n.parse().ok()))
             .unwrap_or(0)
