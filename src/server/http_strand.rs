@@ -163,7 +163,8 @@ impl HttpStrand {
     }
 
     /// The server is stopping: a request that has arrived (whole or in part) is read and
-    /// answered, its reply the last; a connection with nothing unread closes at once.
+    /// answered, its reply the last; a connection with nothing unread shuts its side and
+    /// lingers briefly (`DRAIN_LINGER`), dropping what crosses it.
     pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         self.with_busy(io, |busy, shared, io| busy.run(shared, io))
     }
