@@ -3,8 +3,9 @@
 //!
 //! A frame published to a room is encoded once ([`Arc<[u8]>`](Arc)); each member's outbox
 //! holds a reference to it, whatever else is queued before it, so a room's burst costs each
-//! member a reference per frame, not a copy. Frames shorter than [`SHARE_MIN`] are copied
-//! instead (a copy costs less than a piece). Written pieces are dropped as the peer takes them,
+//! member a reference per frame, not a copy. Frames shorter than [`SHARE_MIN`] queued behind
+//! others are copied instead (a copy costs less than a piece). The first piece is kept inline,
+//! so a connection owed one frame allocates nothing for it. Written pieces are dropped as the peer takes them,
 //! and a piece partly written is never appended to, so an outbox holds what is owed and no more
 //! (a peer that reads slowly but steadily does not make it grow). What an outbox holds is
 //! charged to the server's [`OutputBudget`].
@@ -24,21 +25,87 @@ pub(crate) const WRITE_PIECES: usize = 64;
 /// One queued piece.
 enum Piece {
     Own(Vec<u8>),
-    Shared(Arc<[u8]>),
+    /// A shared frame, and whether it is charged to the budget (see [`Outbox::reconcile`]).
+    Shared(Arc<[u8]>, bool),
 }
 
 impl Piece {
     fn bytes(&self) -> &[u8] {
         match self {
             Piece::Own(buf) => buf,
-            Piece::Shared(frame) => frame,
+            Piece::Shared(frame, _) => frame,
         }
+    }
+}
+
+/// A queue of pieces whose first is kept inline: a connection owed one piece (the common
+/// case: one frame of a room, written at the end of the turn) allocates nothing for the queue.
+#[derive(Default)]
+struct Pieces {
+    first: Option<Piece>,
+    /// The pieces after `first` (empty while `first` is `None`).
+    rest: VecDeque<Piece>,
+}
+
+impl Pieces {
+    fn push_back(&mut self, piece: Piece) {
+        if self.first.is_none() {
+            self.first = Some(piece);
+        } else {
+            self.rest.push_back(piece);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Piece> {
+        let front = self.first.take();
+        self.first = self.rest.pop_front();
+        front
+    }
+
+    fn pop_back(&mut self) -> Option<Piece> {
+        self.rest.pop_back().or_else(|| self.first.take())
+    }
+
+    fn front(&self) -> Option<&Piece> {
+        self.first.as_ref()
+    }
+
+    fn back(&self) -> Option<&Piece> {
+        self.rest.back().or(self.first.as_ref())
+    }
+
+    fn back_mut(&mut self) -> Option<&mut Piece> {
+        match self.rest.back_mut() {
+            Some(back) => Some(back),
+            None => self.first.as_mut(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Piece> {
+        self.first.iter().chain(self.rest.iter())
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Piece> {
+        self.first.iter_mut().chain(self.rest.iter_mut())
+    }
+
+    /// Heap bytes of the queue itself.
+    fn held_bytes(&self) -> usize {
+        self.rest.capacity() * std::mem::size_of::<Piece>()
     }
 }
 
 /// Unsent output of one connection.
 pub(crate) struct Outbox {
-    pieces: VecDeque<Piece>,
+    pieces: Pieces,
     /// Bytes of the front piece already written.
     at: usize,
     /// Bytes owed: the pieces' lengths less `at`.
@@ -48,17 +115,20 @@ pub(crate) struct Outbox {
     /// What this outbox's own part is charged to the budget now (shared frames are charged
     /// per worker, see [`budget::hold`]).
     charged: usize,
+    /// Whether the budget counts this connection as owed output.
+    counted_owing: bool,
     budget: Arc<OutputBudget>,
 }
 
 impl Outbox {
     pub(crate) fn new(budget: Arc<OutputBudget>) -> Outbox {
         Outbox {
-            pieces: VecDeque::new(),
+            pieces: Pieces::default(),
             at: 0,
             pending: 0,
             own_capacity: 0,
             charged: 0,
+            counted_owing: false,
             budget,
         }
     }
@@ -75,7 +145,7 @@ impl Outbox {
 
     /// Heap bytes held by this connection alone (a shared frame is the publisher's).
     pub(crate) fn held_bytes(&self) -> usize {
-        self.own_capacity + self.pieces.capacity() * std::mem::size_of::<Piece>()
+        self.own_capacity + self.pieces.held_bytes()
     }
 
     /// Queues bytes of the connection's own (what the upgrade left to write, say).
@@ -83,24 +153,20 @@ impl Outbox {
         if bytes.is_empty() {
             return;
         }
-        let was = self.pending;
         self.pending += bytes.len();
         self.own_capacity += bytes.capacity();
         self.pieces.push_back(Piece::Own(bytes));
-        self.settle(was);
     }
 
-    /// Queues a shared frame: by reference, or copied when it is short.
+    /// Queues a shared frame: by reference, or copied behind what is queued when it is short.
     pub(crate) fn push_shared(&mut self, frame: &Arc<[u8]>) {
-        if frame.len() < SHARE_MIN {
+        if frame.len() < SHARE_MIN && self.pending > 0 {
             self.write(|buf| buf.extend_from_slice(frame));
             return;
         }
-        let was = self.pending;
-        budget::hold(&self.budget, frame);
         self.pending += frame.len();
-        self.pieces.push_back(Piece::Shared(Arc::clone(frame)));
-        self.settle(was);
+        self.pieces
+            .push_back(Piece::Shared(Arc::clone(frame), false));
     }
 
     /// Appends bytes of the connection's own with `f` (a frame written into the buffer), after
@@ -122,7 +188,6 @@ impl Outbox {
         if self.pending == was && self.pieces.back().is_some_and(|p| p.bytes().is_empty()) {
             self.pieces.pop_back();
         }
-        self.settle(was);
     }
 
     /// The unsent bytes, as slices for one vectored write (at most [`WRITE_PIECES`]); answers
@@ -139,7 +204,6 @@ impl Outbox {
 
     /// `n` more bytes were written: the pieces written whole are dropped.
     pub(crate) fn advance(&mut self, mut n: usize) {
-        let was = self.pending;
         self.pending -= n.min(self.pending);
         while n > 0 {
             let Some(front) = self.pieces.front() else {
@@ -156,45 +220,56 @@ impl Outbox {
         }
         if self.pieces.is_empty() {
             // Written: an idle connection keeps no buffer and no frame.
-            self.pieces = VecDeque::new();
+            self.pieces = Pieces::default();
             self.at = 0;
         }
-        self.settle(was);
     }
 
     fn drop_front(&mut self) {
         match self.pieces.pop_front() {
             Some(Piece::Own(buf)) => self.own_capacity -= buf.capacity(),
-            Some(Piece::Shared(frame)) => budget::release(&self.budget, &frame),
+            Some(Piece::Shared(frame, true)) => budget::release(&self.budget, &frame),
+            Some(Piece::Shared(_, false)) => {}
             None => {}
         }
     }
 
-    /// After a change: the budget charged what the own part holds now, and told whether this
-    /// connection owes anything (it did when `was` > 0).
-    fn settle(&mut self, was: usize) {
+    /// Brings the budget up to date with what this outbox holds: called after each attempt to
+    /// write (what a turn queues and writes whole never touches the budget's shared counters;
+    /// what stays is charged then: its own part, and each shared frame not yet held).
+    pub(crate) fn reconcile(&mut self) {
+        if self.pending > 0 {
+            for piece in self.pieces.iter_mut() {
+                if let Piece::Shared(frame, held @ false) = piece {
+                    budget::hold(&self.budget, frame);
+                    *held = true;
+                }
+            }
+        }
         let cost = self.held_bytes();
         if cost > self.charged {
             self.budget.charge(cost - self.charged);
-        } else {
+        } else if cost < self.charged {
             self.budget.credit(self.charged - cost);
         }
         self.charged = cost;
-        if (was == 0) != (self.pending == 0) {
-            self.budget.owing(self.pending > 0);
+        let owing = self.pending > 0;
+        if owing != self.counted_owing {
+            self.budget.owing(owing);
+            self.counted_owing = owing;
         }
     }
 }
 
 impl Drop for Outbox {
     fn drop(&mut self) {
-        let was = self.pending;
         while !self.pieces.is_empty() {
             self.drop_front();
         }
-        self.pieces = VecDeque::new();
+        self.pieces = Pieces::default();
         self.pending = 0;
-        self.settle(was);
+        self.own_capacity = 0;
+        self.reconcile();
     }
 }
 
@@ -226,17 +301,44 @@ mod tests {
         out.push_shared(&frame);
         assert_eq!(Arc::strong_count(&frame), 3, "held, not copied");
         assert_eq!(out.pending(), 603);
-        assert_eq!(
-            budget.used(),
-            300 + out.held_bytes(),
-            "the frame charged once"
-        );
+        assert_eq!(budget.used(), 0, "nothing charged before a write attempt");
+        out.reconcile();
+        let charged = 300 + out.held_bytes();
+        assert_eq!(budget.used(), charged, "the frame charged once");
         out.advance(3 + 300 + 100);
+        out.reconcile();
         assert_eq!(Arc::strong_count(&frame), 2);
+        assert_eq!(budget.used(), 300 + out.held_bytes(), "still held once");
         assert_eq!(unsent(&out), vec![7; 200]);
         out.advance(200);
+        out.reconcile();
         assert_eq!(Arc::strong_count(&frame), 1, "released once written");
         assert_eq!((out.pending(), out.held_bytes(), budget.used()), (0, 0, 0));
+    }
+
+    #[test]
+    fn one_frame_owed_costs_no_allocation_whatever_its_size() {
+        for len in [1, SHARE_MIN - 1, SHARE_MIN, 70_000] {
+            let frame = shared(&vec![3; len]);
+            let (mut out, budget) = outbox();
+            out.push_shared(&frame);
+            assert_eq!(Arc::strong_count(&frame), 2, "{len}: held by reference");
+            assert_eq!(
+                out.held_bytes(),
+                0,
+                "{len}: nothing allocated for the queue"
+            );
+            out.reconcile();
+            assert_eq!(budget.used(), len, "{len}: the frame charged once");
+            out.advance(len);
+            out.reconcile();
+            assert_eq!((out.pending(), budget.used()), (0, 0));
+            // Written whole before any reconcile: the budget's counters are never touched.
+            out.push_shared(&frame);
+            out.advance(len);
+            out.reconcile();
+            assert_eq!(budget.used(), 0);
+        }
     }
 
     #[test]
@@ -273,6 +375,7 @@ mod tests {
             out.write(|b| b.extend_from_slice(&[1; 1000]));
             let owed = out.pending();
             out.advance(owed.saturating_sub(5000).min(1000));
+            out.reconcile();
             assert!(out.pending() <= 6000);
             assert!(out.held_bytes() <= 4 * 6000 + 1024, "{}", out.held_bytes());
         }
@@ -289,6 +392,8 @@ mod tests {
         a.push_shared(&frame);
         b.push_shared(&frame);
         b.write(|buf| buf.extend_from_slice(&[2; 100]));
+        a.reconcile();
+        b.reconcile();
         assert!(budget.used() >= 1100);
         drop(a);
         drop(b);

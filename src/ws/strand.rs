@@ -144,6 +144,28 @@ enum Closing {
     Lingering,
 }
 
+/// Writes what `out` holds until the socket takes no more: `Ok(true)` when all of it went.
+fn write_out(
+    out: &mut Outbox,
+    io: &mut Io<'_, WsCommand>,
+    progressed: &mut bool,
+) -> std::io::Result<bool> {
+    while out.pending() > 0 {
+        let mut slices = [std::io::IoSlice::new(&[]); WRITE_PIECES];
+        let pieces = out.unsent(&mut slices);
+        let n = match &slices[..pieces] {
+            [one] => io.write(one)?,
+            many => io.write_vectored(many)?,
+        };
+        if n == 0 {
+            return Ok(false);
+        }
+        *progressed = true;
+        out.advance(n);
+    }
+    Ok(true)
+}
+
 /// How long a closed WebSocket connection waits for its peer to close its side.
 const LINGER: Duration = Duration::from_secs(2);
 
@@ -411,20 +433,10 @@ impl<H: WsHandler> WsStrand<H> {
         let Some(busy) = self.busy.as_mut() else {
             return Ok(true);
         };
-        while busy.out.pending() > 0 {
-            let mut slices = [std::io::IoSlice::new(&[]); WRITE_PIECES];
-            let pieces = busy.out.unsent(&mut slices);
-            let n = match &slices[..pieces] {
-                [one] => io.write(one)?,
-                many => io.write_vectored(many)?,
-            };
-            if n == 0 {
-                return Ok(false);
-            }
-            *progressed = true;
-            busy.out.advance(n);
-        }
-        Ok(true)
+        let written = write_out(&mut busy.out, io, progressed);
+        // What the socket did not take is charged to the server's output budget now.
+        busy.out.reconcile();
+        written
     }
 
     fn park(&mut self, now: Instant, progressed: bool, read: bool) -> Next {
