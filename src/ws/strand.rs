@@ -567,6 +567,9 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
         if self.closing() == Closing::Lingering {
             return self.linger(io);
         }
+        // Output left from an earlier turn: the peer is behind (its socket may not be resumed
+        // until it reads), so what arrives now is charged to the budget at once.
+        let behind = self.pending() > 0;
         if self.closing() == Closing::No {
             match cmd {
                 WsCommand::Send(Message::Text(t)) => self
@@ -591,6 +594,9 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                     }
                 }
             }
+        }
+        if behind {
+            self.b().out.reconcile();
         }
         if self.falls_behind() {
             // A peer that does not read: drop it rather than grow without bound.
