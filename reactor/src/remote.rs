@@ -37,6 +37,8 @@ pub(crate) enum To {
     Conn(ConnId),
     /// The worker as a whole: its [`Service::fan_out`](crate::Service::fan_out) says to whom.
     Worker,
+    /// Every connection of the worker whose strand [`wants`](crate::Strand::wants) it.
+    All,
 }
 
 /// What other threads share with one worker.
@@ -162,6 +164,26 @@ impl<M: Send + 'static> Remote<M> {
             return false;
         };
         shared.queue(1, |inbox| inbox.push((To::Worker, msg)))
+    }
+
+    /// Queues `msg` for every connection of worker `worker` whose strand
+    /// [`wants`](crate::Strand::wants) it: the worker walks its connections (no list is kept
+    /// for this), so it suits what is sent to everyone now and then — a heartbeat, say.
+    ///
+    /// Returns `false` when there is no such worker, it has stopped, or its inbox is full.
+    ///
+    /// ```no_run
+    /// # fn demo(remote: &reactor::Remote<()>) {
+    /// for w in 0..remote.workers() {
+    ///     remote.send_all(w, ());
+    /// }
+    /// # }
+    /// ```
+    pub fn send_all(&self, worker: usize, msg: M) -> bool {
+        let Some(shared) = self.shared.workers.get(worker) else {
+            return false;
+        };
+        shared.queue(1, |inbox| inbox.push((To::All, msg)))
     }
 
     /// Queues a clone of `msg` for every connection in `ids`, taking each worker's lock once and

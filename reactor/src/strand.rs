@@ -69,6 +69,24 @@ pub trait Strand: Send + 'static {
     /// A message sent to this connection through [`Remote::send`](crate::Remote::send).
     fn message(&mut self, io: &mut Io<'_, Self::Msg>, msg: Self::Msg) -> Next;
 
+    /// Whether a message sent to every connection of the worker
+    /// ([`Remote::send_all`](crate::Remote::send_all)) is for this strand; by default, yes.
+    /// Must be cheap: the worker asks every strand it has.
+    ///
+    /// ```
+    /// struct Quiet;
+    /// impl Quiet {
+    ///     fn wants(&self, msg: &u8) -> bool {
+    ///         *msg != 0 // a heartbeat (0) is not for this one
+    ///     }
+    /// }
+    /// assert!(!Quiet.wants(&0));
+    /// ```
+    fn wants(&self, msg: &Self::Msg) -> bool {
+        let _ = msg;
+        true
+    }
+
     /// The connection leaves the reactor — closed, whoever decided it (the strand's own
     /// [`Next::Close`], the drain deadline, a panic in another method), or handed over by
     /// [`Next::Release`] — and the strand is dropped right after: the one place to tell others

@@ -337,6 +337,22 @@ impl<S: Service> Worker<S> {
                     shrink_after_burst(&mut ids);
                     self.fan_ids = ids;
                 }
+                To::All => {
+                    let mut ids = std::mem::take(&mut self.fan_ids);
+                    let index = self.index;
+                    ids.extend(self.slab.iter().filter_map(|(key, e)| {
+                        let wants = catch_unwind(AssertUnwindSafe(|| e.strand.wants(&msg)));
+                        wants
+                            .unwrap_or(false)
+                            .then(|| ConnId::new(index, key as u32, e.generation))
+                    }));
+                    self.again.reserve(ids.len());
+                    for id in ids.drain(..) {
+                        self.deliver(id, msg.clone());
+                    }
+                    shrink_after_burst(&mut ids);
+                    self.fan_ids = ids;
+                }
             }
         }
         shrink_after_burst(&mut batch);

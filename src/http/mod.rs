@@ -12,6 +12,7 @@ pub(crate) mod exchange;
 pub(crate) mod fields;
 pub(crate) mod grammar;
 mod head;
+pub(crate) mod later;
 pub(crate) mod message;
 mod middleware;
 pub(crate) mod query;
@@ -50,8 +51,9 @@ pub use request::{header, header_in, parse_request};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{
-    accept_forever, accept_n, handle_conn, serve, serve_at, serve_n, serve_taking, Control, Server,
-    ServerHandle, ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY,
-    MAX_CONNECTIONS, WRITE_TIMEOUT,
+    accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n, serve_taking, Control,
+    Pool, Reply, Server, ServerHandle, ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT,
+    LINGER, MAX_BODY, MAX_CONNECTIONS, REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
+pub use later::HttpMsg;
 pub use status::status_text;

@@ -9,6 +9,7 @@ use crate::http::exchange::RequestReader;
 use crate::http::render::render;
 use crate::http::{Request, Response};
 
+use super::deferred::Exchange;
 use super::dispatch::{answer, timeout_reply, App, Stop, Turn};
 use super::limits::Limits;
 
@@ -60,6 +61,7 @@ fn serve_blocking(
             inline_limit: usize::MAX,
             now: Instant::now(),
             fd: None,
+            exchange: Exchange::Blocking,
             worker: 0,
         };
         let done = answer(&app, &mut reader, &input, &mut turn);

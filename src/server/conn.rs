@@ -26,6 +26,8 @@ impl Service for HttpService {
         _peer: std::net::SocketAddr,
         _id: ConnId,
     ) -> Conn {
+        // Runs on the worker's thread: `defer` there reaches this server's table.
+        super::deferred::install(&self.shared.replies);
         Conn::Http(HttpStrand::new(Arc::clone(&self.shared)))
     }
 
@@ -100,14 +102,18 @@ impl Strand for Conn {
 
     fn message(&mut self, io: &mut Io<'_, WsCommand>, msg: WsCommand) -> Next {
         match self {
-            Conn::Http(_) => self.http(io, |h, io| h.run(io)),
+            Conn::Http(_) => match msg {
+                WsCommand::Http(msg) => self.http(io, |h, io| h.message(io, msg)),
+                _ => self.http(io, |h, io| h.run(io)),
+            },
             Conn::Ws(ws) => ws.message(io, msg),
         }
     }
 
     fn closed(&mut self, id: ConnId) {
-        if let Conn::Ws(ws) = self {
-            ws.closed(id);
+        match self {
+            Conn::Http(http) => http.closed(id),
+            Conn::Ws(ws) => ws.closed(id),
         }
     }
 
@@ -126,8 +132,8 @@ mod tests {
     /// What an idle connection costs the worker's slab; fails if a field makes it grow.
     #[test]
     fn an_idle_connection_is_a_48_byte_slab_entry() {
-        // The server and the busy part: two pointers, null while idle.
-        assert_eq!(size_of::<super::HttpStrand>(), 16);
+        // The server, the busy part (null while idle) and the deferred reply awaited.
+        assert_eq!(size_of::<super::HttpStrand>(), 24);
         // The WebSocket variant is one (wide) pointer: 16 bytes, and the tag.
         assert_eq!(size_of::<super::Conn>(), 24);
         // Around it the reactor keeps the socket (4 bytes; debug builds of mio add a selector

@@ -44,6 +44,7 @@ struct Shared {
     websockets: Arc<AtomicUsize>,
     /// The output queued for WebSocket peers, once the server is built.
     budget: OnceLock<Arc<crate::ws::OutputBudget>>,
+    replies: OnceLock<Arc<super::deferred::Replies>>,
     /// The figures of the server's fleet, if it has one.
     #[cfg(feature = "redis")]
     fleet: OnceLock<Arc<crate::fleet::Counters>>,
@@ -78,6 +79,10 @@ impl Control {
     }
 
     /// The counter of open WebSocket connections, for the strands to keep.
+    pub(crate) fn attach_replies(&self, replies: Arc<super::deferred::Replies>) {
+        let _ = self.shared.replies.set(replies);
+    }
+
     pub(crate) fn websockets(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.shared.websockets)
     }
@@ -109,6 +114,11 @@ impl Control {
             panics: s.panics,
             ..ServerStats::default()
         };
+        if let Some(replies) = self.shared.replies.get() {
+            stats.replies_waiting = replies.waiting.load(Ordering::Relaxed);
+            stats.replies_dropped = replies.dropped.load(Ordering::Relaxed);
+            stats.replies_timed_out = replies.timed_out.load(Ordering::Relaxed);
+        }
         if let Some(budget) = self.shared.budget.get() {
             stats.lagging_closed = budget.dropped();
             stats.queued_output = budget.used();

@@ -16,6 +16,7 @@ use crate::http::render::{render, render_in_place};
 use crate::http::{path_of, text_response, Body, ParseError, Request, Response, Version};
 use crate::ws::{check_upgrade, switching_protocols, WsApp, WsCommand, WsConn, WsSettings};
 
+use super::deferred::{answering, dropped_reply, late_reply, Deferral, Exchange, Replies, Wait};
 use super::limits::Limits;
 use super::taken::{hand_over, DynTaken};
 
@@ -42,6 +43,10 @@ pub(crate) struct Shared {
     pub(crate) websocket: Vec<WsRoute>,
     /// What every WebSocket connection of the server is made with.
     pub(crate) ws_settings: Arc<WsSettings>,
+    /// The deferred replies connections wait for.
+    pub(crate) replies: Arc<Replies>,
+    /// How long a deferred reply may take before the server answers 503.
+    pub(crate) reply_timeout: std::time::Duration,
 }
 
 /// A WebSocket route: the path it serves and its application.
@@ -62,6 +67,8 @@ impl Shared {
             budget: self.budget.as_ref(),
             served: Some(&self.served),
             remote: self.remote.get(),
+            replies: Some(&self.replies),
+            reply_timeout: self.reply_timeout,
         }
     }
 
@@ -81,6 +88,10 @@ pub(crate) struct App<'a> {
     pub(crate) budget: Option<&'a AtomicU64>,
     pub(crate) served: Option<&'a [Counter]>,
     pub(crate) remote: Option<&'a reactor::Remote<WsCommand>>,
+    /// The server's table of deferred replies.
+    pub(crate) replies: Option<&'a Replies>,
+    /// How long `handle_conn` waits for a deferred reply.
+    pub(crate) reply_timeout: std::time::Duration,
 }
 
 impl<'a> App<'a> {
@@ -94,6 +105,8 @@ impl<'a> App<'a> {
             budget: None,
             served: None,
             remote: None,
+            replies: None,
+            reply_timeout: super::deferred::REPLY_TIMEOUT,
         }
     }
 
@@ -143,6 +156,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) now: Instant,
     /// The socket, for the `taken` hook.
     pub(crate) fd: Option<RawFd>,
+    /// Where a deferred reply goes.
+    pub(crate) exchange: Exchange,
     pub(crate) worker: usize,
 }
 
@@ -174,6 +189,8 @@ pub(crate) enum Stop {
     Body { body: Body, keep: bool },
     /// The connection was upgraded to WebSocket; the 101 is queued.
     Upgrade(Box<Upgrade>),
+    /// The handler deferred its reply: the rest of the input waits for it.
+    Deferred(Wait),
     /// The `taken` hook took the connection.
     Taken,
     /// The `taken` hook failed: close at once, writing nothing more.
@@ -276,6 +293,10 @@ fn answer_each(
                             (false, false) => return done.finish(buf, Stop::Body { body, keep }),
                         }
                     }
+                    Dispatched::Deferred(wait) => {
+                        *served += 1;
+                        return done.finish_at(Stop::Deferred(wait));
+                    }
                     Dispatched::Stop(stop) => return done.finish(buf, stop),
                 }
             }
@@ -302,6 +323,8 @@ impl Answered {
 enum Dispatched {
     /// Answered by the handler.
     Answered { keep: bool, body: Body, spent: bool },
+    /// The handler will answer later.
+    Deferred(Wait),
     /// Not answered by the handler: upgraded, taken, failed, or past the budget.
     Stop(Stop),
 }
@@ -335,8 +358,41 @@ fn dispatch(
     }
     let head_only = request.method_is("HEAD");
     let mut slot = None;
-    let res = respond(app.handler, request, &mut slot);
+    let (panicked, deferral) =
+        answering(turn.exchange, || respond(app.handler, request, &mut slot));
     let spent = app.budget_spent();
+    let mut later = None;
+    match (deferral, panicked) {
+        (None, _) => {}
+        // A handler that panicked after deferring is answered 500 now.
+        (Some(Deferral::Conn(seq)), true) => {
+            if let Exchange::Conn(id) = turn.exchange {
+                if let Some(replies) = app.replies {
+                    replies.close(id, seq);
+                }
+            }
+        }
+        (Some(Deferral::Conn(seq)), false) => {
+            let keep_alive = keep_alive && !spent;
+            return Dispatched::Deferred(Wait {
+                seq,
+                keep_alive,
+                head_only,
+            });
+        }
+        (Some(Deferral::Blocking(rx)), false) => {
+            later = Some(match rx.recv_timeout(app.reply_timeout) {
+                Ok(res) => res,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => late_reply(),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => dropped_reply(),
+            });
+        }
+        (Some(Deferral::Blocking(_)), true) => {}
+    }
+    let res = match &mut later {
+        Some(res) => res,
+        None => slot.get_or_insert_with(panic_reply),
+    };
     // Read after the handler ran: a shutdown begun meanwhile makes this reply the last.
     let keep = keep_alive && !spent && !app.shutting_down();
     let (keep, body) = render_in_place(turn.out, res, keep, head_only, turn.now, turn.inline_limit);
@@ -380,20 +436,22 @@ fn upgrade(
 }
 
 /// Runs the handler on `request`, its reply written into `slot` and used there (not moved out:
-/// see [`render_in_place`]). A handler that panics gets a 500 reply that closes.
-fn respond<'s>(
+/// see [`render_in_place`]); whether it panicked (`slot` is then empty).
+fn respond(
     handler: &dyn Fn(Request) -> Response,
     request: Request,
-    slot: &'s mut Option<Response>,
-) -> &'s mut Response {
-    let _ = catch_unwind(AssertUnwindSafe(|| *slot = Some(handler(request))));
-    slot.get_or_insert_with(|| {
-        crate::http::with_header(
-            text_response(500, "internal server error\n"),
-            "Connection",
-            "close",
-        )
-    })
+    slot: &mut Option<Response>,
+) -> bool {
+    catch_unwind(AssertUnwindSafe(|| *slot = Some(handler(request)))).is_err()
+}
+
+/// What a request whose handler panicked gets: a 500 that closes.
+fn panic_reply() -> Response {
+    crate::http::with_header(
+        text_response(500, "internal server error\n"),
+        "Connection",
+        "close",
+    )
 }
 
 /// The reply a refused request gets: its status and a one-line reason (it closes).
@@ -413,15 +471,19 @@ mod tests {
     #[test]
     fn a_panicking_handler_gets_a_500_that_closes() {
         let mut slot = None;
-        let res = respond(&|_req| panic!("boom"), Request::default(), &mut slot);
+        assert!(respond(
+            &|_req| panic!("boom"),
+            Request::default(),
+            &mut slot
+        ));
+        assert!(slot.is_none());
+        let res = panic_reply();
         assert_eq!(res.status, 500);
         assert_eq!(res.header("connection"), "close");
         let mut slot = None;
-        let res = respond(
-            &|_req| text_response(201, "made"),
-            Request::default(),
-            &mut slot,
-        );
+        let handler = |_req| text_response(201, "made");
+        assert!(!respond(&handler, Request::default(), &mut slot));
+        let res = slot.expect("answered");
         assert_eq!((res.status, &res.body[..]), (201, &b"made"[..]));
     }
 
@@ -440,6 +502,7 @@ mod tests {
             inline_limit,
             now: Instant::now(),
             fd: None,
+            exchange: Exchange::Blocking,
             worker: 0,
         };
         let done = answer(&App::handler_only(&handle), &mut reader, input, &mut turn);

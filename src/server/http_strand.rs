@@ -17,9 +17,12 @@ use std::time::{Duration, Instant};
 use reactor::{Io, Next, Read};
 
 use crate::http::exchange::RequestReader;
-use crate::http::render::render;
+use crate::http::later::{Delivery, HttpMsg};
+use crate::http::render::{render, render_in_place};
+use crate::http::Response;
 use crate::ws::WsCommand;
 
+use super::deferred::{dropped_reply, late_reply, Exchange, Wait};
 use super::dispatch::{answer, timeout_reply, Answered, Shared, Stop, Turn, Upgrade};
 use super::output::Output;
 
@@ -62,6 +65,8 @@ enum Timer {
     Write,
     /// Lingering after the last reply.
     Linger,
+    /// Waiting for a deferred reply ([`Server::reply_timeout`](crate::http::Server::reply_timeout)).
+    Reply,
 }
 
 /// What the unanswered input waits for.
@@ -72,13 +77,15 @@ enum Waits {
     /// The output to drain: answering stopped with whole requests still in the input
     /// (backpressure, or a `taken` hook that must see earlier replies written first).
     Output,
+    /// The deferred reply to the request before them.
+    Reply,
 }
 
 /// What answering needs of `Io` while the scratch buffer is borrowed.
 struct Ctx {
     now: Instant,
     fd: RawFd,
-    worker: usize,
+    id: reactor::ConnId,
 }
 
 /// What one read and answer came to, for the resume loop.
@@ -100,6 +107,9 @@ pub(crate) struct HttpStrand {
     /// connection has to keep something when the resume ends (part of a request, unwritten
     /// output, a closing state).
     busy: Option<Box<Busy>>,
+    /// The deferred reply the connection waits for. Kept here, not in `busy`, so that a
+    /// connection parked for its reply with nothing else to do holds no allocation.
+    wait: Option<Wait>,
 }
 
 /// What a connection keeps while it is doing something.
@@ -125,7 +135,11 @@ struct Busy {
 
 impl HttpStrand {
     pub(crate) fn new(shared: Arc<Shared>) -> HttpStrand {
-        HttpStrand { shared, busy: None }
+        HttpStrand {
+            shared,
+            busy: None,
+            wait: None,
+        }
     }
 
     /// Runs `f` on what the connection is doing — an idle connection's on the stack, boxed
@@ -133,19 +147,23 @@ impl HttpStrand {
     fn with_busy(
         &mut self,
         io: &mut Io<'_, WsCommand>,
-        f: impl FnOnce(&mut Busy, &Shared, &mut Io<'_, WsCommand>) -> Next,
+        f: impl FnOnce(&mut Busy, &mut Conn<'_>, &mut Io<'_, WsCommand>) -> Next,
     ) -> Next {
+        let mut conn = Conn {
+            shared: &self.shared,
+            wait: &mut self.wait,
+        };
         match &mut self.busy {
             Some(busy) => {
-                let next = f(busy, &self.shared, io);
+                let next = f(busy, &mut conn, io);
                 if busy.is_done() {
                     self.busy = None;
                 }
                 next
             }
             None => {
-                let mut busy = Busy::new();
-                let next = f(&mut busy, &self.shared, io);
+                let mut busy = Busy::new(conn.wait.is_some());
+                let next = f(&mut busy, &mut conn, io);
                 if !busy.is_done() {
                     self.busy = Some(Box::new(busy));
                 }
@@ -155,18 +173,30 @@ impl HttpStrand {
     }
 
     pub(crate) fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
-        self.with_busy(io, |busy, shared, io| busy.resume(shared, io, timeout))
+        self.with_busy(io, |busy, conn, io| busy.resume(conn, io, timeout))
     }
 
     pub(crate) fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
-        self.with_busy(io, |busy, shared, io| busy.run(shared, io))
+        self.with_busy(io, |busy, conn, io| busy.run(conn, io))
+    }
+
+    /// A deferred reply arrived: sent if it is the one the connection waits for.
+    pub(crate) fn message(&mut self, io: &mut Io<'_, WsCommand>, msg: HttpMsg) -> Next {
+        self.with_busy(io, |busy, conn, io| busy.delivered(conn, io, msg))
+    }
+
+    /// The connection left the reactor: a reply it waited for is no longer wanted.
+    pub(crate) fn closed(&mut self, id: reactor::ConnId) {
+        if let Some(wait) = self.wait.take() {
+            self.shared.replies.close(id, wait.seq);
+        }
     }
 
     /// The server is stopping: a request that has arrived (whole or in part) is read and
     /// answered, its reply the last; a connection with nothing unread shuts its side and
     /// lingers briefly (`DRAIN_LINGER`), dropping what crosses it.
     pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
-        self.with_busy(io, |busy, shared, io| busy.run(shared, io))
+        self.with_busy(io, |busy, conn, io| busy.run(conn, io))
     }
 
     pub(crate) fn held_bytes(&self) -> usize {
@@ -185,9 +215,17 @@ impl HttpStrand {
     }
 }
 
+/// What a resume of the connection shares beside its busy part: the server, and the reply the
+/// connection waits for.
+struct Conn<'a> {
+    shared: &'a Shared,
+    wait: &'a mut Option<Wait>,
+}
+
 impl Busy {
-    /// An idle connection's (parked until the keep-alive deadline the reactor holds).
-    fn new() -> Busy {
+    /// An idle connection's, or one waiting for a deferred reply (parked until the keep-alive
+    /// or reply deadline the reactor holds).
+    fn new(waiting: bool) -> Busy {
         Busy {
             state: State::Serving,
             input: Vec::new(),
@@ -196,7 +234,7 @@ impl Busy {
             output: Output::default(),
             deadline: None,
             deadline_in_reactor: true,
-            timer: Timer::Idle,
+            timer: if waiting { Timer::Reply } else { Timer::Idle },
             upgrade: None,
         }
     }
@@ -233,11 +271,22 @@ impl Busy {
     }
 
     /// Answers every complete request at the start of `buf`; returns the bytes used.
-    fn answer(&mut self, shared: &Shared, buf: &[u8], ctx: &Ctx, outcome: &mut Outcome) -> usize {
+    fn answer(
+        &mut self,
+        conn: &mut Conn<'_>,
+        buf: &[u8],
+        ctx: &Ctx,
+        outcome: &mut Outcome,
+    ) -> usize {
+        if conn.wait.is_some() {
+            self.waits = Waits::Reply;
+            return 0;
+        }
         if self.held_back() {
             self.waits = Waits::Output;
             return 0;
         }
+        let shared = conn.shared;
         // The parse state lives on the stack, and is boxed only when a request is left
         // incomplete (a connection between requests holds none).
         let limits = &shared.limits;
@@ -255,7 +304,8 @@ impl Busy {
             inline_limit: INLINE_BODY,
             now: ctx.now,
             fd: Some(ctx.fd),
-            worker: ctx.worker,
+            exchange: Exchange::Conn(ctx.id),
+            worker: ctx.id.worker() as usize,
         };
         let Answered {
             used,
@@ -268,6 +318,7 @@ impl Busy {
         outcome.spent |= spent;
         self.waits = match stop {
             Stop::Held | Stop::Body { keep: true, .. } => Waits::Output,
+            Stop::Deferred(_) => Waits::Reply,
             _ => Waits::Bytes,
         };
         match stop {
@@ -290,6 +341,7 @@ impl Busy {
                 self.upgrade = Some(upgrade);
                 outcome.upgraded = true;
             }
+            Stop::Deferred(wait) => *conn.wait = Some(wait),
             Stop::Taken => outcome.taken = true,
             Stop::Failed => outcome.failed = true,
         }
@@ -297,21 +349,25 @@ impl Busy {
     }
 
     /// Takes bytes just read.
-    fn take(&mut self, shared: &Shared, bytes: &[u8], ctx: &Ctx, outcome: &mut Outcome) {
+    fn take(&mut self, conn: &mut Conn<'_>, bytes: &[u8], ctx: &Ctx, outcome: &mut Outcome) {
         if self.state != State::Serving {
             return; // after the last reply, the rest is dropped
         }
         let was_idle = self.input.is_empty() && self.reader.is_none();
         if self.input.is_empty() {
-            let used = self.answer(shared, bytes, ctx, outcome);
+            let used = self.answer(conn, bytes, ctx, outcome);
             if used < bytes.len() && self.keeps_input(outcome) {
                 self.input.extend_from_slice(&bytes[used..]);
             }
         } else {
             self.input.extend_from_slice(bytes);
-            self.answer_input(shared, ctx, outcome);
+            self.answer_input(conn, ctx, outcome);
         }
-        self.restart_request_timer(shared, was_idle || outcome.completed > 0, ctx.now);
+        if conn.wait.is_none() {
+            // (While a deferred reply is awaited its deadline stands.)
+            let new_request = was_idle || outcome.completed > 0;
+            self.restart_request_timer(conn.shared, new_request, ctx.now);
+        }
     }
 
     /// Whether unused input still matters (the connection goes on serving).
@@ -320,9 +376,9 @@ impl Busy {
     }
 
     /// Answers what `input` holds (after backpressure eased, or with more bytes).
-    fn answer_input(&mut self, shared: &Shared, ctx: &Ctx, outcome: &mut Outcome) {
+    fn answer_input(&mut self, conn: &mut Conn<'_>, ctx: &Ctx, outcome: &mut Outcome) {
         let mut input = std::mem::take(&mut self.input);
-        let used = self.answer(shared, &input, ctx, outcome);
+        let used = self.answer(conn, &input, ctx, outcome);
         if used == input.len() || !self.keeps_input(outcome) {
             return; // `input` is dropped: nothing held
         }
@@ -346,12 +402,13 @@ impl Busy {
     /// Parks, waiting for `read` and/or `write` with the deadline the state calls for.
     fn park(
         &mut self,
-        shared: &Shared,
+        conn: &Conn<'_>,
         io: &Io<'_, WsCommand>,
         progressed: bool,
         read: bool,
         write: bool,
     ) -> Next {
+        let shared = conn.shared;
         let limits = &shared.limits;
         let now = io.now();
         let (timer, after) = if self.state == State::Lingering && shared.shutting_down() {
@@ -360,6 +417,8 @@ impl Busy {
             (Timer::Linger, limits.linger)
         } else if self.output.has_pending() {
             (Timer::Write, limits.write_timeout)
+        } else if conn.wait.is_some() {
+            (Timer::Reply, shared.reply_timeout)
         } else if !self.input.is_empty() || self.reader.is_some() {
             (Timer::Request, limits.header_timeout)
         } else {
@@ -388,7 +447,7 @@ impl Busy {
     }
 
     /// Shuts our side and starts lingering.
-    fn linger(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
+    fn linger(&mut self, conn: &Conn<'_>, io: &mut Io<'_, WsCommand>) -> Next {
         if self.state != State::Lingering {
             self.state = State::Lingering;
             self.input = Vec::new();
@@ -400,15 +459,15 @@ impl Busy {
         for _ in 0..READS_PER_TURN {
             match io.read() {
                 Read::Data(_) => continue,
-                Read::WouldBlock => return self.park(shared, io, false, true, false),
+                Read::WouldBlock => return self.park(conn, io, false, true, false),
                 Read::Closed | Read::Error(_) => return Next::Close,
             }
         }
-        self.park(shared, io, false, true, false)
+        self.park(conn, io, false, true, false)
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
-    fn run(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
+    fn run(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let mut reads = 0;
         let mut steps = 0;
@@ -417,17 +476,17 @@ impl Busy {
         loop {
             match self.output.flush(io, &mut progressed) {
                 Err(_) => return Next::Close,
-                Ok(true) if self.state != State::Serving => return self.linger(shared, io),
+                Ok(true) if self.state != State::Serving => return self.linger(conn, io),
                 Ok(true) => {}
                 Ok(false) if self.state != State::Serving || self.held_back() => {
-                    return self.park(shared, io, progressed, false, true)
+                    return self.park(conn, io, progressed, false, true)
                 }
                 Ok(false) => {}
             }
             let ctx = Ctx {
                 now: io.now(),
                 fd: io.stream().as_raw_fd(),
-                worker: io.id().worker() as usize,
+                id: io.id(),
             };
             let mut outcome = Outcome::default();
             steps += 1;
@@ -437,20 +496,24 @@ impl Busy {
                 steps <= STEPS_PER_TURN,
                 "an HTTP strand's resume made no progress in {STEPS_PER_TURN} steps"
             );
+            let finished = self.is_idle() && conn.wait.is_none();
             if self.answers_waiting() {
                 // Requests held back by backpressure: answer them before reading more.
-                self.answer_input(shared, &ctx, &mut outcome);
+                self.answer_input(conn, &ctx, &mut outcome);
             } else {
-                if drained && self.is_idle() && shared.shutting_down() {
+                if drained && finished && conn.shared.shutting_down() {
                     // Shutting down, every request read is answered and written, and the
                     // socket holds nothing more: our side is shut, and what the client sends
                     // from now on is read and dropped until it closes (a request crossing our
                     // end of stream is not run, and the client is not reset: it sees the end).
-                    return self.linger(shared, io);
+                    return self.linger(conn, io);
                 }
-                if drained || reads == READS_PER_TURN {
+                // Behind a deferred reply, what the client pipelines is kept up to a bound.
+                let full = conn.wait.is_some() && self.input.len() >= HIGH_WATER;
+                if drained || full || reads == READS_PER_TURN {
                     // Drained, or let other connections run (resumed next turn).
-                    return self.park(shared, io, progressed, true, self.output.has_pending());
+                    let write = self.output.has_pending();
+                    return self.park(conn, io, progressed, !full, write);
                 }
                 reads += 1;
                 let scratch = io.scratch_size();
@@ -458,14 +521,18 @@ impl Busy {
                     Read::Data(bytes) => {
                         progressed = true;
                         drained = bytes.len() < scratch;
-                        self.take(shared, bytes, &ctx, &mut outcome);
+                        self.take(conn, bytes, &ctx, &mut outcome);
                     }
-                    Read::WouldBlock if self.is_idle() && shared.shutting_down() => {
-                        return self.linger(shared, io)
+                    Read::WouldBlock if finished && conn.shared.shutting_down() => {
+                        return self.linger(conn, io)
                     }
                     Read::WouldBlock => {
-                        return self.park(shared, io, progressed, true, self.output.has_pending())
+                        let write = self.output.has_pending();
+                        return self.park(conn, io, progressed, true, write);
                     }
+                    // A client that stops sending while its reply is deferred has gone: the
+                    // reply is no longer wanted (`closed` tells its holder).
+                    Read::Closed if conn.wait.is_some() => return Next::Close,
                     Read::Closed => {
                         // The client is done sending. A request it left incomplete is dropped;
                         // replies already queued are still written.
@@ -490,10 +557,66 @@ impl Busy {
         }
     }
 
-    fn timed_out(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>) -> Next {
+    /// A deferred reply came (or its `Reply` was dropped): if it is the one awaited, it is
+    /// queued and what was pipelined behind it is answered.
+    fn delivered(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>, msg: HttpMsg) -> Next {
+        let Some(wait) = conn.wait.filter(|w| w.seq == msg.seq) else {
+            return self.run(conn, io); // a reply already answered otherwise: dropped
+        };
+        let res = match msg.what {
+            Delivery::Answer(res) => *res,
+            Delivery::Dropped => {
+                let replies = &conn.shared.replies;
+                replies
+                    .dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                dropped_reply()
+            }
+        };
+        self.send_reply(conn, io, wait, res);
+        self.run(conn, io)
+    }
+
+    /// Queues the reply to the deferred request: the connection then serves what follows it.
+    fn send_reply(
+        &mut self,
+        conn: &mut Conn<'_>,
+        io: &Io<'_, WsCommand>,
+        wait: Wait,
+        mut res: Response,
+    ) {
+        *conn.wait = None;
+        conn.shared.replies.close(io.id(), wait.seq);
+        let keep = wait.keep_alive && !conn.shared.shutting_down();
+        let (out, _) = self.output.buffer();
+        let (keep, body) =
+            render_in_place(out, &mut res, keep, wait.head_only, io.now(), INLINE_BODY);
+        if !body.is_empty() {
+            self.output.set_body(body);
+        }
+        if !keep {
+            self.state = State::Closing;
+        } else if self.waits == Waits::Reply {
+            self.waits = Waits::Output;
+        }
+        // The next request's timer starts from here.
+        self.timer = Timer::Idle;
         self.set_deadline(None);
-        match (self.timer, self.state) {
-            (Timer::Request, State::Serving) if !self.output.has_pending() => {
+    }
+
+    fn timed_out(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>) -> Next {
+        self.set_deadline(None);
+        match (self.timer, self.state, *conn.wait) {
+            (Timer::Reply, State::Serving, Some(wait)) => {
+                // The deferred reply did not come in time: the server answers it.
+                let replies = &conn.shared.replies;
+                replies
+                    .timed_out
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.send_reply(conn, io, wait, late_reply());
+                self.run(conn, io)
+            }
+            (Timer::Request, State::Serving, None) if !self.output.has_pending() => {
                 // The request did not arrive whole in time: 408, then close.
                 let head_only = self.reader.as_ref().is_some_and(|r| r.is_head());
                 self.input = Vec::new();
@@ -501,20 +624,20 @@ impl Busy {
                 let (out, _) = self.output.buffer();
                 render(out, timeout_reply(), false, head_only, io.now(), usize::MAX);
                 self.state = State::Closing;
-                self.run(shared, io)
+                self.run(conn, io)
             }
             _ => Next::Close,
         }
     }
 
-    fn resume(&mut self, shared: &Shared, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+    fn resume(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
         if timeout {
-            return self.timed_out(shared, io);
+            return self.timed_out(conn, io);
         }
         if self.state == State::Lingering {
-            return self.linger(shared, io);
+            return self.linger(conn, io);
         }
-        self.run(shared, io)
+        self.run(conn, io)
     }
 
     fn held_bytes(&self) -> usize {

@@ -15,14 +15,18 @@
 //! | `conn.rs` | the slab entry: HTTP until upgraded to WebSocket |
 //! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |
 //! | `blocking.rs` | `handle_conn`, the blocking driver |
+//! | `deferred.rs` | deferred replies: `defer`, `Reply`, the table of replies awaited |
+//! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
 
 mod blocking;
 mod conn;
 mod control;
+mod deferred;
 mod dispatch;
 mod http_strand;
 mod limits;
 mod output;
+mod pool;
 mod signals;
 mod taken;
 
@@ -40,11 +44,13 @@ use crate::ws::{OutputBudget, Rooms, Route, WsApp, WsCommand, WsHandler, WsSetti
 pub use blocking::handle_conn;
 use conn::HttpService;
 pub use control::Control;
+pub use deferred::{defer, Reply, REPLY_TIMEOUT};
 use dispatch::{Counter, DynHandler, Shared, WsRoute};
 pub(crate) use limits::Limits;
 pub use limits::{
     DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, WRITE_TIMEOUT,
 };
+pub use pool::Pool;
 use taken::DynTaken;
 
 /// Where the server's connections come from.
@@ -88,6 +94,7 @@ pub struct Server {
     limits: Limits,
     max_connections: usize,
     drain_timeout: Duration,
+    reply_timeout: Duration,
     budget: Option<u64>,
     taken: Option<Box<DynTaken>>,
     websocket: Vec<WsRoute>,
@@ -165,6 +172,7 @@ impl Server {
             limits: Limits::default(),
             max_connections: MAX_CONNECTIONS,
             drain_timeout: DRAIN_TIMEOUT,
+            reply_timeout: REPLY_TIMEOUT,
             budget: None,
             taken: None,
             websocket: Vec::new(),
@@ -311,6 +319,21 @@ impl Server {
     /// ```
     pub fn drain_timeout(mut self, d: Duration) -> Server {
         self.drain_timeout = d;
+        self
+    }
+
+    /// How long a deferred reply ([`defer`]) may take (default [`REPLY_TIMEOUT`], 60 s): past
+    /// it the server answers `503 Service Unavailable` itself, counts it in
+    /// [`ServerStats::replies_timed_out`], and the late [`Reply`] is not wanted any more
+    /// ([`Reply::is_open`] is `false`, its `send` returns `false`).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.reply_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reply_timeout(mut self, d: Duration) -> Server {
+        self.reply_timeout = d;
         self
     }
 
@@ -496,6 +519,8 @@ impl Server {
             .drain_deadline(self.drain_timeout);
         let budget = OutputBudget::new(self.max_queued_output);
         self.control.attach_budget(Arc::clone(&budget));
+        let replies = deferred::Replies::new(workers, self.max_connections);
+        self.control.attach_replies(Arc::clone(&replies));
         let shared = Arc::new(Shared {
             handler,
             taken: self.taken,
@@ -514,6 +539,8 @@ impl Server {
                 rooms: self.rooms.clone(),
                 open: self.control.websockets(),
             }),
+            replies,
+            reply_timeout: self.reply_timeout,
         });
         let service = |worker| HttpService {
             shared: Arc::clone(&shared),
@@ -531,6 +558,7 @@ impl Server {
             Listen::Given(listener) => Reactor::new(listener, config, service)?,
         };
         let _ = shared.remote.set(reactor.remote());
+        let _ = shared.replies.remote.set(reactor.remote());
         self.rooms.attach(reactor.remote());
         #[cfg(feature = "redis")]
         let fleet = match &self.fleet {
@@ -644,6 +672,13 @@ pub struct ServerStats {
     /// Memory held now for WebSocket output not yet taken by peers (what
     /// [`Server::max_queued_output`] bounds).
     pub queued_output: usize,
+    /// Deferred replies ([`defer`]) awaited now.
+    pub replies_waiting: u64,
+    /// Deferred replies whose [`Reply`] was dropped unanswered (the client got a 500).
+    pub replies_dropped: u64,
+    /// Deferred replies that did not come within [`Server::reply_timeout`] (the client got a
+    /// 503).
+    pub replies_timed_out: u64,
     /// Connection steps that panicked (a bug of the library or of a WebSocket handler; each
     /// closed its own connection only). Handler panics answered with 500 are not counted here.
     pub panics: u64,

@@ -159,6 +159,8 @@ pub enum WsCommand {
     /// members (what [`Ws::join`] queues, behind the publishes already sent). Only the last
     /// join of a room the connection queued counts, and only while it is still a member.
     Join(Arc<str>),
+    /// To an HTTP connection: the deferred reply a [`Reply`](crate::http::Reply) sends.
+    Http(crate::http::HttpMsg),
 }
 
 /// A connection as a callback sees it: messages sent here go straight into its output, without
@@ -174,16 +176,9 @@ pub enum WsCommand {
 /// ```
 pub struct Ws<'a> {
     pub(crate) out: &'a mut super::outbox::Outbox,
-    /// The joins queued and not yet back, per room (see [`WsCommand::Join`]).
-    pub(crate) joining: &'a mut std::collections::HashMap<Arc<str>, u32>,
-    /// Most rooms this connection may be in.
-    pub(crate) max_rooms: usize,
     pub(crate) close: &'a mut Option<u16>,
-    pub(crate) id: ConnId,
-    pub(crate) remote: &'a Remote<WsCommand>,
-    pub(crate) rooms: &'a Rooms,
-    /// The rooms this connection is in.
-    pub(crate) joined: &'a mut super::rooms::Joined,
+    /// Its rooms.
+    pub(crate) seat: super::seat::Seat<'a>,
 }
 
 impl Ws<'_> {
@@ -246,7 +241,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn id(&self) -> ConnId {
-        self.id
+        self.seat.id
     }
 
     /// A sender for this connection, usable from any thread.
@@ -259,8 +254,8 @@ impl Ws<'_> {
     /// ```
     pub fn sender(&self) -> WsSender {
         WsSender {
-            id: self.id,
-            remote: self.remote.clone(),
+            id: self.seat.id,
+            remote: self.seat.remote.clone(),
         }
     }
 
@@ -292,24 +287,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn try_join(&mut self, room: &str) -> bool {
-        if self.joined.contains(room) {
-            return true;
-        }
-        if self.joined.len() >= self.max_rooms {
-            return false;
-        }
-        let name = self.rooms.count_in(room, self.id.worker());
-        self.joined.push(Arc::clone(&name));
-        // Entered in the worker's list behind what is already queued for the worker.
-        if self
-            .remote
-            .send(self.id, WsCommand::Join(Arc::clone(&name)))
-        {
-            *self.joining.entry(name).or_insert(0) += 1;
-        } else {
-            self.rooms.join_local(&name, self.id);
-        }
-        true
+        self.seat.try_join(room)
     }
 
     /// Leaves `room` at once (no effect if not a member).
@@ -320,9 +298,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn leave(&mut self, room: &str) {
-        if self.joined.remove(room) {
-            self.rooms.leave(room, self.id);
-        }
+        self.seat.leave(room)
     }
 
     /// The rooms this connection is in.
@@ -333,7 +309,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn joined(&self) -> impl Iterator<Item = &str> {
-        self.joined.iter().map(|r| &**r)
+        self.seat.joined()
     }
 
     /// Publishes to `room` (this connection included, if it is a member); see
@@ -345,7 +321,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn publish(&self, room: &str, msg: &Message) -> usize {
-        self.rooms.publish(room, msg)
+        self.seat.rooms.publish(room, msg)
     }
 
     /// The server's rooms (presence: [`Rooms::members`]).
@@ -356,7 +332,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn rooms(&self) -> &Rooms {
-        self.rooms
+        self.seat.rooms
     }
 
     fn frame(&mut self, opcode: u8, payload: &[u8]) {

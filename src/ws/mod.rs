@@ -12,6 +12,7 @@ mod frame;
 mod handshake;
 mod outbox;
 mod rooms;
+mod seat;
 mod strand;
 mod utf8;
 

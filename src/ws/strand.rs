@@ -13,7 +13,6 @@
 //! cannot grow server memory without bound. A socket that takes no output for the server's
 //! write timeout is closed too.
 
-use std::collections::HashMap;
 use std::net::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +26,7 @@ use super::decoder::{Decoder, Event};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
 use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
+use super::seat::{join_back, Joining, Seat};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
 ///
@@ -201,9 +201,8 @@ struct WsBusy {
     /// How long the socket may take no output (the server's write timeout, kept here for the
     /// close frame written after the application was told).
     write_timeout: Duration,
-    /// How many [`WsCommand::Join`]s this connection queued for each room that have not come
-    /// back yet.
-    joining: HashMap<Arc<str>, u32>,
+    /// The joins this connection queued that have not come back yet.
+    joining: Joining,
 }
 
 impl WsBusy {
@@ -214,7 +213,7 @@ impl WsBusy {
             closing: Closing::No,
             deadline: None,
             write_timeout,
-            joining: HashMap::new(),
+            joining: Joining::default(),
         }
     }
 
@@ -227,25 +226,6 @@ impl WsBusy {
             && self.out.held_bytes() == 0
             && self.decoder.is_idle()
             && self.decoder.held_bytes() == 0
-    }
-
-    /// One join of `room` came back: whether it was the last one queued. Only the last join of
-    /// a room enters the connection in its worker's list: a join before it was undone by a
-    /// leave (joining a room one is in queues nothing), and the publishes queued between the
-    /// two are not for this connection.
-    fn joined_back(&mut self, room: &str) -> bool {
-        let Some(queued) = self.joining.get_mut(room) else {
-            return false; // no join of ours: nothing to enter
-        };
-        *queued -= 1;
-        if *queued > 0 {
-            return false;
-        }
-        self.joining.remove(room);
-        if self.joining.is_empty() {
-            self.joining = HashMap::new();
-        }
-        true
     }
 }
 
@@ -308,13 +288,15 @@ impl<H: WsHandler> WsStrand<H> {
         {
             let mut ws = Ws {
                 out: &mut busy.out,
-                joining: &mut busy.joining,
-                max_rooms: endpoint.settings.max_rooms,
                 close: &mut close,
-                id,
-                remote: &endpoint.remote,
-                rooms: &endpoint.settings.rooms,
-                joined: &mut self.joined,
+                seat: Seat {
+                    id,
+                    remote: &endpoint.remote,
+                    rooms: &endpoint.settings.rooms,
+                    joined: &mut self.joined,
+                    joining: &mut busy.joining,
+                    max_rooms: endpoint.settings.max_rooms,
+                },
             };
             f(&endpoint.handler, &mut ws, &mut member.state);
         }
@@ -584,13 +566,12 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 | WsCommand::FanOut { frame, .. }
                 | WsCommand::Publish { frame, .. } => self.b().out.push_shared(&frame),
                 WsCommand::Close(code) => self.queue_close(code),
+                WsCommand::Http(_) => {} // for an HTTP connection that has turned WebSocket since
                 WsCommand::Join(room) => {
-                    // Its last join of the room, and still a member (it may have left since)?
-                    let last = self.busy.as_mut().is_some_and(|b| b.joined_back(&room));
-                    if let (true, Some(settings)) =
-                        (last && self.joined.contains(&room), self.settings())
-                    {
-                        settings.rooms.join_local(&room, io.id());
+                    if let Some(member) = &self.member {
+                        let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);
+                        let rooms = &member.endpoint.settings.rooms;
+                        join_back(joining, &self.joined, rooms, &room, io.id());
                     }
                 }
             }
@@ -628,7 +609,7 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 std::mem::size_of::<WsBusy>()
                     + b.decoder.held_bytes()
                     + b.out.held_bytes()
-                    + b.joining.capacity() * std::mem::size_of::<(Arc<str>, u32)>()
+                    + b.joining.held_bytes()
             })
     }
 }

@@ -1,0 +1,326 @@
+//! Deferred replies: a handler answers later, from any thread, through a [`Reply`]; meanwhile
+//! its connection is parked and costs its slab entry and one slot of 8 bytes.
+//!
+//! The handler calls [`defer`] while it runs (the worker has marked the exchange it is
+//! answering in a thread-local), returns the placeholder it got, and hands the `Reply` to
+//! whatever will answer. The connection's strand keeps only which reply it waits for
+//! ([`Wait`]); the worker's slot table says, to any thread, whether that reply is still wanted
+//! (its client still there, no timeout answered yet), so [`Reply::is_open`] is one atomic load.
+
+use std::cell::{Cell, RefCell};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, OnceLock};
+
+use reactor::{ConnId, Remote};
+
+use crate::http::later::{Delivery, HttpMsg};
+use crate::http::{text_response, Response};
+use crate::ws::WsCommand;
+
+/// Default time a deferred reply may take before the server answers `503` itself
+/// ([`Server::reply_timeout`](crate::http::Server::reply_timeout)).
+///
+/// ```
+/// assert_eq!(web::http::REPLY_TIMEOUT, std::time::Duration::from_secs(60));
+/// ```
+pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Slots per chunk of a worker's table (allocated when a connection of that range first
+/// defers: 8 KiB).
+const CHUNK: usize = 1024;
+
+/// What a parked connection waits for: the reply to its request `seq`, and how to send it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Wait {
+    pub(crate) seq: NonZeroU32,
+    /// The connection stays open after the reply (the request allowed it).
+    pub(crate) keep_alive: bool,
+    /// A `HEAD` request: the reply's head only.
+    pub(crate) head_only: bool,
+}
+
+/// Per server: the remote that reaches the workers, each worker's table of waiting replies,
+/// and the figures.
+pub(crate) struct Replies {
+    pub(crate) remote: OnceLock<Remote<WsCommand>>,
+    /// Per worker, per slab key: `seq << 32 | generation` of the reply the connection waits
+    /// for, 0 when none. Written by the worker, read by anyone.
+    slots: Box<[Box<[OnceLock<Box<[AtomicU64]>>]>]>,
+    /// Replies dropped unanswered (answered 500).
+    pub(crate) dropped: AtomicU64,
+    /// Replies the server answered itself after [`Server::reply_timeout`](crate::http::Server::reply_timeout).
+    pub(crate) timed_out: AtomicU64,
+    /// Connections waiting for a reply now.
+    pub(crate) waiting: AtomicU64,
+}
+
+impl Replies {
+    /// Tables for `workers` workers of at most `max_connections` connections each.
+    pub(crate) fn new(workers: usize, max_connections: usize) -> Arc<Replies> {
+        let chunks = max_connections.div_ceil(CHUNK) + 1;
+        Arc::new(Replies {
+            remote: OnceLock::new(),
+            slots: (0..workers)
+                .map(|_| (0..chunks).map(|_| OnceLock::new()).collect())
+                .collect(),
+            dropped: AtomicU64::new(0),
+            timed_out: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+        })
+    }
+
+    /// The slot of `id`, made if `make` and missing; `None` past the table (such a connection's
+    /// reply is always taken as wanted).
+    fn slot(&self, id: ConnId, make: bool) -> Option<&AtomicU64> {
+        let worker = self.slots.get(id.worker() as usize)?;
+        let key = id.key() as usize;
+        let chunk = worker.get(key / CHUNK)?;
+        let chunk = match chunk.get() {
+            Some(c) => c,
+            None if make => chunk.get_or_init(|| (0..CHUNK).map(|_| AtomicU64::new(0)).collect()),
+            None => return None,
+        };
+        chunk.get(key % CHUNK)
+    }
+
+    /// The connection `id` waits for reply `seq` from now on (on its worker).
+    pub(crate) fn open(&self, id: ConnId, seq: NonZeroU32) {
+        if let Some(slot) = self.slot(id, true) {
+            slot.store(pack(id, seq), Ordering::Release);
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The connection `id` no longer waits for reply `seq` (answered, timed out, or gone).
+    pub(crate) fn close(&self, id: ConnId, seq: NonZeroU32) {
+        if let Some(slot) = self.slot(id, false) {
+            let _ = slot.compare_exchange(pack(id, seq), 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Whether connection `id` still waits for reply `seq`.
+    fn wanted(&self, id: ConnId, seq: NonZeroU32) -> bool {
+        self.slot(id, false)
+            .is_none_or(|s| s.load(Ordering::Acquire) == pack(id, seq))
+    }
+}
+
+fn pack(id: ConnId, seq: NonZeroU32) -> u64 {
+    (u64::from(seq.get()) << 32) | u64::from(id.generation())
+}
+
+/// Where the exchange a worker is answering now sends a deferred reply.
+#[derive(Clone, Copy)]
+pub(crate) enum Exchange {
+    /// A connection of a reactor worker.
+    Conn(ConnId),
+    /// `handle_conn` on this thread: it waits for the reply itself.
+    Blocking,
+}
+
+thread_local! {
+    /// The exchange the handler running on this thread answers (set around the call).
+    static CURRENT: Cell<Option<Exchange>> = const { Cell::new(None) };
+    /// The reply `defer` made for it: a sequence number (reactor) or a receiver (blocking).
+    static DEFERRED: RefCell<Option<Deferral>> = const { RefCell::new(None) };
+    /// This worker thread's server (set when the worker opens its first connection).
+    static REPLIES: RefCell<Option<Arc<Replies>>> = const { RefCell::new(None) };
+    /// The last sequence number handed out on this thread.
+    static SEQ: Cell<u32> = const { Cell::new(0) };
+}
+
+/// What [`defer`] left for the dispatcher.
+pub(crate) enum Deferral {
+    Conn(NonZeroU32),
+    Blocking(mpsc::Receiver<Response>),
+}
+
+/// This worker thread serves `replies`' server (called on the worker's thread).
+pub(crate) fn install(replies: &Arc<Replies>) {
+    REPLIES.with(|r| {
+        let mut r = r.borrow_mut();
+        if !r.as_ref().is_some_and(|have| Arc::ptr_eq(have, replies)) {
+            *r = Some(Arc::clone(replies));
+        }
+    });
+}
+
+/// Runs `handler` as the answer to `exchange`; the reply it deferred, if it called [`defer`].
+pub(crate) fn answering<T>(
+    exchange: Exchange,
+    handler: impl FnOnce() -> T,
+) -> (T, Option<Deferral>) {
+    let outer = CURRENT.replace(Some(exchange));
+    let outer_deferred = DEFERRED.take();
+    let out = handler();
+    CURRENT.set(outer);
+    let deferred = DEFERRED.replace(outer_deferred);
+    (out, deferred)
+}
+
+/// Answers the request the calling handler is answering **later**: the returned [`Reply`] is
+/// completed exactly once, from any thread, with [`Reply::send`]; the handler returns the
+/// placeholder [`Response`] it got alongside (it is not sent). Until the reply comes the
+/// connection is parked — no buffer, no thread — and requests pipelined behind it wait their
+/// turn.
+///
+/// A `Reply` dropped unanswered gets the client a `500` (counted in
+/// [`ServerStats::replies_dropped`](crate::http::ServerStats::replies_dropped)); one that takes
+/// longer than [`Server::reply_timeout`](crate::http::Server::reply_timeout) gets it a `503`
+/// ([`ServerStats::replies_timed_out`](crate::http::ServerStats::replies_timed_out)). A client
+/// that goes away is visible to the holder: [`Reply::is_open`] turns `false` and `send` returns
+/// `false`, so the work can stop. Middleware that wraps the handler sees the placeholder
+/// (status 0), not the reply. Under [`handle_conn`](crate::http::handle_conn) the connection's
+/// thread waits for the reply; called outside a handler, the reply goes nowhere.
+///
+/// ```
+/// use web::http::{defer, text_response, Server};
+/// let handle = Server::bind("127.0.0.1:0")?.workers(1).spawn(|req| {
+///     if req.path() != "/slow" {
+///         return text_response(200, "fast\n");
+///     }
+///     let (reply, later) = defer();
+///     std::thread::spawn(move || {
+///         std::thread::sleep(std::time::Duration::from_millis(20)); // a database, say
+///         reply.send(text_response(200, "slow\n"));
+///     });
+///     later
+/// })?;
+/// let port = handle.local_addr().port();
+/// let slow = web::http::get("127.0.0.1", port, "/slow")?;
+/// assert_eq!(web::http::response_body(&slow).unwrap(), b"slow\n");
+/// # handle.shutdown()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn defer() -> (Reply, Response) {
+    let placeholder = Response::default();
+    let Some(exchange) = CURRENT.get() else {
+        return (Reply { to: To::Nowhere }, placeholder);
+    };
+    // A second `defer` in the same handler replaces the first: that reply goes nowhere.
+    let to = match exchange {
+        Exchange::Conn(id) => {
+            let Some(replies) = REPLIES.with(|r| r.borrow().clone()) else {
+                return (Reply { to: To::Nowhere }, placeholder);
+            };
+            let seq = next_seq();
+            replies.open(id, seq);
+            if let Some(Deferral::Conn(earlier)) = DEFERRED.replace(Some(Deferral::Conn(seq))) {
+                replies.close(id, earlier);
+            }
+            To::Conn { replies, id, seq }
+        }
+        Exchange::Blocking => {
+            let (tx, rx) = mpsc::sync_channel(1);
+            DEFERRED.set(Some(Deferral::Blocking(rx)));
+            To::Thread(tx)
+        }
+    };
+    (Reply { to }, placeholder)
+}
+
+fn next_seq() -> NonZeroU32 {
+    let seq = SEQ.get().wrapping_add(1).max(1);
+    SEQ.set(seq);
+    NonZeroU32::MIN.saturating_add(seq - 1)
+}
+
+/// The answer to one deferred request, sent later from any thread; see [`defer`].
+///
+/// `Send + 'static`, not `Clone`: one request, one reply. Dropping it unanswered answers `500`.
+pub struct Reply {
+    to: To,
+}
+
+enum To {
+    Conn {
+        replies: Arc<Replies>,
+        id: ConnId,
+        seq: NonZeroU32,
+    },
+    Thread(mpsc::SyncSender<Response>),
+    Nowhere,
+    /// Sent (or given up): nothing more to do when dropped.
+    Done,
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reply")
+            .field("open", &self.is_open())
+            .finish()
+    }
+}
+
+impl Reply {
+    /// Sends the reply. `false` when it is known not to be wanted any more — the client went
+    /// away, or the server already answered it (timeout, shutdown) — so the response was
+    /// dropped; `true` when it was queued (a client that leaves meanwhile never gets it).
+    ///
+    /// ```
+    /// fn answer(reply: web::http::Reply) {
+    ///     if !reply.send(web::http::text_response(200, "done\n")) {
+    ///         // the client has gone: nothing to clean up for it
+    ///     }
+    /// }
+    /// ```
+    pub fn send(mut self, res: Response) -> bool {
+        match std::mem::replace(&mut self.to, To::Done) {
+            To::Conn { replies, id, seq } => {
+                if !replies.wanted(id, seq) {
+                    return false;
+                }
+                let what = Delivery::Answer(Box::new(res));
+                deliver(&replies, id, HttpMsg { seq, what })
+            }
+            To::Thread(tx) => tx.send(res).is_ok(),
+            To::Nowhere | To::Done => false,
+        }
+    }
+
+    /// Whether the reply is still wanted: the client is connected and nothing answered it yet
+    /// (one atomic load). Work done for a reply no longer wanted can stop.
+    ///
+    /// ```
+    /// fn keep_working(reply: &web::http::Reply) -> bool {
+    ///     reply.is_open()
+    /// }
+    /// ```
+    pub fn is_open(&self) -> bool {
+        match &self.to {
+            To::Conn { replies, id, seq } => replies.wanted(*id, *seq),
+            To::Thread(_) => true,
+            To::Nowhere | To::Done => false,
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if let To::Conn { replies, id, seq } = &self.to {
+            if replies.wanted(*id, *seq) {
+                let what = Delivery::Dropped;
+                deliver(replies, *id, HttpMsg { seq: *seq, what });
+            }
+        }
+    }
+}
+
+fn deliver(replies: &Replies, id: ConnId, msg: HttpMsg) -> bool {
+    replies
+        .remote
+        .get()
+        .is_some_and(|remote| remote.send(id, WsCommand::Http(msg)))
+}
+
+/// The response to a deferred request whose `Reply` was dropped unanswered.
+pub(crate) fn dropped_reply() -> Response {
+    text_response(500, "the reply was dropped unanswered\n")
+}
+
+/// The response to a deferred request whose reply did not come in time.
+pub(crate) fn late_reply() -> Response {
+    text_response(503, "the reply did not come in time\n")
+}
