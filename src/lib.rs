@@ -5,4 +5,5 @@
 pub mod fleet;
 pub mod http;
 mod server;
+pub mod sse;
 pub mod ws;

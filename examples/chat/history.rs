@@ -21,7 +21,8 @@ pub struct History {
 }
 
 struct Room {
-    lines: VecDeque<Arc<str>>,
+    /// Each line with its message's id.
+    lines: VecDeque<(u64, Arc<str>)>,
     /// The number of the last write to this room.
     last: u64,
 }
@@ -40,10 +41,10 @@ impl History {
         }
     }
 
-    /// Adds `line` to `room`'s history, dropping its oldest line past `per_room`, then whole
+    /// Adds `line` (message `id`) to `room`'s history, dropping its oldest line past `per_room`, then whole
     /// rooms while over a bound: the least recently written of those for which `live` is false
     /// first, then the least recently written of all (never `room`).
-    pub fn record(&mut self, room: &str, line: Arc<str>, live: impl Fn(&str) -> bool) {
+    pub fn record(&mut self, room: &str, id: u64, line: Arc<str>, live: impl Fn(&str) -> bool) {
         self.writes += 1;
         let entry = match self.rooms.get_mut(room) {
             Some(entry) => entry,
@@ -57,9 +58,9 @@ impl History {
         };
         entry.last = self.writes;
         self.bytes += line.len();
-        entry.lines.push_back(line);
+        entry.lines.push_back((id, line));
         while entry.lines.len() > self.per_room {
-            self.bytes -= entry.lines.pop_front().map_or(0, |l| l.len());
+            self.bytes -= entry.lines.pop_front().map_or(0, |(_, l)| l.len());
         }
         while self.rooms.len() > 1
             && (self.rooms.len() > self.max_rooms || self.bytes > self.max_bytes)
@@ -68,9 +69,14 @@ impl History {
         }
     }
 
-    /// The lines `room` remembers, oldest first.
-    pub fn lines(&self, room: &str) -> impl Iterator<Item = &Arc<str>> {
+    /// The lines `room` remembers, oldest first, each with its message's id.
+    pub fn lines(&self, room: &str) -> impl Iterator<Item = &(u64, Arc<str>)> {
         self.rooms.get(room).into_iter().flat_map(|r| &r.lines)
+    }
+
+    /// The lines `room` remembers of messages after `id`, oldest first.
+    pub fn after(&self, room: &str, id: u64) -> impl Iterator<Item = &(u64, Arc<str>)> {
+        self.lines(room).filter(move |(line_id, _)| *line_id > id)
     }
 
     /// Forgets the room written to least recently, one without members if there is one (a
@@ -87,7 +93,7 @@ impl History {
             return;
         };
         if let Some(room) = self.rooms.remove(&oldest) {
-            self.bytes -= oldest.len() + room.lines.iter().map(|l| l.len()).sum::<usize>();
+            self.bytes -= oldest.len() + room.lines.iter().map(|(_, l)| l.len()).sum::<usize>();
         }
     }
 }
@@ -99,17 +105,20 @@ mod tests {
     impl History {
         /// `record` with no room that has members.
         fn record_quiet(&mut self, room: &str, line: Arc<str>) {
-            self.record(room, line, |_| false);
+            let id = self.writes + 1;
+            self.record(room, id, line, |_| false);
         }
     }
 
     #[test]
     fn a_flood_of_posts_to_new_empty_rooms_leaves_the_rooms_with_members_alone() {
         let mut h = History::new(20, 100, 1 << 20);
-        h.record("lobby", "hello".into(), |_| true);
-        h.record("quiet", "old".into(), |_| false);
+        h.record("lobby", 1, "hello".into(), |_| true);
+        h.record("quiet", 2, "old".into(), |_| false);
         for i in 0..2_200 {
-            h.record(&format!("spam-{}", i % 110), "x".into(), |r| r == "lobby");
+            h.record(&format!("spam-{}", i % 110), 3 + i, "x".into(), |r| {
+                r == "lobby"
+            });
         }
         assert_eq!(
             lines(&h, "lobby"),
@@ -121,7 +130,7 @@ mod tests {
     }
 
     fn lines(h: &History, room: &str) -> Vec<String> {
-        h.lines(room).map(|l| l.to_string()).collect()
+        h.lines(room).map(|(_, l)| l.to_string()).collect()
     }
 
     #[test]
@@ -131,6 +140,8 @@ mod tests {
             h.record_quiet("a", format!("m{i}").into());
         }
         assert_eq!(lines(&h, "a"), ["m2", "m3", "m4"]);
+        let after: Vec<u64> = h.after("a", 3).map(|(id, _)| *id).collect();
+        assert_eq!(after, [4, 5]);
         assert!(lines(&h, "b").is_empty());
         assert_eq!(h.bytes, 1 + 3 * 2);
     }
@@ -163,7 +174,7 @@ mod tests {
         let held: usize = h
             .rooms
             .iter()
-            .map(|(n, r)| n.len() + r.lines.iter().map(|l| l.len()).sum::<usize>())
+            .map(|(n, r)| n.len() + r.lines.iter().map(|(_, l)| l.len()).sum::<usize>())
             .sum();
         assert_eq!(h.bytes, held);
     }

@@ -22,8 +22,15 @@
 //!   is answered with `{"error":…,"retry_after":1}` on its socket and not delivered;
 //! - room and member names are 1 to 64 bytes of UTF-8, not only white space, without control
 //!   characters, by either way in (else `400`);
+//! - `GET /sse?room=R`: a Server-Sent Events stream (`200 text/event-stream`): the room's
+//!   recent messages (the same last 20 a WebSocket member gets), then every message said in R,
+//!   each once, as one event whose `data` is the message's JSON and whose `id` is its id; a
+//!   reconnect with `Last-Event-ID` gets only the messages after that id the room still holds;
+//! - `GET /poll?room=R&after=ID`: a long-poll: the room's messages after ID at once
+//!   (`{"messages":[…]}`), or the next message said in R within 25 s, or `204` when none came;
 //! - `GET /api/stats`: the server's figures as JSON (counts only: no room names);
-//! - SIGINT or SIGTERM: graceful stop (members get close 1001), exit 0.
+//! - SIGINT or SIGTERM: graceful stop (members get close 1001, streams end, polls get 204),
+//!   exit 0.
 //!
 //! With `--redis URL` (built with `--features redis`) this process is one instance of a
 //! fleet: messages reach the room's members on every instance, and the 5 writes a second are
@@ -36,17 +43,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use web::http::{
-    html_response, json_response, path_of, query_of, wrap, Control, RateLimit, RateLimiter,
-    Request, Response,
+    defer, html_response, json_response, path_of, query_of, text_response, wrap, Control,
+    RateLimit, RateLimiter, Request, Response,
 };
+use web::sse::{Event, Sse, SseHandler};
 use web::ws::{Message, Rooms, Ws, WsHandler};
 
 #[path = "../cli/mod.rs"]
 mod cli;
 mod history;
+mod polls;
 mod rules;
 
 use history::History;
+use polls::{Polls, POLL_WAIT};
 use rules::{check_name, text_param, Origins, MAX_TEXT};
 
 /// The page, with its script and chart; no external resources.
@@ -69,6 +79,8 @@ struct Chat {
     limiter: RateLimiter,
     /// Which pages may open a WebSocket.
     origins: Origins,
+    /// Long-polls waiting for a room's next message.
+    polls: Polls,
 }
 
 /// A member's state, made when its upgrade is accepted.
@@ -99,10 +111,72 @@ impl Chat {
         )
         .into();
         let mut history = self.history();
-        history.record(room, Arc::clone(&line), |r| self.rooms.members(r) > 0);
-        self.rooms.publish(room, &Message::Text(line.to_string()));
+        history.record(room, id, Arc::clone(&line), |r| self.rooms.members(r) > 0);
+        // WebSocket members get the line as a text message, event streams as an event with
+        // the message's id (what `Last-Event-ID` resumes from).
+        self.rooms
+            .publish_event(room, &Event::new(line.to_string()).id(id.to_string()));
+        self.polls.wake(room, || messages_json([&*line]));
         id
     }
+
+    /// `GET /poll`: the room's messages after `after` now, or a deferred reply that the next
+    /// message (or the sweep, after 25 s) answers.
+    fn poll(&self, room: &str, after: u64) -> Response {
+        // Under the history's lock, as `post`: no message slips between the look and the wait.
+        let history = self.history();
+        let newer: Vec<&str> = history.after(room, after).map(|(_, l)| &**l).collect();
+        if !newer.is_empty() {
+            return messages_json(newer);
+        }
+        let (reply, later) = defer();
+        self.polls
+            .wait(room, reply, std::time::Instant::now() + POLL_WAIT);
+        later
+    }
+}
+
+/// `{"messages":[…]}` of JSON lines.
+fn messages_json<'a>(lines: impl IntoIterator<Item = &'a str>) -> Response {
+    let lines: Vec<&str> = lines.into_iter().collect();
+    json_response(200, format!(r#"{{"messages":[{}]}}"#, lines.join(",")))
+}
+
+/// A reader of a room's events: `/sse?room=R`, resuming after `Last-Event-ID`.
+impl SseHandler for Chat {
+    type State = Reader;
+
+    fn accept(&self, req: &Request) -> Result<Reader, Response> {
+        let room = room_of(req)?;
+        // An id this chat did not give (or none) resumes from what the room holds.
+        let after = req.header("last-event-id").trim().parse().unwrap_or(0);
+        Ok(Reader { room, after })
+    }
+
+    /// The room's messages after the last one the reader saw, then everything published from
+    /// now on (joined under the history's lock, as a WebSocket member is: each message once).
+    fn open(&self, sse: &mut Sse<'_>, me: &mut Reader) {
+        let history = self.history();
+        for (id, line) in history.after(&me.room, me.after) {
+            sse.send(&Event::new(line.to_string()).id(id.to_string()));
+        }
+        sse.join(&me.room);
+    }
+}
+
+/// The stream's room and where it resumes, kept from `accept` to `open`.
+struct Reader {
+    room: String,
+    after: u64,
+}
+
+/// The room a request names (`?room=`), by the rules.
+fn room_of(req: &Request) -> Result<String, Response> {
+    let room = text_param(query_of(req.path()), "room")
+        .map_err(|e| json_error(400, &e))?
+        .unwrap_or_default();
+    check_name("room", &room).map_err(|e| json_error(400, &e))?;
+    Ok(room)
 }
 
 impl WsHandler for Chat {
@@ -132,7 +206,7 @@ impl WsHandler for Chat {
     /// The room's last messages first, then everything published from now on.
     fn open(&self, ws: &mut Ws<'_>, me: &mut Member) {
         let history = self.history();
-        for line in history.lines(&me.room) {
+        for (_, line) in history.lines(&me.room) {
             ws.send_text(line);
         }
         ws.join(&me.room);
@@ -196,15 +270,37 @@ fn serve() -> std::io::Result<()> {
         next_id: AtomicU64::new(0),
         limiter: limiter.clone(),
         origins,
+        polls: Polls::default(),
     });
-    let server = server.websocket("/ws", Arc::clone(&chat));
+    let server = server
+        .websocket("/ws", Arc::clone(&chat))
+        .sse("/sse", Arc::clone(&chat));
     let baseline = rss_bytes();
+    let sweeper_control = control.clone();
     let app = {
         let chat = Arc::clone(&chat);
         move |req: Request| route(&chat, &control, baseline, req)
     };
     eprintln!("chat: http://{}/", server.local_addr()?);
-    server.run(wrap(vec![limiter.layer()], app))?;
+    // Polls past their 25 s (and, once the server stops, all of them) get their 204.
+    let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sweeper = {
+        let (chat, served) = (Arc::clone(&chat), Arc::clone(&served));
+        let control = sweeper_control;
+        std::thread::spawn(move || {
+            while !served.load(Ordering::Acquire) {
+                let stopping = control.is_shutting_down();
+                chat.polls.sweep(std::time::Instant::now(), stopping, || {
+                    text_response(204, "")
+                });
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        })
+    };
+    let ran = server.run(wrap(vec![limiter.layer()], app));
+    served.store(true, Ordering::Release);
+    let _ = sweeper.join();
+    ran?;
     eprintln!("chat: stopped");
     Ok(())
 }
@@ -252,7 +348,22 @@ fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Respons
             json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#))
         }
         ("GET", "/api/stats") => json_response(200, stats_json(chat, control, baseline)),
-        (_, "/" | "/api/messages" | "/api/stats") => {
+        ("GET", "/poll") => {
+            let room = match room_of(&req) {
+                Ok(room) => room,
+                Err(refusal) => return refusal,
+            };
+            let after = match text_param(query, "after") {
+                Ok(None) => 0,
+                Ok(Some(after)) => match after.parse() {
+                    Ok(after) => after,
+                    Err(_) => return json_error(400, "after must be a message id"),
+                },
+                Err(e) => return json_error(400, &e),
+            };
+            chat.poll(&room, after)
+        }
+        (_, "/" | "/api/messages" | "/api/stats" | "/poll") => {
             json_response(405, r#"{"error":"method not allowed"}"#)
         }
         _ => json_response(404, r#"{"error":"not found"}"#),

@@ -52,8 +52,8 @@ pub use request::{header, header_in, parse_request};
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{
     accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n, serve_taking, Control,
-    Pool, Reply, Server, ServerHandle, ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT,
-    LINGER, MAX_BODY, MAX_CONNECTIONS, REPLY_TIMEOUT, WRITE_TIMEOUT,
+    Pool, Reply, Server, ServerHandle, ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT,
+    IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
 pub use later::HttpMsg;
 pub use status::status_text;

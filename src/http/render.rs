@@ -180,6 +180,13 @@ pub(crate) fn wants_close(res: &Response) -> bool {
         .any(|h| has_token(h.value.as_bytes(), "close"))
 }
 
+/// Appends the head of a reply whose body is delimited by the connection's close (no length,
+/// `Connection: close`): what an event stream sends before its first event. `res`'s body is
+/// not written.
+pub(crate) fn render_open_ended(out: &mut Vec<u8>, res: &Response, now: Instant) {
+    date::with_date(now, |date| head(out, res, false, date, None));
+}
+
 /// Appends the head of `res` — status line through the blank line — to `out`, announcing a body
 /// of `body_len` bytes (for a reply to HEAD, the length a GET would get). Returns whether the
 /// connection stays open after the reply.
@@ -190,6 +197,11 @@ pub(crate) fn write_head(
     date: &[u8],
     body_len: u64,
 ) -> bool {
+    head(out, res, keep, date, Some(body_len))
+}
+
+/// [`write_head`], the body's length announced when known.
+fn head(out: &mut Vec<u8>, res: &Response, keep: bool, date: &[u8], body_len: Option<u64>) -> bool {
     // A 1xx is interim, never the reply itself: a handler returning one would leave the client
     // waiting for the final reply.
     let status = if (200..=999).contains(&res.status) {
@@ -220,9 +232,9 @@ pub(crate) fn write_head(
         out.extend_from_slice(b"\r\nContent-Type: ");
         push_value(out, content_type);
     }
-    if has_body(status) {
+    if let (true, Some(len)) = (has_body(status), body_len) {
         out.extend_from_slice(b"\r\nContent-Length: ");
-        push_u64(out, body_len);
+        push_u64(out, len);
     }
     out.extend_from_slice(if keep {
         &b"\r\nConnection: keep-alive\r\nDate: "[..]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
-use crate::ws::{local_members, WsCommand, WsConn};
+use crate::ws::{local_members, LiveConn, WsCommand};
 
 use super::dispatch::Shared;
 use super::http_strand::HttpStrand;
@@ -53,10 +53,11 @@ impl Service for HttpService {
 pub(crate) enum Conn {
     /// Serving HTTP requests.
     Http(HttpStrand),
-    /// An upgraded WebSocket connection, of whatever application. Its state is boxed so that
-    /// HTTP connections — most connections — keep a small slab entry; a WebSocket connection
-    /// costs its entry plus this one fixed-size allocation, and no buffer while idle.
-    Ws(Box<dyn WsConn>),
+    /// A connection the server pushes to — upgraded to WebSocket, or a Server-Sent Events
+    /// stream — of whatever application. Its state is boxed so that HTTP connections — most
+    /// connections — keep a small slab entry; a live connection costs its entry plus this one
+    /// fixed-size allocation, and no buffer while idle.
+    Live(Box<dyn LiveConn>),
 }
 
 impl Conn {
@@ -75,9 +76,9 @@ impl Conn {
             return next;
         };
         let super::dispatch::Upgrade { conn, early } = *upgrade;
-        *self = Conn::Ws(conn);
+        *self = Conn::Live(conn);
         match self {
-            Conn::Ws(ws) => ws.start(io, out, &early),
+            Conn::Live(live) => live.start(io, out, &early),
             Conn::Http(_) => Next::Close,
         }
     }
@@ -89,14 +90,14 @@ impl Strand for Conn {
     fn resume(&mut self, io: &mut Io<'_, WsCommand>, wake: Wake) -> Next {
         match self {
             Conn::Http(_) => self.http(io, |h, io| h.resume(io, wake == Wake::Timeout)),
-            Conn::Ws(ws) => ws.resume(io, wake == Wake::Timeout),
+            Conn::Live(live) => live.resume(io, wake == Wake::Timeout),
         }
     }
 
     fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         match self {
             Conn::Http(_) => self.http(io, |h, io| h.drain(io)),
-            Conn::Ws(ws) => ws.drain(io),
+            Conn::Live(live) => live.drain(io),
         }
     }
 
@@ -106,21 +107,29 @@ impl Strand for Conn {
                 WsCommand::Http(msg) => self.http(io, |h, io| h.message(io, msg)),
                 _ => self.http(io, |h, io| h.run(io)),
             },
-            Conn::Ws(ws) => ws.message(io, msg),
+            Conn::Live(live) => live.message(io, msg),
+        }
+    }
+
+    /// A message to every connection of the worker (a heartbeat) is for SSE streams only.
+    fn wants(&self, msg: &WsCommand) -> bool {
+        match self {
+            Conn::Live(live) => live.wants(msg),
+            Conn::Http(_) => false,
         }
     }
 
     fn closed(&mut self, id: ConnId) {
         match self {
             Conn::Http(http) => http.closed(id),
-            Conn::Ws(ws) => ws.closed(id),
+            Conn::Live(live) => live.closed(id),
         }
     }
 
     fn held_bytes(&self) -> usize {
         match self {
             Conn::Http(h) => h.held_bytes(),
-            Conn::Ws(ws) => ws.held_bytes(),
+            Conn::Live(live) => live.held_bytes(),
         }
     }
 }

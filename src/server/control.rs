@@ -42,6 +42,7 @@ struct Shared {
     early_stop: std::sync::atomic::AtomicBool,
     /// Open WebSocket connections (counted by the WebSocket strands).
     websockets: Arc<AtomicUsize>,
+    streams: Arc<AtomicUsize>,
     /// The output queued for WebSocket peers, once the server is built.
     budget: OnceLock<Arc<crate::ws::OutputBudget>>,
     replies: OnceLock<Arc<super::deferred::Replies>>,
@@ -87,6 +88,10 @@ impl Control {
         Arc::clone(&self.shared.websockets)
     }
 
+    pub(crate) fn streams(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.shared.streams)
+    }
+
     /// The server's figures now (each worker publishes its own once per loop turn); zeros
     /// before the server starts.
     ///
@@ -110,6 +115,7 @@ impl Control {
             }),
             held_bytes: s.held_bytes,
             websockets: self.shared.websockets.load(Ordering::Relaxed),
+            event_streams: self.shared.streams.load(Ordering::Relaxed),
             refused_messages: s.refused_messages,
             panics: s.panics,
             ..ServerStats::default()

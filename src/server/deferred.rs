@@ -18,14 +18,6 @@ use crate::http::later::{Delivery, HttpMsg};
 use crate::http::{text_response, Response};
 use crate::ws::WsCommand;
 
-/// Default time a deferred reply may take before the server answers `503` itself
-/// ([`Server::reply_timeout`](crate::http::Server::reply_timeout)).
-///
-/// ```
-/// assert_eq!(web::http::REPLY_TIMEOUT, std::time::Duration::from_secs(60));
-/// ```
-pub const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Slots per chunk of a worker's table (allocated when a connection of that range first
 /// defers: 8 KiB).
 const CHUNK: usize = 1024;

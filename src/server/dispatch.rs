@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use crate::http::exchange::{empty_lines, RequestReader, Step, CONTINUE};
 use crate::http::fields::has_token;
-use crate::http::render::{render, render_in_place};
+use crate::http::render::{render, render_in_place, render_open_ended};
 use crate::http::{path_of, text_response, Body, ParseError, Request, Response, Version};
-use crate::ws::{check_upgrade, switching_protocols, WsApp, WsCommand, WsConn, WsSettings};
+use crate::ws::{check_upgrade, switching_protocols, LiveApp, LiveConn, WsCommand, WsSettings};
 
 use super::deferred::{answering, dropped_reply, late_reply, Deferral, Exchange, Replies, Wait};
 use super::limits::Limits;
@@ -40,7 +40,9 @@ pub(crate) struct Shared {
     /// The server's remote, set once the reactor exists: whether it is shutting down.
     pub(crate) remote: OnceLock<reactor::Remote<WsCommand>>,
     /// Where WebSocket upgrades are accepted, and by whom.
-    pub(crate) websocket: Vec<WsRoute>,
+    pub(crate) websocket: Vec<LiveRoute>,
+    /// Where Server-Sent Events streams are served, and by whom.
+    pub(crate) sse: Vec<LiveRoute>,
     /// What every WebSocket connection of the server is made with.
     pub(crate) ws_settings: Arc<WsSettings>,
     /// The deferred replies connections wait for.
@@ -50,9 +52,9 @@ pub(crate) struct Shared {
 }
 
 /// A WebSocket route: the path it serves and its application.
-pub(crate) struct WsRoute {
+pub(crate) struct LiveRoute {
     pub(crate) path: String,
-    pub(crate) app: Box<dyn WsApp>,
+    pub(crate) app: Box<dyn LiveApp>,
 }
 
 impl Shared {
@@ -63,6 +65,7 @@ impl Shared {
             handler: &*self.handler,
             taken: self.taken.as_deref(),
             websocket: &self.websocket,
+            sse: &self.sse,
             ws_settings: Some(&self.ws_settings),
             budget: self.budget.as_ref(),
             served: Some(&self.served),
@@ -83,7 +86,8 @@ impl Shared {
 pub(crate) struct App<'a> {
     pub(crate) handler: &'a dyn Fn(Request) -> Response,
     pub(crate) taken: Option<&'a DynTaken>,
-    pub(crate) websocket: &'a [WsRoute],
+    pub(crate) websocket: &'a [LiveRoute],
+    pub(crate) sse: &'a [LiveRoute],
     pub(crate) ws_settings: Option<&'a Arc<WsSettings>>,
     pub(crate) budget: Option<&'a AtomicU64>,
     pub(crate) served: Option<&'a [Counter]>,
@@ -101,12 +105,13 @@ impl<'a> App<'a> {
             handler,
             taken: None,
             websocket: &[],
+            sse: &[],
             ws_settings: None,
             budget: None,
             served: None,
             remote: None,
             replies: None,
-            reply_timeout: super::deferred::REPLY_TIMEOUT,
+            reply_timeout: super::limits::REPLY_TIMEOUT,
         }
     }
 
@@ -129,7 +134,7 @@ impl<'a> App<'a> {
     /// The WebSocket route `req` is for: its path, and it asks for WebSocket (a key, or
     /// `Upgrade: websocket`). A request to the route that asks badly is the route's to refuse
     /// (400, RFC 6455 §4.2.1), not the HTTP handler's.
-    fn websocket_route(&self, req: &Request) -> Option<&'a WsRoute> {
+    fn websocket_route(&self, req: &Request) -> Option<&'a LiveRoute> {
         if self.websocket.is_empty() {
             return None;
         }
@@ -140,6 +145,15 @@ impl<'a> App<'a> {
                 .headers()
                 .any(|h| h.name() == "upgrade" && has_token(h.value(), "websocket"));
         asks.then_some(route)
+    }
+
+    /// The Server-Sent Events route `req` is for: its path, with `GET` (or `HEAD`).
+    fn sse_route(&self, req: &Request) -> Option<&'a LiveRoute> {
+        if self.sse.is_empty() || !(req.method_is("GET") || req.method_is("HEAD")) {
+            return None;
+        }
+        let path = path_of(req.path());
+        self.sse.iter().find(|r| r.path == path)
     }
 }
 
@@ -170,7 +184,7 @@ impl Turn<'_> {
 /// An accepted WebSocket upgrade: the connection it becomes, and bytes the client sent after
 /// the request.
 pub(crate) struct Upgrade {
-    pub(crate) conn: Box<dyn WsConn>,
+    pub(crate) conn: Box<dyn LiveConn>,
     pub(crate) early: Vec<u8>,
 }
 
@@ -347,6 +361,9 @@ fn dispatch(
     if let Some(route) = app.websocket_route(&request) {
         return Dispatched::Stop(upgrade(app, route, &request, version, early, turn));
     }
+    if let Some(route) = app.sse_route(&request) {
+        return Dispatched::Stop(open_stream(app, route, &request, turn));
+    }
     if let (Some(taken), Some(fd)) = (app.taken, turn.fd) {
         match hand_over(taken, fd, raw) {
             Some(true) => return Dispatched::Stop(Stop::Taken),
@@ -403,7 +420,7 @@ fn dispatch(
 /// decision — all before anything but a refusal is written.
 fn upgrade(
     app: &App<'_>,
-    route: &WsRoute,
+    route: &LiveRoute,
     request: &Request,
     version: Version,
     early: &[u8],
@@ -433,6 +450,45 @@ fn upgrade(
             Stop::Close
         }
     }
+}
+
+/// A request for a Server-Sent Events route: the application's decision, then the stream's
+/// head (a `HEAD` request gets the head alone, and the connection closes).
+fn open_stream(app: &App<'_>, route: &LiveRoute, request: &Request, turn: &mut Turn<'_>) -> Stop {
+    let head_only = request.method_is("HEAD");
+    let decided = match (app.ws_settings, app.remote) {
+        (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
+            route.app.accept(request, settings, remote)
+        }))
+        .unwrap_or_else(|_| Err(text_response(500, "internal server error\n"))),
+        _ => Err(text_response(503, "event streams are not served here\n")),
+    };
+    match decided {
+        Ok(conn) => {
+            let head = Response::new(200, "text/event-stream", stream_headers(), "");
+            render_open_ended(turn.out, &head, turn.now);
+            if head_only {
+                return Stop::Close;
+            }
+            Stop::Upgrade(Box::new(Upgrade {
+                conn,
+                early: Vec::new(),
+            }))
+        }
+        Err(refusal) => {
+            render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
+            Stop::Close
+        }
+    }
+}
+
+/// The header lines of an event stream's head beside its type: never stored by a cache, never
+/// held back by a buffering proxy (nginx reads `X-Accel-Buffering`).
+fn stream_headers() -> Vec<crate::http::Header> {
+    vec![
+        crate::http::Header::new("Cache-Control", "no-store"),
+        crate::http::Header::new("X-Accel-Buffering", "no"),
+    ]
 }
 
 /// Runs the handler on `request`, its reply written into `slot` and used there (not moved out:

@@ -11,6 +11,8 @@
 //! | lingering after the last reply | [`LINGER`] (2 s) | closed |
 //! | open connections | [`MAX_CONNECTIONS`] (100 000) | new connections wait in the backlog |
 //! | graceful shutdown | [`DRAIN_TIMEOUT`] (10 s) | requests still in flight are closed |
+//! | a deferred reply coming | [`REPLY_TIMEOUT`] (60 s) | 503 |
+//! | an event stream with nothing to send | [`HEARTBEAT`] (15 s) | a comment line is sent |
 
 use std::time::Duration;
 
@@ -61,6 +63,21 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// assert_eq!(web::http::LINGER, std::time::Duration::from_secs(2));
 /// ```
 pub const LINGER: Duration = Duration::from_secs(2);
+
+/// Default time a deferred reply may take before the server answers `503` itself
+/// ([`Server::reply_timeout`](crate::http::Server::reply_timeout)).
+///
+/// ```
+/// assert_eq!(web::http::REPLY_TIMEOUT, std::time::Duration::from_secs(60));
+/// ```
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default time between the comment lines an idle event stream gets
+/// ([`Server::heartbeat`](crate::http::Server::heartbeat)).
+///
+/// ```
+/// assert_eq!(web::http::HEARTBEAT, std::time::Duration::from_secs(15));
+/// ```
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// Limits and timeouts of a server's connections.
 #[derive(Clone, Copy, Debug)]

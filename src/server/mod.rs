@@ -16,6 +16,7 @@
 //! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |
 //! | `blocking.rs` | `handle_conn`, the blocking driver |
 //! | `deferred.rs` | deferred replies: `defer`, `Reply`, the table of replies awaited |
+//! | `heartbeat.rs` | the comment line every event stream gets now and then |
 //! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
 
 mod blocking;
@@ -23,6 +24,7 @@ mod conn;
 mod control;
 mod deferred;
 mod dispatch;
+mod heartbeat;
 mod http_strand;
 mod limits;
 mod output;
@@ -39,16 +41,20 @@ use std::time::Duration;
 use reactor::{Config, Reactor};
 
 use crate::http::{Request, Response};
-use crate::ws::{OutputBudget, Rooms, Route, WsApp, WsCommand, WsHandler, WsSettings, MAX_MESSAGE};
+use crate::sse::{SseHandler, SseRoute};
+use crate::ws::{
+    LiveApp, OutputBudget, Rooms, Route, WsCommand, WsHandler, WsSettings, MAX_MESSAGE,
+};
 
 pub use blocking::handle_conn;
 use conn::HttpService;
 pub use control::Control;
-pub use deferred::{defer, Reply, REPLY_TIMEOUT};
-use dispatch::{Counter, DynHandler, Shared, WsRoute};
+pub use deferred::{defer, Reply};
+use dispatch::{Counter, DynHandler, LiveRoute, Shared};
 pub(crate) use limits::Limits;
 pub use limits::{
-    DRAIN_TIMEOUT, HEADER_TIMEOUT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, WRITE_TIMEOUT,
+    DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
+    REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
 pub use pool::Pool;
 use taken::DynTaken;
@@ -97,7 +103,9 @@ pub struct Server {
     reply_timeout: Duration,
     budget: Option<u64>,
     taken: Option<Box<DynTaken>>,
-    websocket: Vec<WsRoute>,
+    websocket: Vec<LiveRoute>,
+    sse: Vec<LiveRoute>,
+    heartbeat: Duration,
     max_message: usize,
     max_rooms: usize,
     max_queued_output: usize,
@@ -176,6 +184,8 @@ impl Server {
             budget: None,
             taken: None,
             websocket: Vec::new(),
+            sse: Vec::new(),
+            heartbeat: HEARTBEAT,
             max_message: MAX_MESSAGE,
             max_rooms: crate::ws::MAX_ROOMS,
             max_queued_output: crate::ws::MAX_QUEUED_OUTPUT,
@@ -383,14 +393,69 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn websocket<H: WsHandler>(mut self, path: &str, handler: H) -> Server {
-        let app: Box<dyn WsApp> = Box::new(Route::new(handler));
+        let app: Box<dyn LiveApp> = Box::new(Route::new(handler));
         match self.websocket.iter_mut().find(|r| r.path == path) {
             Some(route) => route.app = app,
-            None => self.websocket.push(WsRoute {
+            None => self.websocket.push(LiveRoute {
                 path: path.to_owned(),
                 app,
             }),
         }
+        self
+    }
+
+    /// Serves a Server-Sent Events stream at `path` (a `GET`, or `HEAD` for its head alone):
+    /// `handler` accepts or refuses each request and sends the stream's events, and its
+    /// streams join [`Rooms`] as WebSocket connections do. Replaces an earlier route at the same
+    /// path; a request of another method goes to the HTTP handler. Each stream gets a comment
+    /// line every [`heartbeat`](Server::heartbeat) while it has nothing else to send.
+    ///
+    /// ```no_run
+    /// use web::http::{Request, Response};
+    /// use web::sse::{Event, Sse, SseHandler};
+    /// struct Clock;
+    /// impl SseHandler for Clock {
+    ///     type State = ();
+    ///     fn accept(&self, _req: &Request) -> Result<(), Response> {
+    ///         Ok(())
+    ///     }
+    ///     fn open(&self, sse: &mut Sse<'_>, _state: &mut ()) {
+    ///         sse.send(&Event::new("connected"));
+    ///         sse.join("ticks");
+    ///     }
+    /// }
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?.sse("/events", Clock);
+    /// let rooms = server.rooms();
+    /// std::thread::spawn(move || loop {
+    ///     std::thread::sleep(std::time::Duration::from_secs(1));
+    ///     rooms.publish_event("ticks", &Event::new("tick").event("tick"));
+    /// });
+    /// server.run(|_req| web::http::text_response(404, "not here\n"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn sse<H: SseHandler>(mut self, path: &str, handler: H) -> Server {
+        let app: Box<dyn LiveApp> = Box::new(SseRoute::new(handler));
+        match self.sse.iter_mut().find(|r| r.path == path) {
+            Some(route) => route.app = app,
+            None => self.sse.push(LiveRoute {
+                path: path.to_owned(),
+                app,
+            }),
+        }
+        self
+    }
+
+    /// How often an event stream with nothing else to send gets a comment line (default
+    /// [`HEARTBEAT`], 15 s), so that proxies and load balancers do not close it as idle. One
+    /// timer for the whole server: each worker then walks its streams once.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.heartbeat(std::time::Duration::from_secs(30));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn heartbeat(mut self, every: Duration) -> Server {
+        self.heartbeat = every;
         self
     }
 
@@ -531,6 +596,7 @@ impl Server {
                 .collect::<Arc<[Counter]>>(),
             remote: std::sync::OnceLock::new(),
             websocket: self.websocket,
+            sse: self.sse,
             ws_settings: Arc::new(WsSettings {
                 max_message: self.max_message,
                 max_rooms: self.max_rooms,
@@ -538,6 +604,7 @@ impl Server {
                 write_timeout: self.limits.write_timeout,
                 rooms: self.rooms.clone(),
                 open: self.control.websockets(),
+                streams: self.control.streams(),
             }),
             replies,
             reply_timeout: self.reply_timeout,
@@ -559,6 +626,9 @@ impl Server {
         };
         let _ = shared.remote.set(reactor.remote());
         let _ = shared.replies.remote.set(reactor.remote());
+        if !shared.sse.is_empty() {
+            heartbeat::start(reactor.remote(), self.heartbeat)?;
+        }
         self.rooms.attach(reactor.remote());
         #[cfg(feature = "redis")]
         let fleet = match &self.fleet {
@@ -663,6 +733,8 @@ pub struct ServerStats {
     pub held_bytes: usize,
     /// Open WebSocket connections (upgraded, not yet closed); included in `open_connections`.
     pub websockets: usize,
+    /// Open Server-Sent Events streams ([`Server::sse`]); included in `open_connections`.
+    pub event_streams: usize,
     /// Messages to connections or workers refused because a worker's queue was full.
     pub refused_messages: u64,
     /// WebSocket connections closed (1008) because their peers fell behind: owed more than

@@ -137,14 +137,20 @@ fn data_lines(out: &mut Vec<u8>, data: &str) {
         if end == rest.len() {
             return;
         }
-        let skip = if rest[end..].starts_with("\r\n") { 2 } else { 1 };
+        let skip = if rest[end..].starts_with("\r\n") {
+            2
+        } else {
+            1
+        };
         rest = &rest[end + skip..];
     }
 }
 
 /// `s` without CR, LF and NUL.
 fn one_line(s: &str) -> String {
-    s.chars().filter(|c| !matches!(c, '\r' | '\n' | '\0')).collect()
+    s.chars()
+        .filter(|c| !matches!(c, '\r' | '\n' | '\0'))
+        .collect()
 }
 
 #[cfg(test)]
@@ -219,7 +225,10 @@ mod tests {
             assert_eq!(event.to_bytes(), *wire, "{event:?}");
             let parsed = parse(wire);
             assert_eq!(parsed.len(), 1, "one event only: {event:?}");
-            assert_eq!(parsed[0], (id.to_string(), kind.to_string(), data.to_string()));
+            assert_eq!(
+                parsed[0],
+                (id.to_string(), kind.to_string(), data.to_string())
+            );
         }
     }
 

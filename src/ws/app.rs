@@ -146,13 +146,23 @@ pub enum WsCommand {
         frame: Arc<[u8]>,
     },
     /// To a worker: send `frame` to its members of `room` (what [`Rooms::publish`] sends, one
-    /// per worker with members).
+    /// per worker with members), and `event` to its Server-Sent Events members.
     Publish {
         /// The room.
         room: Arc<str>,
         /// The encoded frame.
         frame: Arc<[u8]>,
+        /// The same message as an event of a `text/event-stream` (`None` for a binary
+        /// message, which SSE members do not get).
+        event: Option<Arc<[u8]>>,
     },
+    /// To a Server-Sent Events stream: send this encoded event (what
+    /// [`SseSender`](crate::sse::SseSender) sends).
+    Event(Arc<[u8]>),
+    /// To every Server-Sent Events stream of a worker (sent to all with
+    /// [`Remote::send_all`]): a comment line, if it has nothing else to send, so that proxies
+    /// see traffic on an idle stream.
+    Heartbeat,
     /// Close with this code.
     Close(u16),
     /// To a connection of a worker, from itself: enter it in the worker's list of `room`'s

@@ -34,9 +34,11 @@ pub use frame::{
 };
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
 pub(crate) use handshake::{check_upgrade, switching_protocols};
+pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
-pub(crate) use rooms::local_members;
+pub(crate) use rooms::{local_members, Joined};
 pub use rooms::{Rooms, MAX_ROOMS};
-pub(crate) use strand::{Route, WsApp, WsConn, WsSettings};
+pub(crate) use seat::{join_back, Joining, Seat};
+pub(crate) use strand::{write_out, LiveApp, LiveConn, Route, WsSettings};
 pub use strand::{WS_HIGH_WATER, WS_MAX_BACKLOG};
 pub use utf8::Utf8Check;

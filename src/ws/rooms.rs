@@ -139,9 +139,49 @@ impl Rooms {
         reached
     }
 
+    /// Publishes a Server-Sent Event to `room`: its SSE members get the whole event (its id and
+    /// type included), its WebSocket members its data as a text message; as
+    /// [`publish`](Rooms::publish) otherwise (through a fleet, other instances' members get
+    /// its data alone).
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
+    /// let event = web::sse::Event::new("hello").id("1");
+    /// assert_eq!(rooms.publish_event("news", &event), 0); // before the server runs
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn publish_event(&self, room: &str, event: &crate::sse::Event) -> usize {
+        if self.shared.remote.get().is_none() {
+            return 0;
+        }
+        let msg = Message::Text(event.data().to_owned());
+        let reached = self.fan_out(room, || (encode(&msg), Some(event.shared())));
+        #[cfg(feature = "redis")]
+        if let Some(fleet) = self.shared.fleet.get() {
+            fleet.publish(room, &msg);
+        }
+        reached
+    }
+
     /// [`publish`](Rooms::publish) to this instance's members only (what the fleet's
     /// subscriber does with what other instances published).
     pub(crate) fn publish_local(&self, room: &str, msg: &Message) -> usize {
+        self.fan_out(room, || {
+            let event = match msg {
+                Message::Text(text) => Some(crate::sse::data_event(text)),
+                Message::Binary(_) => None,
+            };
+            (encode(msg), event)
+        })
+    }
+
+    /// Sends a frame and an event (`encode`d once, if the room has members) to the workers
+    /// with members of `room`.
+    fn fan_out(
+        &self,
+        room: &str,
+        encode: impl FnOnce() -> (Arc<[u8]>, Option<Arc<[u8]>>),
+    ) -> usize {
         let Some(remote) = self.shared.remote.get() else {
             return 0;
         };
@@ -153,13 +193,14 @@ impl Rooms {
         else {
             return 0;
         };
-        let frame = encode(msg);
+        let (frame, event) = encode();
         let mut reached = 0;
         for (w, members) in count.per_worker.iter().enumerate() {
             if members.load(Ordering::Acquire) > 0 {
                 let cmd = WsCommand::Publish {
                     room: Arc::clone(&name),
                     frame: Arc::clone(&frame),
+                    event: event.clone(),
                 };
                 reached += usize::from(remote.send_worker(w, cmd));
             }

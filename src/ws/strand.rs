@@ -43,9 +43,10 @@ pub const WS_MAX_BACKLOG: usize = 16 * 1024 * 1024;
 /// How long after sending its close frame the server waits for the peer's before closing.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
-/// A WebSocket connection as the server's slab entry holds it, whatever its application:
-/// [`WsStrand`] for each handler type, behind one pointer.
-pub(crate) trait WsConn: Send {
+/// A connection the server pushes to, as the server's slab entry holds it, whatever its
+/// application: [`WsStrand`] (WebSocket) or `SseStrand` (Server-Sent Events) for each handler
+/// type, behind one pointer.
+pub(crate) trait LiveConn: Send {
     /// Opens: the application's `open`, then the bytes that came with the upgrade request.
     /// `out` is what the connection still owes the peer (the 101 among it).
     fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next;
@@ -56,6 +57,12 @@ pub(crate) trait WsConn: Send {
     /// back, if neither happened yet.
     fn closed(&mut self, id: ConnId);
     fn held_bytes(&self) -> usize;
+    /// Whether a message to every connection of the worker is for this one (see
+    /// [`WsCommand::Heartbeat`]).
+    fn wants(&self, msg: &WsCommand) -> bool {
+        let _ = msg;
+        false
+    }
 }
 
 /// What a route needs to turn an accepted upgrade into a connection (the same for every
@@ -70,10 +77,12 @@ pub(crate) struct WsSettings {
     pub(crate) rooms: Rooms,
     /// Open WebSocket connections of the server.
     pub(crate) open: Arc<std::sync::atomic::AtomicUsize>,
+    /// Open Server-Sent Events streams of the server.
+    pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A WebSocket route's application, whatever its handler type.
-pub(crate) trait WsApp: Send + Sync {
+pub(crate) trait LiveApp: Send + Sync {
     /// The application's decision on an upgrade request (already checked for the protocol):
     /// the connection to become, or the response that refuses it.
     fn accept(
@@ -81,7 +90,7 @@ pub(crate) trait WsApp: Send + Sync {
         req: &crate::http::Request,
         settings: &Arc<WsSettings>,
         remote: &Remote<WsCommand>,
-    ) -> Result<Box<dyn WsConn>, crate::http::Response>;
+    ) -> Result<Box<dyn LiveConn>, crate::http::Response>;
 }
 
 /// A WebSocket route's application: its handler, and — from the first upgrade on — what every
@@ -107,13 +116,13 @@ struct Endpoint<H> {
     remote: Remote<WsCommand>,
 }
 
-impl<H: WsHandler> WsApp for Route<H> {
+impl<H: WsHandler> LiveApp for Route<H> {
     fn accept(
         &self,
         req: &crate::http::Request,
         settings: &Arc<WsSettings>,
         remote: &Remote<WsCommand>,
-    ) -> Result<Box<dyn WsConn>, crate::http::Response> {
+    ) -> Result<Box<dyn LiveConn>, crate::http::Response> {
         let state = self.handler.accept(req)?;
         // A route belongs to one server: its settings and remote are the same at every upgrade.
         let endpoint = self.endpoint.get_or_init(|| {
@@ -145,7 +154,7 @@ enum Closing {
 }
 
 /// Writes what `out` holds until the socket takes no more: `Ok(true)` when all of it went.
-fn write_out(
+pub(crate) fn write_out(
     out: &mut Outbox,
     io: &mut Io<'_, WsCommand>,
     progressed: &mut bool,
@@ -514,7 +523,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 }
 
-impl<H: WsHandler> WsConn for WsStrand<H> {
+impl<H: WsHandler> LiveConn for WsStrand<H> {
     fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next {
         self.b().out.push_own(out);
         let id = io.id();
@@ -566,7 +575,8 @@ impl<H: WsHandler> WsConn for WsStrand<H> {
                 | WsCommand::FanOut { frame, .. }
                 | WsCommand::Publish { frame, .. } => self.b().out.push_shared(&frame),
                 WsCommand::Close(code) => self.queue_close(code),
-                WsCommand::Http(_) => {} // for an HTTP connection that has turned WebSocket since
+                // For an HTTP connection that has turned WebSocket since, or for event streams.
+                WsCommand::Http(_) | WsCommand::Event(_) | WsCommand::Heartbeat => {}
                 WsCommand::Join(room) => {
                     if let Some(member) = &self.member {
                         let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod chat;
 pub mod drive;
 pub mod examples;
 pub mod fake_redis;

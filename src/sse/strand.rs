@@ -1,0 +1,350 @@
+//! A Server-Sent Events stream kept inside the reactor: the HTTP connection whose request an
+//! [`SseHandler`] accepted becomes this strand in the same slab entry.
+//!
+//! The body is delimited by the connection's close (`Connection: close`, no length, no
+//! chunking), so an event's bytes are the same for every stream: a room's publish is encoded
+//! once and each member's output holds the same shared bytes. An idle stream holds no buffer:
+//! output exists only while the peer has not taken it, under the same rules as WebSocket
+//! output (the server's output budget, [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG), the write
+//! timeout). What the client sends is read and dropped; its end of stream ends the stream.
+
+use std::net::Shutdown;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use reactor::{ConnId, Io, Next, Read, Remote};
+
+use super::app::{Sse, SseHandler};
+use super::event::HEARTBEAT;
+use crate::http::{Request, Response};
+use crate::ws::{join_back, write_out, Joined, Joining, LiveApp, LiveConn, Outbox, Seat};
+use crate::ws::{WsCommand, WsSettings, WS_MAX_BACKLOG};
+
+/// A route's application: its handler and, from the first stream on, what every stream of the
+/// route shares.
+pub(crate) struct SseRoute<H> {
+    handler: Arc<H>,
+    endpoint: OnceLock<Arc<Endpoint<H>>>,
+}
+
+impl<H> SseRoute<H> {
+    pub(crate) fn new(handler: H) -> SseRoute<H> {
+        SseRoute {
+            handler: Arc::new(handler),
+            endpoint: OnceLock::new(),
+        }
+    }
+}
+
+/// What the streams of one route share: the handler, the server's settings and remote.
+struct Endpoint<H> {
+    handler: Arc<H>,
+    settings: Arc<WsSettings>,
+    remote: Remote<WsCommand>,
+}
+
+impl<H: SseHandler> LiveApp for SseRoute<H> {
+    fn accept(
+        &self,
+        req: &Request,
+        settings: &Arc<WsSettings>,
+        remote: &Remote<WsCommand>,
+    ) -> Result<Box<dyn LiveConn>, Response> {
+        let state = self.handler.accept(req)?;
+        let endpoint = self.endpoint.get_or_init(|| {
+            Arc::new(Endpoint {
+                handler: Arc::clone(&self.handler),
+                settings: Arc::clone(settings),
+                remote: remote.clone(),
+            })
+        });
+        Ok(Box::new(SseStrand {
+            member: Some(Member {
+                endpoint: Arc::clone(endpoint),
+                state,
+            }),
+            joined: Joined::default(),
+            busy: None,
+        }))
+    }
+}
+
+/// A stream in the reactor: idle, three pointers and the application's state.
+struct SseStrand<H: SseHandler> {
+    /// The application's side, `None` once its state was handed back (the stream is ending).
+    member: Option<Member<H>>,
+    /// The rooms the stream is in.
+    joined: Joined,
+    /// `None` while idle: nothing to write, no timer.
+    busy: Option<Box<Busy>>,
+}
+
+struct Member<H: SseHandler> {
+    endpoint: Arc<Endpoint<H>>,
+    state: H::State,
+}
+
+/// How long an ended stream reads and drops what the client still sends before closing, so
+/// the close does not reset the connection before the client has read the end.
+const LINGER: Duration = Duration::from_secs(2);
+
+thread_local! {
+    /// The heartbeat's bytes, shared by every stream of the worker.
+    static BEAT: Arc<[u8]> = HEARTBEAT.into();
+}
+
+/// What a stream keeps while it has something to do.
+struct Busy {
+    out: Outbox,
+    /// The stream ends once `out` is written.
+    ending: bool,
+    /// Ended: our side is shut; waiting for the client's end.
+    shut: bool,
+    /// When the socket must have taken some output.
+    deadline: Option<Instant>,
+    joining: Joining,
+}
+
+impl Busy {
+    fn is_done(&self) -> bool {
+        !self.ending
+            && !self.shut
+            && self.deadline.is_none()
+            && self.joining.is_empty()
+            && self.out.pending() == 0
+            && self.out.held_bytes() == 0
+    }
+}
+
+impl<H: SseHandler> SseStrand<H> {
+    /// The busy part, made if the stream was idle.
+    fn b(&mut self) -> &mut Busy {
+        let budget = self.member.as_ref().map(|m| &m.endpoint.settings.budget);
+        self.busy.get_or_insert_with(|| {
+            let budget =
+                budget.map_or_else(|| crate::ws::OutputBudget::new(usize::MAX), Arc::clone);
+            Box::new(Busy {
+                out: Outbox::new(budget),
+                ending: false,
+                shut: false,
+                deadline: None,
+                joining: Joining::default(),
+            })
+        })
+    }
+
+    fn pending(&self) -> usize {
+        self.busy.as_ref().map_or(0, |b| b.out.pending())
+    }
+
+    fn ending(&self) -> bool {
+        self.busy.as_ref().is_some_and(|b| b.ending)
+    }
+
+    /// Runs `f` with the stream as a callback sees it; a close it asked for ends the stream.
+    fn with_sse(&mut self, id: ConnId, f: impl FnOnce(&H, &mut Sse<'_>, &mut H::State)) {
+        let _ = self.b();
+        let (Some(member), Some(busy)) = (self.member.as_mut(), self.busy.as_deref_mut()) else {
+            return;
+        };
+        let endpoint = &*member.endpoint;
+        let mut close = busy.ending;
+        let mut sse = Sse {
+            out: &mut busy.out,
+            close: &mut close,
+            seat: Seat {
+                id,
+                remote: &endpoint.remote,
+                rooms: &endpoint.settings.rooms,
+                joined: &mut self.joined,
+                joining: &mut busy.joining,
+                max_rooms: endpoint.settings.max_rooms,
+            },
+        };
+        f(&endpoint.handler, &mut sse, &mut member.state);
+        busy.ending = close;
+    }
+
+    /// The stream ended: it leaves its rooms and the application gets its state back (once).
+    fn tell(&mut self, id: ConnId) {
+        let Some(Member { endpoint, state }) = self.member.take() else {
+            return;
+        };
+        for room in self.joined.take() {
+            endpoint.settings.rooms.leave(&room, id);
+        }
+        endpoint.settings.streams.fetch_sub(1, Ordering::Relaxed);
+        endpoint.handler.close(id, state);
+    }
+
+    /// Writes what is queued, reads (and drops) what the client sent, and parks.
+    fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        let mut progressed = false;
+        if let Some(busy) = self.busy.as_deref_mut() {
+            let written = write_out(&mut busy.out, io, &mut progressed);
+            busy.out.reconcile();
+            match written {
+                Err(_) => {
+                    self.tell(io.id());
+                    return Next::Close;
+                }
+                Ok(true) if busy.ending && !busy.shut => {
+                    // The body ends where the connection does: our side is shut, and what
+                    // the client still sends is read and dropped until it closes.
+                    busy.shut = true;
+                    busy.deadline = Some(io.now() + LINGER);
+                    self.tell(io.id());
+                    if io.stream().shutdown(Shutdown::Write).is_err() {
+                        return Next::Close;
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        let shut = self.busy.as_ref().is_some_and(|b| b.shut);
+        if io.read_ready() || shut {
+            for _ in 0..16 {
+                match io.read() {
+                    Read::Data(_) => continue,
+                    Read::WouldBlock => break,
+                    Read::Closed | Read::Error(_) => {
+                        self.tell(io.id());
+                        return Next::Close;
+                    }
+                }
+            }
+        }
+        match self.busy.as_ref() {
+            Some(b) if b.shut => Next::read().until(b.deadline.unwrap_or_else(|| io.now())),
+            _ => self.park(io.now(), progressed),
+        }
+    }
+
+    fn park(&mut self, now: Instant, progressed: bool) -> Next {
+        let write_timeout = self
+            .member
+            .as_ref()
+            .map(|m| m.endpoint.settings.write_timeout);
+        let Some(busy) = self.busy.as_deref_mut() else {
+            return Next::read();
+        };
+        let write = busy.out.pending() > 0;
+        if !write {
+            busy.deadline = None;
+        } else if progressed || busy.deadline.is_none() {
+            busy.deadline = Some(now + write_timeout.unwrap_or(crate::http::WRITE_TIMEOUT));
+        }
+        let next = Next::Park {
+            read: true,
+            write,
+            deadline: busy.deadline,
+        };
+        if busy.is_done() {
+            self.busy = None;
+        }
+        next
+    }
+
+    /// Whether the client is so far behind that the stream is to be dropped (as a WebSocket
+    /// peer would be).
+    fn falls_behind(&self) -> bool {
+        self.busy.as_ref().is_some_and(|b| {
+            let pending = b.out.pending();
+            pending > WS_MAX_BACKLOG || b.out.budget().sheds(pending)
+        })
+    }
+}
+
+impl<H: SseHandler> LiveConn for SseStrand<H> {
+    fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, _early: &[u8]) -> Next {
+        self.b().out.push_own(out);
+        if let Some(member) = &self.member {
+            member
+                .endpoint
+                .settings
+                .streams
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let id = io.id();
+        self.with_sse(id, |handler, sse, state| handler.open(sse, state));
+        if io.remote().is_shutting_down() {
+            self.b().ending = true;
+        }
+        self.run(io)
+    }
+
+    fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+        if timeout {
+            // The client took no output for the write timeout (or lingered past our end).
+            self.tell(io.id());
+            return Next::Close;
+        }
+        self.run(io)
+    }
+
+    fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next {
+        if self.busy.as_ref().is_some_and(|b| b.shut) {
+            return self.run(io);
+        }
+        let behind = self.pending() > 0;
+        if !self.ending() {
+            match cmd {
+                WsCommand::Event(event)
+                | WsCommand::Publish {
+                    event: Some(event), ..
+                } => self.b().out.push_shared(&event),
+                WsCommand::Heartbeat if !behind => {
+                    let out = &mut self.b().out;
+                    let _ = BEAT.try_with(|beat| out.push_shared(beat));
+                }
+                WsCommand::Close(_) => self.b().ending = true,
+                WsCommand::Join(room) => {
+                    if let Some(member) = &self.member {
+                        let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);
+                        let rooms = &member.endpoint.settings.rooms;
+                        join_back(joining, &self.joined, rooms, &room, io.id());
+                    }
+                }
+                // WebSocket frames and binary messages are not for an event stream.
+                _ => {}
+            }
+        }
+        if behind {
+            self.b().out.reconcile();
+        }
+        if self.falls_behind() {
+            self.b().out.budget().dropped_one();
+            self.tell(io.id());
+            return Next::Close;
+        }
+        if self.ending() {
+            return self.run(io);
+        }
+        // Written at the end of the worker's turn, with whatever else the turn brings.
+        self.park(io.now(), false)
+    }
+
+    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+        if self.busy.as_ref().is_some_and(|b| b.shut) {
+            return self.run(io);
+        }
+        self.b().ending = true;
+        self.run(io)
+    }
+
+    fn closed(&mut self, id: ConnId) {
+        self.tell(id);
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.joined.held_bytes()
+            + self.busy.as_ref().map_or(0, |b| {
+                std::mem::size_of::<Busy>() + b.out.held_bytes() + b.joining.held_bytes()
+            })
+    }
+
+    fn wants(&self, msg: &WsCommand) -> bool {
+        matches!(msg, WsCommand::Heartbeat)
+    }
+}
