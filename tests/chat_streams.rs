@@ -94,7 +94,7 @@ impl Open {
         (id.expect("every event has an id"), data)
     }
 
-    fn to_end(&mut self) -> String {
+    fn read_to_end(&mut self) -> String {
         let _ = self.conn.read_to_end(&mut self.got);
         String::from_utf8(std::mem::take(&mut self.got)).unwrap()
     }
@@ -159,7 +159,7 @@ fn a_long_poll_answers_at_once_with_newer_messages_or_waits_for_the_next_one() {
     );
     std::thread::sleep(Duration::from_millis(200));
     let next = post(&chat, "poll", "next");
-    let reply = waiting.to_end();
+    let reply = waiting.read_to_end();
     assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
     assert!(
         reply.contains(&format!(r#""id":{next},"#)) && reply.contains(r#""text":"next""#),
@@ -180,8 +180,8 @@ fn sigterm_ends_every_stream_and_poll_cleanly() {
     let began = Instant::now();
     // SAFETY: kill(2) on the PID of a child this test started and has not reaped.
     assert_eq!(unsafe { libc::kill(chat.pid() as i32, libc::SIGTERM) }, 0);
-    assert_eq!(stream.to_end(), "");
-    let reply = poll.to_end();
+    assert_eq!(stream.read_to_end(), "");
+    let reply = poll.read_to_end();
     assert!(reply.starts_with("HTTP/1.1 204 "), "{reply}");
     assert_eq!(chat.wait_exit(Duration::from_secs(10)), Some(0));
     assert!(

@@ -148,7 +148,7 @@ impl Stream {
     }
 
     /// Reads to the end of the stream; what came before it.
-    fn to_end(&mut self) -> String {
+    fn read_to_end(&mut self) -> String {
         if let Err(e) = self.conn.read_to_end(&mut self.got) {
             panic!(
                 "{e} before the end: {:?}",
@@ -253,16 +253,16 @@ fn a_refused_request_gets_the_applications_response_and_other_methods_go_to_the_
     let setup = start(one_worker());
     let port = setup.server.local_addr().port();
     let mut s = Stream::open(port, "/events");
-    let reply = s.to_end();
+    let reply = s.read_to_end();
     assert!(reply.starts_with("HTTP/1.1 400 "), "{reply}");
     assert!(reply.ends_with("which room?\n"), "{reply}");
     let mut s = Stream::request(
         port,
         "POST /events HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
     );
-    assert!(s.to_end().ends_with("plain /events"));
+    assert!(s.read_to_end().ends_with("plain /events"));
     let mut s = Stream::request(port, "HEAD /events?room=h HTTP/1.1\r\nHost: t\r\n\r\n");
-    let head = s.to_end();
+    let head = s.read_to_end();
     assert!(
         head.starts_with("HTTP/1.1 200 OK\r\n") && head.ends_with("\r\n\r\n"),
         "{head}"
@@ -294,7 +294,7 @@ fn a_stream_ends_when_the_application_closes_it_or_the_server_stops() {
     let setup = start(one_worker());
     let port = setup.server.local_addr().port();
     let mut s = Stream::open(port, "/events?room=closing");
-    let all = s.to_end();
+    let all = s.read_to_end();
     assert!(all.ends_with("welcome to closing\n\n"), "{all}");
     assert_eq!(
         setup.closed.recv_timeout(Duration::from_secs(5)).unwrap(),
@@ -307,13 +307,13 @@ fn a_stream_ends_when_the_application_closes_it_or_the_server_stops() {
     let tx = sender(&setup);
     assert!(tx.send(&Event::new("last words")));
     assert!(tx.close());
-    assert_eq!(s.to_end(), "data: last words\n\n");
+    assert_eq!(s.read_to_end(), "data: last words\n\n");
 
     let mut s = Stream::open(port, "/events?room=stop");
     s.until("welcome to stop\n\n");
     let began = Instant::now();
     setup.server.control().shutdown();
-    assert_eq!(s.to_end(), "");
+    assert_eq!(s.read_to_end(), "");
     assert!(began.elapsed() < Duration::from_secs(3));
     setup.server.join().unwrap();
 }

@@ -38,7 +38,7 @@ pub(crate) struct Replies {
     pub(crate) remote: OnceLock<Remote<WsCommand>>,
     /// Per worker, per slab key: `seq << 32 | generation` of the reply the connection waits
     /// for, 0 when none. Written by the worker, read by anyone.
-    slots: Box<[Box<[OnceLock<Box<[AtomicU64]>>]>]>,
+    slots: Box<[WorkerSlots]>,
     /// Replies dropped unanswered (answered 500).
     pub(crate) dropped: AtomicU64,
     /// Replies the server answered itself after [`Server::reply_timeout`](crate::http::Server::reply_timeout).
@@ -98,6 +98,9 @@ impl Replies {
             .is_none_or(|s| s.load(Ordering::Acquire) == pack(id, seq))
     }
 }
+
+/// One worker's slots, in chunks made as connections of their range first defer.
+type WorkerSlots = Box<[OnceLock<Box<[AtomicU64]>>]>;
 
 fn pack(id: ConnId, seq: NonZeroU32) -> u64 {
     (u64::from(seq.get()) << 32) | u64::from(id.generation())

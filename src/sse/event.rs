@@ -168,6 +168,10 @@ mod tests {
                 if lines.peek().is_none() {
                     break;
                 }
+                if data.is_empty() {
+                    kind.clear();
+                    continue; // no data line: nothing is dispatched (a comment alone, say)
+                }
                 let k = if kind.is_empty() { "message" } else { &kind };
                 events.push((id.clone(), k.to_owned(), data.join("\n")));
                 kind.clear();
@@ -188,7 +192,13 @@ mod tests {
 
     #[test]
     fn events_encode_as_the_whatwg_format_and_parse_back() {
-        let cases: &[(Event, &[u8], (&str, &str, &str))] = &[
+        /// The event, its bytes, and what a parser reads back: (id, type, data).
+        type Case = (
+            Event,
+            &'static [u8],
+            (&'static str, &'static str, &'static str),
+        );
+        let cases: &[Case] = &[
             (Event::new("hi"), b"data: hi\n\n", ("", "message", "hi")),
             (
                 Event::new("a\nb").id("1"),

@@ -48,7 +48,12 @@ if ! python3 -c 'import websockets, sys; sys.exit(int(websockets.__version__.spl
     echo "interop: installing Python's websockets with pip"
     timeout 600 python3 -m pip install --quiet 'websockets>=14' || die "pip could not install websockets"
 fi
+if ! python3 -c 'import httpx' 2>/dev/null; then
+    echo "interop: installing Python's httpx with pip"
+    timeout 600 python3 -m pip install --quiet httpx || die "pip could not install httpx"
+fi
 echo "interop: $(curl --version | head -n 1)"
+echo "interop: httpx $(python3 -c 'import httpx; print(httpx.__version__)')"
 echo "interop: websockets $(python3 -c 'import websockets; print(websockets.__version__)')"
 echo "interop: $(chromium --version 2>/dev/null | head -n 1)"
 echo "interop: $(python3 --version)"
@@ -92,6 +97,9 @@ timeout -k 10 120 bash tests/interop/ws_chromium.sh "$ws_echo" || failed+=("ws_c
 echo
 echo "== interop: the chat demo in headless Chromium (two pages, a message, the chart, SIGTERM) =="
 timeout -k 10 180 python3 tests/interop/chat_chromium.py "$chat" || failed+=("chat_chromium.py (exit $?)")
+echo
+echo "== interop: Server-Sent Events, curl -N and httpx against the chat =="
+timeout -k 10 120 python3 tests/interop/sse_clients.py "$chat" || failed+=("sse_clients.py (exit $?)")
 echo
 echo "== interop: two chat instances sharing rooms and rate limits through Redis, behind nginx =="
 timeout -k 10 180 python3 tests/interop/fleet_nginx.py "$chat" || failed+=("fleet_nginx.py (exit $?)")
