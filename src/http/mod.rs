@@ -21,6 +21,7 @@ pub(crate) mod render;
 mod reply;
 mod request;
 mod status;
+pub(crate) mod stream_framing;
 
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use client::{
@@ -51,9 +52,10 @@ pub use request::{header, header_in, parse_request};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{
-    accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n, serve_taking, Control,
-    Pool, Reply, Server, ServerHandle, ServerStats, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT,
-    IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, REPLY_TIMEOUT, WRITE_TIMEOUT,
+    accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n, serve_taking,
+    BodySender, Control, Pool, Reply, Server, ServerHandle, ServerStats, DRAIN_TIMEOUT,
+    HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, REPLY_TIMEOUT,
+    STREAM_WINDOW, WRITE_TIMEOUT,
 };
 pub use later::HttpMsg;
 pub use status::status_text;

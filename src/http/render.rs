@@ -5,6 +5,7 @@ use super::fields::{frames_body, has_token};
 use super::grammar::{is_field_byte, is_token};
 use super::message::{Body, Response};
 use super::status::status_text;
+use super::stream_framing::StreamFraming;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::time::Instant;
@@ -184,7 +185,35 @@ pub(crate) fn wants_close(res: &Response) -> bool {
 /// `Connection: close`): what an event stream sends before its first event. `res`'s body is
 /// not written.
 pub(crate) fn render_open_ended(out: &mut Vec<u8>, res: &Response, now: Instant) {
-    date::with_date(now, |date| head(out, res, false, date, None));
+    date::with_date(now, |date| head(out, res, false, date, Announce::Nothing));
+}
+
+/// Appends the head of a streamed reply framed by `framing`: its `Content-Length`,
+/// `Transfer-Encoding: chunked`, or neither (a close-delimited body, `Connection: close`).
+/// `res`'s body is not written. Returns whether the connection stays open after the body.
+pub(crate) fn render_stream_head(
+    out: &mut Vec<u8>,
+    res: &Response,
+    keep: bool,
+    framing: StreamFraming,
+    now: Instant,
+) -> bool {
+    let announce = match framing {
+        StreamFraming::Length { left } => Announce::Length(left),
+        StreamFraming::Chunked => Announce::Chunked,
+        StreamFraming::UntilClose => Announce::Nothing,
+    };
+    let keep = keep && framing.allows_keep_alive();
+    date::with_date(now, |date| head(out, res, keep, date, announce))
+}
+
+/// What a head says about the length of its body.
+#[derive(Clone, Copy)]
+enum Announce {
+    Length(u64),
+    Chunked,
+    /// Nothing: the body ends with the connection.
+    Nothing,
 }
 
 /// Appends the head of `res` — status line through the blank line — to `out`, announcing a body
@@ -197,11 +226,11 @@ pub(crate) fn write_head(
     date: &[u8],
     body_len: u64,
 ) -> bool {
-    head(out, res, keep, date, Some(body_len))
+    head(out, res, keep, date, Announce::Length(body_len))
 }
 
-/// [`write_head`], the body's length announced when known.
-fn head(out: &mut Vec<u8>, res: &Response, keep: bool, date: &[u8], body_len: Option<u64>) -> bool {
+/// [`write_head`], the body's length announced as `announce` says.
+fn head(out: &mut Vec<u8>, res: &Response, keep: bool, date: &[u8], announce: Announce) -> bool {
     // A 1xx is interim, never the reply itself: a handler returning one would leave the client
     // waiting for the final reply.
     let status = if (200..=999).contains(&res.status) {
@@ -232,9 +261,13 @@ fn head(out: &mut Vec<u8>, res: &Response, keep: bool, date: &[u8], body_len: Op
         out.extend_from_slice(b"\r\nContent-Type: ");
         push_value(out, content_type);
     }
-    if let (true, Some(len)) = (has_body(status), body_len) {
-        out.extend_from_slice(b"\r\nContent-Length: ");
-        push_u64(out, len);
+    match (has_body(status), announce) {
+        (true, Announce::Length(len)) => {
+            out.extend_from_slice(b"\r\nContent-Length: ");
+            push_u64(out, len);
+        }
+        (true, Announce::Chunked) => out.extend_from_slice(b"\r\nTransfer-Encoding: chunked"),
+        _ => {}
     }
     out.extend_from_slice(if keep {
         &b"\r\nConnection: keep-alive\r\nDate: "[..]
@@ -271,6 +304,23 @@ fn push_value(out: &mut Vec<u8>, value: &str) {
                 .map(|&b| if is_field_byte(b) { b } else { b' ' }),
         );
     }
+}
+
+/// Appends `n` in lowercase hexadecimal (a chunk size).
+pub(crate) fn push_hex(out: &mut Vec<u8>, n: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = DIGITS[(n & 0xf) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends `n` in decimal (two digits per step, from a table).
@@ -468,6 +518,56 @@ mod tests {
                     (kept_fresh, String::from_utf8(fresh).unwrap())
                 );
             }
+        }
+    }
+
+    #[test]
+    fn push_hex_cases() {
+        for n in [0u64, 1, 9, 10, 15, 16, 255, 4096, 65535, 1 << 40, u64::MAX] {
+            let mut out = Vec::new();
+            push_hex(&mut out, n);
+            assert_eq!(out, format!("{n:x}").as_bytes());
+        }
+    }
+
+    #[test]
+    fn stream_heads_announce_their_framing() {
+        let res = text_response(200, "");
+        let now = Instant::now();
+        // (framing, keep asked, line expected, keep kept)
+        let table = [
+            (
+                StreamFraming::Chunked,
+                true,
+                "\r\nTransfer-Encoding: chunked\r\n",
+                true,
+            ),
+            (
+                StreamFraming::Length { left: 7 },
+                true,
+                "\r\nContent-Length: 7\r\n",
+                true,
+            ),
+            (
+                StreamFraming::UntilClose,
+                true,
+                "\r\nConnection: close\r\n",
+                false,
+            ),
+        ];
+        for (framing, keep, line, kept) in table {
+            let mut out = Vec::new();
+            assert_eq!(render_stream_head(&mut out, &res, keep, framing, now), kept);
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains(line), "{text}");
+            assert!(text.ends_with("\r\n\r\n"));
+            let lengths =
+                text.matches("Content-Length").count() + text.matches("Transfer-Encoding").count();
+            assert_eq!(
+                lengths,
+                usize::from(framing != StreamFraming::UntilClose),
+                "{text}"
+            );
         }
     }
 

@@ -6,12 +6,14 @@ use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::http::exchange::RequestReader;
-use crate::http::render::render;
+use crate::http::render::{has_body, render, render_stream_head};
+use crate::http::stream_framing::StreamFraming;
 use crate::http::{Request, Response};
 
 use super::deferred::Exchange;
-use super::dispatch::{answer, timeout_reply, App, Stop, Turn};
+use super::dispatch::{answer, timeout_reply, App, Stop, Streamed, Turn};
 use super::limits::Limits;
+use super::streamed::ThreadPiece;
 
 /// Serves request after request on an accepted connection, blocking, until one side asks to
 /// stop (a `Connection: close`, an HTTP/1.0 request without keep-alive, end of stream, a
@@ -70,6 +72,14 @@ fn serve_blocking(
         out.clear();
         match done.stop {
             Stop::Incomplete | Stop::Held => {}
+            Stop::Streamed(streamed) => {
+                if !send_streamed(&mut conn, *streamed)? {
+                    return finish(conn, served, limits.linger);
+                }
+                // Requests pipelined behind it are answered before reading more.
+                input.drain(..done.used);
+                continue;
+            }
             // Without a WebSocket route or a `taken` hook, the rest all mean: the last reply
             // is written, close.
             _ => return finish(conn, served, limits.linger),
@@ -116,6 +126,42 @@ fn serve_blocking(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Writes a streamed reply as its pieces come; whether the connection stays open after it (a
+/// body cut short, close-delimited, or after a `Connection: close` request ends it).
+fn send_streamed(conn: &mut TcpStream, streamed: Streamed) -> io::Result<bool> {
+    let Streamed {
+        stream,
+        keep,
+        head_only,
+        http10,
+    } = streamed;
+    let mut framing = StreamFraming::choose(stream.length, http10);
+    let mut out = Vec::new();
+    let keep = render_stream_head(&mut out, &stream.head, keep, framing, Instant::now());
+    conn.write_all(&out)?;
+    if head_only || !has_body(stream.head.status) {
+        return Ok(keep);
+    }
+    loop {
+        out.clear();
+        match stream.pieces.recv() {
+            Ok(ThreadPiece::Data(piece)) => {
+                if framing.piece(&mut out, &piece).is_err() {
+                    return Ok(false);
+                }
+            }
+            Ok(ThreadPiece::End) => {
+                let complete = framing.end(&mut out);
+                conn.write_all(&out)?;
+                return Ok(keep && complete);
+            }
+            // The sender was dropped before the end: the body is cut.
+            Err(_) => return Ok(false),
+        }
+        conn.write_all(&out)?;
     }
 }
 

@@ -18,6 +18,8 @@ use crate::http::later::{Delivery, HttpMsg};
 use crate::http::{text_response, Response};
 use crate::ws::WsCommand;
 
+use super::streamed::{BodySender, Later};
+
 /// Slots per chunk of a worker's table (allocated when a connection of that range first
 /// defers: 8 KiB).
 const CHUNK: usize = 1024;
@@ -30,6 +32,8 @@ pub(crate) struct Wait {
     pub(crate) keep_alive: bool,
     /// A `HEAD` request: the reply's head only.
     pub(crate) head_only: bool,
+    /// An HTTP/1.0 request: a streamed body of unknown length is close-delimited.
+    pub(crate) http10: bool,
 }
 
 /// Per server: the remote that reaches the workers, each worker's table of waiting replies,
@@ -93,7 +97,7 @@ impl Replies {
     }
 
     /// Whether connection `id` still waits for reply `seq`.
-    fn wanted(&self, id: ConnId, seq: NonZeroU32) -> bool {
+    pub(crate) fn wanted(&self, id: ConnId, seq: NonZeroU32) -> bool {
         self.slot(id, false)
             .is_none_or(|s| s.load(Ordering::Acquire) == pack(id, seq))
     }
@@ -129,7 +133,7 @@ thread_local! {
 /// What [`defer`] left for the dispatcher.
 pub(crate) enum Deferral {
     Conn(NonZeroU32),
-    Blocking(mpsc::Receiver<Response>),
+    Blocking(mpsc::Receiver<Later>),
 }
 
 /// This worker thread serves `replies`' server (called on the worker's thread).
@@ -235,7 +239,7 @@ enum To {
         id: ConnId,
         seq: NonZeroU32,
     },
-    Thread(mpsc::SyncSender<Response>),
+    Thread(mpsc::SyncSender<Later>),
     Nowhere,
     /// Sent (or given up): nothing more to do when dropped.
     Done,
@@ -270,8 +274,53 @@ impl Reply {
                 let what = Delivery::Answer(Box::new(res));
                 deliver(&replies, id, HttpMsg { seq, what })
             }
-            To::Thread(tx) => tx.send(res).is_ok(),
+            To::Thread(tx) => tx.send(Later::Answer(res)).is_ok(),
             To::Nowhere | To::Done => false,
+        }
+    }
+
+    /// Answers with a response whose body follows piece by piece: sends `head` (its status and
+    /// headers; its body is ignored) and returns the [`BodySender`] that writes the body. The
+    /// length is not announced: the body is sent chunked, or close-delimited to an HTTP/1.0
+    /// client (the connection then closes after it). An error when the reply is no longer
+    /// wanted (the client left, or the server answered it already).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// fn send_log(reply: web::http::Reply, lines: &[String]) -> std::io::Result<()> {
+    ///     let mut body = reply.stream(web::http::text_response(200, ""))?;
+    ///     for line in lines {
+    ///         writeln!(body, "{line}")?; // waits while the client is far behind
+    ///     }
+    ///     body.finish()
+    /// }
+    /// ```
+    pub fn stream(self, head: Response) -> std::io::Result<BodySender> {
+        self.stream_with(head, None)
+    }
+
+    /// [`Reply::stream`] of a body of exactly `length` bytes, announced in `Content-Length`
+    /// (the connection can stay open after it even for HTTP/1.0). Writing past `length`, or
+    /// finishing short of it, is an `InvalidInput` error and cuts the body.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// fn send_file(reply: web::http::Reply, mut file: std::fs::File) -> std::io::Result<()> {
+    ///     let length = file.metadata()?.len();
+    ///     let mut body = reply.stream_sized(web::http::text_response(200, ""), length)?;
+    ///     std::io::copy(&mut file, &mut body)?;
+    ///     body.finish()
+    /// }
+    /// ```
+    pub fn stream_sized(self, head: Response, length: u64) -> std::io::Result<BodySender> {
+        self.stream_with(head, Some(length))
+    }
+
+    fn stream_with(mut self, head: Response, length: Option<u64>) -> std::io::Result<BodySender> {
+        match std::mem::replace(&mut self.to, To::Done) {
+            To::Conn { replies, id, seq } => BodySender::to_conn(replies, id, seq, head, length),
+            To::Thread(tx) => BodySender::to_thread(tx, head, length),
+            To::Nowhere | To::Done => Ok(BodySender::nowhere()),
         }
     }
 
@@ -303,7 +352,7 @@ impl Drop for Reply {
     }
 }
 
-fn deliver(replies: &Replies, id: ConnId, msg: HttpMsg) -> bool {
+pub(crate) fn deliver(replies: &Replies, id: ConnId, msg: HttpMsg) -> bool {
     replies
         .remote
         .get()

@@ -18,6 +18,7 @@ use crate::ws::{check_upgrade, switching_protocols, LiveApp, LiveConn, WsCommand
 
 use super::deferred::{answering, dropped_reply, late_reply, Deferral, Exchange, Replies, Wait};
 use super::limits::Limits;
+use super::streamed::{Later, ThreadStream};
 use super::taken::{hand_over, DynTaken};
 
 /// A handler as the server stores it.
@@ -205,10 +206,21 @@ pub(crate) enum Stop {
     Upgrade(Box<Upgrade>),
     /// The handler deferred its reply: the rest of the input waits for it.
     Deferred(Wait),
+    /// (`handle_conn` only) The handler's deferred reply is streamed: its driver writes it
+    /// from the thread's channel, then goes on with the input from `used` on.
+    Streamed(Box<Streamed>),
     /// The `taken` hook took the connection.
     Taken,
     /// The `taken` hook failed: close at once, writing nothing more.
     Failed,
+}
+
+/// A streamed reply for `handle_conn`, with what its request allows.
+pub(crate) struct Streamed {
+    pub(crate) stream: ThreadStream,
+    pub(crate) keep: bool,
+    pub(crate) head_only: bool,
+    pub(crate) http10: bool,
 }
 
 /// What answering the buffered requests came to.
@@ -311,6 +323,10 @@ fn answer_each(
                         *served += 1;
                         return done.finish_at(Stop::Deferred(wait));
                     }
+                    Dispatched::Stop(Stop::Streamed(s)) => {
+                        *served += 1;
+                        return done.finish_at(Stop::Streamed(s));
+                    }
                     Dispatched::Stop(stop) => return done.finish(buf, stop),
                 }
             }
@@ -395,11 +411,22 @@ fn dispatch(
                 seq,
                 keep_alive,
                 head_only,
+                http10: version == Version::Http10,
             });
         }
         (Some(Deferral::Blocking(rx)), false) => {
             later = Some(match rx.recv_timeout(app.reply_timeout) {
-                Ok(res) => res,
+                Ok(Later::Answer(res)) => res,
+                Ok(Later::Stream(stream)) => {
+                    let keep = keep_alive && !spent && !app.shutting_down();
+                    let stream = Box::new(Streamed {
+                        stream,
+                        keep,
+                        head_only,
+                        http10: version == Version::Http10,
+                    });
+                    return Dispatched::Stop(Stop::Streamed(stream));
+                }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => late_reply(),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => dropped_reply(),
             });

@@ -11,6 +11,7 @@
 
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,13 +19,15 @@ use reactor::{Io, Next, Read};
 
 use crate::http::exchange::RequestReader;
 use crate::http::later::{Delivery, HttpMsg};
-use crate::http::render::{render, render_in_place};
+use crate::http::render::{has_body, render, render_in_place, render_stream_head};
+use crate::http::stream_framing::StreamFraming;
 use crate::http::Response;
 use crate::ws::WsCommand;
 
 use super::deferred::{dropped_reply, late_reply, Exchange, Wait};
 use super::dispatch::{answer, timeout_reply, Answered, Shared, Stop, Turn, Upgrade};
 use super::output::Output;
+use super::streamed::{StreamStart, Streaming};
 
 /// Output queued beyond which a strand stops reading until the socket takes it.
 const HIGH_WATER: usize = 64 * 1024;
@@ -131,6 +134,8 @@ struct Busy {
     timer: Timer,
     /// A WebSocket upgrade just accepted: its request and the bytes that came after it.
     upgrade: Option<Box<Upgrade>>,
+    /// The deferred reply's body being streamed (its request is still `wait`).
+    stream: Option<Streaming>,
 }
 
 impl HttpStrand {
@@ -236,6 +241,7 @@ impl Busy {
             deadline_in_reactor: true,
             timer: if waiting { Timer::Reply } else { Timer::Idle },
             upgrade: None,
+            stream: None,
         }
     }
 
@@ -244,6 +250,7 @@ impl Busy {
     fn is_done(&self) -> bool {
         self.is_idle()
             && self.upgrade.is_none()
+            && self.stream.is_none()
             && self.output.held_bytes() == 0
             && self.input.capacity() == 0
     }
@@ -343,7 +350,8 @@ impl Busy {
             }
             Stop::Deferred(wait) => *conn.wait = Some(wait),
             Stop::Taken => outcome.taken = true,
-            Stop::Failed => outcome.failed = true,
+            // (A streamed reply reaches a strand as messages, never as a `Stop`.)
+            Stop::Failed | Stop::Streamed(_) => outcome.failed = true,
         }
         used
     }
@@ -474,7 +482,11 @@ impl Busy {
         // A read shorter than the scratch buffer drained the socket (see `reactor::Read`).
         let mut drained = false;
         loop {
-            match self.output.flush(io, &mut progressed) {
+            let flushed = self.output.flush(io, &mut progressed);
+            if let Some(stream) = &mut self.stream {
+                stream.written(self.output.pending());
+            }
+            match flushed {
                 Err(_) => return Next::Close,
                 Ok(true) if self.state != State::Serving => return self.linger(conn, io),
                 Ok(true) => {}
@@ -557,23 +569,40 @@ impl Busy {
         }
     }
 
-    /// A deferred reply came (or its `Reply` was dropped): if it is the one awaited, it is
-    /// queued and what was pipelined behind it is answered.
+    /// A deferred reply came (or its `Reply` was dropped, or a piece of a streamed reply):
+    /// if it is for the request awaited, it is queued, and once the reply is complete what was
+    /// pipelined behind it is answered.
     fn delivered(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>, msg: HttpMsg) -> Next {
         let Some(wait) = conn.wait.filter(|w| w.seq == msg.seq) else {
             return self.run(conn, io); // a reply already answered otherwise: dropped
         };
-        let res = match msg.what {
-            Delivery::Answer(res) => *res,
-            Delivery::Dropped => {
+        match (msg.what, &mut self.stream) {
+            (Delivery::Answer(res), None) => self.send_reply(conn, io, wait, *res),
+            (Delivery::Dropped, None) => {
                 let replies = &conn.shared.replies;
-                replies
-                    .dropped
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                dropped_reply()
+                replies.dropped.fetch_add(1, Ordering::Relaxed);
+                self.send_reply(conn, io, wait, dropped_reply());
             }
-        };
-        self.send_reply(conn, io, wait, res);
+            (Delivery::Stream(start), None) => self.start_stream(conn, io, wait, start),
+            (Delivery::Piece(piece), Some(stream)) => {
+                self.output.compact();
+                let (out, _) = self.output.buffer();
+                if stream.piece(out, &piece).is_err() {
+                    self.cut_stream(conn, io, wait);
+                }
+                // A piece is progress: the reply timer restarts.
+                self.set_deadline(None);
+            }
+            (Delivery::End, Some(stream)) => {
+                let (out, _) = self.output.buffer();
+                let keep = stream.end(out) && stream.keeps_alive();
+                self.stream = None;
+                self.reply_done(conn, io, wait, keep);
+            }
+            (Delivery::Abort, Some(_)) => self.cut_stream(conn, io, wait),
+            // What no sender sends in this state (a second answer to one request): dropped.
+            _ => {}
+        }
         self.run(conn, io)
     }
 
@@ -585,8 +614,6 @@ impl Busy {
         wait: Wait,
         mut res: Response,
     ) {
-        *conn.wait = None;
-        conn.shared.replies.close(io.id(), wait.seq);
         let keep = wait.keep_alive && !conn.shared.shutting_down();
         let (out, _) = self.output.buffer();
         let (keep, body) =
@@ -594,6 +621,45 @@ impl Busy {
         if !body.is_empty() {
             self.output.set_body(body);
         }
+        self.reply_done(conn, io, wait, keep);
+    }
+
+    /// Queues the head of a streamed reply; its body follows as pieces come (none for `HEAD`
+    /// or a bodiless status: the reply is then complete).
+    fn start_stream(
+        &mut self,
+        conn: &mut Conn<'_>,
+        io: &Io<'_, WsCommand>,
+        wait: Wait,
+        start: Arc<StreamStart>,
+    ) {
+        let Some(StreamStart { head, length, flow }) = Arc::into_inner(start) else {
+            return self.cut_stream(conn, io, wait); // never: one message, one holder
+        };
+        let framing = StreamFraming::choose(length, wait.http10);
+        let keep = wait.keep_alive && !conn.shared.shutting_down();
+        let (out, _) = self.output.buffer();
+        let keep = render_stream_head(out, &head, keep, framing, io.now());
+        if wait.head_only || !has_body(head.status) {
+            drop(flow); // tells the sender its body is not wanted
+            return self.reply_done(conn, io, wait, keep);
+        }
+        self.stream = Some(Streaming::new(flow, framing, keep));
+        self.set_deadline(None);
+    }
+
+    /// The streamed body ends before its end: what is queued is written, then the connection
+    /// closes, so the client sees an incomplete body (no last chunk, or short of its length).
+    fn cut_stream(&mut self, conn: &mut Conn<'_>, io: &Io<'_, WsCommand>, wait: Wait) {
+        self.stream = None;
+        self.reply_done(conn, io, wait, false);
+    }
+
+    /// The deferred reply is complete in the output: the connection serves what follows it,
+    /// or closes after it.
+    fn reply_done(&mut self, conn: &mut Conn<'_>, io: &Io<'_, WsCommand>, wait: Wait, keep: bool) {
+        *conn.wait = None;
+        conn.shared.replies.close(io.id(), wait.seq);
         if !keep {
             self.state = State::Closing;
         } else if self.waits == Waits::Reply {
@@ -608,11 +674,13 @@ impl Busy {
         self.set_deadline(None);
         match (self.timer, self.state, *conn.wait) {
             (Timer::Reply, State::Serving, Some(wait)) => {
-                // The deferred reply did not come in time: the server answers it.
                 let replies = &conn.shared.replies;
-                replies
-                    .timed_out
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                replies.timed_out.fetch_add(1, Ordering::Relaxed);
+                if self.stream.is_some() {
+                    // A streamed body with no piece for that long: cut.
+                    return Next::Close;
+                }
+                // The deferred reply did not come in time: the server answers it.
                 self.send_reply(conn, io, wait, late_reply());
                 self.run(conn, io)
             }

@@ -18,6 +18,7 @@
 //! | `deferred.rs` | deferred replies: `defer`, `Reply`, the table of replies awaited |
 //! | `heartbeat.rs` | the comment line every event stream gets now and then |
 //! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
+//! | `streamed.rs` | streamed bodies: `BodySender`, the window it shares with its strand |
 
 mod blocking;
 mod conn;
@@ -30,6 +31,7 @@ mod limits;
 mod output;
 mod pool;
 mod signals;
+mod streamed;
 mod taken;
 
 use std::io;
@@ -57,6 +59,8 @@ pub use limits::{
     REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
 pub use pool::Pool;
+pub(crate) use streamed::StreamStart;
+pub use streamed::{BodySender, STREAM_WINDOW};
 use taken::DynTaken;
 
 /// Where the server's connections come from.

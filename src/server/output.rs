@@ -64,6 +64,16 @@ impl Output {
         (&mut self.out, self.out_at)
     }
 
+    /// Drops the written front of the buffer once it is at least as long as what is left, so
+    /// a buffer that is appended to while it drains (a streamed body) stays within about twice
+    /// what is pending; each byte is moved at most once on average.
+    pub(crate) fn compact(&mut self) {
+        if self.out_at > 0 && self.out_at >= self.out.len() - self.out_at {
+            self.out.drain(..self.out_at);
+            self.out_at = 0;
+        }
+    }
+
     /// Queues a large body after what is rendered.
     pub(crate) fn set_body(&mut self, body: Body) {
         self.body = body;

@@ -9,7 +9,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::http::{text_response, with_header, Response};
 
-use super::deferred::defer;
+use std::io::Read;
+
+use super::deferred::{defer, Reply};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -152,6 +154,53 @@ impl Pool {
     /// }
     /// ```
     pub fn answer(&self, work: impl FnOnce() -> Response + Send + 'static) -> Response {
+        self.run(move |reply| {
+            reply.send(work());
+        })
+    }
+
+    /// Answers the request being handled with `head` and a body read from `body` on one of the
+    /// pool's threads, streamed as it is read ([`Reply::stream`](super::Reply::stream);
+    /// `Content-Length` when `length` is given, else chunked). The reading waits while the
+    /// client is behind by [`STREAM_WINDOW`](super::STREAM_WINDOW), and stops when the client
+    /// goes away; a read error cuts the body (the client sees it incomplete). Returns the
+    /// placeholder the handler returns, or `503` as [`Pool::answer`] does when the queue is full.
+    ///
+    /// ```
+    /// fn download(pool: &web::http::Pool, path: &str) -> web::http::Response {
+    ///     match std::fs::File::open(path) {
+    ///         Ok(file) => {
+    ///             let length = file.metadata().ok().map(|m| m.len());
+    ///             let head = web::http::text_response(200, "");
+    ///             pool.stream(head, length, file)
+    ///         }
+    ///         Err(_) => web::http::text_response(404, "no such file\n"),
+    ///     }
+    /// }
+    /// ```
+    pub fn stream(
+        &self,
+        head: Response,
+        length: Option<u64>,
+        mut body: impl Read + Send + 'static,
+    ) -> Response {
+        self.run(move |reply| {
+            let sender = match length {
+                Some(length) => reply.stream_sized(head, length),
+                None => reply.stream(head),
+            };
+            let Ok(mut sender) = sender else {
+                return; // the client has gone
+            };
+            // A read error, or a client gone, drops the sender before its end: the body is cut.
+            if std::io::copy(&mut body, &mut sender).is_ok() {
+                let _ = sender.finish();
+            }
+        })
+    }
+
+    /// Queues `work` with the request's deferred reply; `503` when the queue is full.
+    fn run(&self, work: impl FnOnce(Reply) + Send + 'static) -> Response {
         let shared = &self.owner.shared;
         let mut queue = shared.queue();
         if queue.jobs.len() >= shared.limit {
@@ -166,7 +215,7 @@ impl Pool {
         let (reply, later) = defer();
         queue.jobs.push_back(Box::new(move || {
             if reply.is_open() {
-                reply.send(work());
+                work(reply);
             }
         }));
         drop(queue);

@@ -171,12 +171,85 @@ impl Client {
                 while self.fill() > 0 {}
                 std::mem::take(&mut self.buf)
             }
-            (false, ReplyFraming::Chunked) => panic!("the server does not send chunked replies"),
+            (false, ReplyFraming::Chunked) => match self.chunked_body() {
+                Ok(body) => body,
+                Err(partial) => panic!(
+                    "end of stream inside a chunked body after {} bytes",
+                    partial.len()
+                ),
+            },
         };
         Reply {
             status: head.status,
             headers: head.headers,
             body,
+        }
+    }
+
+    /// Reads a chunked body (RFC 9112 §7.1, written here independently of the library's
+    /// decoder): its bytes, or `Err` with what came when the stream ended before the last chunk.
+    pub fn chunked_body(&mut self) -> Result<Vec<u8>, Vec<u8>> {
+        let mut body = Vec::new();
+        loop {
+            let Some(line) = self.line() else {
+                return Err(body);
+            };
+            let size = line.split(';').next().unwrap_or("").trim();
+            let size = usize::from_str_radix(size, 16)
+                .unwrap_or_else(|_| panic!("bad chunk size line {line:?}"));
+            if size == 0 {
+                // Trailers, then the blank line.
+                loop {
+                    match self.line() {
+                        Some(l) if l.is_empty() => return Ok(body),
+                        Some(_) => {}
+                        None => return Err(body),
+                    }
+                }
+            }
+            while self.buf.len() < size + 2 {
+                if self.fill_or_eof() == 0 {
+                    body.extend_from_slice(&self.buf);
+                    return Err(body);
+                }
+            }
+            body.extend_from_slice(&self.buf[..size]);
+            assert_eq!(
+                &self.buf[size..size + 2],
+                b"\r\n",
+                "chunk data not followed by CRLF"
+            );
+            self.buf.drain(..size + 2);
+        }
+    }
+
+    /// One CRLF-ended line (without it), or `None` at end of stream.
+    fn line(&mut self) -> Option<String> {
+        loop {
+            if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buf[..at]).into_owned();
+                self.buf.drain(..at + 2);
+                return Some(line);
+            }
+            if self.fill_or_eof() == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// [`Client::fill`], but a reset counts as the end of stream.
+    fn fill_or_eof(&mut self) -> usize {
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    return n;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => return 0,
+                Err(e) => panic!("read failed: {e}"),
+            }
         }
     }
 

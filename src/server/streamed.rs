@@ -1,0 +1,462 @@
+//! Streamed response bodies: a [`BodySender`] (from [`Reply::stream`](super::Reply::stream))
+//! writes a body piece by piece from any thread while the connection's strand sends it,
+//! framed by [`StreamFraming`].
+//!
+//! Backpressure is a window shared by the two sides ([`Flow`]): the sender counts each piece
+//! it sends, the strand counts it off once the socket has taken it, and a sender past
+//! [`STREAM_WINDOW`] bytes not yet written waits. So a body of any size to a reader of any
+//! speed holds at most about one window in the server, in flight and in the strand's output.
+
+use std::io;
+use std::num::NonZeroU32;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use reactor::ConnId;
+
+use crate::http::later::{Delivery, HttpMsg};
+use crate::http::stream_framing::{PastLength, StreamFraming};
+
+use super::deferred::{deliver, Replies};
+
+/// Bytes of a streamed body the server holds at most for one response (sent and not yet
+/// written to the socket); a [`BodySender`] past it waits until the client reads.
+pub const STREAM_WINDOW: usize = 256 * 1024;
+
+/// The largest piece one write sends to the connection (a longer write sends this much and
+/// says so, as [`io::Write::write`] may).
+const PIECE: usize = 64 * 1024;
+
+/// The window of one streamed body, shared by its sender and its strand.
+pub(crate) struct Flow {
+    state: Mutex<FlowState>,
+    room: Condvar,
+}
+
+struct FlowState {
+    /// Bytes sent and not yet written to the socket (nor dropped).
+    unwritten: usize,
+    /// The strand no longer takes pieces: the client left, the stream ended or was cut.
+    closed: bool,
+}
+
+impl Flow {
+    fn new() -> Arc<Flow> {
+        Arc::new(Flow {
+            state: Mutex::new(FlowState {
+                unwritten: 0,
+                closed: false,
+            }),
+            room: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, FlowState> {
+        // Plain counters: a panic while holding the lock leaves nothing half-changed.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `n` more bytes fit in the window and counts them; `false` once closed.
+    fn reserve(&self, n: usize) -> bool {
+        let mut state = self.lock();
+        while !state.closed && state.unwritten > 0 && state.unwritten + n > STREAM_WINDOW {
+            state = self.room.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        if state.closed {
+            return false;
+        }
+        state.unwritten += n;
+        true
+    }
+
+    /// Waits until everything sent is written; `false` once closed.
+    fn drain(&self) -> bool {
+        let mut state = self.lock();
+        while !state.closed && state.unwritten > 0 {
+            state = self.room.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        !state.closed
+    }
+
+    /// `n` bytes left the server (written, or dropped).
+    fn written(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut state = self.lock();
+        state.unwritten = state.unwritten.saturating_sub(n);
+        drop(state);
+        self.room.notify_all();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.room.notify_all();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
+/// The strand's hold on a flow: however it goes — the stream ends, the connection closes, the
+/// message carrying it is dropped on the way — the sender is told.
+pub(crate) struct FlowEnd(Arc<Flow>);
+
+impl Drop for FlowEnd {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// A streamed reply on its way to its connection: the head, and the flow it will be fed by.
+pub(crate) struct StreamStart {
+    pub(crate) head: crate::http::Response,
+    pub(crate) length: Option<u64>,
+    pub(crate) flow: FlowEnd,
+}
+
+impl std::fmt::Debug for StreamStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamStart")
+            .field("status", &self.head.status)
+            .field("length", &self.length)
+            .finish()
+    }
+}
+
+/// A piece of a streamed body sent to a `handle_conn` thread.
+pub(crate) enum ThreadPiece {
+    Data(Vec<u8>),
+    /// The body is complete (a sender dropped without it disconnects: the body is cut).
+    End,
+}
+
+/// A streamed reply for a `handle_conn` thread: its head, and the pieces that follow (the
+/// channel's bound is the backpressure).
+pub(crate) struct ThreadStream {
+    pub(crate) head: crate::http::Response,
+    pub(crate) length: Option<u64>,
+    pub(crate) pieces: mpsc::Receiver<ThreadPiece>,
+}
+
+/// Pieces a `handle_conn` thread's channel holds.
+const THREAD_PIECES: usize = STREAM_WINDOW / PIECE;
+
+/// What a deferred reply to a `handle_conn` thread delivers.
+pub(crate) enum Later {
+    Answer(crate::http::Response),
+    Stream(ThreadStream),
+}
+
+/// Where a sender's pieces go.
+enum Sink {
+    Conn {
+        replies: Arc<Replies>,
+        id: ConnId,
+        seq: NonZeroU32,
+        flow: Arc<Flow>,
+    },
+    Thread(mpsc::SyncSender<ThreadPiece>),
+    /// Nowhere (a reply with no client): every write fails.
+    Nowhere,
+}
+
+/// Writes a streamed response body, from any thread: made by
+/// [`Reply::stream`](super::Reply::stream) (length unknown: chunked, or close-delimited for an
+/// HTTP/1.0 client) or [`Reply::stream_sized`](super::Reply::stream_sized) (`Content-Length`).
+///
+/// A [`io::Write`]: each write sends up to 64 KiB and blocks while [`STREAM_WINDOW`] bytes
+/// already sent wait for the client to read them, so a producer never runs ahead of a slow
+/// reader by more than that. Writes fail with [`io::ErrorKind::BrokenPipe`] once the body is
+/// not wanted — the client went away, the request was `HEAD` (the head is sent alone), or the
+/// server cut the stream ([`Server::reply_timeout`](crate::http::Server::reply_timeout) passed
+/// with no piece, or the server stopped) — so the work can stop.
+///
+/// Call [`finish`](BodySender::finish) at the end. A sender dropped without it cuts the body:
+/// the client sees the connection close before the body's end (no last chunk, or fewer bytes
+/// than announced), which it reports as an error — never as a complete body.
+///
+/// ```
+/// use std::io::Write;
+/// use web::http::{defer, text_response, Server};
+/// let handle = Server::bind("127.0.0.1:0")?.workers(1).spawn(|_req| {
+///     let (reply, later) = defer();
+///     std::thread::spawn(move || -> std::io::Result<()> {
+///         let mut body = reply.stream(text_response(200, ""))?;
+///         for n in 0..3 {
+///             writeln!(body, "line {n}")?;
+///         }
+///         body.finish()
+///     });
+///     later
+/// })?;
+/// let raw = web::http::get("127.0.0.1", handle.local_addr().port(), "/")?;
+/// assert_eq!(web::http::response_body(&raw).unwrap(), b"line 0\nline 1\nline 2\n");
+/// # handle.shutdown()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct BodySender {
+    sink: Sink,
+    /// Bytes still owed when the length was announced.
+    left: Option<u64>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for BodySender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BodySender")
+            .field("open", &self.is_open())
+            .field("left", &self.left)
+            .finish()
+    }
+}
+
+fn not_wanted() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::BrokenPipe,
+        "the response body is no longer wanted (client gone, HEAD, or the stream was cut)",
+    )
+}
+
+impl BodySender {
+    /// Sends the head of a streamed reply to connection `id` (its request `seq`).
+    pub(crate) fn to_conn(
+        replies: Arc<Replies>,
+        id: ConnId,
+        seq: NonZeroU32,
+        head: crate::http::Response,
+        length: Option<u64>,
+    ) -> io::Result<BodySender> {
+        let flow = Flow::new();
+        let start = StreamStart {
+            head,
+            length,
+            flow: FlowEnd(Arc::clone(&flow)),
+        };
+        let what = Delivery::Stream(Arc::new(start));
+        if !replies.wanted(id, seq) || !deliver(&replies, id, HttpMsg { seq, what }) {
+            return Err(not_wanted());
+        }
+        Ok(BodySender {
+            sink: Sink::Conn {
+                replies,
+                id,
+                seq,
+                flow,
+            },
+            left: length,
+            finished: false,
+        })
+    }
+
+    /// Sends the head of a streamed reply to a `handle_conn` thread.
+    pub(crate) fn to_thread(
+        tx: mpsc::SyncSender<Later>,
+        head: crate::http::Response,
+        length: Option<u64>,
+    ) -> io::Result<BodySender> {
+        let (pieces_tx, pieces) = mpsc::sync_channel(THREAD_PIECES);
+        let stream = ThreadStream {
+            head,
+            length,
+            pieces,
+        };
+        tx.send(Later::Stream(stream)).map_err(|_| not_wanted())?;
+        Ok(BodySender {
+            sink: Sink::Thread(pieces_tx),
+            left: length,
+            finished: false,
+        })
+    }
+
+    /// A sender whose body goes nowhere (the reply had no client).
+    pub(crate) fn nowhere() -> BodySender {
+        BodySender {
+            sink: Sink::Nowhere,
+            left: None,
+            finished: true,
+        }
+    }
+
+    /// Whether the body is still wanted (the client connected, the stream not cut): cheap
+    /// enough to ask before producing each piece.
+    ///
+    /// ```
+    /// fn produce(body: &mut web::http::BodySender) {
+    ///     while body.is_open() {
+    ///         # break;
+    ///     }
+    /// }
+    /// ```
+    pub fn is_open(&self) -> bool {
+        match &self.sink {
+            Sink::Conn {
+                replies,
+                id,
+                seq,
+                flow,
+            } => replies.wanted(*id, *seq) && !flow.is_closed(),
+            Sink::Thread(_) => !self.finished,
+            Sink::Nowhere => false,
+        }
+    }
+
+    /// Ends the body: the last chunk (chunked), or a check that every announced byte was sent
+    /// (an `InvalidInput` error otherwise, and the body is cut). Returns once the end is
+    /// queued; `flush` first to wait until the client has read everything.
+    ///
+    /// ```
+    /// fn end(body: web::http::BodySender) -> std::io::Result<()> {
+    ///     body.finish()
+    /// }
+    /// ```
+    pub fn finish(mut self) -> io::Result<()> {
+        if let Some(left) = self.left.filter(|&left| left > 0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the body ended {left} bytes short of its announced length"),
+            ));
+        }
+        self.finished = true;
+        let sent = match &self.sink {
+            Sink::Conn {
+                replies, id, seq, ..
+            } => {
+                let what = Delivery::End;
+                deliver(replies, *id, HttpMsg { seq: *seq, what })
+            }
+            Sink::Thread(tx) => tx.send(ThreadPiece::End).is_ok(),
+            Sink::Nowhere => false,
+        };
+        if sent {
+            Ok(())
+        } else {
+            Err(not_wanted())
+        }
+    }
+
+    /// Takes at most a piece of `buf`, or fails when it would pass the announced length.
+    fn piece_of<'b>(&self, buf: &'b [u8]) -> io::Result<&'b [u8]> {
+        let n = buf.len().min(PIECE);
+        match self.left {
+            Some(left) if left < n as u64 => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the body passes its announced length ({left} bytes left)"),
+            )),
+            _ => Ok(&buf[..n]),
+        }
+    }
+}
+
+impl io::Write for BodySender {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.finished {
+            return Err(not_wanted());
+        }
+        let piece = self.piece_of(buf)?;
+        let sent = match &self.sink {
+            Sink::Conn {
+                replies,
+                id,
+                seq,
+                flow,
+            } => {
+                if !flow.reserve(piece.len()) {
+                    return Err(not_wanted());
+                }
+                let what = Delivery::Piece(piece.to_vec());
+                let sent = deliver(replies, *id, HttpMsg { seq: *seq, what });
+                if !sent {
+                    flow.written(piece.len());
+                }
+                sent
+            }
+            Sink::Thread(tx) => tx.send(ThreadPiece::Data(piece.to_vec())).is_ok(),
+            Sink::Nowhere => false,
+        };
+        if !sent {
+            return Err(not_wanted());
+        }
+        if let Some(left) = &mut self.left {
+            *left -= piece.len() as u64;
+        }
+        Ok(piece.len())
+    }
+
+    /// Waits until the client has read everything written so far (the connection's side; a
+    /// `handle_conn` thread writes each piece as it takes it).
+    fn flush(&mut self) -> io::Result<()> {
+        match &self.sink {
+            Sink::Conn { flow, .. } if !flow.drain() => Err(not_wanted()),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for BodySender {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        if let Sink::Conn {
+            replies, id, seq, ..
+        } = &self.sink
+        {
+            if replies.wanted(*id, *seq) {
+                let what = Delivery::Abort;
+                deliver(replies, *id, HttpMsg { seq: *seq, what });
+            }
+        }
+        // A thread's channel disconnects as the sender drops: it cuts the body there.
+    }
+}
+
+/// A streamed body being sent by a strand: its framing and what it owes the sender's window.
+pub(crate) struct Streaming {
+    flow: FlowEnd,
+    framing: StreamFraming,
+    /// Body bytes put in the output and not yet counted off the window.
+    owed: usize,
+    /// The connection stays open after the body (as its head said).
+    keep: bool,
+}
+
+impl Streaming {
+    pub(crate) fn new(flow: FlowEnd, framing: StreamFraming, keep: bool) -> Streaming {
+        Streaming {
+            flow,
+            framing,
+            owed: 0,
+            keep,
+        }
+    }
+
+    /// Appends `piece`, framed, to `out`; an error when it passes the announced length.
+    pub(crate) fn piece(&mut self, out: &mut Vec<u8>, piece: &[u8]) -> Result<(), PastLength> {
+        self.framing.piece(out, piece)?;
+        self.owed += piece.len();
+        Ok(())
+    }
+
+    /// Appends the body's end; `false` when it is short of its announced length.
+    pub(crate) fn end(&self, out: &mut Vec<u8>) -> bool {
+        self.framing.end(out)
+    }
+
+    /// Whether the connection stays open after this body.
+    pub(crate) fn keeps_alive(&self) -> bool {
+        self.keep
+    }
+
+    /// The output has `pending` bytes left to write: what of the body left with the rest is
+    /// counted off the window (the framing's bytes make this err on the side of too little).
+    pub(crate) fn written(&mut self, pending: usize) {
+        let gone = self.owed.saturating_sub(pending);
+        self.owed -= gone;
+        self.flow.0.written(gone);
+    }
+}
