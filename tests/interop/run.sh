@@ -7,7 +7,8 @@
 #
 #   tests/interop/run.sh
 #
-# Installs curl, nginx, redis-server and chromium with apt-get, and websockets with pip, when they are missing
+# Installs curl, nginx, redis-server, chromium, node and npm with apt-get, websockets and httpx with
+# pip, and the eventsource package with npm, when they are missing
 # (CI runs as root on a machine that may be new); a tool still missing afterwards is a failure,
 # never a skip.
 set -euo pipefail
@@ -44,6 +45,14 @@ apt_install curl curl
 apt_install nginx nginx
 apt_install redis-server redis-server
 apt_install chromium chromium
+apt_install node nodejs
+apt_install npm npm
+# Node's EventSource client from npm, into a directory of its own (removed at exit).
+NODE_PREFIX=$(mktemp -d)
+trap 'rm -rf "$NODE_PREFIX"' EXIT
+echo "interop: installing the eventsource package with npm"
+timeout 600 npm install --prefix "$NODE_PREFIX" --silent --no-audit --no-fund eventsource@3 ||
+    die "npm could not install eventsource"
 if ! python3 -c 'import websockets, sys; sys.exit(int(websockets.__version__.split(".")[0]) < 14)' 2>/dev/null; then
     echo "interop: installing Python's websockets with pip"
     timeout 600 python3 -m pip install --quiet 'websockets>=14' || die "pip could not install websockets"
@@ -56,6 +65,7 @@ echo "interop: $(curl --version | head -n 1)"
 echo "interop: httpx $(python3 -c 'import httpx; print(httpx.__version__)')"
 echo "interop: websockets $(python3 -c 'import websockets; print(websockets.__version__)')"
 echo "interop: $(chromium --version 2>/dev/null | head -n 1)"
+echo "interop: node $(node --version), eventsource $(node -p "require('$NODE_PREFIX/node_modules/eventsource/package.json').version")"
 echo "interop: $(python3 --version)"
 echo "interop: $(nginx -v 2>&1)"
 echo "interop: $(redis-server --version)"
@@ -100,6 +110,9 @@ timeout -k 10 180 python3 tests/interop/chat_chromium.py "$chat" || failed+=("ch
 echo
 echo "== interop: Server-Sent Events, curl -N and httpx against the chat =="
 timeout -k 10 120 python3 tests/interop/sse_clients.py "$chat" || failed+=("sse_clients.py (exit $?)")
+echo
+echo "== interop: EventSource in Node (npm eventsource) and Chromium, reconnecting with Last-Event-ID =="
+timeout -k 10 240 python3 tests/interop/sse_browsers.py "$chat" "$NODE_PREFIX" || failed+=("sse_browsers.py (exit $?)")
 echo
 echo "== interop: two chat instances sharing rooms and rate limits through Redis, behind nginx =="
 timeout -k 10 180 python3 tests/interop/fleet_nginx.py "$chat" || failed+=("fleet_nginx.py (exit $?)")
