@@ -376,21 +376,29 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return; // compiled and listed by `cargo test --benches`; figures come from `cargo bench`.
     }
+    if std::env::var_os("LONG_BENCH_SERVER").is_some() {
+        return child::run("LONG_BENCH_SERVER", serve, |_, _| ()); // the child: serves
+    }
     raise_descriptor_limit();
-    child::run("LONG_BENCH_SERVER", serve, |port, child| {
-        let pid = child.id().to_string();
-        println!("idle connections (each kind from the same baseline; `room`: String state, one room joined):");
-        idle(port, "SSE stream, bare", &pid, |p| {
-            subscriber_at(p, "/sse-bare")
+    // Each idle kind in a server of its own, so that none finds the slab already grown by
+    // another (the slab entry is part of what a connection costs).
+    println!(
+        "idle connections, each kind in a fresh server (`room`: String state, one room joined):"
+    );
+    type Opener = fn(u16) -> TcpStream;
+    let kinds: [(&str, Opener); 5] = [
+        ("SSE stream, bare", |p| subscriber_at(p, "/sse-bare")),
+        ("SSE stream, room", |p| subscriber_at(p, "/sse?room=idle")),
+        ("WebSocket, bare", |p| member_at(p, "/ws-bare")),
+        ("WebSocket, room", |p| member_at(p, "/ws?room=idle")),
+        ("parked deferred request", parked),
+    ];
+    for (kind, open) in kinds {
+        child::run("LONG_BENCH_SERVER", serve, |port, child| {
+            idle(port, kind, &child.id().to_string(), open)
         });
-        idle(port, "SSE stream, room", &pid, |p| {
-            subscriber_at(p, "/sse?room=idle")
-        });
-        idle(port, "WebSocket, bare", &pid, |p| member_at(p, "/ws-bare"));
-        idle(port, "WebSocket, room", &pid, |p| {
-            member_at(p, "/ws?room=idle")
-        });
-        idle(port, "parked deferred request", &pid, parked);
+    }
+    child::run("LONG_BENCH_SERVER", serve, |port, _| {
         publish(port);
         pool(port);
         download(port);

@@ -152,4 +152,26 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(framing, StreamFraming::Length { left: 3 });
     }
+
+    proptest::proptest! {
+        /// Any pieces, chunked, decode back (by the library's own strict decoder) to their
+        /// concatenation, ending exactly where the framing's end does.
+        #[test]
+        fn chunked_pieces_decode_to_their_concatenation(
+            pieces in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..300), 0..12)
+        ) {
+            let mut framing = StreamFraming::Chunked;
+            let mut wire = Vec::new();
+            for piece in &pieces {
+                framing.piece(&mut wire, piece).unwrap();
+            }
+            proptest::prop_assert!(framing.end(&mut wire));
+            let mut decoder = crate::http::ChunkedDecoder::new(u64::MAX);
+            let mut body = Vec::new();
+            let used = decoder.decode(&wire, &mut body).unwrap();
+            proptest::prop_assert!(decoder.is_done());
+            proptest::prop_assert_eq!(used, wire.len());
+            proptest::prop_assert_eq!(body, pieces.concat());
+        }
+    }
 }
