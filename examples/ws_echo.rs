@@ -7,7 +7,8 @@
 //!
 //! With `--room NAME` every connection also joins room `NAME` when it opens (still with a
 //! zero-sized state): what one room membership costs an idle connection can then be measured
-//! against the same server without it.
+//! against the same server without it. `--ping-interval SECONDS` (fractions allowed; 0 turns
+//! pings off) sets how often silent peers are pinged (default 30; see `Server::ping_interval`).
 
 use web::http::{text_response, with_header, Request, Response};
 use web::ws::{Message, Ws, WsHandler};
@@ -43,11 +44,26 @@ fn main() -> std::process::ExitCode {
 
 fn serve() -> std::io::Result<()> {
     let options = cli::Options::parse(
-        &["--port", "--max-message", "--workers", "--room"],
+        &[
+            "--port",
+            "--max-message",
+            "--workers",
+            "--room",
+            "--ping-interval",
+        ],
         &[],
         "WebSocket echo at /: text as text, binary as binary. --max-message BYTES (default 65536); \
-         --room NAME: every connection joins room NAME (to measure what a membership costs).",
+         --room NAME: every connection joins room NAME (to measure what a membership costs); \
+         --ping-interval SECONDS: ping silent peers, close those that do not answer (default 30, \
+         fractions allowed, 0 = off).",
     )?;
+    let ping_interval = match options.get::<f64>("--ping-interval")? {
+        None => Some(web::http::PING_INTERVAL),
+        Some(s) if (0.0..=1e9).contains(&s) => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        Some(s) => return Err(cli::usage(format!("bad value {s} for --ping-interval"))),
+    };
     let room = options.get::<String>("--room")?;
     let max_message = options
         .get("--max-message")?
@@ -55,7 +71,8 @@ fn serve() -> std::io::Result<()> {
     let server = options
         .server(9001)?
         .websocket("/", Echo { room })
-        .max_message(max_message);
+        .max_message(max_message)
+        .ping_interval(ping_interval);
     eprintln!("ws_echo: listening on ws://{}/", server.local_addr()?);
     // Plain HTTP gets 426 Upgrade Required, naming the protocol (RFC 9110 §15.5.22).
     server.run(|_req| {

@@ -92,6 +92,16 @@ fn a_usage_error_is_one_readable_line_and_exit_code_2() {
             "bad value \"lots\" for --max-message",
         ),
         (
+            "ws_echo",
+            &["--ping-interval", "soon"],
+            "bad value \"soon\" for --ping-interval",
+        ),
+        (
+            "ws_echo",
+            &["--ping-interval", "-1"],
+            "bad value -1 for --ping-interval",
+        ),
+        (
             "rate_limited",
             &["--writes", "-1"],
             "bad value \"-1\" for --writes",
@@ -158,4 +168,40 @@ fn a_refused_connection_is_a_readable_error_and_exit_code_1() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_readable("fetch", &stderr);
     assert!(stderr.contains("refused"), "{stderr:?}");
+}
+
+#[test]
+fn ws_echo_pings_silent_peers_at_the_interval_given_and_closes_those_that_never_answer() {
+    use std::io::{BufRead, Read, Write};
+    let mut child = Command::new(examples_dir().join("ws_echo"))
+        .args(["--port", "0", "--ping-interval", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("ws_echo: listening on ws://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.write_all(&web::ws::ws_handshake_request("127.0.0.1", "/"))
+        .unwrap();
+    let started = Instant::now();
+    let mut got = Vec::new();
+    let _ = conn.read_to_end(&mut got); // until the server closes: it pings, we never answer
+    let took = started.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    let head_end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(got.starts_with(b"HTTP/1.1 101 "), "{}", text(&got));
+    assert_eq!(&got[head_end..], [0x89, 0x00], "one ping, then the close");
+    assert!(took < Duration::from_secs(2), "closed after {took:?}");
 }

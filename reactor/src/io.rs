@@ -18,6 +18,9 @@ pub(crate) const WRITE_READY: u8 = 2;
 /// more is owed — the end of stream may sit behind the data, and no new edge will announce it.
 pub(crate) const READ_CLOSED: u8 = 32;
 
+/// In an entry's `quiet` byte: something arrived from the peer since the last liveness sweep.
+pub(crate) const HEARD: u8 = 0x80;
+
 /// Whether a read shorter than the buffer means the socket was drained. On Linux a TCP read
 /// copies until the receive queue is empty or the buffer full, and epoll (edge-triggered) raises
 /// a new edge for every arrival after it; so a strand may park on `read` after a short read
@@ -80,6 +83,8 @@ pub struct Io<'a, M> {
     pub(crate) stream: &'a mut TcpStream,
     pub(crate) scratch: &'a mut [u8],
     pub(crate) ready: &'a mut u8,
+    /// [`HEARD`], and the liveness sweeps in a row that found the peer silent.
+    pub(crate) quiet: &'a mut u8,
     pub(crate) now: Instant,
     pub(crate) id: ConnId,
     pub(crate) remote: &'a Remote<M>,
@@ -121,6 +126,7 @@ impl<'a, M> Io<'a, M> {
             match sys::recv(self.stream, self.scratch) {
                 Ok(0) => break Outcome::Closed,
                 Ok(n) => {
+                    *self.quiet |= HEARD;
                     if n < self.scratch.len()
                         && DRAINED_BY_SHORT_READ
                         && *self.ready & READ_CLOSED == 0
@@ -150,6 +156,33 @@ impl<'a, M> Io<'a, M> {
             ready: self.ready,
         };
         (read, out)
+    }
+
+    /// One liveness sweep of this connection: how many sweeps in a row, this one included,
+    /// found that nothing had arrived from the peer since the sweep before — 0 when something
+    /// did. Each read that returns data counts as hearing from the peer; nothing else is kept
+    /// per connection (one byte of the reactor's entry, in what was padding) and no timer.
+    ///
+    /// A strand that pings its peer calls it on each sweep: 1 means "silent for a whole
+    /// interval: ping", 2 "the ping got no answer within an interval: the peer is gone".
+    ///
+    /// ```
+    /// fn sweep(io: &mut reactor::Io<'_, ()>) -> &'static str {
+    ///     match io.silent_sweeps() {
+    ///         0 => "heard from lately",
+    ///         1 => "ping it",
+    ///         _ => "gone",
+    ///     }
+    /// }
+    /// ```
+    pub fn silent_sweeps(&mut self) -> u8 {
+        let quiet = *self.quiet;
+        *self.quiet = if quiet & HEARD != 0 {
+            0
+        } else {
+            (quiet + 1).min(!HEARD)
+        };
+        *self.quiet
     }
 
     /// Whether a read may find something: false once a read found the socket drained and no

@@ -37,6 +37,9 @@ pub(crate) struct Entry<T> {
     generation: u32,
     link: Link,
     flags: u8,
+    /// Liveness: [`HEARD`](crate::io::HEARD) and the count of silent sweeps (see
+    /// [`Io::silent_sweeps`]).
+    quiet: u8,
 }
 
 /// Entries a worker's batch vectors (messages, fan-out ids, strands to resume) keep between
@@ -446,6 +449,7 @@ impl<S: Service> Worker<S> {
             link: Link::new(),
             // Nothing is known yet: let the first read find out.
             flags: READ_READY | WRITE_READY,
+            quiet: 0,
         });
         if self.slab.capacity() != capacity {
             self.trim
@@ -470,6 +474,7 @@ impl<S: Service> Worker<S> {
                 stream: &mut entry.stream,
                 scratch: &mut self.scratch,
                 ready: &mut entry.flags,
+                quiet: &mut entry.quiet,
                 now: self.now,
                 id,
                 remote: &self.remote,

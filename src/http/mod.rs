@@ -54,8 +54,8 @@ pub use request::{header, header_in, parse_request};
 pub use crate::server::{
     accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n, serve_taking,
     BodySender, Control, Pool, Reply, Server, ServerHandle, ServerStats, DRAIN_TIMEOUT,
-    HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, REPLY_TIMEOUT,
-    STREAM_WINDOW, WRITE_TIMEOUT,
+    HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, PING_INTERVAL,
+    REPLY_TIMEOUT, STREAM_WINDOW, WRITE_TIMEOUT,
 };
 pub use later::HttpMsg;
 pub use status::status_text;

@@ -13,6 +13,7 @@
 //! | graceful shutdown | [`DRAIN_TIMEOUT`] (10 s) | requests still in flight are closed |
 //! | a deferred reply coming | [`REPLY_TIMEOUT`] (60 s) | 503 |
 //! | an event stream with nothing to send | [`HEARTBEAT`] (15 s) | a comment line is sent |
+//! | a WebSocket peer silent | [`PING_INTERVAL`] (30 s) | pinged; closed when its answer does not come within an interval |
 
 use std::time::Duration;
 
@@ -78,6 +79,17 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// assert_eq!(web::http::HEARTBEAT, std::time::Duration::from_secs(15));
 /// ```
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Default interval of the liveness pings of WebSocket peers
+/// ([`Server::ping_interval`](crate::http::Server::ping_interval)): a peer from which nothing
+/// has arrived for half an interval to an interval is pinged, and closed if nothing arrives
+/// within an interval of the ping, so a peer that vanished (a phone out of coverage, a laptop
+/// shut, a NAT box that forgot it) is closed 1.5 to 2 intervals after its last byte — 45–60 s.
+/// 30 s also keeps NAT mappings and proxies of mobile networks from timing the connection out.
+///
+/// ```
+/// assert_eq!(web::http::PING_INTERVAL, std::time::Duration::from_secs(30));
+/// ```
+pub const PING_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Limits and timeouts of a server's connections.
 #[derive(Clone, Copy, Debug)]

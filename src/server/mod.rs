@@ -16,7 +16,7 @@
 //! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |
 //! | `blocking.rs` | `handle_conn`, the blocking driver |
 //! | `deferred.rs` | deferred replies: `defer`, `Reply`, the table of replies awaited |
-//! | `heartbeat.rs` | the comment line every event stream gets now and then |
+//! | `ticks.rs` | what is done on a schedule for all connections: the event streams' heartbeat, the WebSockets' liveness sweep |
 //! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
 //! | `streamed.rs` | streamed bodies: `BodySender`, the window it shares with its strand |
 
@@ -25,7 +25,6 @@ mod conn;
 mod control;
 mod deferred;
 mod dispatch;
-mod heartbeat;
 mod http_strand;
 mod limits;
 mod output;
@@ -33,6 +32,7 @@ mod pool;
 mod signals;
 mod streamed;
 mod taken;
+mod ticks;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -56,12 +56,13 @@ use dispatch::{Counter, DynHandler, LiveRoute, Shared};
 pub(crate) use limits::Limits;
 pub use limits::{
     DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
-    REPLY_TIMEOUT, WRITE_TIMEOUT,
+    PING_INTERVAL, REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
 pub use pool::Pool;
 pub(crate) use streamed::StreamStart;
 pub use streamed::{BodySender, STREAM_WINDOW};
 use taken::DynTaken;
+use ticks::Tick;
 
 /// Where the server's connections come from.
 enum Listen {
@@ -110,6 +111,7 @@ pub struct Server {
     websocket: Vec<LiveRoute>,
     sse: Vec<LiveRoute>,
     heartbeat: Duration,
+    ping_interval: Option<Duration>,
     max_message: usize,
     max_rooms: usize,
     max_queued_output: usize,
@@ -190,6 +192,7 @@ impl Server {
             websocket: Vec::new(),
             sse: Vec::new(),
             heartbeat: HEARTBEAT,
+            ping_interval: Some(PING_INTERVAL),
             max_message: MAX_MESSAGE,
             max_rooms: crate::ws::MAX_ROOMS,
             max_queued_output: crate::ws::MAX_QUEUED_OUTPUT,
@@ -463,6 +466,30 @@ impl Server {
         self
     }
 
+    /// Liveness of WebSocket peers (default `Some(`[`PING_INTERVAL`]`)`, 30 s; `None` turns it
+    /// off): a peer from which nothing arrived for half an interval to an interval is pinged,
+    /// and one from which nothing arrives within an interval of its ping is closed — the
+    /// application's `close` is told with no code. Any frame counts, so an active peer is never
+    /// pinged, and one that answers pings stays open for ever. It costs no timer, allocation or
+    /// memory per connection: twice an interval each worker walks its connections (one byte of
+    /// the reactor's entry says whether a peer was heard from), and a ping is one write.
+    ///
+    /// Event streams, whose clients send nothing, are watched by the kernel instead: with
+    /// pings on, a stream's socket gets `TCP_USER_TIMEOUT` of two intervals (Linux), so one
+    /// whose [heartbeats](Server::heartbeat) go unacknowledged that long is closed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.ping_interval(Some(Duration::from_secs(20)));
+    /// let quiet = web::http::Server::bind("127.0.0.1:0")?.ping_interval(None);
+    /// # let _ = (server, quiet);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn ping_interval(mut self, every: Option<Duration>) -> Server {
+        self.ping_interval = every.filter(|d| !d.is_zero());
+        self
+    }
+
     /// The server's [`Control`]: its figures and its graceful stop from anywhere (a handler
     /// included), and the stop on SIGINT/SIGTERM. Take it before the server starts.
     ///
@@ -609,6 +636,7 @@ impl Server {
                 rooms: self.rooms.clone(),
                 open: self.control.websockets(),
                 streams: self.control.streams(),
+                ping_interval: self.ping_interval,
             }),
             replies,
             reply_timeout: self.reply_timeout,
@@ -630,9 +658,21 @@ impl Server {
         };
         let _ = shared.remote.set(reactor.remote());
         let _ = shared.replies.remote.set(reactor.remote());
+        let mut schedule = Vec::new();
         if !shared.sse.is_empty() {
-            heartbeat::start(reactor.remote(), self.heartbeat)?;
+            schedule.push(Tick {
+                every: self.heartbeat,
+                command: WsCommand::Heartbeat,
+            });
         }
+        if let (Some(every), false) = (self.ping_interval, shared.websocket.is_empty()) {
+            // Two sweeps an interval: see `PING_INTERVAL`.
+            schedule.push(Tick {
+                every: every / 2,
+                command: WsCommand::Sweep,
+            });
+        }
+        ticks::start(reactor.remote(), schedule)?;
         self.rooms.attach(reactor.remote());
         #[cfg(feature = "redis")]
         let fleet = match &self.fleet {

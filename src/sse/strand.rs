@@ -9,6 +9,7 @@
 //! timeout). What the client sends is read and dropped; its end of stream ends the stream.
 
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -266,6 +267,15 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
                 .streams
                 .fetch_add(1, Ordering::Relaxed);
         }
+        if let Some(every) = self
+            .member
+            .as_ref()
+            .and_then(|m| m.endpoint.settings.ping_interval)
+        {
+            // The client sends nothing: the kernel tells a peer gone from heartbeats that go
+            // unacknowledged (best effort: a failure leaves the connection as it was).
+            let _ = give_up_unacknowledged_after(io.stream().as_raw_fd(), every * 2);
+        }
         let id = io.id();
         self.with_sse(id, |handler, sse, state| handler.open(sse, state));
         if io.remote().is_shutting_down() {
@@ -347,4 +357,31 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
     fn wants(&self, msg: &WsCommand) -> bool {
         matches!(msg, WsCommand::Heartbeat)
     }
+}
+
+/// Sets `TCP_USER_TIMEOUT`: data the peer leaves unacknowledged for `after` makes the kernel
+/// fail the connection (the strand then sees the error and closes). Linux only; elsewhere
+/// nothing is set.
+fn give_up_unacknowledged_after(fd: std::os::fd::RawFd, after: Duration) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let millis = libc::c_uint::try_from(after.as_millis()).unwrap_or(libc::c_uint::MAX);
+        // SAFETY: `fd` is the open socket of this connection; the option value is a c_uint
+        // passed by pointer with its size, as setsockopt(2) expects for TCP_USER_TIMEOUT.
+        let done = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_USER_TIMEOUT,
+                (&millis as *const libc::c_uint).cast(),
+                std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+            )
+        };
+        if done != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (fd, after);
+    Ok(())
 }

@@ -163,6 +163,11 @@ pub enum WsCommand {
     /// [`Remote::send_all`]): a comment line, if it has nothing else to send, so that proxies
     /// see traffic on an idle stream.
     Heartbeat,
+    /// To every WebSocket of a worker (sent to all with [`Remote::send_all`], twice per
+    /// [`Server::ping_interval`](crate::http::Server::ping_interval)): a liveness sweep. A
+    /// connection silent since the sweep before is pinged; one still silent an interval after
+    /// its ping is closed as gone.
+    Sweep,
     /// Close with this code.
     Close(u16),
     /// To a connection of a worker, from itself: enter it in the worker's list of `room`'s

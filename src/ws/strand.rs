@@ -23,7 +23,7 @@ use super::app::{Message, Ws, WsCommand, WsHandler};
 use super::budget::OutputBudget;
 use super::close::{close_payload, GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
-use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PONG, OP_TEXT};
+use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
 use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
 use super::seat::{join_back, Joining, Seat};
@@ -79,6 +79,8 @@ pub(crate) struct WsSettings {
     pub(crate) open: Arc<std::sync::atomic::AtomicUsize>,
     /// Open Server-Sent Events streams of the server.
     pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
+    /// The liveness interval ([`Server::ping_interval`](crate::http::Server::ping_interval)).
+    pub(crate) ping_interval: Option<Duration>,
 }
 
 /// A WebSocket route's application, whatever its handler type.
@@ -356,6 +358,22 @@ impl<H: WsHandler> WsStrand<H> {
         }
     }
 
+    /// Pings the peer. An idle connection writes the two bytes straight to the socket, so the
+    /// ping costs its system call and nothing else (no busy part, no allocation); only if the
+    /// socket does not take them whole are they queued.
+    fn ping(&mut self, io: &mut Io<'_, WsCommand>) {
+        const PING: [u8; 2] = [0x80 | OP_PING, 0];
+        let sent = match &self.busy {
+            None => io.write(&PING).unwrap_or(0),
+            Some(_) => 0,
+        };
+        if sent < PING.len() {
+            self.b()
+                .out
+                .write(|buf| buf.extend_from_slice(&PING[sent..]));
+        }
+    }
+
     /// Decodes what arrived and acts on every event.
     fn take(&mut self, mut bytes: &[u8], id: ConnId) {
         while !bytes.is_empty() && self.closing() != Closing::Done {
@@ -575,6 +593,18 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                 | WsCommand::FanOut { frame, .. }
                 | WsCommand::Publish { frame, .. } => self.b().out.push_shared(&frame),
                 WsCommand::Close(code) => self.queue_close(code),
+                WsCommand::Sweep => match io.silent_sweeps() {
+                    0 => {}
+                    // Silent for half an interval to an interval: ping.
+                    1 => self.ping(io),
+                    2 => {} // the ping's answer has half an interval more
+                    _ => {
+                        // Nothing within an interval of the ping: the peer is gone (no close
+                        // frame: no one would read it).
+                        self.tell(io.id(), None);
+                        return Next::Close;
+                    }
+                },
                 // For an HTTP connection that has turned WebSocket since, or for event streams.
                 WsCommand::Http(_) | WsCommand::Event(_) | WsCommand::Heartbeat => {}
                 WsCommand::Join(room) => {
@@ -611,6 +641,10 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
 
     fn closed(&mut self, id: ConnId) {
         self.tell(id, None);
+    }
+
+    fn wants(&self, msg: &WsCommand) -> bool {
+        matches!(msg, WsCommand::Sweep) && self.member.is_some() && self.closing() == Closing::No
     }
 
     fn held_bytes(&self) -> usize {
