@@ -59,9 +59,7 @@ fn serve() -> std::io::Result<()> {
     )?;
     let ping_interval = match options.get::<f64>("--ping-interval")? {
         None => Some(web::http::PING_INTERVAL),
-        Some(s) if (0.0..=1e9).contains(&s) => {
-            Some(std::time::Duration::from_secs_f64(s))
-        }
+        Some(s) if (0.0..=1e9).contains(&s) => Some(std::time::Duration::from_secs_f64(s)),
         Some(s) => return Err(cli::usage(format!("bad value {s} for --ping-interval"))),
     };
     let room = options.get::<String>("--room")?;

@@ -341,20 +341,19 @@ impl<S: Service> Worker<S> {
                     self.fan_ids = ids;
                 }
                 To::All => {
-                    let mut ids = std::mem::take(&mut self.fan_ids);
-                    let index = self.index;
-                    ids.extend(self.slab.iter().filter_map(|(key, e)| {
-                        let wants = catch_unwind(AssertUnwindSafe(|| e.strand.wants(&msg)));
-                        wants
-                            .unwrap_or(false)
-                            .then(|| ConnId::new(index, key as u32, e.generation))
-                    }));
-                    self.again.reserve(ids.len());
-                    for id in ids.drain(..) {
-                        self.deliver(id, msg.clone());
+                    // Walked key by key, no list of recipients made: a sweep over every
+                    // connection (a heartbeat, a liveness sweep) allocates nothing.
+                    for key in 0..self.slab.capacity() {
+                        let Some(entry) = self.slab.get(key) else {
+                            continue;
+                        };
+                        let strand = &entry.strand;
+                        let wants = catch_unwind(AssertUnwindSafe(|| strand.wants(&msg)));
+                        if wants.unwrap_or(false) {
+                            let id = ConnId::new(self.index, key as u32, entry.generation);
+                            self.deliver(id, msg.clone());
+                        }
                     }
-                    shrink_after_burst(&mut ids);
-                    self.fan_ids = ids;
                 }
             }
         }
