@@ -380,12 +380,14 @@ fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
         .unwrap_or(0);
     let rooms = chat.rooms.list().len();
     format!(
-        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"rooms":{rooms}}}"#,
+        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"event_streams":{},"out_of_descriptors":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"rooms":{rooms}}}"#,
         s.open_connections,
         s.websockets,
         s.requests,
         s.held_bytes,
         s.connections,
+        s.event_streams,
+        s.out_of_descriptors,
         s.fleet_errors,
         s.fleet_dropped,
         s.fleet_local_decisions,

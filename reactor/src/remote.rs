@@ -14,6 +14,7 @@ pub(crate) struct Counters {
     pub(crate) held_bytes: AtomicUsize,
     pub(crate) accepted: AtomicU64,
     pub(crate) accept_errors: AtomicU64,
+    pub(crate) out_of_descriptors: AtomicU64,
     pub(crate) dropped_messages: AtomicU64,
     /// Messages refused because the worker's inbox was full (counted by senders).
     pub(crate) refused_messages: AtomicU64,
@@ -294,6 +295,7 @@ impl<M: Send + 'static> Remote<M> {
                     held_bytes: c.held_bytes.load(Relaxed),
                     accepted: c.accepted.load(Relaxed),
                     accept_errors: c.accept_errors.load(Relaxed),
+                    out_of_descriptors: c.out_of_descriptors.load(Relaxed),
                     dropped_messages: c.dropped_messages.load(Relaxed),
                     refused_messages: c.refused_messages.load(Relaxed),
                     panics: c.panics.load(Relaxed),

@@ -20,6 +20,9 @@ pub struct WorkerStats {
     pub accepted: u64,
     /// Failed `accept` calls since start (`ECONNABORTED`, `EMFILE`, ...).
     pub accept_errors: u64,
+    /// Of those, the ones for want of descriptors or memory (`EMFILE`, `ENFILE`, `ENOBUFS`,
+    /// `ENOMEM`): each pauses accepting for the retry interval.
+    pub out_of_descriptors: u64,
     /// Messages dropped because their connection had closed.
     pub dropped_messages: u64,
     /// Messages refused because the inbox was full ([`INBOX_LIMIT`](crate::INBOX_LIMIT)).
@@ -59,6 +62,9 @@ pub struct Stats {
     pub accepted: u64,
     /// Failed `accept` calls since start.
     pub accept_errors: u64,
+    /// Of those, the ones for want of descriptors or memory (`EMFILE`, `ENFILE`, `ENOBUFS`,
+    /// `ENOMEM`): each pauses accepting for the retry interval.
+    pub out_of_descriptors: u64,
     /// Messages dropped because their connection had closed or its key was reused.
     pub dropped_messages: u64,
     /// Messages refused because a worker's inbox was full ([`INBOX_LIMIT`](crate::INBOX_LIMIT)).
@@ -78,6 +84,7 @@ impl Stats {
             s.held_bytes += w.held_bytes;
             s.accepted += w.accepted;
             s.accept_errors += w.accept_errors;
+            s.out_of_descriptors += w.out_of_descriptors;
             s.dropped_messages += w.dropped_messages;
             s.refused_messages += w.refused_messages;
             s.panics += w.panics;

@@ -132,6 +132,7 @@ pub(crate) struct Worker<S: Service> {
     trim: Trim,
     accepted: u64,
     accept_errors: u64,
+    out_of_descriptors: u64,
     dropped: u64,
     panics: u64,
 }
@@ -178,6 +179,7 @@ impl<S: Service> Worker<S> {
             trim: Trim::default(),
             accepted: 0,
             accept_errors: 0,
+            out_of_descriptors: 0,
             dropped: 0,
             panics: 0,
         }
@@ -405,6 +407,7 @@ impl<S: Service> Worker<S> {
                     self.accept_errors += 1;
                     if !skippable(&e) {
                         // EMFILE, ENFILE, ENOBUFS, ENOMEM or unknown: pause, retry on a timer.
+                        self.out_of_descriptors += 1;
                         self.accept_paused_until = Some(self.now + self.config.accept_retry);
                         return;
                     }
@@ -643,6 +646,7 @@ impl<S: Service> Worker<S> {
         c.held_bytes.store(self.held, Relaxed);
         c.accepted.store(self.accepted, Relaxed);
         c.accept_errors.store(self.accept_errors, Relaxed);
+        c.out_of_descriptors.store(self.out_of_descriptors, Relaxed);
         c.dropped_messages.store(self.dropped, Relaxed);
         c.panics.store(self.panics, Relaxed);
     }

@@ -69,6 +69,11 @@ fn accept_pauses_on_emfile_without_spinning_and_accepts_again_later() {
     );
     let errors = handle.stats().accept_errors;
     assert!(errors <= 30, "retries are paced: {errors} failed accepts");
+    let out = handle.stats().out_of_descriptors;
+    assert!(
+        out > 0 && out <= errors,
+        "counted as running out of descriptors: {out} of {errors}"
+    );
 
     // Existing connections are still served.
     assert_eq!(steady.roundtrip("during").as_deref(), Some("during"));

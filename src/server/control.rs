@@ -117,6 +117,7 @@ impl Control {
             websockets: self.shared.websockets.load(Ordering::Relaxed),
             event_streams: self.shared.streams.load(Ordering::Relaxed),
             refused_messages: s.refused_messages,
+            out_of_descriptors: s.out_of_descriptors,
             panics: s.panics,
             ..ServerStats::default()
         };

@@ -45,7 +45,7 @@ use reactor::{Config, Reactor};
 use crate::http::{Request, Response};
 use crate::sse::{SseHandler, SseRoute};
 use crate::ws::{
-    LiveApp, OutputBudget, Rooms, Route, WsCommand, WsHandler, WsSettings, MAX_MESSAGE,
+    LiveApp, OutputBudget, Rooms, Route, Timeouts, WsCommand, WsHandler, WsSettings, MAX_MESSAGE,
 };
 
 pub use blocking::handle_conn;
@@ -112,6 +112,7 @@ pub struct Server {
     sse: Vec<LiveRoute>,
     heartbeat: Duration,
     ping_interval: Option<Duration>,
+    close_timeout: Duration,
     max_message: usize,
     max_rooms: usize,
     max_queued_output: usize,
@@ -193,6 +194,7 @@ impl Server {
             sse: Vec::new(),
             heartbeat: HEARTBEAT,
             ping_interval: Some(PING_INTERVAL),
+            close_timeout: crate::ws::CLOSE_TIMEOUT,
             max_message: MAX_MESSAGE,
             max_rooms: crate::ws::MAX_ROOMS,
             max_queued_output: crate::ws::MAX_QUEUED_OUTPUT,
@@ -466,6 +468,22 @@ impl Server {
         self
     }
 
+    /// How long a WebSocket peer has to answer our close frame before the connection is closed
+    /// anyway (default [`CLOSE_TIMEOUT`](crate::ws::CLOSE_TIMEOUT), 5 s). At a graceful stop
+    /// every WebSocket is sent a close frame (1001) at once, so the stop waits at most this long
+    /// for peers that do not answer — within [`drain_timeout`](Server::drain_timeout) — and
+    /// returns as soon as the last peer has answered.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.close_timeout(std::time::Duration::from_secs(1));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn close_timeout(mut self, d: Duration) -> Server {
+        self.close_timeout = d;
+        self
+    }
+
     /// Liveness of WebSocket peers (default `Some(`[`PING_INTERVAL`]`)`, 30 s; `None` turns it
     /// off): a peer from which nothing arrived for half an interval to an interval is pinged,
     /// and one from which nothing arrives within an interval of its ping is closed — the
@@ -632,7 +650,11 @@ impl Server {
                 max_message: self.max_message,
                 max_rooms: self.max_rooms,
                 budget,
-                write_timeout: self.limits.write_timeout,
+                timeouts: Timeouts {
+                    write: self.limits.write_timeout,
+                    close: self.close_timeout,
+                    linger: self.limits.linger,
+                },
                 rooms: self.rooms.clone(),
                 open: self.control.websockets(),
                 streams: self.control.streams(),
@@ -781,6 +803,11 @@ pub struct ServerStats {
     pub event_streams: usize,
     /// Messages to connections or workers refused because a worker's queue was full.
     pub refused_messages: u64,
+    /// Connections the server could not accept for want of file descriptors (or memory:
+    /// `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) since it started. Each pauses accepting briefly;
+    /// the clients wait in the listen backlog meanwhile. A figure that grows says: raise the
+    /// descriptor limit (`ulimit -n`), or lower [`Server::max_connections`] below it.
+    pub out_of_descriptors: u64,
     /// WebSocket connections closed (1008) because their peers fell behind: owed more than
     /// [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG), or past their share of
     /// [`Server::max_queued_output`].

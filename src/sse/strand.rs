@@ -20,7 +20,7 @@ use super::app::{Sse, SseHandler};
 use super::event::HEARTBEAT;
 use crate::http::{Request, Response};
 use crate::ws::{join_back, write_out, Joined, Joining, LiveApp, LiveConn, Outbox, Seat};
-use crate::ws::{WsCommand, WsSettings, WS_MAX_BACKLOG};
+use crate::ws::{Timeouts, WsCommand, WsSettings, WS_MAX_BACKLOG};
 
 /// A route's application: its handler and, from the first stream on, what every stream of the
 /// route shares.
@@ -85,10 +85,6 @@ struct Member<H: SseHandler> {
     endpoint: Arc<Endpoint<H>>,
     state: H::State,
 }
-
-/// How long an ended stream reads and drops what the client still sends before closing, so
-/// the close does not reset the connection before the client has read the end.
-const LINGER: Duration = Duration::from_secs(2);
 
 thread_local! {
     /// The heartbeat's bytes, shared by every stream of the worker.
@@ -182,6 +178,7 @@ impl<H: SseHandler> SseStrand<H> {
     /// Writes what is queued, reads (and drops) what the client sent, and parks.
     fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
+        let timeouts = self.timeouts();
         if let Some(busy) = self.busy.as_deref_mut() {
             let written = write_out(&mut busy.out, io, &mut progressed);
             busy.out.reconcile();
@@ -194,7 +191,7 @@ impl<H: SseHandler> SseStrand<H> {
                     // The body ends where the connection does: our side is shut, and what
                     // the client still sends is read and dropped until it closes.
                     busy.shut = true;
-                    busy.deadline = Some(io.now() + LINGER);
+                    busy.deadline = Some(io.now() + timeouts.linger);
                     self.tell(io.id());
                     if io.stream().shutdown(Shutdown::Write).is_err() {
                         return Next::Close;
@@ -222,11 +219,15 @@ impl<H: SseHandler> SseStrand<H> {
         }
     }
 
-    fn park(&mut self, now: Instant, progressed: bool) -> Next {
-        let write_timeout = self
-            .member
+    /// The server's timeouts (the defaults once the application's side is gone).
+    fn timeouts(&self) -> Timeouts {
+        self.member
             .as_ref()
-            .map(|m| m.endpoint.settings.write_timeout);
+            .map_or_else(Timeouts::default, |m| m.endpoint.settings.timeouts)
+    }
+
+    fn park(&mut self, now: Instant, progressed: bool) -> Next {
+        let write_timeout = self.timeouts().write;
         let Some(busy) = self.busy.as_deref_mut() else {
             return Next::read();
         };
@@ -234,7 +235,7 @@ impl<H: SseHandler> SseStrand<H> {
         if !write {
             busy.deadline = None;
         } else if progressed || busy.deadline.is_none() {
-            busy.deadline = Some(now + write_timeout.unwrap_or(crate::http::WRITE_TIMEOUT));
+            busy.deadline = Some(now + write_timeout);
         }
         let next = Next::Park {
             read: true,

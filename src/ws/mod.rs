@@ -39,6 +39,6 @@ pub use reactor::ConnId;
 pub(crate) use rooms::{local_members, Joined};
 pub use rooms::{Rooms, MAX_ROOMS};
 pub(crate) use seat::{join_back, Joining, Seat};
-pub(crate) use strand::{write_out, LiveApp, LiveConn, Route, WsSettings};
-pub use strand::{WS_HIGH_WATER, WS_MAX_BACKLOG};
+pub(crate) use strand::{write_out, LiveApp, LiveConn, Route, Timeouts, WsSettings};
+pub use strand::{CLOSE_TIMEOUT, WS_HIGH_WATER, WS_MAX_BACKLOG};
 pub use utf8::Utf8Check;

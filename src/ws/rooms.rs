@@ -111,15 +111,18 @@ impl Rooms {
     }
 
     /// Sends `msg` to every member of `room`, on every worker: the frame is encoded once and one
-    /// message goes to each worker that has members of the room. Returns how many workers it
-    /// was queued for (0 when the room has no member or the server is not running; a worker
-    /// whose queue is full refuses it, see [`INBOX_LIMIT`](reactor::INBOX_LIMIT)).
+    /// message goes to each worker that has members of the room. Returns how many members it
+    /// was queued for: this instance's members of the room at that moment, on the workers that
+    /// took the message (0 when the room has no member or the server is not running; a worker
+    /// whose queue is full refuses it, see [`INBOX_LIMIT`](reactor::INBOX_LIMIT)). A member
+    /// that leaves before its worker delivers the message does not get it; a Server-Sent
+    /// Events member is counted but gets no binary message.
     ///
     /// Members receive a room's messages in the order each publisher published them.
     ///
     /// With a `web::fleet::Fleet` the message is also handed (without waiting) to
     /// the thread that publishes it to the other instances, whether or not this instance has
-    /// members; the count returned is still this instance's workers.
+    /// members; the count returned is still this instance's members.
     ///
     /// ```
     /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
@@ -196,13 +199,16 @@ impl Rooms {
         let (frame, event) = encode();
         let mut reached = 0;
         for (w, members) in count.per_worker.iter().enumerate() {
-            if members.load(Ordering::Acquire) > 0 {
+            let members = members.load(Ordering::Acquire);
+            if members > 0 {
                 let cmd = WsCommand::Publish {
                     room: Arc::clone(&name),
                     frame: Arc::clone(&frame),
                     event: event.clone(),
                 };
-                reached += usize::from(remote.send_worker(w, cmd));
+                if remote.send_worker(w, cmd) {
+                    reached += members;
+                }
             }
         }
         reached

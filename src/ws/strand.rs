@@ -40,8 +40,15 @@ pub const WS_HIGH_WATER: usize = 256 * 1024;
 /// assert_eq!(web::ws::WS_MAX_BACKLOG, 16 * 1024 * 1024);
 /// ```
 pub const WS_MAX_BACKLOG: usize = 16 * 1024 * 1024;
-/// How long after sending its close frame the server waits for the peer's before closing.
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
+/// Default time a WebSocket peer has to answer our close frame before the connection is
+/// closed anyway ([`Server::close_timeout`](crate::http::Server::close_timeout)): at a graceful
+/// stop, the longest a stop waits for peers that do not answer (they are waited for together,
+/// not one after another; a stop whose peers all answer returns as soon as they have).
+///
+/// ```
+/// assert_eq!(web::ws::CLOSE_TIMEOUT, std::time::Duration::from_secs(5));
+/// ```
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection the server pushes to, as the server's slab entry holds it, whatever its
 /// application: [`WsStrand`] (WebSocket) or `SseStrand` (Server-Sent Events) for each handler
@@ -73,7 +80,7 @@ pub(crate) struct WsSettings {
     pub(crate) max_rooms: usize,
     /// The output queued for all connections of the server, and its limit.
     pub(crate) budget: Arc<OutputBudget>,
-    pub(crate) write_timeout: Duration,
+    pub(crate) timeouts: Timeouts,
     pub(crate) rooms: Rooms,
     /// Open WebSocket connections of the server.
     pub(crate) open: Arc<std::sync::atomic::AtomicUsize>,
@@ -150,7 +157,7 @@ enum Closing {
     /// The handshake is done (or the connection is to end): flush, then close TCP.
     Done,
     /// Our side is shut after the last frame; reading and dropping what the peer still sends
-    /// until it closes (or [`LINGER`]), so that closing does not reset the connection before
+    /// until it closes (or the server's linger time), so that closing does not reset the connection before
     /// the peer has read our close frame.
     Lingering,
 }
@@ -177,8 +184,27 @@ pub(crate) fn write_out(
     Ok(true)
 }
 
-/// How long a closed WebSocket connection waits for its peer to close its side.
-const LINGER: Duration = Duration::from_secs(2);
+/// The server's timeouts a live connection applies, kept in its busy part so that they
+/// outlive the application's side (the close frame is written after the application was told).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    /// How long the socket may take no output.
+    pub(crate) write: Duration,
+    /// How long the peer has to answer our close frame.
+    pub(crate) close: Duration,
+    /// How long a closed connection reads and drops what the peer still sends.
+    pub(crate) linger: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            write: crate::http::WRITE_TIMEOUT,
+            close: CLOSE_TIMEOUT,
+            linger: crate::http::LINGER,
+        }
+    }
+}
 
 /// A WebSocket connection in the reactor, with its application's state: idle, three pointers
 /// and the state (the decoder, unsent output and the closing handshake live in [`WsBusy`],
@@ -209,21 +235,19 @@ struct WsBusy {
     out: Outbox,
     closing: Closing,
     deadline: Option<Instant>,
-    /// How long the socket may take no output (the server's write timeout, kept here for the
-    /// close frame written after the application was told).
-    write_timeout: Duration,
+    timeouts: Timeouts,
     /// The joins this connection queued that have not come back yet.
     joining: Joining,
 }
 
 impl WsBusy {
-    fn new(max_message: usize, write_timeout: Duration, budget: Arc<OutputBudget>) -> WsBusy {
+    fn new(max_message: usize, timeouts: Timeouts, budget: Arc<OutputBudget>) -> WsBusy {
         WsBusy {
             decoder: Decoder::new(Role::Server, max_message),
             out: Outbox::new(budget),
             closing: Closing::No,
             deadline: None,
-            write_timeout,
+            timeouts,
             joining: Joining::default(),
         }
     }
@@ -245,10 +269,10 @@ impl WsBusy {
 fn busy<'b>(slot: &'b mut Option<Box<WsBusy>>, settings: Option<&WsSettings>) -> &'b mut WsBusy {
     slot.get_or_insert_with(|| {
         let busy = match settings {
-            Some(s) => WsBusy::new(s.max_message, s.write_timeout, Arc::clone(&s.budget)),
+            Some(s) => WsBusy::new(s.max_message, s.timeouts, Arc::clone(&s.budget)),
             None => WsBusy::new(
                 crate::ws::MAX_MESSAGE,
-                crate::http::WRITE_TIMEOUT,
+                Timeouts::default(),
                 OutputBudget::new(usize::MAX),
             ),
         };
@@ -452,7 +476,7 @@ impl<H: WsHandler> WsStrand<H> {
         let Some(busy) = self.busy.as_mut() else {
             return Next::read();
         };
-        let write_timeout = busy.write_timeout;
+        let write_timeout = busy.timeouts.write;
         let write = busy.out.pending() > 0;
         if write {
             if progressed || busy.deadline.is_none() {
@@ -462,7 +486,7 @@ impl<H: WsHandler> WsStrand<H> {
             // Our close frame went out just now: the peer has the close wait to answer (not
             // what was left of a write deadline).
             busy.closing = Closing::Waiting;
-            busy.deadline = Some(now + CLOSE_WAIT);
+            busy.deadline = Some(now + busy.timeouts.close);
         } else if busy.closing != Closing::Waiting {
             busy.deadline = None;
         }
@@ -494,7 +518,7 @@ impl<H: WsHandler> WsStrand<H> {
                     }
                     let busy = self.b();
                     busy.closing = Closing::Lingering;
-                    busy.deadline = Some(io.now() + LINGER);
+                    busy.deadline = Some(io.now() + busy.timeouts.linger);
                     return self.linger(io);
                 }
                 Ok(true) if self.closing() == Closing::Lingering => return self.linger(io),
