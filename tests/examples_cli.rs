@@ -129,6 +129,12 @@ fn a_usage_error_is_one_readable_line_and_exit_code_2() {
             "unknown option --get",
         ),
         ("parse", &["request.txt"], "unexpected argument request.txt"),
+        ("ws_client", &[], "one URL is needed"),
+        (
+            "ws_client",
+            &["--header", "nocolon", "ws://127.0.0.1:1/"],
+            "bad header \"nocolon\"",
+        ),
     ];
     for (name, args, says) in cases {
         let out = run(name, args);
@@ -204,4 +210,117 @@ fn ws_echo_pings_silent_peers_at_the_interval_given_and_closes_those_that_never_
     assert!(got.starts_with(b"HTTP/1.1 101 "), "{}", text(&got));
     assert_eq!(&got[head_end..], [0x89, 0x00], "one ping, then the close");
     assert!(took < Duration::from_secs(2), "closed after {took:?}");
+}
+
+/// A WebSocket server for the client example: echoes; `bye` makes it close with 1000; it
+/// greets with `hello`.
+struct Greeter;
+
+impl web::ws::WsHandler for Greeter {
+    type State = ();
+
+    fn accept(&self, _req: &web::http::Request) -> Result<(), web::http::Response> {
+        Ok(())
+    }
+
+    fn open(&self, ws: &mut web::ws::Ws<'_>, _state: &mut ()) {
+        ws.send_text("hello");
+    }
+
+    fn message(&self, ws: &mut web::ws::Ws<'_>, _state: &mut (), msg: web::ws::Message) {
+        match &msg {
+            web::ws::Message::Text(t) if t == "bye" => ws.close(1000),
+            _ => ws.send(&msg),
+        }
+    }
+}
+
+fn greeter() -> web::http::ServerHandle {
+    web::http::Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .websocket("/", Greeter)
+        .spawn(|_req| web::http::text_response(404, ""))
+        .unwrap()
+}
+
+/// Runs `ws_client args` with `input` on its standard input; it must end within 30 s.
+fn run_with_input(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(examples_dir().join("ws_client"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("ws_client {args:?} did not exit within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn ws_client_sends_each_line_prints_each_message_and_closes_at_the_end_of_input() {
+    let server = greeter();
+    let url = format!("ws://{}/", server.local_addr());
+    let out = run_with_input(&[&url], "one\ntwo words\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello\none\ntwo words\n");
+    // The server closing first ends it too, cleanly.
+    let out = run_with_input(&[&url], "x\nbye\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello\nx\n");
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn ws_client_echo_sends_every_message_back_until_the_server_closes() {
+    let server = greeter();
+    let url = format!("ws://{}/", server.local_addr());
+    // The server greets with `hello`, the client echoes it, the server echoes that back, ...
+    // until the server is stopped: a clean close (1001) ends the client with 0.
+    let mut child = Command::new(examples_dir().join("ws_client"))
+        .args(["--echo", &url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wire::wait_until(Duration::from_secs(10), "the client is connected", || {
+        server.stats().websockets == 1
+    });
+    std::thread::sleep(Duration::from_millis(200)); // messages go back and forth meanwhile
+    server.shutdown().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn ws_client_failures_are_one_readable_line_and_exit_code_1() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let refused = format!("ws://{}/", listener.local_addr().unwrap());
+    drop(listener);
+    let out = run_with_input(&[&refused], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert_readable("ws_client", &text(&out.stderr));
+    let server = greeter();
+    let out = run_with_input(&[&format!("ws://{}/nowhere", server.local_addr())], "");
+    // The greeter serves WebSocket at / only: elsewhere the upgrade is answered 404.
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("404"), "{}", text(&out.stderr));
+    assert_readable("ws_client", &text(&out.stderr));
+    server.shutdown().unwrap();
 }

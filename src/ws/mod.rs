@@ -6,6 +6,7 @@
 mod app;
 mod blocking;
 mod budget;
+mod client;
 mod close;
 mod decoder;
 mod frame;
@@ -14,6 +15,7 @@ mod outbox;
 mod rooms;
 mod seat;
 mod strand;
+mod url;
 mod utf8;
 
 pub use app::{broadcast, Message, Ws, WsCommand, WsHandler, WsSender};
@@ -23,6 +25,7 @@ pub use blocking::{
 };
 pub(crate) use budget::OutputBudget;
 pub use budget::MAX_QUEUED_OUTPUT;
+pub use client::{connect, WsClient, WsConnect, WsReader, WsWriter, CONNECT_TIMEOUT};
 pub use close::{
     close_payload, is_valid_code, parse_close, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL,
     POLICY, PROTOCOL_ERROR, TOO_BIG,

@@ -5,10 +5,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every example.
-pub const EXAMPLES: [&str; 7] = [
+pub const EXAMPLES: [&str; 8] = [
     "hello",
     "echo",
     "ws_echo",
+    "ws_client",
     "rate_limited",
     "chat",
     "fetch",

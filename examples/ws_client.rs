@@ -1,0 +1,92 @@
+//! A WebSocket client on the command line, on `web::ws::connect`.
+//!
+//! ```sh
+//! cargo run --release --example ws_client -- ws://127.0.0.1:9001/
+//! cargo run --release --example ws_client -- --echo ws://127.0.0.1:9001/runCase?case=1&agent=web
+//! ```
+//!
+//! `ws_client URL` sends each line of standard input as a text message and prints each message
+//! received on its own line (a binary one as its bytes, lossily as UTF-8); at the end of the
+//! input it closes (1000) and exits 0 once the server has answered. `ws_client --echo URL`
+//! sends every message it receives straight back until the server closes, exiting 0 after a
+//! clean close (what Autobahn's fuzzingserver expects of a client). `--header "Name: value"`
+//! adds a header to the upgrade request, `--protocol NAME` offers a subprotocol,
+//! `--max-message BYTES` (default 16 MiB) is the largest message accepted. Exit code 1 for a
+//! failure (refused, broken protocol, a connection dropped without a close frame), 2 for a
+//! usage error.
+
+use std::io::{BufRead, Write};
+
+use std::process::ExitCode;
+
+use web::ws::{Message, WsConnect, WsReader, NORMAL};
+
+mod cli;
+
+fn main() -> ExitCode {
+    cli::run("ws_client", client)
+}
+
+fn client() -> std::io::Result<()> {
+    let options = cli::Options::parse_with_operands(
+        &["--header", "--protocol", "--max-message"],
+        &["--echo"],
+        "URL",
+        "Sends each line of standard input to the WebSocket at URL as a text message and prints \
+         each message received on its own line. --echo sends every message received back until \
+         the server closes. --header \"Name: value\" adds a request header, --protocol NAME \
+         offers a subprotocol, --max-message BYTES (default 16777216).",
+    )?;
+    let [url] = options.operands() else {
+        return Err(cli::usage("one URL is needed"));
+    };
+    let mut connect =
+        WsConnect::new().max_message(options.get("--max-message")?.unwrap_or(16 << 20));
+    if let Some(header) = options.get::<String>("--header")? {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| cli::usage(format!("bad header {header:?}: use \"Name: value\"")))?;
+        connect = connect.header(name.trim(), value.trim());
+    }
+    if let Some(protocol) = options.get::<String>("--protocol")? {
+        connect = connect.protocol(&protocol);
+    }
+    let ws = connect.connect(url)?;
+    let (reader, writer) = ws.into_split();
+    if options.flag("--echo") {
+        return echo(reader, &writer);
+    }
+    // Standard input is read on a thread of its own: the program ends when the conversation
+    // does — after the server answered our close at the end of the input, or when it closed.
+    std::thread::spawn(move || -> std::io::Result<()> {
+        for line in std::io::stdin().lock().lines() {
+            if writer.send_text(&line?).is_err() {
+                return Ok(()); // the server is closing: the printer says how it ends
+            }
+        }
+        writer.close(NORMAL, "")
+    });
+    print_all(reader)
+}
+
+/// Prints every message until the closing handshake is done.
+fn print_all(mut reader: WsReader) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    while let Some(msg) = reader.recv()? {
+        let mut out = stdout.lock();
+        match msg {
+            Message::Text(t) => writeln!(out, "{t}")?,
+            Message::Binary(b) => writeln!(out, "{}", String::from_utf8_lossy(&b))?,
+        }
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Sends every message back until the server closes.
+fn echo(mut reader: WsReader, writer: &web::ws::WsWriter) -> std::io::Result<()> {
+    while let Some(msg) = reader.recv()? {
+        writer.send(&msg)?;
+    }
+    Ok(())
+}
