@@ -7,7 +7,8 @@
 //!
 //! `ws_client URL` sends each line of standard input as a text message and prints each message
 //! received on its own line (a binary one as its bytes, lossily as UTF-8); at the end of the
-//! input it closes (1000) and exits 0 once the server has answered. `ws_client --echo URL`
+//! input, once the server has sent nothing for 0.3 s (replies to the last lines may still be
+//! on their way; 5 s at most), it closes (1000) and exits 0 when the server has answered. `ws_client --echo URL`
 //! sends every message it receives straight back until the server closes, exiting 0 after a
 //! clean close (what Autobahn's fuzzingserver expects of a client). `--header "Name: value"`
 //! adds a header to the upgrade request, `--protocol NAME` offers a subprotocol,
@@ -16,6 +17,8 @@
 //! usage error.
 
 use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use std::process::ExitCode;
 
@@ -58,21 +61,41 @@ fn client() -> std::io::Result<()> {
     }
     // Standard input is read on a thread of its own: the program ends when the conversation
     // does — after the server answered our close at the end of the input, or when it closed.
+    let heard = Arc::new(Mutex::new(Instant::now()));
+    let last_heard = Arc::clone(&heard);
     std::thread::spawn(move || -> std::io::Result<()> {
         for line in std::io::stdin().lock().lines() {
             if writer.send_text(&line?).is_err() {
                 return Ok(()); // the server is closing: the printer says how it ends
             }
         }
+        // Replies to the last lines may still be on their way: close once the server has been
+        // quiet for a moment (a server that answers a close frame stops sending).
+        let started = Instant::now();
+        while started.elapsed() < LONGEST_WAIT {
+            let quiet = last_heard.lock().map_or(QUIET, |at| at.elapsed());
+            if quiet >= QUIET {
+                break;
+            }
+            std::thread::sleep(QUIET - quiet);
+        }
         writer.close(NORMAL, "")
     });
-    print_all(reader)
+    print_all(reader, &heard)
 }
 
-/// Prints every message until the closing handshake is done.
-fn print_all(mut reader: WsReader) -> std::io::Result<()> {
+/// How long the server must have sent nothing before the client closes at the end of input.
+const QUIET: Duration = Duration::from_millis(300);
+/// The longest the client waits for that at the end of input.
+const LONGEST_WAIT: Duration = Duration::from_secs(5);
+
+/// Prints every message until the closing handshake is done, noting when each came.
+fn print_all(mut reader: WsReader, heard: &Mutex<Instant>) -> std::io::Result<()> {
     let stdout = std::io::stdout();
     while let Some(msg) = reader.recv()? {
+        if let Ok(mut at) = heard.lock() {
+            *at = Instant::now();
+        }
         let mut out = stdout.lock();
         match msg {
             Message::Text(t) => writeln!(out, "{t}")?,

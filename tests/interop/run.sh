@@ -3,7 +3,9 @@
 # and `echo` examples over 127.0.0.1, the library's blocking client (the `fetch` example)
 # talking to nginx and Python's http.server, the rate limiter behind nginx, `ws_echo`
 # against Python's `websockets` and headless Chromium, and two chat instances sharing rooms
-# and rate limits through Redis behind nginx. Run by .ci/run; runnable on its own:
+# and rate limits through Redis behind nginx, the WebSocket client against Python websockets,
+# Node ws and the Autobahn fuzzingserver, SSE with Node and Chromium EventSource. Run by
+# .ci/run; runnable on its own:
 #
 #   tests/interop/run.sh
 #
@@ -50,9 +52,9 @@ apt_install npm npm
 # Node's EventSource client from npm, into a directory of its own (removed at exit).
 NODE_PREFIX=$(mktemp -d)
 trap 'rm -rf "$NODE_PREFIX"' EXIT
-echo "interop: installing the eventsource package with npm"
-timeout 600 npm install --prefix "$NODE_PREFIX" --silent --no-audit --no-fund eventsource@3 ||
-    die "npm could not install eventsource"
+echo "interop: installing the eventsource and ws packages with npm"
+timeout 600 npm install --prefix "$NODE_PREFIX" --silent --no-audit --no-fund eventsource@3 ws@8 ||
+    die "npm could not install eventsource and ws"
 if ! python3 -c 'import websockets, sys; sys.exit(int(websockets.__version__.split(".")[0]) < 14)' 2>/dev/null; then
     echo "interop: installing Python's websockets with pip"
     timeout 600 python3 -m pip install --quiet 'websockets>=14' || die "pip could not install websockets"
@@ -65,7 +67,7 @@ echo "interop: $(curl --version | head -n 1)"
 echo "interop: httpx $(python3 -c 'import httpx; print(httpx.__version__)')"
 echo "interop: websockets $(python3 -c 'import websockets; print(websockets.__version__)')"
 echo "interop: $(chromium --version 2>/dev/null | head -n 1)"
-echo "interop: node $(node --version), eventsource $(node -p "require('$NODE_PREFIX/node_modules/eventsource/package.json').version")"
+echo "interop: node $(node --version), eventsource $(node -p "require('$NODE_PREFIX/node_modules/eventsource/package.json').version"), ws $(node -p "require('$NODE_PREFIX/node_modules/ws/package.json').version")"
 echo "interop: $(python3 --version)"
 echo "interop: $(nginx -v 2>&1)"
 echo "interop: $(redis-server --version)"
@@ -79,8 +81,9 @@ echo=target/release/examples/echo
 fetch=target/release/examples/fetch
 limited=target/release/examples/rate_limited
 ws_echo=target/release/examples/ws_echo
+ws_client=target/release/examples/ws_client
 chat=target/release/examples/chat
-for built in "$hello" "$echo" "$fetch" "$limited" "$ws_echo" "$chat"; do
+for built in "$hello" "$echo" "$fetch" "$limited" "$ws_echo" "$ws_client" "$chat"; do
     [[ -x $built ]] || die "the build did not produce $built"
 done
 
@@ -101,6 +104,12 @@ timeout -k 10 300 tests/interop/rate_limit_nginx.sh "$limited" || failed+=("rate
 echo
 echo "== interop: WebSocket, Python's websockets against ws_echo =="
 timeout -k 10 300 python3 tests/interop/ws_python.py "$ws_echo" || failed+=("ws_python.py (exit $?)")
+echo
+echo "== interop: the WebSocket client (examples/ws_client) against Python's websockets and Node's ws servers =="
+timeout -k 10 120 python3 tests/interop/ws_clients.py "$ws_client" "$NODE_PREFIX" || failed+=("ws_clients.py (exit $?)")
+echo
+echo "== interop: the WebSocket client against the Autobahn fuzzingserver (cases 1-7, 9) =="
+timeout -k 10 1200 tests/interop/autobahn_client.sh "$ws_client" || failed+=("autobahn_client.sh (exit $?)")
 echo
 echo "== interop: WebSocket, a page in headless Chromium against ws_echo =="
 timeout -k 10 120 bash tests/interop/ws_chromium.sh "$ws_echo" || failed+=("ws_chromium.sh (exit $?)")
