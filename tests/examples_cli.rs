@@ -291,7 +291,7 @@ fn ws_client_echo_sends_every_message_back_until_the_server_closes() {
     let url = format!("ws://{}/", server.local_addr());
     // The server greets with `hello`, the client echoes it, the server echoes that back, ...
     // until the server is stopped: a clean close (1001) ends the client with 0.
-    let mut child = Command::new(examples_dir().join("ws_client"))
+    let child = Command::new(examples_dir().join("ws_client"))
         .args(["--echo", &url])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
