@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
+use super::fetch::{IdleSet, RequestBuilder, SharedIdle, CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST};
 use super::fields::{frames_body, ConnectionOptions};
 use super::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
 use super::message::Header;
@@ -55,12 +56,16 @@ const MAX_REPLY_HEAD: usize = 64 * 1024;
 /// assert_eq!(status_of(&reply), Some(200));
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Client {
     connect_timeout: Duration,
     read_timeout: Duration,
     write_timeout: Duration,
     max_reply: usize,
+    /// Idle keep-alive connections for [`Client::request`], shared by the client's clones.
+    idle: SharedIdle,
+    max_idle_per_host: usize,
+    idle_timeout: Duration,
 }
 
 impl Default for Client {
@@ -70,12 +75,15 @@ impl Default for Client {
             read_timeout: CLIENT_READ_TIMEOUT,
             write_timeout: CLIENT_WRITE_TIMEOUT,
             max_reply: MAX_REPLY,
+            idle: SharedIdle::default(),
+            max_idle_per_host: MAX_IDLE_PER_HOST,
+            idle_timeout: CLIENT_IDLE_TIMEOUT,
         }
     }
 }
 
 /// Why reading a reply failed.
-enum Failure {
+pub(crate) enum Failure {
     /// The server closed the connection before sending any byte of the reply (on a reused
     /// keep-alive connection: it closed it while idle).
     ClosedBeforeReply,
@@ -159,6 +167,83 @@ impl Client {
     pub fn max_reply(mut self, bytes: usize) -> Client {
         self.max_reply = bytes;
         self
+    }
+
+    /// Idle connections kept per host and port for [`Client::request`] (default
+    /// [`MAX_IDLE_PER_HOST`]; 0 keeps none: every request gets a connection of its own).
+    ///
+    /// ```
+    /// let client = web::http::Client::new().max_idle_per_host(2);
+    /// # let _ = client;
+    /// ```
+    pub fn max_idle_per_host(mut self, n: usize) -> Client {
+        self.max_idle_per_host = n;
+        self
+    }
+
+    /// How long an idle connection is kept for [`Client::request`] (default
+    /// [`CLIENT_IDLE_TIMEOUT`]); an older one is closed instead of being reused.
+    ///
+    /// ```
+    /// let client = web::http::Client::new().idle_timeout(std::time::Duration::from_secs(5));
+    /// # let _ = client;
+    /// ```
+    pub fn idle_timeout(mut self, d: Duration) -> Client {
+        self.idle_timeout = d;
+        self
+    }
+
+    /// Idle connections the client (and its clones, which share them) keeps now.
+    ///
+    /// ```
+    /// assert_eq!(web::http::Client::new().idle_connections(), 0);
+    /// ```
+    pub fn idle_connections(&self) -> usize {
+        self.idle.count()
+    }
+
+    /// Starts a request with `method` to `url` (`http://host[:port]/path?query`): add headers
+    /// and a body, then [`send`](RequestBuilder::send) it for a [`ClientResponse`]. Requests
+    /// of a client and its clones share kept-alive connections.
+    ///
+    /// ```no_run
+    /// let client = web::http::Client::new();
+    /// let res = client.request("GET", "http://127.0.0.1:8080/api/rooms").send()?;
+    /// println!("{} {}", res.status(), res.text());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn request(&self, method: &str, url: &str) -> RequestBuilder<'_> {
+        RequestBuilder::new(self, method, url)
+    }
+
+    pub(crate) fn idle(&self) -> &IdleSet {
+        &self.idle
+    }
+
+    pub(crate) fn idle_timeout_value(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    pub(crate) fn max_idle_per_host_value(&self) -> usize {
+        self.max_idle_per_host
+    }
+
+    /// A new connection (the connect timeout, the write timeout set).
+    pub(crate) fn open(&self, host: &str, port: u16) -> io::Result<TcpStream> {
+        self.connect(host, port)
+    }
+
+    pub(crate) fn send_request(&self, stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
+        self.send(stream, request)
+    }
+
+    /// Reads one whole reply, raw.
+    pub(crate) fn read_raw(
+        &self,
+        stream: &mut TcpStream,
+        head_request: bool,
+    ) -> Result<Vec<u8>, Failure> {
+        self.read_reply(stream, Vec::new(), head_request)
     }
 
     /// Sends one request and returns the raw reply. See [`ask`].
@@ -497,7 +582,7 @@ fn timed_out(e: io::Error) -> io::Error {
 }
 
 /// Whether a failure means the reused connection had been closed by the server.
-fn is_stale(failure: &Failure) -> bool {
+pub(crate) fn is_stale(failure: &Failure) -> bool {
     match failure {
         Failure::ClosedBeforeReply => true,
         Failure::Io(e) => matches!(
@@ -510,7 +595,7 @@ fn is_stale(failure: &Failure) -> bool {
 }
 
 /// Whether the server keeps the connection open after this reply.
-fn keeps_alive(reply: &[u8]) -> bool {
+pub(crate) fn keeps_alive(reply: &[u8]) -> bool {
     let Ok(Some(head)) = parse_reply_head(reply) else {
         return false;
     };
@@ -524,7 +609,7 @@ fn keeps_alive(reply: &[u8]) -> bool {
 
 /// The bytes of a request: request line, `Host`, the given headers, `Content-Length` when there
 /// is a body or the method expects one, `Connection: keep-alive` or `close`, blank line, body.
-fn request_bytes(
+pub(crate) fn request_bytes(
     host: &str,
     port: u16,
     method: &str,

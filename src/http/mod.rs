@@ -9,6 +9,7 @@ pub(crate) mod cookie;
 mod date;
 mod error;
 pub(crate) mod exchange;
+mod fetch;
 pub(crate) mod fields;
 pub(crate) mod grammar;
 mod head;
@@ -22,6 +23,7 @@ mod reply;
 mod request;
 mod status;
 pub(crate) mod stream_framing;
+pub(crate) mod url;
 
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use client::{
@@ -31,6 +33,7 @@ pub use client::{
 pub use cookie::{cookie, cookie_decoded, cookie_in};
 pub use date::http_date;
 pub use error::ParseError;
+pub use fetch::{ClientResponse, RequestBuilder, CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST};
 pub use head::{
     Framing, HeadLimits, HeadParser, RequestHead, Version, MAX_HEADERS, MAX_HEAD_BYTES,
 };

@@ -19,8 +19,8 @@ use super::close::close_payload;
 use super::decoder::{Decoder, Event, MAX_MESSAGE};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
 use super::handshake::{accept_key, random_16};
-use super::url::WsUrl;
 use crate::http::grammar::{is_field_byte, is_token};
+use crate::http::url::{Schemes, Url};
 use crate::http::{parse_reply_head, Header};
 
 /// Default time to connect and complete the opening handshake ([`WsConnect::timeout`]).
@@ -169,7 +169,7 @@ impl WsConnect {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn connect(&self, url: &str) -> io::Result<WsClient> {
-        let url = WsUrl::parse(url)?;
+        let url = Url::parse(url, Schemes::Ws)?;
         if url.secure {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -208,7 +208,7 @@ impl WsConnect {
     }
 
     /// The upgrade request.
-    fn request(&self, url: &WsUrl, key: &str) -> io::Result<Vec<u8>> {
+    fn request(&self, url: &Url, key: &str) -> io::Result<Vec<u8>> {
         const SET_BY_US: [&str; 4] = ["host", "upgrade", "connection", "content-length"];
         let mut out = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n",
@@ -246,7 +246,7 @@ impl WsConnect {
     }
 
     /// A connection to the URL's host, trying each of its addresses within the timeout.
-    fn open(&self, url: &WsUrl) -> io::Result<TcpStream> {
+    fn open(&self, url: &Url) -> io::Result<TcpStream> {
         let mut last = None;
         for addr in (url.connect_host(), url.port).to_socket_addrs()? {
             match TcpStream::connect_timeout(&addr, self.timeout) {
@@ -702,7 +702,7 @@ mod tests {
 
     #[test]
     fn the_request_carries_headers_and_subprotocols_and_refuses_what_would_break_it() {
-        let url = WsUrl::parse("ws://h:9001/p?q=1").unwrap();
+        let url = Url::parse("ws://h:9001/p?q=1", Schemes::Ws).unwrap();
         let req = WsConnect::new()
             .header("Cookie", "a=b")
             .protocol("v2")

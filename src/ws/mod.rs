@@ -15,7 +15,6 @@ mod outbox;
 mod rooms;
 mod seat;
 mod strand;
-mod url;
 mod utf8;
 
 pub use app::{broadcast, Message, Ws, WsCommand, WsHandler, WsSender};

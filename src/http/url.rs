@@ -1,11 +1,31 @@
-//! `ws://` and `wss://` URLs (RFC 6455 §3): scheme, host, port and the request target.
+//! `http://`/`https://` (RFC 9110 §4.2) and `ws://`/`wss://` (RFC 6455 §3) URLs: scheme, host,
+//! port and the request target — what the clients need to connect and send a request.
 
 use std::io;
 
-/// A WebSocket URL taken apart.
+/// Which pair of schemes a URL may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Schemes {
+    /// `http://` (port 80) and `https://` (443).
+    Http,
+    /// `ws://` (port 80) and `wss://` (443).
+    Ws,
+}
+
+impl Schemes {
+    /// The plain scheme's name and the secure one's.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Schemes::Http => ("http", "https"),
+            Schemes::Ws => ("ws", "wss"),
+        }
+    }
+}
+
+/// A URL taken apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct WsUrl {
-    /// `wss://`.
+pub(crate) struct Url {
+    /// `https://` or `wss://`.
     pub(crate) secure: bool,
     /// The host as written (an IPv6 address keeps its brackets).
     pub(crate) host: String,
@@ -14,21 +34,29 @@ pub(crate) struct WsUrl {
     pub(crate) target: String,
 }
 
-impl WsUrl {
-    /// Parses `url`; an `InvalidInput` error says what is wrong with it.
-    pub(crate) fn parse(url: &str) -> io::Result<WsUrl> {
+impl Url {
+    /// Parses `url`, which must have one of `schemes`; an `InvalidInput` error says what is
+    /// wrong with it.
+    pub(crate) fn parse(url: &str, schemes: Schemes) -> io::Result<Url> {
         let bad =
             |why: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("{why}: {url:?}"));
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("not a URL"))?;
-        let secure = match scheme.to_ascii_lowercase().as_str() {
-            "ws" => false,
-            "wss" => true,
-            _ => return Err(bad("not a ws:// or wss:// URL")),
+        let (plain, tls) = schemes.names();
+        let scheme = scheme.to_ascii_lowercase();
+        let secure = if scheme == plain {
+            false
+        } else if scheme == tls {
+            true
+        } else {
+            return Err(bad(&format!("not a {plain}:// or {tls}:// URL")));
         };
-        if url.contains('#') {
-            return Err(bad("a WebSocket URL has no fragment"));
-        }
-        if url.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        // A fragment is never sent (RFC 9110 §4.2.5); a WebSocket URL may not have one.
+        let rest = match (schemes, rest.split_once('#')) {
+            (_, None) => rest,
+            (Schemes::Http, Some((before, _))) => before,
+            (Schemes::Ws, Some(_)) => return Err(bad("a WebSocket URL has no fragment")),
+        };
+        if rest.bytes().any(|b| b.is_ascii_control() || b == b' ') {
             return Err(bad("a URL holds no spaces or control characters"));
         }
         let split = rest.find(['/', '?']).unwrap_or(rest.len());
@@ -70,7 +98,7 @@ impl WsUrl {
                 .filter(|&p| p != 0)
                 .ok_or_else(|| bad("bad port"))?,
         };
-        Ok(WsUrl {
+        Ok(Url {
             secure,
             host,
             port,
@@ -150,7 +178,7 @@ mod tests {
             ("wss://[::1]/p", true, "[::1]", 443, "/p", "[::1]"),
         ];
         for (url, secure, host, port, target, header) in table {
-            let u = WsUrl::parse(url).unwrap();
+            let u = Url::parse(url, Schemes::Ws).unwrap();
             assert_eq!(
                 (u.secure, u.host.as_str(), u.port, u.target.as_str()),
                 (secure, host, port, target),
@@ -158,7 +186,23 @@ mod tests {
             );
             assert_eq!(u.host_header(), header, "{url}");
         }
-        assert_eq!(WsUrl::parse("ws://[::1]/").unwrap().connect_host(), "::1");
+        assert_eq!(
+            Url::parse("ws://[::1]/", Schemes::Ws)
+                .unwrap()
+                .connect_host(),
+            "::1"
+        );
+        let http = Url::parse("http://example.com:8080/a?b#frag", Schemes::Http).unwrap();
+        assert_eq!(
+            (
+                http.secure,
+                http.host.as_str(),
+                http.port,
+                http.target.as_str()
+            ),
+            (false, "example.com", 8080, "/a?b")
+        );
+        assert_eq!(Url::parse("https://h", Schemes::Http).unwrap().port, 443);
     }
 
     #[test]
@@ -176,7 +220,15 @@ mod tests {
             ("ws://u:p@h/", "user information"),
             ("ws://[::1/", "unclosed ["),
         ] {
-            let err = WsUrl::parse(url).unwrap_err();
+            let err = Url::parse(url, Schemes::Ws).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{url}");
+            assert!(err.to_string().contains(why), "{url}: {err}");
+        }
+        for (url, why) in [
+            ("ws://h/", "not a http:// or https:// URL"),
+            ("http://h/a b", "no spaces"),
+        ] {
+            let err = Url::parse(url, Schemes::Http).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{url}");
             assert!(err.to_string().contains(why), "{url}: {err}");
         }
