@@ -203,7 +203,7 @@ impl Client {
     }
 
     /// Starts a request with `method` to `url` (`http://host[:port]/path?query`): add headers
-    /// and a body, then [`send`](RequestBuilder::send) it for a [`ClientResponse`]. Requests
+    /// and a body, then [`send`](RequestBuilder::send) it for a [`ClientResponse`](super::ClientResponse). Requests
     /// of a client and its clones share kept-alive connections.
     ///
     /// ```no_run

@@ -386,3 +386,31 @@ fn give_up_unacknowledged_after(fd: std::os::fd::RawFd, after: Duration) -> std:
     let _ = (fd, after);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_user_timeout_is_set_on_the_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let conn = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        give_up_unacknowledged_after(conn.as_raw_fd(), Duration::from_millis(1500)).unwrap();
+        let mut value: libc::c_uint = 0;
+        let mut len = std::mem::size_of::<libc::c_uint>() as libc::socklen_t;
+        // SAFETY: reads the option into a c_uint of the size given, on a live socket.
+        let got = unsafe {
+            libc::getsockopt(
+                conn.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_USER_TIMEOUT,
+                (&mut value as *mut libc::c_uint).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!((got, value), (0, 1500));
+    }
+}
