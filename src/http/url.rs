@@ -233,4 +233,21 @@ mod tests {
             assert!(err.to_string().contains(why), "{url}: {err}");
         }
     }
+
+    proptest::proptest! {
+        /// Any string is parsed or refused, never a panic; what is parsed holds no byte that
+        /// could end a request line, and its target starts with `/`.
+        #[test]
+        fn any_string_is_parsed_or_refused(url in "(ws|wss|http|https|WS|x)?(://)?[ -~\\[\\]:@/?#%\r\n\t]{0,40}") {
+            for schemes in [Schemes::Ws, Schemes::Http] {
+                if let Ok(u) = Url::parse(&url, schemes) {
+                    proptest::prop_assert!(u.target.starts_with('/'));
+                    proptest::prop_assert!(u.port != 0);
+                    let line = format!("{} {}", u.host_header(), u.target);
+                    proptest::prop_assert!(!line.bytes().any(|b| b.is_ascii_control()));
+                    proptest::prop_assert!(!u.host.is_empty() && !u.host.contains(['/', '?', '#', ' ']));
+                }
+            }
+        }
+    }
 }
