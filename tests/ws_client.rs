@@ -50,6 +50,8 @@ fn server(ping: Option<Duration>) -> (ServerHandle, String) {
         .unwrap()
         .workers(1)
         .ping_interval(ping)
+        // Clients left open at the end of a test are not waited for long.
+        .close_timeout(Duration::from_millis(300))
         .max_message(1 << 20)
         .websocket("/ws", App)
         .websocket("/private", App)

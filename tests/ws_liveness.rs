@@ -50,6 +50,8 @@ fn start(every: Option<Duration>) -> (ServerHandle, mpsc::Receiver<Option<u16>>)
         .unwrap()
         .workers(1)
         .ping_interval(every)
+        // Peers left open at the end of a test are not waited for long.
+        .close_timeout(Duration::from_millis(300))
         .websocket(
             "/",
             Watched {

@@ -86,6 +86,8 @@ fn start(chat: &Arc<Chat>) -> ServerHandle {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(2)
+        // Members left open at the end of a test are not waited for long.
+        .close_timeout(Duration::from_millis(300))
         .websocket("/chat", Arc::clone(chat))
         .websocket("/echo", Echo); // a second application, on its own route
     let rooms = server.rooms();

@@ -63,6 +63,8 @@ fn start(room: &Arc<Room>, max_message: usize) -> ServerHandle {
     Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(2)
+        // Clients left open at the end of a test are not waited for long.
+        .close_timeout(Duration::from_millis(300))
         .websocket("/", Arc::clone(room))
         .max_message(max_message)
         .spawn(|_req| text_response(404, "not here"))
