@@ -3,12 +3,13 @@
 
 mod wire;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use web::http::{param, query_of, text_response, Request, Response, Server, ServerHandle};
+use web::http::{
+    param, query_of, text_response, Client as HttpClient, Request, Response, Server, ServerHandle,
+};
 use web::ws::{client_frame, ConnId, Message, Ws, WsHandler};
 use wire::wait_until;
 use wire::ws::{Client, Echo};
@@ -126,29 +127,26 @@ fn say(c: &mut Client, line: &str) {
     c.send(&client_frame(line));
 }
 
-/// One HTTP request on a fresh connection; the reply's body.
-fn http(port: u16, request: &str) -> String {
-    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
+/// One request through the library's HTTP client; the body of the 200 reply.
+fn request(port: u16, method: &str, target: &str, body: &str) -> String {
+    request_with(&HttpClient::new(), port, method, target, body)
+}
+
+/// [`request`] through `client` (which keeps its connection for the next one).
+fn request_with(client: &HttpClient, port: u16, method: &str, target: &str, body: &str) -> String {
+    let res = client
+        .request(method, &format!("http://127.0.0.1:{port}{target}"))
+        .body(body)
+        .send()
         .unwrap();
-    conn.write_all(request.as_bytes()).unwrap();
-    let mut reply = Vec::new();
-    conn.read_to_end(&mut reply).unwrap();
-    let reply = String::from_utf8(reply).unwrap();
-    assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
-    reply
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned()
+    assert_eq!(res.status(), 200, "{}", res.text());
+    res.text()
 }
 
 fn members(port: u16, room: &str) -> usize {
-    let body = http(
-        port,
-        &format!("GET /members?room={room} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
-    );
-    body.parse().unwrap()
+    request(port, "GET", &format!("/members?room={room}"), "")
+        .parse()
+        .unwrap()
 }
 
 /// Every member of `clients` has nothing more queued than `frames` before the answer to
@@ -199,16 +197,10 @@ fn publish_from_an_http_handler_reaches_every_member() {
     let mut a: Vec<Client> = (0..8)
         .map(|i| member(port, &format!("m{i}"), "news").0)
         .collect();
-    let queued = http(
-        port,
-        "POST /publish?room=news HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nConnection: close\r\n\r\nextra",
-    );
+    let queued = request(port, "POST", "/publish?room=news", "extra");
     assert_eq!(queued, "8", "publish counts the members it was queued for");
     expect_then_nothing_else(&mut a, &["extra"]);
-    let none = http(
-        port,
-        "POST /publish?room=empty HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
-    );
+    let none = request(port, "POST", "/publish?room=empty", "x");
     assert_eq!(none, "0", "a room without members reaches no one");
     server.shutdown().unwrap();
 }
@@ -248,14 +240,9 @@ fn joining_and_leaving_while_publishes_flow_keeps_order_and_membership() {
     let port = server.local_addr().port();
     let (mut listener, _) = member(port, "listener", "");
     let publisher = std::thread::spawn(move || {
+        let client = HttpClient::new(); // one kept-alive connection for all 300
         for i in 0..300 {
-            http(
-                port,
-                &format!(
-                    "POST /publish?room=c HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{i}",
-                    i.to_string().len()
-                ),
-            );
+            request_with(&client, port, "POST", "/publish?room=c", &i.to_string());
         }
     });
     let mut last = None;
@@ -356,10 +343,7 @@ fn several_routes_each_get_their_application_and_other_paths_go_to_http() {
     let (mut chat_client, _) = member(port, "r", "");
     say(&mut chat_client, "who x");
     assert_eq!(text(&mut chat_client), "x has 0");
-    let body = http(
-        port,
-        "GET /elsewhere HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-    );
+    let body = request(port, "GET", "/elsewhere", "");
     assert_eq!(body, "http /elsewhere");
     let (_, head) = Client::try_connect(port, "/nowhere", &[]);
     assert!(
@@ -459,10 +443,7 @@ fn publishes_sends_and_broadcasts_of_one_turn_arrive_whole_and_in_order() {
         app.senders.lock().unwrap().len() == 6
     });
     for round in 0..3 {
-        let body = http(
-            port,
-            "GET /mix HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-        );
+        let body = request(port, "GET", "/mix", "");
         assert_eq!(body, "sent");
         for (m, c) in members.iter_mut().enumerate() {
             for i in 0..60 {
