@@ -10,8 +10,7 @@
 //! `LIVENESS_BENCH_N` changes the count.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddrV4, TcpStream};
-use std::os::fd::FromRawFd;
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
@@ -68,45 +67,6 @@ fn stats(port: u16) -> (i64, u64) {
     (v.next().unwrap(), v.next().unwrap() as u64)
 }
 
-/// A connection from 127.0.0.`2 + n % 200` (so tens of thousands never exhaust the ports).
-fn connect(port: u16, n: usize) -> TcpStream {
-    let src = std::net::Ipv4Addr::new(127, 0, 0, 2 + (n % 200) as u8);
-    // SAFETY: plain socket calls on a descriptor this function owns; the address structs are
-    // fully initialised and passed with their sizes. On success the descriptor is handed to a
-    // `TcpStream`, which owns it from then on; on failure it is closed here.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        let sockaddr = |a: SocketAddrV4| libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: a.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*a.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        let from = sockaddr(SocketAddrV4::new(src, 0));
-        let to = sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port));
-        if libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len) != 0
-            || libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len) != 0
-        {
-            let e = std::io::Error::last_os_error();
-            libc::close(fd);
-            panic!("connect from {src}: {e}");
-        }
-        TcpStream::from_raw_fd(fd)
-    }
-}
-
 /// Connections held in one poll, every ping answered with a pong as soon as it is read.
 struct Held {
     poll: Poll,
@@ -133,7 +93,7 @@ impl Held {
     /// (the first are pinged before the last are open).
     fn open(&mut self, port: u16, n: usize) {
         for i in 0..n {
-            let mut conn = connect(port, self.streams.len());
+            let mut conn = child::connect_from_spread(port, self.streams.len());
             conn.set_read_timeout(Some(Duration::from_secs(30)))
                 .unwrap();
             conn.write_all(&ws_handshake_request("127.0.0.1", "/"))
@@ -200,14 +160,7 @@ fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(19_000);
-    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
+    child::raise_open_files();
     const PERIOD: Duration = Duration::from_secs(10);
     for pings_on in [true, false] {
         if !pings_on {

@@ -117,7 +117,7 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return; // compiled and listed by `cargo test --benches`; figures come from `cargo bench`.
     }
-    raise_open_files();
+    child::raise_open_files();
     child::run("LOAD_BENCH_SERVER", serve, |port, _| run(port));
 }
 
@@ -246,21 +246,5 @@ fn connect_from(from: [u8; 4], port: u16) -> TcpStream {
         let connected = libc::connect(fd, (&dst as *const libc::sockaddr_in).cast(), len);
         assert_eq!(connected, 0, "connect: {}", std::io::Error::last_os_error());
         stream
-    }
-}
-
-/// Raises this process's open-file limit to its hard limit (the server child inherits it):
-/// the idle connections need one descriptor each, on both sides.
-fn raise_open_files() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read or write exactly one `rlimit`, a live local here.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
     }
 }

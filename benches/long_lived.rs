@@ -16,11 +16,9 @@
 //! is bounded in count and time, and the child ends when the parent closes its standard input.
 //! `LONG_BENCH_COUNTS=1000,2000` changes the idle counts, `LONG_BENCH_GIB=0.25` the download.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddrV4, TcpStream};
-use std::os::fd::FromRawFd;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,37 +31,8 @@ use web::ws::{ws_handshake_request, ConnId, Message, Ws, WsHandler};
 
 mod child;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
-// atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        LIVE_BYTES.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: child::Counting = child::Counting;
 
 // ---------------------------------------------------------------------------------------------
 // The server (child process).
@@ -204,8 +173,8 @@ fn serve() {
 fn stats_line() -> String {
     format!(
         "{} {} {} {}",
-        ALLOCATIONS.load(Ordering::Relaxed),
-        LIVE_BYTES.load(Ordering::Relaxed),
+        child::allocations(),
+        child::live_bytes(),
         child::cpu_micros(),
         child::status_kib("self", "VmRSS:")
     )
@@ -221,51 +190,16 @@ struct Stats {
     rss_kib: u64,
 }
 
-/// Sockets made so far: each new one is bound to the next of 127.0.0.2..=127.0.0.201.
+/// Sockets made so far: each new one is bound to the next source address.
 static SOURCES: AtomicU64 = AtomicU64::new(0);
 
-/// A connection to the server from a source address of its own turn, so that tens of
-/// thousands of connections (and their TIME_WAITs) never exhaust one address's ports.
+/// A connection to the server from a source address of its own turn (see
+/// `child::connect_from_spread`), with a read timeout.
 fn connect(port: u16) -> TcpStream {
-    let n = SOURCES.fetch_add(1, Ordering::Relaxed);
-    let src = std::net::Ipv4Addr::new(127, 0, 0, 2 + (n % 200) as u8);
-    // SAFETY: plain socket calls on a descriptor this function owns; the address structs are
-    // fully initialised and passed with their sizes. On success the descriptor is handed to a
-    // `TcpStream`, which owns it from then on; on failure it is closed here.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        let sockaddr = |a: SocketAddrV4| libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: a.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*a.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        let from = sockaddr(SocketAddrV4::new(src, 0));
-        let to = sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port));
-        if libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len) != 0
-            || libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len) != 0
-        {
-            let e = std::io::Error::last_os_error();
-            libc::close(fd);
-            panic!("connect from {src}: {e}");
-        }
-        let conn = TcpStream::from_raw_fd(fd);
-        conn.set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        conn
-    }
+    let conn = child::connect_from_spread(port, SOURCES.fetch_add(1, Ordering::Relaxed) as usize);
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    conn
 }
 
 /// One request on a connection of its own; the reply's body.
@@ -379,7 +313,13 @@ fn main() {
     if std::env::var_os("LONG_BENCH_SERVER").is_some() {
         return child::run("LONG_BENCH_SERVER", serve, |_, _| ()); // the child: serves
     }
-    raise_descriptor_limit();
+    let need = counts().into_iter().max().unwrap_or(0) as u64 + 200;
+    let limit = child::raise_open_files();
+    if limit < need {
+        println!(
+            "(descriptor limit {limit} is below {need}: the larger counts will fail; raise it)"
+        );
+    }
     // Each idle kind in a server of its own, so that none finds the slab already grown by
     // another (the slab entry is part of what a connection costs).
     println!(
@@ -612,23 +552,4 @@ fn download(port: u16) {
         (peak as f64 - before.rss_kib as f64) / 1024.0
     );
     assert_eq!(got, bytes, "the whole body arrived");
-}
-
-/// Raises this process's soft descriptor limit to its hard limit (the child inherits it).
-fn raise_descriptor_limit() {
-    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-            let need = counts().into_iter().max().unwrap_or(0) as u64 + 200;
-            if lim.rlim_max < need {
-                println!(
-                    "(descriptor limit {} is below {need}: the larger counts will fail; raise it)",
-                    lim.rlim_max
-                );
-            }
-        }
-    }
 }

@@ -12,48 +12,19 @@
 //! allocations with a counting global allocator and reports them at `GET /stats`. Everything
 //! talks to 127.0.0.1 only; the child ends when the parent closes its standard input.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use web::http::{param, query_of, text_response, Request, Response, Server};
 use web::ws::{client_frame, ws_handshake_request, ConnId, Message, Rooms, Ws, WsHandler};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
 /// Publishes sent so far by the sustained phase.
 static PUBLISHED: AtomicU64 = AtomicU64::new(0);
 
-// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
-// atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        LIVE_BYTES.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: child::Counting = child::Counting;
 
 /// Members of the publish figures (`ROOMS_BENCH_MEMBERS` to change it).
 fn members_wanted() -> usize {
@@ -126,8 +97,8 @@ fn serve() {
 fn stats_line() -> String {
     format!(
         "{} {} {} {}",
-        ALLOCATIONS.load(Ordering::Relaxed),
-        LIVE_BYTES.load(Ordering::Relaxed),
+        child::allocations(),
+        child::live_bytes(),
         child::cpu_micros(),
         child::status_kib("self", "VmRSS:")
     )

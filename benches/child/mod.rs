@@ -62,3 +62,106 @@ pub fn cpu_micros() -> i64 {
     let micros = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
     micros(u.ru_utime) + micros(u.ru_stime)
 }
+
+/// A global allocator that counts: a benchmark installs it with
+/// `#[global_allocator] static GLOBAL: child::Counting = child::Counting;` and reads
+/// [`allocations`] and [`live_bytes`].
+pub struct Counting;
+
+static ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static LIVE_BYTES: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
+// atomics.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        use std::sync::atomic::Ordering::Relaxed;
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE_BYTES.fetch_add(layout.size() as i64, Relaxed);
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        use std::sync::atomic::Ordering::Relaxed;
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Relaxed);
+        // SAFETY: as above.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Heap allocations (and reallocations) since the start, with [`Counting`] installed.
+pub fn allocations() -> u64 {
+    ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Heap bytes in use now, with [`Counting`] installed.
+pub fn live_bytes() -> i64 {
+    LIVE_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Raises this process's open-file limit to its hard limit (a child started afterwards
+/// inherits it); returns the limit now in force. Idle connections need one descriptor each,
+/// on both sides.
+pub fn raise_open_files() -> u64 {
+    // SAFETY: getrlimit/setrlimit read or write exactly one `rlimit`, a live local here.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 0;
+        }
+        limit.rlim_cur = limit.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        limit.rlim_cur
+    }
+}
+
+/// Connection number `n` to 127.0.0.1:`port`, from source address 127.0.0.`2 + n % 200`, so
+/// that tens of thousands of connections (and their TIME_WAITs) never exhaust one address's
+/// ports.
+pub fn connect_from_spread(port: u16, n: usize) -> std::net::TcpStream {
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    use std::os::fd::FromRawFd;
+    let src = Ipv4Addr::new(127, 0, 0, 2 + (n % 200) as u8);
+    // SAFETY: plain socket calls on a descriptor this function owns; the address structs are
+    // fully initialised and passed with their sizes. On success the descriptor is handed to a
+    // `TcpStream`, which owns it from then on; on failure it is closed here.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let sockaddr = |a: SocketAddrV4| libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: a.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*a.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let from = sockaddr(SocketAddrV4::new(src, 0));
+        let to = sockaddr(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
+        if libc::bind(fd, (&from as *const libc::sockaddr_in).cast(), len) != 0
+            || libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len) != 0
+        {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            panic!("connect from {src}: {e}");
+        }
+        std::net::TcpStream::from_raw_fd(fd)
+    }
+}
