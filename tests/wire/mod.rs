@@ -111,6 +111,13 @@ impl Client {
     /// Reads more bytes into the buffer; returns how many (0 at end of stream). Panics when
     /// nothing arrives within [`READ_LIMIT`].
     fn fill(&mut self) -> usize {
+        self.read_more(false)
+    }
+
+    /// Reads more bytes into the buffer; returns how many (0 at end of stream, and at a reset
+    /// when `reset_is_end`). Panics on any other failure, or when nothing arrives within
+    /// [`READ_LIMIT`].
+    fn read_more(&mut self, reset_is_end: bool) -> usize {
         let mut chunk = [0u8; 64 * 1024];
         loop {
             match self.stream.read(&mut chunk) {
@@ -119,6 +126,7 @@ impl Client {
                     return n;
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if reset_is_end && e.kind() == ErrorKind::ConnectionReset => return 0,
                 Err(e) => panic!(
                     "read failed ({e}) with {:?} buffered",
                     String::from_utf8_lossy(&self.buf)
@@ -208,7 +216,7 @@ impl Client {
                 }
             }
             while self.buf.len() < size + 2 {
-                if self.fill_or_eof() == 0 {
+                if self.read_more(true) == 0 {
                     body.extend_from_slice(&self.buf);
                     return Err(body);
                 }
@@ -231,24 +239,8 @@ impl Client {
                 self.buf.drain(..at + 2);
                 return Some(line);
             }
-            if self.fill_or_eof() == 0 {
+            if self.read_more(true) == 0 {
                 return None;
-            }
-        }
-    }
-
-    /// [`Client::fill`], but a reset counts as the end of stream.
-    fn fill_or_eof(&mut self) -> usize {
-        let mut chunk = [0u8; 64 * 1024];
-        loop {
-            match self.stream.read(&mut chunk) {
-                Ok(n) => {
-                    self.buf.extend_from_slice(&chunk[..n]);
-                    return n;
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => return 0,
-                Err(e) => panic!("read failed: {e}"),
             }
         }
     }
