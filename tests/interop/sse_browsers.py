@@ -24,36 +24,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chat_chromium import open_page, stop, wait_listening  # noqa: E402
+from checks import check, free_port, post, verdict  # noqa: E402
 
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
-    if not ok:
-        failures.append(name)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(port, room, text, caller):
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/messages?room={room}",
-        data=text.encode(),
-        method="POST",
-        headers={"X-Forwarded-For": caller},
-    )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(req, timeout=10) as r:
-        return json.loads(r.read())["id"]
 
 
 class DroppingProxy:
@@ -271,10 +246,7 @@ def main():
             stop(browser)
         stop(chat)
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print(f"sse_browsers: {len(failures)} failed")
-        sys.exit(1)
-    print("sse_browsers: all passed")
+    verdict("sse_browsers")
 
 
 if __name__ == "__main__":

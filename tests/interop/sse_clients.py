@@ -17,35 +17,12 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import httpx
 
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, free_port, post, verdict  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
-    if not ok:
-        failures.append(name)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(port, room, text, caller):
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/messages?room={room}",
-        data=text.encode(),
-        method="POST",
-        headers={"X-Forwarded-For": caller},
-    )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(req, timeout=10) as r:
-        return json.loads(r.read())["id"]
 
 
 def events(lines):
@@ -154,10 +131,7 @@ def main():
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    if failures:
-        print(f"sse_clients: {len(failures)} failed")
-        sys.exit(1)
-    print("sse_clients: all passed")
+    verdict("sse_clients")
 
 
 if __name__ == "__main__":

@@ -21,13 +21,9 @@ import threading
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, verdict  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
-    if not ok:
-        failures.append(name)
 
 
 async def python_handler(ws):
@@ -126,10 +122,7 @@ def main():
         except subprocess.TimeoutExpired:
             node.kill()
             node.wait()
-    if failures:
-        print(f"ws_clients: {len(failures)} failed")
-        sys.exit(1)
-    print("ws_clients: all passed")
+    verdict("ws_clients")
 
 
 if __name__ == "__main__":
