@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
-use super::fetch::{IdleSet, RequestBuilder, SharedIdle, CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST};
+use super::fetch::{RequestBuilder, SharedIdle, CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST};
 use super::fields::{frames_body, ConnectionOptions};
 use super::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
 use super::message::Header;
@@ -63,9 +63,9 @@ pub struct Client {
     write_timeout: Duration,
     max_reply: usize,
     /// Idle keep-alive connections for [`Client::request`], shared by the client's clones.
-    idle: SharedIdle,
-    max_idle_per_host: usize,
-    idle_timeout: Duration,
+    pub(crate) idle: SharedIdle,
+    pub(crate) max_idle_per_host: usize,
+    pub(crate) idle_timeout: Duration,
 }
 
 impl Default for Client {
@@ -216,36 +216,6 @@ impl Client {
         RequestBuilder::new(self, method, url)
     }
 
-    pub(crate) fn idle(&self) -> &IdleSet {
-        &self.idle
-    }
-
-    pub(crate) fn idle_timeout_value(&self) -> Duration {
-        self.idle_timeout
-    }
-
-    pub(crate) fn max_idle_per_host_value(&self) -> usize {
-        self.max_idle_per_host
-    }
-
-    /// A new connection (the connect timeout, the write timeout set).
-    pub(crate) fn open(&self, host: &str, port: u16) -> io::Result<TcpStream> {
-        self.connect(host, port)
-    }
-
-    pub(crate) fn send_request(&self, stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
-        self.send(stream, request)
-    }
-
-    /// Reads one whole reply, raw.
-    pub(crate) fn read_raw(
-        &self,
-        stream: &mut TcpStream,
-        head_request: bool,
-    ) -> Result<Vec<u8>, Failure> {
-        self.read_reply(stream, Vec::new(), head_request)
-    }
-
     /// Sends one request and returns the raw reply. See [`ask`].
     ///
     /// ```no_run
@@ -363,7 +333,8 @@ impl Client {
         Ok(self.read_reply(stream, acc, method == "HEAD")?)
     }
 
-    fn connect(&self, host: &str, port: u16) -> io::Result<TcpStream> {
+    /// A new connection (the connect timeout, the write timeout set).
+    pub(crate) fn connect(&self, host: &str, port: u16) -> io::Result<TcpStream> {
         let mut last = None;
         for addr in (host, port).to_socket_addrs()? {
             match TcpStream::connect_timeout(&addr, self.connect_timeout) {
@@ -380,14 +351,14 @@ impl Client {
         }))
     }
 
-    fn send(&self, stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
+    pub(crate) fn send(&self, stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
         stream.write_all(request).map_err(timed_out)
     }
 
     /// Reads exactly one reply: every byte read belongs to it (bytes are looked at with `peek`
     /// first and consumed only as far as the reply goes), so the next reply on the connection
     /// stays intact. Interim 1xx replies other than 101 are read and dropped.
-    fn read_reply(
+    pub(crate) fn read_reply(
         &self,
         stream: &mut TcpStream,
         acc: Vec<u8>,

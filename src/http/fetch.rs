@@ -290,27 +290,27 @@ impl<'c> RequestBuilder<'c> {
             true,
         )?;
         let head_request = self.method == "HEAD";
-        let idle = client.idle();
+        let idle = &client.idle;
         let mut retried = false;
         loop {
             // A retry never takes another idle connection: it may be as stale as the first.
             let pooled = match retried {
-                false => idle.take(host, url.port, client.idle_timeout_value()),
+                false => idle.take(host, url.port, client.idle_timeout),
                 true => None,
             };
             let reused = pooled.is_some();
             let mut stream = match pooled {
                 Some(s) => s,
-                None => client.open(host, url.port)?,
+                None => client.connect(host, url.port)?,
             };
-            let result = match client.send_request(&mut stream, &request) {
-                Ok(()) => client.read_raw(&mut stream, head_request),
+            let result = match client.send(&mut stream, &request) {
+                Ok(()) => client.read_reply(&mut stream, Vec::new(), head_request),
                 Err(e) => Err(Failure::Io(e)),
             };
             match result {
                 Ok(raw) => {
                     if keeps_alive(&raw) {
-                        idle.put(host, url.port, stream, client.max_idle_per_host_value());
+                        idle.put(host, url.port, stream, client.max_idle_per_host);
                     }
                     return ClientResponse::from_raw(&raw, head_request);
                 }
