@@ -162,33 +162,17 @@ fn serve() {
                 let body = Pattern { at: 0 }.take(bytes);
                 pool.stream(text_response(200, ""), Some(bytes), body)
             }
-            _ => text_response(200, stats_line()),
+            _ => text_response(200, child::stats_line()),
         })
         .unwrap();
     child::serve_until_stdin_closes(handle.local_addr().port());
     let _ = handle.shutdown();
 }
 
-/// `allocations live_heap_bytes cpu_micros rss_kib` of this process.
-fn stats_line() -> String {
-    format!(
-        "{} {} {} {}",
-        child::allocations(),
-        child::live_bytes(),
-        child::cpu_micros(),
-        child::status_kib("self", "VmRSS:")
-    )
-}
-
 // ---------------------------------------------------------------------------------------------
 // The client (parent process).
 
-#[derive(Clone, Copy, Debug)]
-struct Stats {
-    heap: i64,
-    cpu_micros: i64,
-    rss_kib: u64,
-}
+use child::ProcessStats as Stats;
 
 /// Sockets made so far: each new one is bound to the next source address.
 static SOURCES: AtomicU64 = AtomicU64::new(0);
@@ -223,16 +207,7 @@ fn get(port: u16, path: &str) -> String {
 }
 
 fn stats(port: u16) -> Stats {
-    let body = get(port, "/stats");
-    let v: Vec<i64> = body
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
-    Stats {
-        heap: v[1],
-        cpu_micros: v[2],
-        rss_kib: v[3] as u64,
-    }
+    Stats::parse(&get(port, "/stats"))
 }
 
 /// Stats once RSS has settled: two reads in a row within 64 KiB of each other.

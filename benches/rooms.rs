@@ -85,7 +85,7 @@ fn serve() {
                     " | {} websockets, {} parked, {} held bytes, {} refused messages",
                     s.websockets, s.parked, s.held_bytes, s.refused_messages
                 );
-                text_response(200, stats_line() + &more)
+                text_response(200, child::stats_line() + &more)
             }
         })
         .unwrap();
@@ -93,24 +93,7 @@ fn serve() {
     let _ = handle.shutdown();
 }
 
-/// `allocations live_heap_bytes cpu_micros rss_kib` of this process.
-fn stats_line() -> String {
-    format!(
-        "{} {} {} {}",
-        child::allocations(),
-        child::live_bytes(),
-        child::cpu_micros(),
-        child::status_kib("self", "VmRSS:")
-    )
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Stats {
-    allocations: u64,
-    heap: i64,
-    cpu_micros: i64,
-    rss_kib: u64,
-}
+use child::ProcessStats as Stats;
 
 fn http(port: u16, request: &str) -> String {
     let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -125,23 +108,10 @@ fn http(port: u16, request: &str) -> String {
 }
 
 fn stats(port: u16) -> Stats {
-    let body = http(
+    Stats::parse(&http(
         port,
         "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-    );
-    let v: Vec<i64> = body
-        .split(" | ")
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
-    Stats {
-        allocations: v[0] as u64,
-        heap: v[1],
-        cpu_micros: v[2],
-        rss_kib: v[3] as u64,
-    }
+    ))
 }
 
 fn publish(port: u16, room: &str, text: &str) -> String {

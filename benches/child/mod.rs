@@ -165,3 +165,42 @@ pub fn connect_from_spread(port: u16, n: usize) -> std::net::TcpStream {
         std::net::TcpStream::from_raw_fd(fd)
     }
 }
+
+/// What a child server reports of itself: `allocations live_heap_bytes cpu_micros rss_kib`
+/// (with [`Counting`] installed), as [`stats_line`] writes it and [`ProcessStats::parse`]
+/// reads it back.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcessStats {
+    pub allocations: u64,
+    pub heap: i64,
+    pub cpu_micros: i64,
+    pub rss_kib: u64,
+}
+
+/// This process's [`ProcessStats`], as one line.
+pub fn stats_line() -> String {
+    format!(
+        "{} {} {} {}",
+        allocations(),
+        live_bytes(),
+        cpu_micros(),
+        status_kib("self", "VmRSS:")
+    )
+}
+
+impl ProcessStats {
+    /// Reads a [`stats_line`] (what follows it on the line is ignored).
+    pub fn parse(line: &str) -> ProcessStats {
+        let v: Vec<i64> = line
+            .split_whitespace()
+            .take(4)
+            .map(|x| x.parse().expect("a stats line"))
+            .collect();
+        ProcessStats {
+            allocations: v[0] as u64,
+            heap: v[1],
+            cpu_micros: v[2],
+            rss_kib: v[3] as u64,
+        }
+    }
+}
