@@ -2,6 +2,7 @@
 //! the loop turn's clock, its identity and the worker's [`Remote`].
 
 use std::io::{self, IoSlice, Write as _};
+use std::net::Shutdown;
 use std::time::Instant;
 
 use mio::net::TcpStream;
@@ -46,9 +47,10 @@ const DRAINED_BY_SHORT_READ: bool = cfg!(any(target_os = "linux", target_os = "a
 #[derive(Debug)]
 pub enum Read<'a> {
     /// Bytes read into the worker's scratch buffer, never empty. They stay valid until the
-    /// next read of any strand of this worker: copy what must survive the resume. Fewer bytes
-    /// than [`Io::scratch_size`] mean (on Linux) that the socket is drained: the strand may park
-    /// on `read` at once, without reading to `WouldBlock`.
+    /// next read of any strand of this worker: copy what must survive the resume. When
+    /// [`Io::read_ready`] is false after it, the socket is drained (on Linux a read shorter
+    /// than the buffer proves it): the strand may park on `read` at once, without reading to
+    /// `WouldBlock`.
     Data(&'a [u8]),
     /// Nothing to read until the next readiness.
     WouldBlock,
@@ -91,6 +93,9 @@ pub struct Io<'a, M> {
     /// The connection's timer as the wheel holds it, and the worker's clock to read it.
     pub(crate) timer: &'a Link,
     pub(crate) clock: &'a Clock,
+    /// What stands between the socket and the strand (TLS), if anything: reads and writes go
+    /// through it.
+    pub(crate) layer: Option<&'a mut (dyn Layer + 'static)>,
 }
 
 impl<'a, M> Io<'a, M> {
@@ -122,40 +127,75 @@ impl<'a, M> Io<'a, M> {
     /// }
     /// ```
     pub fn read_split(&mut self) -> (Read<'_>, Output<'_>) {
-        let read = loop {
-            match sys::recv(self.stream, self.scratch) {
-                Ok(0) => break Outcome::Closed,
-                Ok(n) => {
-                    *self.quiet |= HEARD;
-                    if n < self.scratch.len()
-                        && DRAINED_BY_SHORT_READ
-                        && *self.ready & READ_CLOSED == 0
-                    {
-                        // The read emptied the socket's receive queue: bytes arriving from now
-                        // on raise a new readiness edge, so no read is owed before parking.
-                        *self.ready &= !READ_READY;
-                    }
-                    break Outcome::Data(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    *self.ready &= !READ_READY;
-                    break Outcome::WouldBlock;
-                }
-                Err(e) => break Outcome::Error(e),
-            }
-        };
-        let read = match read {
-            Outcome::Data(n) => Read::Data(&self.scratch[..n.min(self.scratch.len())]),
-            Outcome::WouldBlock => Read::WouldBlock,
-            Outcome::Closed => Read::Closed,
-            Outcome::Error(e) => Read::Error(e),
-        };
-        let out = Output {
+        let mut socket = Socket {
             stream: self.stream,
             ready: self.ready,
+            quiet: self.quiet,
+        };
+        let received = match self.layer.as_deref_mut() {
+            Some(layer) => layer.read(&mut socket, self.scratch),
+            None => socket.recv(self.scratch),
+        };
+        let read = match received {
+            Received::Data(n) => Read::Data(&self.scratch[..n.min(self.scratch.len())]),
+            Received::WouldBlock => Read::WouldBlock,
+            Received::Closed => Read::Closed,
+            Received::Error(e) => Read::Error(e),
+        };
+        let out = Output {
+            socket,
+            layer: self.layer.as_deref_mut(),
         };
         (read, out)
+    }
+
+    /// This `Io` with `layer` between the socket and the strand: what the strand reads is what
+    /// the layer makes of the bytes that arrive, what it writes goes to the layer. A protocol
+    /// that wraps the connection (TLS) runs its inner strand with this view.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>, tls: &mut (dyn reactor::Layer + 'static)) {
+    ///     let mut inner = io.layered(tls);
+    ///     let _ = inner.read(); // plaintext, decrypted by the layer
+    /// }
+    /// ```
+    pub fn layered<'b>(&'b mut self, layer: &'b mut (dyn Layer + 'static)) -> Io<'b, M> {
+        Io {
+            stream: self.stream,
+            scratch: self.scratch,
+            ready: self.ready,
+            quiet: self.quiet,
+            now: self.now,
+            id: self.id,
+            remote: self.remote,
+            timer: self.timer,
+            clock: self.clock,
+            layer: Some(layer),
+        }
+    }
+
+    /// Ends our side of the connection (the peer reads end of stream once what was written has
+    /// arrived); through the layer, if there is one, so that it can say goodbye in its own
+    /// protocol first (a TLS `close_notify`).
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Next {
+    ///     match io.shutdown_write() {
+    ///         Ok(()) => reactor::Next::read(), // linger: read until the peer closes too
+    ///         Err(_) => reactor::Next::Close,
+    ///     }
+    /// }
+    /// ```
+    pub fn shutdown_write(&mut self) -> io::Result<()> {
+        let mut socket = Socket {
+            stream: self.stream,
+            ready: self.ready,
+            quiet: self.quiet,
+        };
+        match self.layer.as_deref_mut() {
+            Some(layer) => layer.shutdown_write(&mut socket),
+            None => socket.stream.shutdown(Shutdown::Write),
+        }
     }
 
     /// One liveness sweep of this connection: how many sweeps in a row, this one included,
@@ -209,8 +249,12 @@ impl<'a, M> Io<'a, M> {
     /// ```
     pub fn output(&mut self) -> Output<'_> {
         Output {
-            stream: self.stream,
-            ready: self.ready,
+            socket: Socket {
+                stream: self.stream,
+                ready: self.ready,
+                quiet: self.quiet,
+            },
+            layer: self.layer.as_deref_mut(),
         }
     }
 
@@ -320,11 +364,197 @@ impl<'a, M> Io<'a, M> {
     }
 }
 
-enum Outcome {
+/// What one read of the socket (or a [`Layer`]) gave: the count of bytes now at the front of
+/// the buffer read into.
+#[derive(Debug)]
+pub enum Received {
+    /// This many bytes, never 0.
     Data(usize),
+    /// Nothing more until the next readiness.
     WouldBlock,
+    /// The peer closed its side.
     Closed,
+    /// The connection failed.
     Error(io::Error),
+}
+
+/// What stands between a connection's socket and its strand — TLS — set with [`Io::layered`].
+/// The strand reads and writes through [`Io`] as usual; the layer turns what arrives into what
+/// the strand reads and what the strand writes into what is sent, using the [`Socket`] it is
+/// handed for the real reads and writes (which keep the reactor's readiness bookkeeping).
+///
+/// A layer that holds bytes it could not send yet must say so to whoever parks the strand
+/// (it wants the socket writable); a layer keeps no buffer of its own while idle.
+///
+/// ```
+/// use std::io::{self, IoSlice};
+/// use reactor::{Layer, Received, Socket};
+///
+/// /// Flips every byte both ways: a toy cipher.
+/// struct Flip;
+/// impl Layer for Flip {
+///     fn read(&mut self, socket: &mut Socket<'_>, into: &mut [u8]) -> Received {
+///         let got = socket.recv(into);
+///         if let Received::Data(n) = got {
+///             into[..n].iter_mut().for_each(|b| *b = !*b);
+///         }
+///         got
+///     }
+///     fn write(&mut self, socket: &mut Socket<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+///         let Some(first) = bufs.iter().find(|b| !b.is_empty()) else { return Ok(0) };
+///         let flipped: Vec<u8> = first.iter().map(|b| !b).collect();
+///         socket.send(&flipped)
+///     }
+///     fn shutdown_write(&mut self, socket: &mut Socket<'_>) -> io::Result<()> {
+///         socket.stream().shutdown(std::net::Shutdown::Write)
+///     }
+/// }
+/// ```
+pub trait Layer {
+    /// Reads what the peer sent and puts what the strand is to read at the front of `into`,
+    /// up to its length. [`Received::WouldBlock`] only once the socket is drained (and the
+    /// layer holds nothing the strand could read); `Data` leaves the socket's readiness as
+    /// [`Socket::recv`] left it, so that a strand reads again when more may be there.
+    fn read(&mut self, socket: &mut Socket<'_>, into: &mut [u8]) -> Received;
+
+    /// Takes what it can of `bufs` (in order) and answers how many bytes it took; 0 (or fewer
+    /// than all) when the socket takes no more now, as [`Output::write`].
+    fn write(&mut self, socket: &mut Socket<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
+
+    /// Ends our side: the layer's own goodbye, then the socket's write side.
+    fn shutdown_write(&mut self, socket: &mut Socket<'_>) -> io::Result<()>;
+}
+
+/// The socket as a [`Layer`] uses it: reads and writes that keep the reactor's readiness
+/// bookkeeping (and liveness: a read that returns data counts as hearing from the peer).
+///
+/// ```
+/// fn pass_through(socket: &mut reactor::Socket<'_>, into: &mut [u8]) -> reactor::Received {
+///     socket.recv(into)
+/// }
+/// ```
+pub struct Socket<'a> {
+    stream: &'a TcpStream,
+    ready: &'a mut u8,
+    quiet: &'a mut u8,
+}
+
+impl Socket<'_> {
+    /// One read into `buf`; see [`Read`] for what a short read means.
+    ///
+    /// ```
+    /// fn demo(socket: &mut reactor::Socket<'_>) {
+    ///     let mut buf = [0u8; 512];
+    ///     let _ = socket.recv(&mut buf);
+    /// }
+    /// ```
+    pub fn recv(&mut self, buf: &mut [u8]) -> Received {
+        loop {
+            match sys::recv(self.stream, buf) {
+                Ok(0) => return Received::Closed,
+                Ok(n) => {
+                    *self.quiet |= HEARD;
+                    if n < buf.len() && DRAINED_BY_SHORT_READ && *self.ready & READ_CLOSED == 0 {
+                        // The read emptied the socket's receive queue: bytes arriving from now
+                        // on raise a new readiness edge, so no read is owed before parking.
+                        *self.ready &= !READ_READY;
+                    } else {
+                        // More may wait behind these bytes, and no edge would announce it.
+                        *self.ready |= READ_READY;
+                    }
+                    return Received::Data(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    *self.ready &= !READ_READY;
+                    return Received::WouldBlock;
+                }
+                Err(e) => return Received::Error(e),
+            }
+        }
+    }
+
+    /// Whether a read may find something (see [`Io::read_ready`]).
+    ///
+    /// ```
+    /// fn demo(socket: &reactor::Socket<'_>) -> bool {
+    ///     socket.read_ready()
+    /// }
+    /// ```
+    pub fn read_ready(&self) -> bool {
+        *self.ready & READ_READY != 0
+    }
+
+    /// Marks the socket as possibly readable: a layer that stopped short of what it has
+    /// buffered asks the strand to read again.
+    ///
+    /// ```
+    /// fn demo(socket: &mut reactor::Socket<'_>) {
+    ///     socket.set_read_ready();
+    /// }
+    /// ```
+    pub fn set_read_ready(&mut self) {
+        *self.ready |= READ_READY;
+    }
+
+    /// Sends what the socket takes now; see [`Output::write`].
+    ///
+    /// ```
+    /// fn demo(socket: &mut reactor::Socket<'_>) {
+    ///     let _ = socket.send(b"hello");
+    /// }
+    /// ```
+    pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            match sys::send(self.stream, buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    *self.ready &= !WRITE_READY;
+                    return Ok(0);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Sends several buffers in one system call (`writev`); see [`Output::write`].
+    ///
+    /// ```
+    /// fn demo(socket: &mut reactor::Socket<'_>) {
+    ///     let _ = socket.send_vectored(&[std::io::IoSlice::new(b"hi")]);
+    /// }
+    /// ```
+    pub fn send_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        loop {
+            match (&*self.stream).write_vectored(bufs) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    *self.ready &= !WRITE_READY;
+                    return Ok(0);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The socket itself (options, addresses, `shutdown`).
+    ///
+    /// ```
+    /// fn demo(socket: &reactor::Socket<'_>) {
+    ///     let _ = socket.stream().peer_addr();
+    /// }
+    /// ```
+    pub fn stream(&self) -> &TcpStream {
+        self.stream
+    }
 }
 
 /// The writing half of [`Io`], usable while bytes from [`Io::read_split`] are borrowed.
@@ -347,8 +577,8 @@ enum Outcome {
 /// }
 /// ```
 pub struct Output<'a> {
-    stream: &'a TcpStream,
-    ready: &'a mut u8,
+    socket: Socket<'a>,
+    layer: Option<&'a mut (dyn Layer + 'static)>,
 }
 
 impl Output<'_> {
@@ -362,19 +592,10 @@ impl Output<'_> {
     /// }
     /// ```
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        loop {
-            match sys::send(self.stream, buf) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    *self.ready &= !WRITE_READY;
-                    return Ok(0);
-                }
-                Err(e) => return Err(e),
-            }
+        match self.layer.as_deref_mut() {
+            Some(layer) if !buf.is_empty() => layer.write(&mut self.socket, &[IoSlice::new(buf)]),
+            Some(_) => Ok(0),
+            None => self.socket.send(buf),
         }
     }
 
@@ -386,19 +607,12 @@ impl Output<'_> {
     /// }
     /// ```
     pub fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        if bufs.iter().all(|b| b.is_empty()) {
-            return Ok(0);
-        }
-        loop {
-            match (&*self.stream).write_vectored(bufs) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    *self.ready &= !WRITE_READY;
-                    return Ok(0);
-                }
-                Err(e) => return Err(e),
+        match self.layer.as_deref_mut() {
+            Some(layer) if bufs.iter().any(|b| !b.is_empty()) => {
+                layer.write(&mut self.socket, bufs)
             }
+            Some(_) => Ok(0),
+            None => self.socket.send_vectored(bufs),
         }
     }
 }

@@ -80,7 +80,7 @@ pub use config::{
     MAX_CONNECTIONS_PER_WORKER,
 };
 pub use conn_id::ConnId;
-pub use io::{Io, Output, Read};
+pub use io::{Io, Layer, Output, Read, Received, Socket};
 pub use listen::{bind_exclusive, bind_reuseport, LISTEN_BACKLOG};
 pub use next::{Handover, Next, Wake};
 pub use remote::{Remote, INBOX_LIMIT};

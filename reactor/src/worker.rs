@@ -482,6 +482,7 @@ impl<S: Service> Worker<S> {
                 remote: &self.remote,
                 timer: &entry.link,
                 clock: &self.clock,
+                layer: None,
             };
             let strand = &mut entry.strand;
             catch_unwind(AssertUnwindSafe(|| f(strand, &mut io)))

@@ -9,7 +9,6 @@
 //! and while it is pending the strand stops reading (backpressure). What each request comes to
 //! is decided by [`dispatch`](super::dispatch), shared with the blocking `handle_conn`.
 
-use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -460,7 +459,7 @@ impl Busy {
             self.state = State::Lingering;
             self.input = Vec::new();
             self.reader = None;
-            if io.stream().shutdown(Shutdown::Write).is_err() {
+            if io.shutdown_write().is_err() {
                 return Next::Close;
             }
         }
@@ -479,7 +478,7 @@ impl Busy {
         let mut progressed = false;
         let mut reads = 0;
         let mut steps = 0;
-        // A read shorter than the scratch buffer drained the socket (see `reactor::Read`).
+        // Whether the last read drained the socket (see `reactor::Read`).
         let mut drained = false;
         loop {
             let flushed = self.output.flush(io, &mut progressed);
@@ -528,12 +527,11 @@ impl Busy {
                     return self.park(conn, io, progressed, !full, write);
                 }
                 reads += 1;
-                let scratch = io.scratch_size();
                 match io.read() {
                     Read::Data(bytes) => {
                         progressed = true;
-                        drained = bytes.len() < scratch;
                         self.take(conn, bytes, &ctx, &mut outcome);
+                        drained = !io.read_ready();
                     }
                     Read::WouldBlock if finished && conn.shared.shutting_down() => {
                         return self.linger(conn, io)

@@ -8,7 +8,6 @@
 //! output (the server's output budget, [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG), the write
 //! timeout). What the client sends is read and dropped; its end of stream ends the stream.
 
-use std::net::Shutdown;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
@@ -193,7 +192,7 @@ impl<H: SseHandler> SseStrand<H> {
                     busy.shut = true;
                     busy.deadline = Some(io.now() + timeouts.linger);
                     self.tell(io.id());
-                    if io.stream().shutdown(Shutdown::Write).is_err() {
+                    if io.shutdown_write().is_err() {
                         return Next::Close;
                     }
                 }

@@ -13,7 +13,6 @@
 //! cannot grow server memory without bound. A socket that takes no output for the server's
 //! write timeout is closed too.
 
-use std::net::Shutdown;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -503,8 +502,7 @@ impl<H: WsHandler> WsStrand<H> {
     fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
         let mut progressed = false;
         let id = io.id();
-        let scratch = io.scratch_size();
-        // A read shorter than the scratch buffer drained the socket (see `reactor::Read`).
+        // Whether the last read drained the socket (see `reactor::Read`).
         let mut drained = false;
         for _ in 0..16 {
             match self.flush(io, &mut progressed) {
@@ -513,7 +511,7 @@ impl<H: WsHandler> WsStrand<H> {
                     return Next::Close;
                 }
                 Ok(true) if self.closing() == Closing::Done => {
-                    if io.stream().shutdown(Shutdown::Write).is_err() {
+                    if io.shutdown_write().is_err() {
                         return Next::Close;
                     }
                     let busy = self.b();
@@ -535,8 +533,8 @@ impl<H: WsHandler> WsStrand<H> {
             match io.read() {
                 Read::Data(bytes) => {
                     progressed = true;
-                    drained = bytes.len() < scratch;
                     self.take(bytes, id);
+                    drained = !io.read_ready();
                 }
                 Read::WouldBlock => return self.park(io.now(), progressed, true),
                 Read::Closed | Read::Error(_) => {
