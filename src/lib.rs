@@ -6,4 +6,6 @@ pub mod fleet;
 pub mod http;
 mod server;
 pub mod sse;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod ws;

@@ -147,10 +147,39 @@ impl Options {
             workers => workers,
         };
         let server = web::http::Server::bind(("127.0.0.1", port))?;
-        Ok(match workers {
+        let server = match workers {
             Some(w) => server.workers(w),
             None => server,
-        })
+        };
+        self.tls(server)
+    }
+
+    /// The server over TLS alone when `--tls-cert FILE --tls-key FILE` (PEM) are given.
+    fn tls(&self, server: web::http::Server) -> Result<web::http::Server> {
+        let cert = self.get::<String>("--tls-cert")?;
+        let key = self.get::<String>("--tls-key")?;
+        match (cert, key) {
+            (None, None) => Ok(server),
+            #[cfg(feature = "tls")]
+            (Some(cert), Some(key)) => {
+                Ok(server.tls(web::tls::ServerTls::from_pem_files(cert, key)?))
+            }
+            #[cfg(not(feature = "tls"))]
+            (Some(_), Some(_)) => Err(usage(
+                "--tls-cert needs TLS, which this build lacks: build with --features tls",
+            )),
+            _ => Err(usage("--tls-cert and --tls-key go together")),
+        }
+    }
+
+    /// `https` when the server speaks TLS, else `http` (for the line saying where it listens).
+    pub fn scheme(&self, plain: &'static str) -> &'static str {
+        let tls = self.given.iter().any(|(name, _)| name == "--tls-cert");
+        match (tls, plain) {
+            (true, "ws") => "wss",
+            (true, _) => "https",
+            (false, plain) => plain,
+        }
     }
 }
 

@@ -174,6 +174,22 @@ impl<'a, M> Io<'a, M> {
         }
     }
 
+    /// The socket's own reads and writes, below any layer: for the layer's owner (to send what
+    /// the layer holds before resuming the strand).
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let _ = io.socket().send(b"raw bytes, past any layer");
+    /// }
+    /// ```
+    pub fn socket(&mut self) -> Socket<'_> {
+        Socket {
+            stream: self.stream,
+            ready: self.ready,
+            quiet: self.quiet,
+        }
+    }
+
     /// Ends our side of the connection (the peer reads end of stream once what was written has
     /// arrived); through the layer, if there is one, so that it can say goodbye in its own
     /// protocol first (a TLS `close_notify`).

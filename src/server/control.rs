@@ -49,6 +49,9 @@ struct Shared {
     /// The figures of the server's fleet, if it has one.
     #[cfg(feature = "redis")]
     fleet: OnceLock<Arc<crate::fleet::Counters>>,
+    /// The TLS configurations and figures, if the server speaks TLS.
+    #[cfg(feature = "tls")]
+    tls: OnceLock<Arc<crate::tls::TlsShared>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -72,6 +75,43 @@ impl Control {
     #[cfg(feature = "redis")]
     pub(crate) fn attach_fleet(&self, counters: Arc<crate::fleet::Counters>) {
         let _ = self.shared.fleet.set(counters);
+    }
+
+    /// Lets the control reload the server's certificates and read its TLS figures.
+    #[cfg(feature = "tls")]
+    pub(crate) fn attach_tls(&self, tls: Arc<crate::tls::TlsShared>) {
+        let _ = self.shared.tls.set(tls);
+    }
+
+    /// Replaces the server's certificates (or whole TLS configuration) while it runs:
+    /// connections accepted from now on present the new ones; open connections are not
+    /// touched. Sessions resume across a reload (the ticket keys and session cache stay).
+    /// An error if the server does not speak TLS or has not started.
+    ///
+    /// ```no_run
+    /// use web::tls::ServerTls;
+    /// let server = web::http::Server::bind("0.0.0.0:8443")?
+    ///     .tls(ServerTls::from_pem_files("cert.pem", "key.pem")?);
+    /// let control = server.control();
+    /// std::thread::spawn(move || loop {
+    ///     std::thread::sleep(std::time::Duration::from_secs(24 * 3600));
+    ///     // Renewed on disk by the certificate manager: read again.
+    ///     if let Ok(tls) = ServerTls::from_pem_files("cert.pem", "key.pem") {
+    ///         let _ = control.reload_tls(&tls);
+    ///     }
+    /// });
+    /// server.run(|_req| web::http::text_response(200, "hi"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn reload_tls(&self, tls: &crate::tls::ServerTls) -> std::io::Result<()> {
+        match self.shared.tls.get() {
+            Some(shared) => shared.configs.replace(tls),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "this server does not speak TLS, or has not started",
+            )),
+        }
     }
 
     /// Shows the server's queued output and its lagging peers in its stats.
@@ -135,6 +175,10 @@ impl Control {
             stats.fleet_errors = fleet.errors;
             stats.fleet_dropped = fleet.dropped;
             stats.fleet_local_decisions = fleet.local_decisions;
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.shared.tls.get() {
+            (stats.tls_handshakes, stats.tls_failures, stats.tls_timeouts) = tls.counters.read();
         }
         stats
     }

@@ -120,6 +120,10 @@ pub struct Server {
     control: Control,
     #[cfg(feature = "redis")]
     fleet: Option<crate::fleet::Fleet>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::ServerTls>,
+    #[cfg(feature = "tls")]
+    handshake_timeout: Duration,
 }
 
 /// The fleet threads of a running server (none without the `redis` feature); dropped after
@@ -202,6 +206,10 @@ impl Server {
             control: Control::default(),
             #[cfg(feature = "redis")]
             fleet: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(feature = "tls")]
+            handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
         }
     }
 
@@ -605,6 +613,41 @@ impl Server {
         self
     }
 
+    /// Serves HTTPS only (and WSS, and SSE over HTTPS) on this server's port (feature `tls`).
+    /// Every route, limit, room and deferred reply works as over plain HTTP; a plain HTTP
+    /// request sent to the port gets a plain `400` saying so. Replace the certificates while
+    /// running with [`Control::reload_tls`]. `taking` hooks are not called for TLS
+    /// connections (their socket carries records, not requests).
+    ///
+    /// ```no_run
+    /// use web::tls::ServerTls;
+    /// let server = web::http::Server::bind("0.0.0.0:8443")?
+    ///     .tls(ServerTls::from_pem_files("cert.pem", "key.pem")?);
+    /// server.run(|_req| web::http::text_response(200, "secure hello\n"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::tls::ServerTls) -> Server {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// How long a TLS client has to finish its handshake (default
+    /// [`HANDSHAKE_TIMEOUT`](crate::tls::HANDSHAKE_TIMEOUT)); one that has not is closed and
+    /// counted in [`ServerStats::tls_timeouts`].
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?
+    ///     .handshake_timeout(std::time::Duration::from_secs(3));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Server {
+        self.handshake_timeout = timeout;
+        self
+    }
+
     /// Calls `taken(conn, raw)` with every request before it is answered; see [`serve_taking`].
     ///
     /// ```
@@ -621,9 +664,10 @@ impl Server {
     }
 
     fn reactor(
-        self,
+        mut self,
         handler: Box<DynHandler>,
-    ) -> io::Result<(Reactor<HttpService>, Arc<Shared>, FleetThreads)> {
+    ) -> io::Result<(Running, Arc<Shared>, FleetThreads)> {
+        let tls = self.tls_service()?;
         let workers = self
             .workers
             .unwrap_or_else(|| Config::default().worker_count());
@@ -667,16 +711,26 @@ impl Server {
             shared: Arc::clone(&shared),
             worker: worker as u32,
         };
-        let reactor = match self.listen {
+        let listeners = match self.listen {
             Listen::Bound(first) => {
                 let addr = first.local_addr()?;
                 let mut listeners = vec![first];
                 for _ in 1..workers {
                     listeners.push(reactor::bind_reuseport(addr)?);
                 }
-                Reactor::from_listeners(listeners, config, service)?
+                listeners
             }
-            Listen::Given(listener) => Reactor::new(listener, config, service)?,
+            Listen::Given(listener) => vec![listener],
+        };
+        let reactor = match tls {
+            None => Running::Plain(Reactor::from_listeners(listeners, config, service)?),
+            #[cfg(feature = "tls")]
+            Some(tls) => Running::Tls(Reactor::from_listeners(listeners, config, move |worker| {
+                crate::tls::TlsService {
+                    inner: service(worker),
+                    shared: Arc::clone(&tls),
+                }
+            })?),
         };
         let _ = shared.remote.set(reactor.remote());
         let _ = shared.replies.remote.set(reactor.remote());
@@ -726,7 +780,11 @@ impl Server {
     ) -> io::Result<()> {
         // The fleet's threads stop after the workers (locals drop after the tail).
         let (reactor, _shared, _fleet) = self.reactor(Box::new(handler))?;
-        reactor.run()
+        match reactor {
+            Running::Plain(reactor) => reactor.run(),
+            #[cfg(feature = "tls")]
+            Running::Tls(reactor) => reactor.run(),
+        }
     }
 
     /// Serves on background threads; the handle stops and joins them.
@@ -745,11 +803,62 @@ impl Server {
     ) -> io::Result<ServerHandle> {
         let control = self.control.clone();
         let (reactor, _shared, fleet) = self.reactor(Box::new(handler))?;
+        let handle = match reactor {
+            Running::Plain(reactor) => reactor.spawn()?,
+            #[cfg(feature = "tls")]
+            Running::Tls(reactor) => reactor.spawn()?,
+        };
         Ok(ServerHandle {
-            handle: reactor.spawn()?,
+            handle,
             control,
             _fleet: fleet,
         })
+    }
+}
+
+/// The workers of a server about to run: plain, or each connection under TLS.
+enum Running {
+    Plain(Reactor<HttpService>),
+    #[cfg(feature = "tls")]
+    Tls(Reactor<crate::tls::TlsService<HttpService>>),
+}
+
+impl Running {
+    fn remote(&self) -> reactor::Remote<WsCommand> {
+        match self {
+            Running::Plain(reactor) => reactor.remote(),
+            #[cfg(feature = "tls")]
+            Running::Tls(reactor) => reactor.remote(),
+        }
+    }
+}
+
+#[cfg(feature = "tls")]
+type TlsShared = Arc<crate::tls::TlsShared>;
+#[cfg(not(feature = "tls"))]
+type TlsShared = std::convert::Infallible;
+
+impl Server {
+    /// What every TLS connection shares, when the server speaks TLS (attached to its control,
+    /// for reloads and figures).
+    #[cfg(feature = "tls")]
+    fn tls_service(&mut self) -> io::Result<Option<TlsShared>> {
+        let Some(tls) = self.tls.take() else {
+            return Ok(None);
+        };
+        let shared = Arc::new(crate::tls::TlsShared {
+            configs: crate::tls::Configs::new(&tls)?,
+            counters: Arc::default(),
+            handshake_timeout: self.handshake_timeout,
+            linger: self.limits.linger,
+        });
+        self.control.attach_tls(Arc::clone(&shared));
+        Ok(Some(shared))
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn tls_service(&mut self) -> io::Result<Option<TlsShared>> {
+        Ok(None)
     }
 }
 
@@ -835,6 +944,14 @@ pub struct ServerStats {
     /// With a fleet: rate-limit decisions taken on this instance's own count because Redis
     /// did not answer in time.
     pub fleet_local_decisions: u64,
+    /// TLS handshakes completed (feature `tls`).
+    pub tls_handshakes: u64,
+    /// TLS connections closed for bad input: malformed or unexpected records, a failed
+    /// handshake, a plain HTTP request on the TLS port (feature `tls`).
+    pub tls_failures: u64,
+    /// TLS connections closed because the handshake took longer than
+    /// `Server::handshake_timeout` (feature `tls`).
+    pub tls_timeouts: u64,
 }
 
 impl ServerHandle {

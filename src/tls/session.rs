@@ -1,0 +1,447 @@
+//! One server connection's TLS, as a [`reactor::Layer`]: rustls' unbuffered connection, driven
+//! on the worker's thread over the worker's buffers. Ciphertext is read into the worker's
+//! buffer, decrypted into the strand's scratch buffer, and what the strand writes is encrypted
+//! into the worker's buffer and sent at once. The connection keeps bytes of its own only while
+//! a record is cut short by a read or the socket takes less than was sent: idle, it holds the
+//! rustls state and nothing else.
+
+use std::cell::RefCell;
+use std::io::{self, IoSlice};
+use std::sync::Arc;
+use std::time::Instant;
+
+use reactor::{Layer, Received, Socket};
+use rustls::server::UnbufferedServerConnection;
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
+
+use super::strand::TlsShared;
+
+/// The largest plaintext of one record (RFC 8446 §5.1): the room a read must have left in the
+/// strand's buffer before another record is decrypted into it.
+const MAX_PLAINTEXT: usize = 16 * 1024;
+
+/// The worker's ciphertext buffers: what one read takes from the socket, and what one write
+/// encrypts before sending it (a record's overhead is at most 256 bytes in TLS 1.3, 2 048 in
+/// TLS 1.2 by the RFCs; rustls' suites use 22 and 29).
+const INCOMING: usize = 64 * 1024;
+const OUTGOING: usize = 64 * 1024 + 4 * 1024;
+/// What one write takes from the strand at most: what fits the outgoing buffer, sealed.
+const PLAINTEXT_PER_WRITE: usize = 60 * 1024;
+
+/// The worker's buffers, lent to one connection at a time (as the scratch buffer is).
+struct Buffers {
+    incoming: Vec<u8>,
+    outgoing: Vec<u8>,
+}
+
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = const {
+        RefCell::new(Buffers { incoming: Vec::new(), outgoing: Vec::new() })
+    };
+}
+
+/// Runs `f` with this worker's buffers, made on first use.
+fn with_buffers<T>(f: impl FnOnce(&mut Buffers) -> T) -> T {
+    BUFFERS.with_borrow_mut(|b| {
+        if b.incoming.len() < INCOMING {
+            b.incoming = vec![0; INCOMING];
+            b.outgoing = vec![0; OUTGOING];
+        }
+        f(b)
+    })
+}
+
+/// Gives the worker's buffers back (its last connection closed).
+pub(crate) fn release_buffers() {
+    BUFFERS.with_borrow_mut(|b| {
+        b.incoming = Vec::new();
+        b.outgoing = Vec::new();
+    });
+}
+
+/// Where the connection's handshake stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Not yet done; the handshake must finish by the deadline (set at the first resume).
+    Handshaking(Option<Instant>),
+    /// Application data flows.
+    Open,
+    /// The peer said `close_notify`: nothing more will come from it.
+    PeerClosed,
+    /// A TLS error (or a plain HTTP request): the connection is to be closed.
+    Failed,
+    /// The strand closed with records unsent: they go out, then the connection closes (at
+    /// this instant at the latest).
+    Closing(Instant),
+}
+
+/// One connection's TLS: the rustls state and the bytes a read or a write left over.
+pub(crate) struct Session {
+    conn: UnbufferedServerConnection,
+    /// Ciphertext read but not yet decrypted: the start of a record a read cut short, or whole
+    /// records left because the strand's buffer was full (`backlog`).
+    kept: Vec<u8>,
+    backlog: bool,
+    /// Sealed records the socket did not take yet, sent before anything else.
+    unsent: Vec<u8>,
+    /// Our side is to be shut once `unsent` is out.
+    shut_when_sent: bool,
+    phase: Phase,
+    shared: Arc<TlsShared>,
+}
+
+impl Session {
+    pub(crate) fn new(shared: &Arc<TlsShared>) -> Option<Session> {
+        let conn = UnbufferedServerConnection::new(shared.configs.current()).ok()?;
+        Some(Session {
+            conn,
+            kept: Vec::new(),
+            backlog: false,
+            unsent: Vec::new(),
+            shut_when_sent: false,
+            phase: Phase::Handshaking(None),
+            shared: Arc::clone(shared),
+        })
+    }
+
+    /// The first resume: the handshake's clock starts.
+    pub(crate) fn start(&mut self, now: Instant) {
+        if let Phase::Handshaking(None) = self.phase {
+            self.phase = Phase::Handshaking(Some(now + self.shared.handshake_timeout));
+        }
+    }
+
+    /// The handshake's deadline while it runs.
+    pub(crate) fn handshake_deadline(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Handshaking(deadline) => deadline,
+            _ => None,
+        }
+    }
+
+    /// Whether the handshake ran out of time at `now` (counted once, here).
+    pub(crate) fn timed_out(&self, now: Instant) -> bool {
+        let late = self.handshake_deadline().is_some_and(|d| now >= d);
+        if late {
+            self.shared.counters.timed_out();
+        }
+        late
+    }
+
+    /// The strand is done; the connection closes once its records are sent, or at this instant.
+    pub(crate) fn closing(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Closing(deadline) => Some(deadline),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn close_after_sending(&mut self, deadline: Instant) {
+        self.phase = Phase::Closing(deadline);
+    }
+
+    /// How long a closed strand's last records may take to go out.
+    pub(crate) fn linger(&self) -> std::time::Duration {
+        self.shared.linger
+    }
+
+    pub(crate) fn handshaking(&self) -> bool {
+        matches!(self.phase, Phase::Handshaking(_))
+    }
+
+    pub(crate) fn has_unsent(&self) -> bool {
+        !self.unsent.is_empty()
+    }
+
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.kept.capacity() + self.unsent.capacity()
+    }
+
+    /// Sends what the socket did not take before; `Ok(true)` once nothing is left.
+    pub(crate) fn flush(&mut self, socket: &mut Socket<'_>) -> io::Result<bool> {
+        while !self.unsent.is_empty() {
+            let n = socket.send(&self.unsent)?;
+            if n == 0 {
+                return Ok(false);
+            }
+            self.unsent.drain(..n);
+        }
+        self.unsent = Vec::new();
+        if std::mem::take(&mut self.shut_when_sent) {
+            socket.stream().shutdown(std::net::Shutdown::Write)?;
+        }
+        Ok(true)
+    }
+
+    /// Sends `sealed` after what is already waiting; keeps what the socket does not take.
+    fn send(&mut self, socket: &mut Socket<'_>, sealed: &[u8]) -> io::Result<()> {
+        if sealed.is_empty() {
+            return Ok(());
+        }
+        let sent = if self.unsent.is_empty() {
+            socket.send(sealed)?
+        } else {
+            0
+        };
+        self.unsent.extend_from_slice(&sealed[sent..]);
+        Ok(())
+    }
+
+    /// A TLS failure: counted, the alert rustls owes the peer sent if the socket takes it, and
+    /// the error the strand sees.
+    fn fail(&mut self, socket: &mut Socket<'_>, out: &mut [u8], error: rustls::Error) -> io::Error {
+        if self.phase != Phase::Failed {
+            self.shared.counters.failed();
+            self.phase = Phase::Failed;
+            let status = self.conn.process_tls_records(&mut []);
+            if let Ok(ConnectionState::EncodeTlsData(mut alert)) = status.state {
+                if let Ok(n) = alert.encode(out) {
+                    let _ = socket.send(&out[..n]);
+                }
+            }
+        }
+        io::Error::new(io::ErrorKind::InvalidData, error)
+    }
+
+    /// Turns ciphertext at `incoming[..end]` into plaintext at the front of `into`, answering
+    /// the handshake as it goes. Answers how much plaintext, and how much ciphertext was used.
+    fn decrypt(
+        &mut self,
+        socket: &mut Socket<'_>,
+        incoming: &mut [u8],
+        out: &mut [u8],
+        into: &mut [u8],
+    ) -> io::Result<(usize, usize)> {
+        let mut start = 0;
+        let mut plain = 0;
+        // Handshake records encoded, sent when rustls says so.
+        let mut encoded = 0;
+        loop {
+            if into.len() - plain < MAX_PLAINTEXT {
+                // The next record might not fit: keep the rest for the strand's next read.
+                self.backlog = start < incoming.len();
+                return Ok((plain, start));
+            }
+            let status = self.conn.process_tls_records(&mut incoming[start..]);
+            let mut discard = status.discard;
+            let state = match status.state {
+                Ok(state) => state,
+                Err(e) => return Err(self.fail(socket, out, e)),
+            };
+            match state {
+                ConnectionState::ReadTraffic(mut records) => {
+                    while let Some(record) = records.next_record() {
+                        let record = record.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                        let payload = record.payload;
+                        let room = into.len() - plain;
+                        if payload.len() > room {
+                            return Err(io::Error::other("a TLS record larger than its limit"));
+                        }
+                        into[plain..plain + payload.len()].copy_from_slice(payload);
+                        plain += payload.len();
+                        discard += record.discard;
+                    }
+                }
+                ConnectionState::EncodeTlsData(mut data) => match data.encode(&mut out[encoded..]) {
+                    Ok(n) => encoded += n,
+                    Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size })) => {
+                        return Err(io::Error::other(format!(
+                            "a TLS handshake message of {required_size} bytes does not fit the buffer"
+                        )))
+                    }
+                    Err(EncodeError::AlreadyEncoded) => {}
+                },
+                ConnectionState::TransmitTlsData(data) => {
+                    data.done();
+                    let sealed = std::mem::take(&mut encoded);
+                    self.send(socket, &out[..sealed])?;
+                }
+                ConnectionState::PeerClosed => self.phase = Phase::PeerClosed,
+                ConnectionState::BlockedHandshake | ConnectionState::WriteTraffic(_) | ConnectionState::Closed => {
+                    start += discard;
+                    if self.handshaking() && !self.conn.is_handshaking() {
+                        self.phase = Phase::Open;
+                        self.shared.counters.handshake();
+                    }
+                    self.backlog = false;
+                    return Ok((plain, start));
+                }
+                // No early data is accepted (`max_early_data_size` is 0): never reached.
+                _ => return Err(io::Error::other("TLS early data")),
+            }
+            start += discard;
+        }
+    }
+
+    /// Answers a plain HTTP request sent to the TLS port in plain HTTP (nginx does the same),
+    /// so that whoever typed `http://` reads why nothing works.
+    fn refuse_plain_http(&mut self, socket: &mut Socket<'_>) -> io::Error {
+        const REPLY: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\
+            Content-Length: 47\r\nConnection: close\r\n\r\n\
+            This port speaks HTTPS: a plain HTTP request.\r\n";
+        let _ = socket.send(REPLY);
+        let _ = socket.stream().shutdown(std::net::Shutdown::Write);
+        self.phase = Phase::Failed;
+        self.shared.counters.failed();
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "plain HTTP sent to the TLS port",
+        )
+    }
+}
+
+/// Whether the first byte of a connection starts a plain HTTP request (a method's letter)
+/// rather than a TLS record (content type 20–24).
+fn looks_like_http(first: u8) -> bool {
+    first.is_ascii_uppercase()
+}
+
+impl Layer for Session {
+    fn read(&mut self, socket: &mut Socket<'_>, into: &mut [u8]) -> Received {
+        match self.phase {
+            Phase::Failed | Phase::Closing(_) => {
+                return Received::Error(io::Error::new(io::ErrorKind::InvalidData, "TLS failed"))
+            }
+            Phase::PeerClosed => return Received::Closed,
+            Phase::Handshaking(_) | Phase::Open => {}
+        }
+        with_buffers(|buffers| loop {
+            let Buffers { incoming, outgoing } = buffers;
+            let kept = self.kept.len();
+            incoming[..kept].copy_from_slice(&self.kept);
+            let mut end = kept;
+            if !self.backlog {
+                match socket.recv(&mut incoming[kept..]) {
+                    Received::Data(n) => end += n,
+                    Received::WouldBlock => return Received::WouldBlock,
+                    other => return other,
+                }
+            }
+            if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
+                return Received::Error(self.refuse_plain_http(socket));
+            }
+            let (plain, used) = match self.decrypt(socket, &mut incoming[..end], outgoing, into) {
+                Ok(done) => done,
+                Err(e) => return Received::Error(e),
+            };
+            self.kept.clear();
+            if used < end {
+                self.kept.extend_from_slice(&incoming[used..end]);
+            } else {
+                self.kept = Vec::new();
+            }
+            if self.backlog {
+                // Whole records wait: the strand is to read again before it parks.
+                socket.set_read_ready();
+            }
+            if plain > 0 {
+                return Received::Data(plain);
+            }
+            if self.phase == Phase::PeerClosed {
+                return Received::Closed;
+            }
+            if self.backlog {
+                continue;
+            }
+            if !socket.read_ready() {
+                return Received::WouldBlock;
+            }
+        })
+    }
+
+    fn write(&mut self, socket: &mut Socket<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self.phase {
+            Phase::Open | Phase::PeerClosed => {}
+            Phase::Handshaking(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "the TLS handshake is not done",
+                ))
+            }
+            Phase::Failed | Phase::Closing(_) => {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "TLS failed"))
+            }
+        }
+        if !self.flush(socket)? {
+            return Ok(0);
+        }
+        with_buffers(|Buffers { incoming, outgoing }| {
+            // The strand's pieces, gathered so that a head and its body share records.
+            let mut taken = 0;
+            for buf in bufs {
+                let n = buf.len().min(PLAINTEXT_PER_WRITE - taken);
+                incoming[taken..taken + n].copy_from_slice(&buf[..n]);
+                taken += n;
+                if taken == PLAINTEXT_PER_WRITE {
+                    break;
+                }
+            }
+            let sealed = self.seal(socket, &incoming[..taken], outgoing)?;
+            self.send(socket, &outgoing[..sealed])?;
+            Ok(taken)
+        })
+    }
+
+    fn shutdown_write(&mut self, socket: &mut Socket<'_>) -> io::Result<()> {
+        if matches!(self.phase, Phase::Open | Phase::PeerClosed) {
+            with_buffers(|Buffers { outgoing, .. }| -> io::Result<()> {
+                let mut sealed = 0;
+                loop {
+                    let status = self.conn.process_tls_records(&mut []);
+                    match status.state {
+                        Ok(ConnectionState::WriteTraffic(mut traffic)) => {
+                            sealed += traffic
+                                .queue_close_notify(&mut outgoing[sealed..])
+                                .map_err(io::Error::other)?;
+                            break;
+                        }
+                        Ok(ConnectionState::EncodeTlsData(mut data)) => {
+                            sealed += data
+                                .encode(&mut outgoing[sealed..])
+                                .map_err(io::Error::other)?
+                        }
+                        Ok(ConnectionState::TransmitTlsData(data)) => data.done(),
+                        _ => break,
+                    }
+                }
+                self.send(socket, &outgoing[..sealed])
+            })?;
+        }
+        self.shut_when_sent = true;
+        self.flush(socket).map(|_| ())
+    }
+}
+
+impl Session {
+    /// Encrypts `plain` into `out` (after whatever rustls must send first: a key update, a
+    /// ticket); answers how many bytes of `out` hold records.
+    fn seal(&mut self, socket: &mut Socket<'_>, plain: &[u8], out: &mut [u8]) -> io::Result<usize> {
+        let mut sealed = 0;
+        loop {
+            let status = self.conn.process_tls_records(&mut []);
+            let state = match status.state {
+                Ok(state) => state,
+                Err(e) => return Err(self.fail(socket, out, e)),
+            };
+            match state {
+                ConnectionState::WriteTraffic(mut traffic) => {
+                    return match traffic.encrypt(plain, &mut out[sealed..]) {
+                        Ok(n) => Ok(sealed + n),
+                        Err(EncryptError::InsufficientSize(e)) => Err(io::Error::other(format!(
+                            "{} bytes of records do not fit the buffer",
+                            e.required_size
+                        ))),
+                        Err(e) => Err(io::Error::other(e)),
+                    };
+                }
+                ConnectionState::EncodeTlsData(mut data) => {
+                    sealed += data.encode(&mut out[sealed..]).map_err(io::Error::other)?
+                }
+                ConnectionState::TransmitTlsData(data) => data.done(),
+                ConnectionState::PeerClosed => self.phase = Phase::PeerClosed,
+                ConnectionState::Closed => return Err(io::ErrorKind::BrokenPipe.into()),
+                _ => return Err(io::Error::other("TLS is not ready to send")),
+            }
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! A TLS connection in the reactor: the protocol's own strand (HTTP, then WebSocket or SSE)
+//! run over a [`Session`] that stands between it and the socket. The one place that knows
+//! when TLS holds a connection open, for how long, and what closes it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+
+use super::server_config::Configs;
+use super::session::{release_buffers, Session};
+
+/// How long a client has to finish its handshake by default; see
+/// [`Server::handshake_timeout`](crate::http::Server::handshake_timeout).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What every connection of a TLS server shares.
+pub(crate) struct TlsShared {
+    pub(crate) configs: Configs,
+    pub(crate) counters: Arc<TlsCounters>,
+    pub(crate) handshake_timeout: Duration,
+    /// How long a connection the strand has closed may take to send its last records.
+    pub(crate) linger: Duration,
+}
+
+/// A TLS server's figures, shown in [`ServerStats`](crate::http::ServerStats).
+#[derive(Debug, Default)]
+pub(crate) struct TlsCounters {
+    handshakes: AtomicU64,
+    failures: AtomicU64,
+    timeouts: AtomicU64,
+}
+
+impl TlsCounters {
+    pub(crate) fn handshake(&self) {
+        self.handshakes.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn failed(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn timed_out(&self) {
+        self.timeouts.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Handshakes done, connections failed (bad records, plain HTTP, alerts), handshakes
+    /// timed out.
+    pub(crate) fn read(&self) -> (u64, u64, u64) {
+        (
+            self.handshakes.load(Ordering::Relaxed),
+            self.failures.load(Ordering::Relaxed),
+            self.timeouts.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Makes TLS connections: the protocol's service makes the strand, this one puts it over TLS.
+pub(crate) struct TlsService<S> {
+    pub(crate) inner: S,
+    pub(crate) shared: Arc<TlsShared>,
+}
+
+impl<S: Service> Service for TlsService<S> {
+    type Strand = TlsConn<S::Strand>;
+
+    fn open(
+        &mut self,
+        stream: &mio::net::TcpStream,
+        peer: std::net::SocketAddr,
+        id: ConnId,
+    ) -> Self::Strand {
+        TlsConn {
+            inner: self.inner.open(stream, peer, id),
+            session: Session::new(&self.shared).map(Box::new),
+        }
+    }
+
+    fn fan_out(&mut self, msg: &<S::Strand as Strand>::Msg, to: &mut Vec<ConnId>) {
+        self.inner.fan_out(msg, to);
+    }
+
+    fn idle(&mut self) {
+        self.inner.idle();
+        release_buffers();
+    }
+}
+
+/// A connection's strand under TLS. The session is boxed: a TLS connection costs its slab
+/// entry (one pointer more than a plain one) and this one allocation, with the rustls state.
+pub(crate) struct TlsConn<S> {
+    inner: S,
+    /// `None`: rustls refused to start (its configuration); the connection is closed at once.
+    session: Option<Box<Session>>,
+}
+
+impl<S: Strand> TlsConn<S> {
+    /// Runs `step` on the inner strand through the session, and parks as both need.
+    fn step(
+        &mut self,
+        io: &mut Io<'_, S::Msg>,
+        step: impl FnOnce(&mut S, &mut Io<'_, S::Msg>) -> Next,
+    ) -> Next {
+        let Some(session) = self.session.as_deref_mut() else {
+            return Next::Close;
+        };
+        if let Some(deadline) = session.closing() {
+            return finish(session, io, deadline);
+        }
+        match session.flush(&mut io.socket()) {
+            Ok(_) => {}
+            Err(_) => return Next::Close,
+        }
+        let next = step(&mut self.inner, &mut io.layered(session));
+        park(session, next, io)
+    }
+}
+
+impl<S: Strand> Strand for TlsConn<S> {
+    type Msg = S::Msg;
+
+    fn resume(&mut self, io: &mut Io<'_, S::Msg>, wake: Wake) -> Next {
+        if let Some(session) = self.session.as_deref_mut() {
+            match wake {
+                Wake::Start => session.start(io.now()),
+                Wake::Timeout if session.timed_out(io.now()) => return Next::Close,
+                _ => {}
+            }
+        }
+        self.step(io, |inner, io| inner.resume(io, wake))
+    }
+
+    fn drain(&mut self, io: &mut Io<'_, S::Msg>) -> Next {
+        if self.session.as_deref().is_none_or(Session::handshaking) {
+            // Shutting down: no request has come over this connection yet.
+            return Next::Close;
+        }
+        self.step(io, |inner, io| inner.drain(io))
+    }
+
+    fn message(&mut self, io: &mut Io<'_, S::Msg>, msg: S::Msg) -> Next {
+        self.step(io, |inner, io| inner.message(io, msg))
+    }
+
+    fn wants(&self, msg: &S::Msg) -> bool {
+        self.inner.wants(msg)
+    }
+
+    fn closed(&mut self, id: ConnId) {
+        self.inner.closed(id);
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.inner.held_bytes() + self.session.as_deref().map_or(0, Session::held_bytes)
+    }
+}
+
+/// What the connection waits for: the strand's wish, the socket writable while records wait
+/// to be sent, and the handshake's deadline while it runs. A strand that closes with records
+/// still unsent gets them sent first (within the linger time).
+fn park<M>(session: &mut Session, next: Next, io: &Io<'_, M>) -> Next {
+    match next {
+        Next::Park {
+            read,
+            write,
+            deadline,
+        } => Next::Park {
+            read,
+            write: write || session.has_unsent(),
+            deadline: match (deadline, session.handshake_deadline()) {
+                (Some(d), Some(h)) => Some(d.min(h)),
+                (d, h) => d.or(h),
+            },
+        },
+        Next::Close if session.has_unsent() => {
+            let deadline = io.now() + session.linger();
+            session.close_after_sending(deadline);
+            Next::write().until(deadline)
+        }
+        // A TLS connection cannot be handed over as a plain socket.
+        Next::Close | Next::Release(_) => Next::Close,
+    }
+}
+
+/// Sends what is left of a closed strand's records, then closes (at the deadline at last).
+fn finish<M>(session: &mut Session, io: &mut Io<'_, M>, deadline: Instant) -> Next {
+    match session.flush(&mut io.socket()) {
+        Ok(false) if io.now() < deadline => Next::write().until(deadline),
+        _ => Next::Close,
+    }
+}
