@@ -12,7 +12,9 @@
 //! sends every message it receives straight back until the server closes, exiting 0 after a
 //! clean close (what Autobahn's fuzzingserver expects of a client). `--header "Name: value"`
 //! adds a header to the upgrade request, `--protocol NAME` offers a subprotocol,
-//! `--max-message BYTES` (default 16 MiB) is the largest message accepted. Exit code 1 for a
+//! `--max-message BYTES` (default 16 MiB) is the largest message accepted. `wss://` URLs need a
+//! build with `--features tls`; the server's certificate is checked against the system's roots,
+//! or against the PEM file `--ca FILE` names. Exit code 1 for a
 //! failure (refused, broken protocol, a connection dropped without a close frame), 2 for a
 //! usage error.
 
@@ -26,19 +28,33 @@ use web::ws::{Message, WsConnect, WsReader, NORMAL};
 
 mod cli;
 
+/// Trusts the roots in the PEM file `ca` for `wss://`.
+#[cfg(feature = "tls")]
+fn with_roots(connect: WsConnect, ca: &str) -> std::io::Result<WsConnect> {
+    Ok(connect.tls(web::tls::ClientTls::roots_pem_file(ca)?))
+}
+
+#[cfg(not(feature = "tls"))]
+fn with_roots(_connect: WsConnect, _ca: &str) -> std::io::Result<WsConnect> {
+    Err(cli::usage(
+        "--ca needs TLS, which this build lacks: build with --features tls",
+    ))
+}
+
 fn main() -> ExitCode {
     cli::run("ws_client", client)
 }
 
 fn client() -> std::io::Result<()> {
     let options = cli::Options::parse_with_operands(
-        &["--header", "--protocol", "--max-message"],
+        &["--header", "--protocol", "--max-message", "--ca"],
         &["--echo"],
         "URL",
         "Sends each line of standard input to the WebSocket at URL as a text message and prints \
          each message received on its own line. --echo sends every message received back until \
          the server closes. --header \"Name: value\" adds a request header, --protocol NAME \
-         offers a subprotocol, --max-message BYTES (default 16777216).",
+         offers a subprotocol, --max-message BYTES (default 16777216). wss:// (a build with \
+         --features tls) trusts the system's roots, or those in the PEM file --ca FILE.",
     )?;
     let [url] = options.operands() else {
         return Err(cli::usage("one URL is needed"));
@@ -53,6 +69,9 @@ fn client() -> std::io::Result<()> {
     }
     if let Some(protocol) = options.get::<String>("--protocol")? {
         connect = connect.protocol(&protocol);
+    }
+    if let Some(ca) = options.get::<String>("--ca")? {
+        connect = with_roots(connect, &ca)?;
     }
     let ws = connect.connect(url)?;
     let (reader, writer) = ws.into_split();

@@ -9,6 +9,7 @@
 //! zero-sized state): what one room membership costs an idle connection can then be measured
 //! against the same server without it. `--ping-interval SECONDS` (fractions allowed; 0 turns
 //! pings off) sets how often silent peers are pinged (default 30; see `Server::ping_interval`).
+//! `--tls-cert FILE --tls-key FILE` (PEM; build with `--features tls`) serve `wss://` only.
 
 use web::http::{text_response, with_header, Request, Response};
 use web::ws::{Message, Ws, WsHandler};
@@ -50,12 +51,15 @@ fn serve() -> std::io::Result<()> {
             "--workers",
             "--room",
             "--ping-interval",
+            "--tls-cert",
+            "--tls-key",
         ],
         &[],
         "WebSocket echo at /: text as text, binary as binary. --max-message BYTES (default 65536); \
          --room NAME: every connection joins room NAME (to measure what a membership costs); \
          --ping-interval SECONDS: ping silent peers, close those that do not answer (default 30, \
-         fractions allowed, 0 = off).",
+         fractions allowed, 0 = off). --tls-cert FILE --tls-key FILE (PEM): serve wss:// only \
+         (needs a build with --features tls).",
     )?;
     let ping_interval = match options.get::<f64>("--ping-interval")? {
         None => Some(web::http::PING_INTERVAL),
@@ -71,7 +75,11 @@ fn serve() -> std::io::Result<()> {
         .websocket("/", Echo { room })
         .max_message(max_message)
         .ping_interval(ping_interval);
-    eprintln!("ws_echo: listening on ws://{}/", server.local_addr()?);
+    eprintln!(
+        "ws_echo: listening on {}://{}/",
+        options.scheme("ws"),
+        server.local_addr()?
+    );
     // Plain HTTP gets 426 Upgrade Required, naming the protocol (RFC 9110 §15.5.22).
     server.run(|_req| {
         let res = text_response(426, "this server speaks WebSocket at /\n");

@@ -5,6 +5,8 @@
 //! cargo run --release --example chat -- --port 9000 --workers 2
 //! # several instances sharing rooms and rate limits through Redis:
 //! cargo run --release --features redis --example chat -- --port 9001 --redis redis://127.0.0.1:6379/
+//! # HTTPS and WSS only:
+//! cargo run --release --features tls --example chat -- --tls-cert cert.pem --tls-key key.pem
 //! ```
 //!
 //! - `GET /`: the chat page (pick a room and a name) with a live chart of the server's own
@@ -233,13 +235,22 @@ fn main() -> std::process::ExitCode {
 
 fn serve() -> std::io::Result<()> {
     let options = cli::Options::parse(
-        &["--port", "--workers", "--redis", "--allow-origin"],
+        &[
+            "--port",
+            "--workers",
+            "--redis",
+            "--allow-origin",
+            "--tls-cert",
+            "--tls-key",
+        ],
         &[],
         "A chat with live server figures: open http://127.0.0.1:PORT/ (default 8080).\n\
          --redis redis://HOST:PORT shares rooms and rate limits with the other instances\n\
          using that Redis server (needs a build with --features redis).\n\
          --allow-origin ORIGINS lets pages of those origins (comma-separated, or *) open the\n\
-         chat's WebSocket; by default only pages of the chat's own host may.",
+         chat's WebSocket; by default only pages of the chat's own host may.\n\
+         --tls-cert FILE --tls-key FILE (PEM) serve HTTPS (and WSS) only (needs a build\n\
+         with --features tls).",
     )?;
     let origins = options
         .get::<String>("--allow-origin")?
@@ -281,7 +292,11 @@ fn serve() -> std::io::Result<()> {
         let chat = Arc::clone(&chat);
         move |req: Request| route(&chat, &control, baseline, req)
     };
-    eprintln!("chat: http://{}/", server.local_addr()?);
+    eprintln!(
+        "chat: {}://{}/",
+        options.scheme("http"),
+        server.local_addr()?
+    );
     // Polls past their 25 s (and, once the server stops, all of them) get their 204.
     let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sweeper = {

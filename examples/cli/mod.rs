@@ -173,6 +173,7 @@ impl Options {
     }
 
     /// `https` when the server speaks TLS, else `http` (for the line saying where it listens).
+    #[allow(dead_code)] // the examples that serve use it
     pub fn scheme(&self, plain: &'static str) -> &'static str {
         let tls = self.given.iter().any(|(name, _)| name == "--tls-cert");
         match (tls, plain) {

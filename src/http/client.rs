@@ -1,7 +1,7 @@
 //! The blocking HTTP/1.1 client: [`ask`], [`get`], [`get_all`], [`read_response`], and the
 //! [`Client`] value that holds their timeouts and limits.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use super::fields::{frames_body, ConnectionOptions};
 use super::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
 use super::message::Header;
 use super::reply::{parse_reply_head, ReplyFraming, ReplyHead};
+use super::wire::Wire;
 
 /// Default time to establish a connection.
 ///
@@ -66,6 +67,8 @@ pub struct Client {
     pub(crate) idle: SharedIdle,
     pub(crate) max_idle_per_host: usize,
     pub(crate) idle_timeout: Duration,
+    /// Whose certificates `https://` trusts (`None`: the system's roots).
+    pub(crate) tls: Option<super::wire::TlsChoice>,
 }
 
 impl Default for Client {
@@ -78,6 +81,7 @@ impl Default for Client {
             idle: SharedIdle::default(),
             max_idle_per_host: MAX_IDLE_PER_HOST,
             idle_timeout: CLIENT_IDLE_TIMEOUT,
+            tls: None,
         }
     }
 }
@@ -190,6 +194,21 @@ impl Client {
     /// ```
     pub fn idle_timeout(mut self, d: Duration) -> Client {
         self.idle_timeout = d;
+        self
+    }
+
+    /// Whose certificates the client trusts over `https://` (feature `tls`; by default the
+    /// system's roots, see [`ClientTls::system`](crate::tls::ClientTls::system)).
+    ///
+    /// ```no_run
+    /// let client = web::http::Client::new().tls(web::tls::ClientTls::roots_pem_file("ca.pem")?);
+    /// let res = client.request("GET", "https://localhost:8443/").send()?;
+    /// # let _ = res;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::tls::ClientTls) -> Client {
+        self.tls = Some(tls);
         self
     }
 
@@ -351,7 +370,7 @@ impl Client {
         }))
     }
 
-    pub(crate) fn send(&self, stream: &mut TcpStream, request: &[u8]) -> io::Result<()> {
+    pub(crate) fn send(&self, stream: &mut impl Write, request: &[u8]) -> io::Result<()> {
         stream.write_all(request).map_err(timed_out)
     }
 
@@ -360,7 +379,7 @@ impl Client {
     /// stays intact. Interim 1xx replies other than 101 are read and dropped.
     pub(crate) fn read_reply(
         &self,
-        stream: &mut TcpStream,
+        stream: &mut impl Wire,
         acc: Vec<u8>,
         head_request: bool,
     ) -> Result<Vec<u8>, Failure> {
@@ -414,13 +433,13 @@ impl Client {
 }
 
 /// Reads a reply's bytes within a deadline.
-struct Reader<'a> {
-    stream: &'a mut TcpStream,
+struct Reader<'a, W> {
+    stream: &'a mut W,
     deadline: Instant,
     peeked: Vec<u8>,
 }
 
-impl Reader<'_> {
+impl<W: Wire> Reader<'_, W> {
     fn arm(&mut self) -> io::Result<()> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

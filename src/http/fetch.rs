@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::TcpStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use super::client::{is_stale, keeps_alive, request_bytes, Client, Failure};
 use super::message::Header;
 use super::reply::{parse_reply_head, response_body};
 use super::url::{Schemes, Url};
+use super::wire::{self, Conn};
 
 /// Default idle connections a [`Client`] keeps per host ([`Client::max_idle_per_host`]).
 ///
@@ -31,8 +31,11 @@ pub const MAX_IDLE_PER_HOST: usize = 8;
 /// ```
 pub const CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Idle connections by host and port, each with the time it became idle.
-type ByHost = HashMap<(String, u16), Vec<(TcpStream, Instant)>>;
+/// Where a connection goes: whether under TLS, the host, the port.
+type Origin = (bool, String, u16);
+
+/// Idle connections by origin, each with the time it became idle.
+type ByHost = HashMap<Origin, Vec<(Conn, Instant)>>;
 
 /// The idle connections of a client and its clones, by host and port.
 #[derive(Debug, Default)]
@@ -46,23 +49,23 @@ impl IdleSet {
         self.conns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The most recently used idle connection to `host:port` that is not past `timeout`.
-    fn take(&self, host: &str, port: u16, timeout: Duration) -> Option<TcpStream> {
+    /// The most recently used idle connection to `origin` that is not past `timeout`.
+    fn take(&self, origin: &Origin, timeout: Duration) -> Option<Conn> {
         let mut conns = self.lock();
-        let list = conns.get_mut(&(host.to_owned(), port))?;
+        let list = conns.get_mut(origin)?;
         // Past the idle timeout: dropped (closed) rather than risked.
         list.retain(|(_, since)| since.elapsed() < timeout);
         let conn = list.pop().map(|(c, _)| c);
         if list.is_empty() {
-            conns.remove(&(host.to_owned(), port));
+            conns.remove(origin);
         }
         conn
     }
 
-    /// Keeps `conn` for the next request to `host:port`, unless `max` are kept already.
-    fn put(&self, host: &str, port: u16, conn: TcpStream, max: usize) {
+    /// Keeps `conn` for the next request to `origin`, unless `max` are kept already.
+    fn put(&self, origin: Origin, conn: Conn, max: usize) {
         let mut conns = self.lock();
-        let list = conns.entry((host.to_owned(), port)).or_default();
+        let list = conns.entry(origin).or_default();
         if list.len() < max {
             list.push((conn, Instant::now()));
         }
@@ -272,12 +275,6 @@ impl<'c> RequestBuilder<'c> {
     /// ```
     pub fn send(self) -> io::Result<ClientResponse> {
         let url = self.url?;
-        if url.secure {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "https:// needs TLS, which this build of the client does not have",
-            ));
-        }
         let client = self.client;
         let host = url.connect_host();
         let request = request_bytes(
@@ -291,17 +288,21 @@ impl<'c> RequestBuilder<'c> {
         )?;
         let head_request = self.method == "HEAD";
         let idle = &client.idle;
+        let origin: Origin = (url.secure, host.to_owned(), url.port);
         let mut retried = false;
         loop {
             // A retry never takes another idle connection: it may be as stale as the first.
             let pooled = match retried {
-                false => idle.take(host, url.port, client.idle_timeout),
+                false => idle.take(&origin, client.idle_timeout),
                 true => None,
             };
             let reused = pooled.is_some();
             let mut stream = match pooled {
                 Some(s) => s,
-                None => client.connect(host, url.port)?,
+                None => {
+                    let tcp = client.connect(host, url.port)?;
+                    wire::secure(tcp, url.secure, host, b"http/1.1", client.tls.as_ref())?
+                }
             };
             let result = match client.send(&mut stream, &request) {
                 Ok(()) => client.read_reply(&mut stream, Vec::new(), head_request),
@@ -310,7 +311,7 @@ impl<'c> RequestBuilder<'c> {
             match result {
                 Ok(raw) => {
                     if keeps_alive(&raw) {
-                        idle.put(host, url.port, stream, client.max_idle_per_host);
+                        idle.put(origin, stream, client.max_idle_per_host);
                     }
                     return ClientResponse::from_raw(&raw, head_request);
                 }

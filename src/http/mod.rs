@@ -24,6 +24,7 @@ mod request;
 mod status;
 pub(crate) mod stream_framing;
 pub(crate) mod url;
+pub(crate) mod wire;
 
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use client::{

@@ -21,6 +21,7 @@ use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_
 use super::handshake::{accept_key, random_16};
 use crate::http::grammar::{is_field_byte, is_token};
 use crate::http::url::{Schemes, Url};
+use crate::http::wire::{self, Conn};
 use crate::http::{parse_reply_head, Header};
 
 /// Default time to connect and complete the opening handshake ([`WsConnect::timeout`]).
@@ -73,6 +74,8 @@ pub struct WsConnect {
     timeout: Duration,
     read_timeout: Option<Duration>,
     max_message: usize,
+    /// Whose certificates `wss://` trusts (`None`: the system's roots).
+    tls: Option<crate::http::wire::TlsChoice>,
 }
 
 impl Default for WsConnect {
@@ -95,6 +98,7 @@ impl WsConnect {
             timeout: CONNECT_TIMEOUT,
             read_timeout: None,
             max_message: MAX_MESSAGE,
+            tls: None,
         }
     }
 
@@ -156,10 +160,28 @@ impl WsConnect {
         self
     }
 
+    /// Whose certificates `wss://` trusts (feature `tls`; by default the system's roots, see
+    /// [`ClientTls::system`](crate::tls::ClientTls::system)).
+    ///
+    /// ```no_run
+    /// let ws = web::ws::WsConnect::new()
+    ///     .tls(web::tls::ClientTls::roots_pem_file("ca.pem")?)
+    ///     .connect("wss://localhost:9443/")?;
+    /// # let _ = ws;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::tls::ClientTls) -> WsConnect {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Connects to `url` and completes the opening handshake (RFC 6455 §4.1): the answer must
     /// be `101` with the right `Sec-WebSocket-Accept`, no extension (none is offered) and a
-    /// subprotocol among those offered, if any. Errors: `InvalidInput` for a bad URL or
-    /// header, `Unsupported` for `wss://` (TLS is not built in yet), `ConnectionRefused` when
+    /// subprotocol among those offered, if any. `wss://` runs TLS first (feature `tls`; the
+    /// server's certificate is checked for the URL's host). Errors: `InvalidInput` for a bad
+    /// URL or header, `Unsupported` for `wss://` in a build without TLS, `InvalidData` for a
+    /// certificate that is not trusted or a TLS failure, `ConnectionRefused` when
     /// the server answers anything but 101 (its status in the message), `InvalidData` for a
     /// handshake that breaks the RFC, `TimedOut` past the timeout.
     ///
@@ -170,22 +192,23 @@ impl WsConnect {
     /// ```
     pub fn connect(&self, url: &str) -> io::Result<WsClient> {
         let url = Url::parse(url, Schemes::Ws)?;
-        if url.secure {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "wss:// needs TLS, which this build of the client does not have",
-            ));
-        }
         let key = base64::engine::general_purpose::STANDARD.encode(random_16());
         let request = self.request(&url, &key)?;
-        let mut stream = self.open(&url)?;
-        stream.set_read_timeout(Some(self.timeout))?;
-        stream.set_write_timeout(Some(self.timeout))?;
+        let tcp = self.open(&url)?;
+        tcp.set_read_timeout(Some(self.timeout))?;
+        tcp.set_write_timeout(Some(self.timeout))?;
+        let mut stream = wire::secure(
+            tcp,
+            url.secure,
+            url.connect_host(),
+            b"http/1.1",
+            self.tls.as_ref(),
+        )?;
         stream.write_all(&request)?;
         let (head, rest) = read_head(&mut stream)?;
         let protocol = self.check(&head, &key)?;
-        stream.set_read_timeout(self.read_timeout)?;
-        stream.set_write_timeout(None)?;
+        stream.tcp().set_read_timeout(self.read_timeout)?;
+        stream.tcp().set_write_timeout(None)?;
         let writer = WsWriter {
             side: Arc::new(Mutex::new(WriteSide {
                 stream: stream.try_clone()?,
@@ -310,7 +333,7 @@ impl WsConnect {
 }
 
 /// Reads the response head; returns it and the bytes that came after it.
-fn read_head(stream: &mut TcpStream) -> io::Result<(crate::http::ReplyHead, Vec<u8>)> {
+fn read_head(stream: &mut Conn) -> io::Result<(crate::http::ReplyHead, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -458,7 +481,7 @@ pub struct WsWriter {
 
 #[derive(Debug)]
 struct WriteSide {
-    stream: TcpStream,
+    stream: Conn,
     /// Our close frame went: nothing but a pong may follow it... and not even that.
     close_sent: bool,
 }
@@ -575,14 +598,14 @@ impl WsWriter {
     }
 
     fn shutdown(&self) {
-        let _ = self.lock().stream.shutdown(std::net::Shutdown::Both);
+        self.lock().stream.shutdown();
     }
 }
 
 /// The receiving half of a [`WsClient`].
 #[derive(Debug)]
 pub struct WsReader {
-    stream: TcpStream,
+    stream: Conn,
     decoder: Decoder,
     /// Bytes read and not decoded yet.
     pending: Vec<u8>,
@@ -645,7 +668,7 @@ impl WsReader {
                 if left.is_zero() {
                     return Err(no_message());
                 }
-                self.stream.set_read_timeout(Some(left))?;
+                self.stream.tcp().set_read_timeout(Some(left))?;
             }
             let n = match self.stream.read(&mut chunk) {
                 Ok(n) => n,
@@ -689,7 +712,7 @@ impl WsReader {
     /// After the closing handshake: the server closes TCP first (RFC 6455 §7.1.1); wait a
     /// little for that, then close our side whatever happened.
     fn finish(&mut self) {
-        let _ = self.stream.set_read_timeout(Some(CLOSE_LINGER));
+        let _ = self.stream.tcp().set_read_timeout(Some(CLOSE_LINGER));
         let mut sink = [0u8; 512];
         while matches!(self.stream.read(&mut sink), Ok(n) if n > 0) {}
         self.writer.shutdown();

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test file uses a different part of it
 
+#[cfg(feature = "tls")]
+pub mod certs;
 pub mod chat;
 pub mod drive;
 pub mod examples;
