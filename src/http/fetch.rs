@@ -275,6 +275,7 @@ impl<'c> RequestBuilder<'c> {
     /// ```
     pub fn send(self) -> io::Result<ClientResponse> {
         let url = self.url?;
+        wire::supported(url.secure)?;
         let client = self.client;
         let host = url.connect_host();
         let request = request_bytes(

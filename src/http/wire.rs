@@ -137,6 +137,18 @@ impl Wire for Conn {
     }
 }
 
+/// Whether this build can speak the scheme asked for: `https://` and `wss://` need the `tls`
+/// feature (an `Unsupported` error before anything is sent, without it).
+pub(crate) fn supported(secure: bool) -> io::Result<()> {
+    if secure && cfg!(not(feature = "tls")) {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "https:// and wss:// need TLS, which this build lacks (feature `tls`)",
+        ));
+    }
+    Ok(())
+}
+
 /// Opens `tcp` for `url`'s scheme: as is for `http://`/`ws://`, under TLS (checking the
 /// server's certificate for the URL's host, offering `alpn`) for `https://`/`wss://`.
 pub(crate) fn secure(
@@ -167,11 +179,9 @@ pub(crate) fn secure(
     }
     #[cfg(not(feature = "tls"))]
     {
-        let _ = (tcp, host, alpn, tls);
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "https:// and wss:// need TLS, which this build lacks (feature `tls`)",
-        ))
+        let _ = (host, alpn, tls);
+        // `secure` here: an `Unsupported` error.
+        supported(secure).map(|()| Conn::Plain(tcp))
     }
 }
 

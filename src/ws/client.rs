@@ -192,6 +192,7 @@ impl WsConnect {
     /// ```
     pub fn connect(&self, url: &str) -> io::Result<WsClient> {
         let url = Url::parse(url, Schemes::Ws)?;
+        wire::supported(url.secure)?;
         let key = base64::engine::general_purpose::STANDARD.encode(random_16());
         let request = self.request(&url, &key)?;
         let tcp = self.open(&url)?;
