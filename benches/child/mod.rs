@@ -70,6 +70,7 @@ pub struct Counting;
 
 static ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static LIVE_BYTES: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+static LIVE_BLOCKS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
 
 // SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
 // atomics.
@@ -77,6 +78,7 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         use std::sync::atomic::Ordering::Relaxed;
         ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE_BLOCKS.fetch_add(1, Relaxed);
         LIVE_BYTES.fetch_add(layout.size() as i64, Relaxed);
         // SAFETY: the caller's contract for `alloc` is passed on as is.
         unsafe { std::alloc::System.alloc(layout) }
@@ -84,6 +86,7 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
         LIVE_BYTES.fetch_sub(layout.size() as i64, std::sync::atomic::Ordering::Relaxed);
+        LIVE_BLOCKS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: as above.
         unsafe { std::alloc::System.dealloc(ptr, layout) }
     }
@@ -100,6 +103,11 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 /// Heap allocations (and reallocations) since the start, with [`Counting`] installed.
 pub fn allocations() -> u64 {
     ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Heap blocks (allocations not yet freed) now, with [`Counting`] installed.
+pub fn live_blocks() -> i64 {
+    LIVE_BLOCKS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Heap bytes in use now, with [`Counting`] installed.
