@@ -53,7 +53,10 @@ fn serve() {
         .idle_timeout(Duration::from_secs(600))
         .ping_interval(None)
         .websocket("/ws", Echo);
-    if let (Ok(cert), Ok(key)) = (std::env::var("TLS_BENCH_CERT"), std::env::var("TLS_BENCH_KEY")) {
+    if let (Ok(cert), Ok(key)) = (
+        std::env::var("TLS_BENCH_CERT"),
+        std::env::var("TLS_BENCH_KEY"),
+    ) {
         server = server.tls(web::tls::ServerTls::from_pem_files(cert, key).unwrap());
     }
     let handle = server
@@ -128,7 +131,8 @@ impl Dialer {
     /// A keep-alive connection that has had one request answered.
     fn http(&self, port: u16) -> Conn {
         let mut conn = self.connect(port);
-        conn.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        conn.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .unwrap();
         read_until(&mut conn, b"\r\n\r\nok");
         conn
     }
@@ -136,7 +140,8 @@ impl Dialer {
     /// A WebSocket that has had one message echoed.
     fn ws(&self, port: u16) -> Conn {
         let mut conn = self.connect(port);
-        conn.write_all(&ws_handshake_request("localhost", "/ws")).unwrap();
+        conn.write_all(&ws_handshake_request("localhost", "/ws"))
+            .unwrap();
         read_until(&mut conn, b"\r\n\r\n");
         let mut frame = Vec::new();
         write_frame(&mut frame, 0x80 | OP_TEXT, b"hi", Some(FIXED_MASK));
@@ -187,7 +192,11 @@ fn read_until(conn: &mut Conn, end: &[u8]) -> Vec<u8> {
 }
 
 /// A certificate for `localhost` (ECDSA P-256, self-signed), as PEM files; its client config.
-fn certificate() -> (std::path::PathBuf, std::path::PathBuf, Arc<rustls::ClientConfig>) {
+fn certificate() -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    Arc<rustls::ClientConfig>,
+) {
     let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let dir = std::env::temp_dir().join(format!("web-tls-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -209,7 +218,10 @@ fn certificate() -> (std::path::PathBuf, std::path::PathBuf, Arc<rustls::ClientC
 }
 
 fn count() -> usize {
-    std::env::var("TLS_BENCH_N").ok().and_then(|n| n.parse().ok()).unwrap_or(10_000)
+    std::env::var("TLS_BENCH_N")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000)
 }
 
 fn main() {
@@ -244,7 +256,9 @@ fn main() {
         let dialer = Dialer {
             tls: tls.then(|| Arc::clone(&config)),
         };
-        child::run("TLS_BENCH_SERVER", serve, |port, _| idle(&dialer, port, kind, n, open));
+        child::run("TLS_BENCH_SERVER", serve, |port, _| {
+            idle(&dialer, port, kind, n, open)
+        });
     }
     anatomy();
     let _ = std::fs::remove_dir_all(cert.parent().unwrap_or(&cert));
@@ -324,11 +338,15 @@ fn anatomy() {
 fn exchange(
     server: &Arc<rustls::ServerConfig>,
     client: &Arc<rustls::ClientConfig>,
-) -> (Box<rustls::server::UnbufferedServerConnection>, rustls::ClientConnection) {
+) -> (
+    Box<rustls::server::UnbufferedServerConnection>,
+    rustls::ClientConnection,
+) {
     use rustls::unbuffered::ConnectionState;
     let name = ServerName::try_from("localhost").unwrap();
     let mut c = rustls::ClientConnection::new(Arc::clone(client), name).unwrap();
-    let mut s = Box::new(rustls::server::UnbufferedServerConnection::new(Arc::clone(server)).unwrap());
+    let mut s =
+        Box::new(rustls::server::UnbufferedServerConnection::new(Arc::clone(server)).unwrap());
     c.writer().write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
     let (mut incoming, mut outgoing) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
     let mut used = 0;
@@ -363,7 +381,12 @@ fn exchange(
                 }
                 ConnectionState::WriteTraffic(mut w) => {
                     if got && !answered {
-                        let n = w.encrypt(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", &mut outgoing).unwrap();
+                        let n = w
+                            .encrypt(
+                                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                                &mut outgoing,
+                            )
+                            .unwrap();
                         back.extend_from_slice(&outgoing[..n]);
                         answered = true;
                     }

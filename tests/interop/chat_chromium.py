@@ -2,6 +2,11 @@
 """Interop: the chat demo in headless Chromium.
 
     python3 tests/interop/chat_chromium.py target/release/examples/chat
+    python3 tests/interop/chat_chromium.py --tls target/release/examples/chat
+
+With --tls the chat serves HTTPS and WSS only (a test CA and a leaf for localhost made with the
+openssl command line; Chromium trusts exactly that leaf's key, by its SPKI hash), and the pages
+load https://localhost:PORT/ and join over wss://.
 
 Starts `examples/chat` on a free port of 127.0.0.1 and headless Chromium with its DevTools
 protocol on another, opens two pages of the chat, joins both to one room through the page's own
@@ -167,8 +172,7 @@ def png_colours(png):
     return len(colours), width, height
 
 
-async def scenario(chat_port, devtools_port, shot_path):
-    base = f"http://127.0.0.1:{chat_port}/"
+async def scenario(base, devtools_port, shot_path):
     alice = await open_page(devtools_port, base)
     bob = await open_page(devtools_port, base)
     room = f"room{os.getpid()}"
@@ -215,16 +219,30 @@ async def scenario(chat_port, devtools_port, shot_path):
 
 
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: chat_chromium.py PATH/TO/chat")
-    chat_bin = sys.argv[1]
+    args = sys.argv[1:]
+    tls = args[:1] == ["--tls"]
+    if tls:
+        args = args[1:]
+    if len(args) != 1:
+        fail("usage: chat_chromium.py [--tls] PATH/TO/chat")
+    chat_bin = args[0]
     chromium = shutil.which("chromium")
     if not chromium:
         fail("chromium is not installed (apt-get install -y chromium)")
     work = tempfile.mkdtemp()
     chat_port, devtools_port = free_port(), free_port()
+    chat_args, browser_args = [], []
+    base = f"http://127.0.0.1:{chat_port}/"
+    if tls:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import tls_certs
+
+        _, chain, key, spki = tls_certs.make(work)
+        chat_args = ["--tls-cert", chain, "--tls-key", key]
+        browser_args = [f"--ignore-certificate-errors-spki-list={spki}"]
+        base = f"https://localhost:{chat_port}/"
     chat = subprocess.Popen(
-        [chat_bin, "--port", str(chat_port), "--workers", "2"],
+        [chat_bin, "--port", str(chat_port), "--workers", "2", *chat_args],
         stdout=subprocess.DEVNULL,
         stderr=open(os.path.join(work, "chat.log"), "w"),
     )
@@ -245,6 +263,7 @@ def main():
                 "--window-size=1200,800",
                 f"--user-data-dir={os.path.join(work, 'profile')}",
                 f"--remote-debugging-port={devtools_port}",
+                *browser_args,
                 "--remote-allow-origins=*",
                 "about:blank",
             ],
@@ -254,7 +273,7 @@ def main():
         wait_listening(devtools_port, browser, "chromium", 30)
         asyncio.run(
             asyncio.wait_for(
-                scenario(chat_port, devtools_port, os.path.join(work, "chat.png")), 90
+                scenario(base, devtools_port, os.path.join(work, "chat.png")), 90
             )
         )
         stop(browser)

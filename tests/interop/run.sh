@@ -4,12 +4,13 @@
 # talking to nginx and Python's http.server, the rate limiter behind nginx, `ws_echo`
 # against Python's `websockets` and headless Chromium, and two chat instances sharing rooms
 # and rate limits through Redis behind nginx, the WebSocket client against Python websockets,
-# Node ws and the Autobahn fuzzingserver, SSE with Node and Chromium EventSource. Run by
+# Node ws and the Autobahn fuzzingserver, SSE with Node and Chromium EventSource, HTTPS and WSS
+# with curl, openssl s_client, Python, Node, Go and Chromium. Run by
 # .ci/run; runnable on its own:
 #
 #   tests/interop/run.sh
 #
-# Installs curl, nginx, redis-server, chromium, node and npm with apt-get, websockets and httpx with
+# Installs curl, nginx, redis-server, chromium, node, npm, openssl and go with apt-get, websockets and httpx with
 # pip, and the eventsource package with npm, when they are missing
 # (CI runs as root on a machine that may be new); a tool still missing afterwards is a failure,
 # never a skip.
@@ -49,6 +50,8 @@ apt_install redis-server redis-server
 apt_install chromium chromium
 apt_install node nodejs
 apt_install npm npm
+apt_install openssl openssl
+apt_install go golang-go
 # Node's EventSource client from npm, into a directory of its own (removed at exit).
 NODE_PREFIX=$(mktemp -d)
 trap 'rm -rf "$NODE_PREFIX"' EXIT
@@ -58,6 +61,10 @@ timeout 600 npm install --prefix "$NODE_PREFIX" --silent --no-audit --no-fund ev
 if ! python3 -c 'import websockets, sys; sys.exit(int(websockets.__version__.split(".")[0]) < 14)' 2>/dev/null; then
     echo "interop: installing Python's websockets with pip"
     timeout 600 python3 -m pip install --quiet 'websockets>=14' || die "pip could not install websockets"
+fi
+if ! python3 -c 'import requests' 2>/dev/null; then
+    echo "interop: installing Python's requests with pip"
+    timeout 600 python3 -m pip install --quiet requests || die "pip could not install requests"
 fi
 if ! python3 -c 'import httpx' 2>/dev/null; then
     echo "interop: installing Python's httpx with pip"
@@ -69,13 +76,15 @@ echo "interop: websockets $(python3 -c 'import websockets; print(websockets.__ve
 echo "interop: $(chromium --version 2>/dev/null | head -n 1)"
 echo "interop: node $(node --version), eventsource $(node -p "require('$NODE_PREFIX/node_modules/eventsource/package.json').version"), ws $(node -p "require('$NODE_PREFIX/node_modules/ws/package.json').version")"
 echo "interop: $(python3 --version)"
+echo "interop: $(openssl version), $(go version)"
 echo "interop: $(nginx -v 2>&1)"
 echo "interop: $(redis-server --version)"
 
-# The default target directory, as CI uses. With the `redis` feature: the chat's `--redis`
-# (the other examples are the same with or without it).
+# The default target directory, as CI uses. With the `redis` feature: the chat's `--redis`;
+# with `tls`: the examples' --tls-cert/--tls-key and ws_client's wss:// (the examples are the
+# same without them otherwise).
 unset CARGO_TARGET_DIR
-cargo build --release --features redis --examples
+cargo build --release --features redis,tls --examples
 hello=target/release/examples/hello
 echo=target/release/examples/echo
 fetch=target/release/examples/fetch
@@ -116,6 +125,12 @@ timeout -k 10 120 bash tests/interop/ws_chromium.sh "$ws_echo" || failed+=("ws_c
 echo
 echo "== interop: the chat demo in headless Chromium (two pages, a message, the chart, SIGTERM) =="
 timeout -k 10 180 python3 tests/interop/chat_chromium.py "$chat" || failed+=("chat_chromium.py (exit $?)")
+echo
+echo "== interop: the chat over HTTPS and WSS in headless Chromium =="
+timeout -k 10 180 python3 tests/interop/chat_chromium.py --tls "$chat" || failed+=("chat_chromium.py --tls (exit $?)")
+echo
+echo "== interop: HTTPS and WSS against curl, openssl s_client, Python, Node, Go and ws_client =="
+timeout -k 10 400 python3 tests/interop/tls_clients.py target/release/examples "$NODE_PREFIX" || failed+=("tls_clients.py (exit $?)")
 echo
 echo "== interop: Server-Sent Events, curl -N and httpx against the chat =="
 timeout -k 10 120 python3 tests/interop/sse_clients.py "$chat" || failed+=("sse_clients.py (exit $?)")
