@@ -16,10 +16,6 @@ use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, Insufficien
 
 use super::strand::TlsShared;
 
-/// The largest plaintext of one record (RFC 8446 §5.1): the room a read must have left in the
-/// strand's buffer before another record is decrypted into it.
-const MAX_PLAINTEXT: usize = 16 * 1024;
-
 /// The worker's ciphertext buffers: what one read takes from the socket, and what one write
 /// encrypts before sending it (a record's overhead is at most 256 bytes in TLS 1.3, 2 048 in
 /// TLS 1.2 by the RFCs; rustls' suites use 22 and 29).
@@ -78,10 +74,9 @@ enum Phase {
 /// One connection's TLS: the rustls state and the bytes a read or a write left over.
 pub(crate) struct Session {
     conn: UnbufferedServerConnection,
-    /// Ciphertext read but not yet decrypted: the start of a record a read cut short, or whole
-    /// records left because the strand's buffer was full (`backlog`).
+    /// Ciphertext rustls could not use yet: the start of a record a read cut short, and the
+    /// records of a handshake message still being joined (rustls reads them again, in place).
     kept: Vec<u8>,
-    backlog: bool,
     /// Sealed records the socket did not take yet, sent before anything else.
     unsent: Vec<u8>,
     /// Our side is to be shut once `unsent` is out.
@@ -96,7 +91,6 @@ impl Session {
         Some(Session {
             conn,
             kept: Vec::new(),
-            backlog: false,
             unsent: Vec::new(),
             shut_when_sent: false,
             phase: Phase::Handshaking(None),
@@ -187,13 +181,24 @@ impl Session {
         Ok(())
     }
 
-    /// A TLS failure: counted, the alert rustls owes the peer sent if the socket takes it, and
-    /// the error the strand sees.
-    fn fail(&mut self, socket: &mut Socket<'_>, out: &mut [u8], error: rustls::Error) -> io::Error {
+    /// A TLS failure: counted, the alert rustls owes the peer sent if the socket takes it
+    /// (`seen`: the bytes rustls last read, which it may look at again), and the error the
+    /// strand sees.
+    fn fail(
+        &mut self,
+        socket: &mut Socket<'_>,
+        out: &mut [u8],
+        seen: Seen,
+        error: rustls::Error,
+    ) -> io::Error {
         if self.phase != Phase::Failed {
             self.shared.counters.failed();
             self.phase = Phase::Failed;
-            let status = self.conn.process_tls_records(&mut []);
+            let seen = match seen {
+                Seen::Kept => &mut self.kept[..],
+                Seen::These(bytes) => bytes,
+            };
+            let status = self.conn.process_tls_records(seen);
             if let Ok(ConnectionState::EncodeTlsData(mut alert)) = status.state {
                 if let Ok(n) = alert.encode(out) {
                     let _ = socket.send(&out[..n]);
@@ -217,27 +222,25 @@ impl Session {
         // Handshake records encoded, sent when rustls says so.
         let mut encoded = 0;
         loop {
-            if into.len() - plain < MAX_PLAINTEXT {
-                // The next record might not fit: keep the rest for the strand's next read.
-                self.backlog = start < incoming.len();
-                return Ok((plain, start));
-            }
             let status = self.conn.process_tls_records(&mut incoming[start..]);
             let mut discard = status.discard;
             let state = match status.state {
                 Ok(state) => state,
-                Err(e) => return Err(self.fail(socket, out, e)),
+                Err(e) => {
+                    return Err(self.fail(socket, out, Seen::These(&mut incoming[start..]), e))
+                }
             };
             match state {
                 ConnectionState::ReadTraffic(mut records) => {
                     while let Some(record) = records.next_record() {
                         let record = record.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                         let payload = record.payload;
-                        let room = into.len() - plain;
-                        if payload.len() > room {
-                            return Err(io::Error::other("a TLS record larger than its limit"));
-                        }
-                        into[plain..plain + payload.len()].copy_from_slice(payload);
+                        // Fits: a record's plaintext is shorter than its ciphertext, and
+                        // `incoming` is no longer than `into` (see `Layer::read`).
+                        let Some(to) = into.get_mut(plain..plain + payload.len()) else {
+                            return Err(io::Error::other("a TLS record larger than its ciphertext"));
+                        };
+                        to.copy_from_slice(payload);
                         plain += payload.len();
                         discard += record.discard;
                     }
@@ -263,7 +266,6 @@ impl Session {
                         self.phase = Phase::Open;
                         self.shared.counters.handshake();
                     }
-                    self.backlog = false;
                     return Ok((plain, start));
                 }
                 // No early data is accepted (`max_early_data_size` is 0): never reached.
@@ -290,6 +292,14 @@ impl Session {
     }
 }
 
+/// Which bytes rustls last read, to give it again when it is asked for an alert.
+enum Seen<'a> {
+    /// The connection's kept bytes (between reads).
+    Kept,
+    /// The read buffer being worked through.
+    These(&'a mut [u8]),
+}
+
 /// Whether the first byte of a connection starts a plain HTTP request (a method's letter)
 /// rather than a TLS record (content type 20–24).
 fn looks_like_http(first: u8) -> bool {
@@ -307,16 +317,23 @@ impl Layer for Session {
         }
         with_buffers(|buffers| loop {
             let Buffers { incoming, outgoing } = buffers;
+            // No more ciphertext than `into` holds: all the plaintext it makes fits there, so
+            // rustls is never left holding plaintext the strand has not read.
+            let incoming = &mut incoming[..into.len().min(INCOMING)];
             let kept = self.kept.len();
-            incoming[..kept].copy_from_slice(&self.kept);
-            let mut end = kept;
-            if !self.backlog {
-                match socket.recv(&mut incoming[kept..]) {
-                    Received::Data(n) => end += n,
-                    Received::WouldBlock => return Received::WouldBlock,
-                    other => return other,
-                }
+            if kept >= incoming.len() {
+                self.phase = Phase::Failed;
+                self.shared.counters.failed();
+                return Received::Error(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a TLS handshake message larger than the read buffer",
+                ));
             }
+            incoming[..kept].copy_from_slice(&self.kept);
+            let end = match socket.recv(&mut incoming[kept..]) {
+                Received::Data(n) => kept + n,
+                other => return other,
+            };
             if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
                 return Received::Error(self.refuse_plain_http(socket));
             }
@@ -330,18 +347,11 @@ impl Layer for Session {
             } else {
                 self.kept = Vec::new();
             }
-            if self.backlog {
-                // Whole records wait: the strand is to read again before it parks.
-                socket.set_read_ready();
-            }
             if plain > 0 {
                 return Received::Data(plain);
             }
             if self.phase == Phase::PeerClosed {
                 return Received::Closed;
-            }
-            if self.backlog {
-                continue;
             }
             if !socket.read_ready() {
                 return Received::WouldBlock;
@@ -387,21 +397,30 @@ impl Layer for Session {
             with_buffers(|Buffers { outgoing, .. }| -> io::Result<()> {
                 let mut sealed = 0;
                 loop {
-                    let status = self.conn.process_tls_records(&mut []);
-                    match status.state {
+                    let status = self.conn.process_tls_records(&mut self.kept);
+                    let discard = status.discard;
+                    let done = match status.state {
                         Ok(ConnectionState::WriteTraffic(mut traffic)) => {
                             sealed += traffic
                                 .queue_close_notify(&mut outgoing[sealed..])
                                 .map_err(io::Error::other)?;
-                            break;
+                            true
                         }
                         Ok(ConnectionState::EncodeTlsData(mut data)) => {
                             sealed += data
                                 .encode(&mut outgoing[sealed..])
-                                .map_err(io::Error::other)?
+                                .map_err(io::Error::other)?;
+                            false
                         }
-                        Ok(ConnectionState::TransmitTlsData(data)) => data.done(),
-                        _ => break,
+                        Ok(ConnectionState::TransmitTlsData(data)) => {
+                            data.done();
+                            false
+                        }
+                        _ => true,
+                    };
+                    self.kept.drain(..discard.min(self.kept.len()));
+                    if done {
+                        break;
                     }
                 }
                 self.send(socket, &outgoing[..sealed])
@@ -418,29 +437,42 @@ impl Session {
     fn seal(&mut self, socket: &mut Socket<'_>, plain: &[u8], out: &mut [u8]) -> io::Result<usize> {
         let mut sealed = 0;
         loop {
-            let status = self.conn.process_tls_records(&mut []);
-            let state = match status.state {
-                Ok(state) => state,
-                Err(e) => return Err(self.fail(socket, out, e)),
+            // Given the bytes rustls has seen and kept, never fewer (it reads them again in
+            // place); they hold no whole record, so nothing is decrypted here.
+            let status = self.conn.process_tls_records(&mut self.kept);
+            let discard = status.discard;
+            let step = match status.state {
+                Err(e) => Err(e),
+                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
+                    Ok(Some(traffic.encrypt(plain, &mut out[sealed..])))
+                }
+                Ok(ConnectionState::EncodeTlsData(mut data)) => {
+                    sealed += data.encode(&mut out[sealed..]).map_err(io::Error::other)?;
+                    Ok(None)
+                }
+                Ok(ConnectionState::TransmitTlsData(data)) => {
+                    data.done();
+                    Ok(None)
+                }
+                Ok(ConnectionState::PeerClosed) => {
+                    self.phase = Phase::PeerClosed;
+                    Ok(None)
+                }
+                Ok(ConnectionState::Closed) => return Err(io::ErrorKind::BrokenPipe.into()),
+                Ok(_) => return Err(io::Error::other("TLS is not ready to send")),
             };
-            match state {
-                ConnectionState::WriteTraffic(mut traffic) => {
-                    return match traffic.encrypt(plain, &mut out[sealed..]) {
-                        Ok(n) => Ok(sealed + n),
-                        Err(EncryptError::InsufficientSize(e)) => Err(io::Error::other(format!(
-                            "{} bytes of records do not fit the buffer",
-                            e.required_size
-                        ))),
-                        Err(e) => Err(io::Error::other(e)),
-                    };
+            self.kept.drain(..discard.min(self.kept.len()));
+            match step {
+                Err(e) => return Err(self.fail(socket, out, Seen::Kept, e)),
+                Ok(None) => continue,
+                Ok(Some(Ok(n))) => return Ok(sealed + n),
+                Ok(Some(Err(EncryptError::InsufficientSize(e)))) => {
+                    return Err(io::Error::other(format!(
+                        "{} bytes of records do not fit the buffer",
+                        e.required_size
+                    )))
                 }
-                ConnectionState::EncodeTlsData(mut data) => {
-                    sealed += data.encode(&mut out[sealed..]).map_err(io::Error::other)?
-                }
-                ConnectionState::TransmitTlsData(data) => data.done(),
-                ConnectionState::PeerClosed => self.phase = Phase::PeerClosed,
-                ConnectionState::Closed => return Err(io::ErrorKind::BrokenPipe.into()),
-                _ => return Err(io::Error::other("TLS is not ready to send")),
+                Ok(Some(Err(e))) => return Err(io::Error::other(e)),
             }
         }
     }

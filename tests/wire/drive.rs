@@ -24,7 +24,7 @@ pub struct Target {
 /// with a body.
 const BODY_MARK: &str = "body:";
 
-fn describe(req: Request) -> Response {
+pub fn describe(req: Request) -> Response {
     let mut text = format!("{BODY_MARK}{} {}\n", req.method(), req.path()).into_bytes();
     text.extend_from_slice(req.body());
     text_response(200, text)

@@ -10,6 +10,8 @@ pub mod chat;
 pub mod drive;
 pub mod examples;
 pub mod fake_redis;
+#[cfg(feature = "tls")]
+pub mod tls_drive;
 pub mod ws;
 
 use std::io::{ErrorKind, Read, Write};

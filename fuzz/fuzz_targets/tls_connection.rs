@@ -1,0 +1,52 @@
+//! The whole TLS connection of a real one-worker server on 127.0.0.1 (records, the TLS
+//! session, request reading, dispatch, the HTTP strand). The first byte picks the mode and the
+//! cuts: with its top bit set, the rest are raw bytes where records belong (no handshake),
+//! which must end the connection in time with an alert or nothing; else a real handshake, then
+//! the rest as plaintext sealed in records cut at the next bytes' points and the ciphertext cut
+//! into writes at the same points, which must come back as whole replies. A strand's panic or a
+//! connection that does not end fails. Harness: `tests/wire/tls_drive.rs`.
+#![no_main]
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+
+// `tls_drive` reaches the plain harness's checks as `super::drive`.
+#[allow(dead_code)]
+#[path = "../../tests/wire/drive.rs"]
+mod drive;
+#[path = "../../tests/wire/tls_drive.rs"]
+mod tls_drive;
+
+fn target() -> &'static tls_drive::TlsTarget {
+    static TARGET: OnceLock<tls_drive::TlsTarget> = OnceLock::new();
+    TARGET.get_or_init(tls_drive::TlsTarget::start)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let raw = first & 0x80 != 0;
+    let count = usize::from(first % 8).min(rest.len());
+    let (cuts, input) = rest.split_at(count);
+    let mut cuts: Vec<usize> = cuts
+        .iter()
+        .map(|&c| usize::from(c) * input.len() / 256)
+        .collect();
+    cuts.sort_unstable();
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for &cut in cuts.iter().chain([&input.len()]) {
+        if cut > at {
+            pieces.push(&input[at..cut]);
+            at = cut;
+        }
+    }
+    let result = match raw {
+        true => target().drive_raw(&pieces),
+        false => target().drive_records(&pieces, &cuts).map(|_| ()),
+    };
+    if let Err(e) = result {
+        panic!("{e}\ninput {input:?} in pieces {:?}", pieces.iter().map(|p| p.len()).collect::<Vec<_>>());
+    }
+});

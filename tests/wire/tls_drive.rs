@@ -1,0 +1,171 @@
+//! Drives a whole TLS connection of a real server — records, the TLS session, request reading,
+//! dispatch, the HTTP strand — over 127.0.0.1: either raw bytes where records belong (no
+//! handshake), or a real handshake followed by plaintext pieces each sealed as a record of its
+//! own, the ciphertext cut into writes at chosen points. Checks that the connection ends in
+//! time, no strand panicked, and (through TLS) that every byte the server wrote decrypts to a
+//! run of whole replies. Shared by `tests/tls_properties.rs` and the fuzz target
+//! `fuzz/fuzz_targets/tls_connection.rs`.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use web::http::{Server, ServerHandle};
+
+use super::drive::{check_replies, END_WITHIN};
+
+/// A one-worker TLS server with small limits; a client configuration that trusts it.
+pub struct TlsTarget {
+    pub server: ServerHandle,
+    client: Arc<rustls::ClientConfig>,
+}
+
+impl TlsTarget {
+    pub fn start() -> TlsTarget {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
+        let (cert, key) = (made.cert.pem(), made.signing_key.serialize_pem());
+        let tls = web::tls::ServerTls::from_pem(cert.as_bytes(), key.as_bytes()).expect("tls");
+        let server = Server::bind("127.0.0.1:0")
+            .expect("bind")
+            .workers(1)
+            .max_head_bytes(512)
+            .max_headers(8)
+            .max_body(256)
+            .handshake_timeout(Duration::from_secs(2))
+            .tls(tls)
+            .spawn(super::drive::describe)
+            .expect("spawn");
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(made.cert.der().clone()).expect("root");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        TlsTarget {
+            server,
+            client: Arc::new(client),
+        }
+    }
+
+    fn connect(&self) -> Result<TcpStream, String> {
+        let c = TcpStream::connect(self.server.local_addr()).map_err(|e| e.to_string())?;
+        c.set_nodelay(true).map_err(|e| e.to_string())?;
+        c.set_write_timeout(Some(END_WITHIN))
+            .map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+
+    fn panicked(&self, before: u64) -> Result<(), String> {
+        let now = self.server.stats().panics;
+        match now == before {
+            true => Ok(()),
+            false => Err(format!("{} strand call(s) panicked", now - before)),
+        }
+    }
+
+    /// Sends `pieces` where TLS records belong, with no handshake, then ends the stream: the
+    /// server must close within [`END_WITHIN`] (or the handshake timeout) without a panic,
+    /// having written nothing but TLS records (an alert) or its plain 400 to plain HTTP.
+    pub fn drive_raw(&self, pieces: &[&[u8]]) -> Result<(), String> {
+        let panics = self.server.stats().panics;
+        let mut c = self.connect()?;
+        send(&mut c, pieces);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let out = read_to_end(&mut c, END_WITHIN)?;
+        let plain_400 = out.starts_with(b"HTTP/1.1 400 Bad Request\r\n");
+        if !(out.is_empty() || plain_400 || (20..=23).contains(&out[0])) {
+            return Err(format!("the server wrote {:?}", &out[..out.len().min(64)]));
+        }
+        self.panicked(panics)
+    }
+
+    /// A handshake, then each of `records` sealed as a record of its own and the ciphertext
+    /// cut at `cuts` (offsets into it, sorted), then `close_notify` and the end of stream.
+    /// Answers how many replies came back, all whole.
+    pub fn drive_records(&self, records: &[&[u8]], cuts: &[usize]) -> Result<usize, String> {
+        let panics = self.server.stats().panics;
+        let mut c = self.connect()?;
+        c.set_read_timeout(Some(END_WITHIN))
+            .map_err(|e| e.to_string())?;
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let mut tls = rustls::ClientConnection::new(Arc::clone(&self.client), name)
+            .map_err(|e| e.to_string())?;
+        while tls.is_handshaking() {
+            tls.complete_io(&mut c)
+                .map_err(|e| format!("handshake: {e}"))?;
+        }
+        let mut wire = Vec::new();
+        for record in records {
+            tls.writer().write_all(record).map_err(|e| e.to_string())?;
+            while tls.wants_write() {
+                tls.write_tls(&mut wire).map_err(|e| e.to_string())?;
+            }
+        }
+        tls.send_close_notify();
+        while tls.wants_write() {
+            tls.write_tls(&mut wire).map_err(|e| e.to_string())?;
+        }
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain([&wire.len()]) {
+            let cut = cut.min(wire.len());
+            if cut > at {
+                pieces.push(&wire[at..cut]);
+                at = cut;
+            }
+        }
+        send(&mut c, &pieces);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let sealed = read_to_end(&mut c, END_WITHIN)?;
+        let mut plain = Vec::new();
+        let mut rest = &sealed[..];
+        while !rest.is_empty() {
+            tls.read_tls(&mut rest).map_err(|e| e.to_string())?;
+            tls.process_new_packets()
+                .map_err(|e| format!("the server's records: {e}"))?;
+            let _ = tls.reader().read_to_end(&mut plain);
+        }
+        let replies = check_replies(&plain)?;
+        self.panicked(panics)?;
+        Ok(replies)
+    }
+}
+
+fn send(c: &mut TcpStream, pieces: &[&[u8]]) {
+    for piece in pieces {
+        if c.write_all(piece).is_err() {
+            break; // the server closed (after a refusal): what it wrote is still read
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Reads until the server closes, for at most `limit`; a reset counts as the end.
+fn read_to_end(c: &mut TcpStream, limit: Duration) -> Result<Vec<u8>, String> {
+    let end = Instant::now() + limit;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "the connection did not end within {limit:?} ({} bytes)",
+                out.len()
+            ));
+        }
+        c.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        match c.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {
+                return Ok(out)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
