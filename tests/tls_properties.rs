@@ -90,6 +90,20 @@ proptest! {
     }
 
     #[test]
+    fn arbitrary_records_after_a_handshake_end_in_time(
+        bytes in proptest::collection::vec(any::<u8>(), 0..400),
+        first in prop_oneof![Just(0x17u8), Just(0x15), Just(0x16), any::<u8>()],
+        length in any::<u16>(),
+    ) {
+        // A record header (a type, version 3.3, any length), then anything.
+        let mut input = vec![first, 3, 3];
+        input.extend_from_slice(&length.to_be_bytes());
+        input.extend_from_slice(&bytes);
+        let (a, b) = input.split_at(input.len() / 3);
+        prop_assert!(target().drive_after_handshake(&[a, b]).is_ok());
+    }
+
+    #[test]
     fn arbitrary_bytes_where_records_belong_end_in_time(
         bytes in proptest::collection::vec(any::<u8>(), 0..400),
         first in prop_oneof![Just(0x16u8), Just(0x17), Just(0x15), any::<u8>()],

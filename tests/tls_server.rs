@@ -328,6 +328,46 @@ fn handshake(addr: SocketAddr, name: &str, ca: &TestCa) -> Result<(), String> {
 use rustls::pki_types::pem::PemObject;
 
 #[test]
+fn requests_go_on_after_the_client_updates_the_keys_and_asks_the_server_to() {
+    let ca = TestCa::new();
+    let server = start(&ca, |s| s);
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(ca.pem.as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(server.local_addr()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    let ask = |tls: &mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>, path: &str| {
+        tls.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 512];
+        while !got.ends_with(path.as_bytes()) {
+            let n = tls.read(&mut buf).unwrap();
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+    };
+    ask(&mut tls, "/before");
+    for round in 0..3 {
+        // A KeyUpdate that asks for the server's: both directions change keys.
+        tls.conn.refresh_traffic_keys().unwrap();
+        ask(&mut tls, &format!("/after/{round}"));
+    }
+    assert_eq!((server.stats().tls_failures, server.stats().panics), (0, 0));
+}
+
+#[test]
 fn sni_picks_the_certificate_for_the_name_asked_and_the_first_for_any_other() {
     let (first, second) = (TestCa::new(), TestCa::new());
     let a = first.leaf(&["a.test"]);

@@ -1,9 +1,11 @@
 //! The whole TLS connection of a real one-worker server on 127.0.0.1 (records, the TLS
 //! session, request reading, dispatch, the HTTP strand). The first byte picks the mode and the
 //! cuts: with its top bit set, the rest are raw bytes where records belong (no handshake),
-//! which must end the connection in time with an alert or nothing; else a real handshake, then
-//! the rest as plaintext sealed in records cut at the next bytes' points and the ciphertext cut
-//! into writes at the same points, which must come back as whole replies. A strand's panic or a
+//! which must end the connection in time with an alert or nothing; with the next bit set, a
+//! real handshake and then raw bytes where records belong (the records the library opens
+//! itself), which must end it in time; else a real handshake, then the rest as plaintext
+//! sealed in records cut at the next bytes' points and the ciphertext cut into writes at the
+//! same points, which must come back as whole replies. A strand's panic or a
 //! connection that does not end fails. Harness: `tests/wire/tls_drive.rs`.
 #![no_main]
 use std::sync::OnceLock;
@@ -26,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&first, rest)) = data.split_first() else {
         return;
     };
-    let raw = first & 0x80 != 0;
+    let (raw, after_handshake) = (first & 0x80 != 0, first & 0x40 != 0);
     let count = usize::from(first % 8).min(rest.len());
     let (cuts, input) = rest.split_at(count);
     let mut cuts: Vec<usize> = cuts
@@ -42,9 +44,10 @@ fuzz_target!(|data: &[u8]| {
             at = cut;
         }
     }
-    let result = match raw {
-        true => target().drive_raw(&pieces),
-        false => target().drive_records(&pieces, &cuts).map(|_| ()),
+    let result = match (raw, after_handshake) {
+        (true, _) => target().drive_raw(&pieces),
+        (false, true) => target().drive_after_handshake(&pieces),
+        (false, false) => target().drive_records(&pieces, &cuts).map(|_| ()),
     };
     if let Err(e) = result {
         panic!("{e}\ninput {input:?} in pieces {:?}", pieces.iter().map(|p| p.len()).collect::<Vec<_>>());

@@ -13,9 +13,11 @@
 
 mod client;
 mod pem;
+mod records;
 mod server_config;
 mod session;
 mod strand;
+mod traffic;
 
 pub use client::ClientTls;
 pub(crate) use client::TlsStream;

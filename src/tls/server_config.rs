@@ -231,6 +231,10 @@ fn config(
     config.session_storage = Arc::clone(sessions);
     // No 0-RTT: a replayed request is not ours to accept.
     config.max_early_data_size = 0;
+    // Once the handshake is done, the connection's records are sealed and opened by this
+    // library with the traffic keys (rustls keeps what key updates need): an idle connection
+    // then holds its keys, not rustls' expanded ones and record machinery.
+    config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }
 

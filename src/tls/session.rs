@@ -15,6 +15,7 @@ use rustls::server::UnbufferedServerConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
 
 use super::strand::TlsShared;
+use super::traffic::Traffic;
 
 /// The worker's ciphertext buffers: what one read takes from the socket, and what one write
 /// encrypts before sending it (a record's overhead is at most 256 bytes in TLS 1.3, 2 048 in
@@ -71,9 +72,22 @@ enum Phase {
     Closing(Instant),
 }
 
-/// One connection's TLS: the rustls state and the bytes a read or a write left over.
+/// Who protects the connection's records.
+enum Engine {
+    /// rustls: the handshake, and for good when it will not give its keys (a configuration
+    /// of the user's without secret extraction).
+    Rustls(Box<UnbufferedServerConnection>),
+    /// After the handshake: our records, rustls keeping only what key updates need.
+    Own(Box<Traffic>),
+    /// Failed, or between the two.
+    Gone,
+}
+
+/// One connection's TLS: who protects its records, and the bytes a read or a write left over.
 pub(crate) struct Session {
-    conn: UnbufferedServerConnection,
+    engine: Engine,
+    /// The configuration lets rustls hand its keys over once the handshake is done.
+    take_over: bool,
     /// Ciphertext rustls could not use yet: the start of a record a read cut short, and the
     /// records of a handshake message still being joined (rustls reads them again, in place).
     kept: Vec<u8>,
@@ -87,9 +101,12 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) fn new(shared: &Arc<TlsShared>) -> Option<Session> {
-        let conn = UnbufferedServerConnection::new(shared.configs.current()).ok()?;
+        let config = shared.configs.current();
+        let take_over = config.enable_secret_extraction;
+        let conn = UnbufferedServerConnection::new(config).ok()?;
         Some(Session {
-            conn,
+            engine: Engine::Rustls(Box::new(conn)),
+            take_over,
             kept: Vec::new(),
             unsent: Vec::new(),
             shut_when_sent: false,
@@ -198,12 +215,15 @@ impl Session {
                 Seen::Kept => &mut self.kept[..],
                 Seen::These(bytes) => bytes,
             };
-            let status = self.conn.process_tls_records(seen);
-            if let Ok(ConnectionState::EncodeTlsData(mut alert)) = status.state {
-                if let Ok(n) = alert.encode(out) {
-                    let _ = socket.send(&out[..n]);
+            if let Engine::Rustls(conn) = &mut self.engine {
+                let status = conn.process_tls_records(seen);
+                if let Ok(ConnectionState::EncodeTlsData(mut alert)) = status.state {
+                    if let Ok(n) = alert.encode(out) {
+                        let _ = socket.send(&out[..n]);
+                    }
                 }
             }
+            self.engine = Engine::Gone;
         }
         io::Error::new(io::ErrorKind::InvalidData, error)
     }
@@ -222,7 +242,10 @@ impl Session {
         // Handshake records encoded, sent when rustls says so.
         let mut encoded = 0;
         loop {
-            let status = self.conn.process_tls_records(&mut incoming[start..]);
+            let Engine::Rustls(conn) = &mut self.engine else {
+                return Err(io::Error::other("TLS failed"));
+            };
+            let status = conn.process_tls_records(&mut incoming[start..]);
             let mut discard = status.discard;
             let state = match status.state {
                 Ok(state) => state,
@@ -262,7 +285,11 @@ impl Session {
                 ConnectionState::PeerClosed => self.phase = Phase::PeerClosed,
                 ConnectionState::BlockedHandshake | ConnectionState::WriteTraffic(_) | ConnectionState::Closed => {
                     start += discard;
-                    if self.handshaking() && !self.conn.is_handshaking() {
+                    let handshaking = match &self.engine {
+                        Engine::Rustls(conn) => conn.is_handshaking(),
+                        _ => false,
+                    };
+                    if self.handshaking() && !handshaking {
                         self.phase = Phase::Open;
                         self.shared.counters.handshake();
                     }
@@ -272,6 +299,56 @@ impl Session {
                 _ => return Err(io::Error::other("TLS early data")),
             }
             start += discard;
+        }
+    }
+
+    /// Once the handshake is done and rustls owes nothing (the read ended with every record
+    /// used: nothing half-joined), our records take over and rustls' record machinery goes.
+    fn take_over_records(&mut self) {
+        if !(self.take_over
+            && self.phase == Phase::Open
+            && matches!(self.engine, Engine::Rustls(_)))
+        {
+            return;
+        }
+        let Engine::Rustls(conn) = std::mem::replace(&mut self.engine, Engine::Gone) else {
+            return;
+        };
+        match Traffic::take_over(*conn) {
+            Some(traffic) => self.engine = Engine::Own(Box::new(traffic)),
+            None => {
+                self.phase = Phase::Failed;
+                self.shared.counters.failed();
+            }
+        }
+    }
+
+    /// Opens whole records with our keys: plaintext into `into`, what the peer is owed sent.
+    fn open_own(
+        &mut self,
+        socket: &mut Socket<'_>,
+        incoming: &mut [u8],
+        out: &mut [u8],
+        into: &mut [u8],
+    ) -> io::Result<(usize, usize)> {
+        let Engine::Own(traffic) = &mut self.engine else {
+            return Err(io::Error::other("TLS failed"));
+        };
+        match traffic.open(incoming, into, out) {
+            Ok(opened) => {
+                self.send(socket, &out[..opened.sealed])?;
+                if opened.peer_closed {
+                    self.phase = Phase::PeerClosed;
+                }
+                Ok((opened.plain, opened.used))
+            }
+            Err(broken) => {
+                let _ = self.send(socket, &out[..broken.alert]);
+                self.phase = Phase::Failed;
+                self.engine = Engine::Gone;
+                self.shared.counters.failed();
+                Err(io::Error::new(io::ErrorKind::InvalidData, broken.why))
+            }
         }
     }
 
@@ -337,7 +414,11 @@ impl Layer for Session {
             if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
                 return Received::Error(self.refuse_plain_http(socket));
             }
-            let (plain, used) = match self.decrypt(socket, &mut incoming[..end], outgoing, into) {
+            let opened = match &mut self.engine {
+                Engine::Own(_) => self.open_own(socket, &mut incoming[..end], outgoing, into),
+                _ => self.decrypt(socket, &mut incoming[..end], outgoing, into),
+            };
+            let (plain, used) = match opened {
                 Ok(done) => done,
                 Err(e) => return Received::Error(e),
             };
@@ -346,6 +427,7 @@ impl Layer for Session {
                 self.kept.extend_from_slice(&incoming[used..end]);
             } else {
                 self.kept = Vec::new();
+                self.take_over_records();
             }
             if plain > 0 {
                 return Received::Data(plain);
@@ -386,7 +468,12 @@ impl Layer for Session {
                     break;
                 }
             }
-            let sealed = self.seal(socket, &incoming[..taken], outgoing)?;
+            let sealed = match &mut self.engine {
+                Engine::Own(traffic) => traffic
+                    .seal(&incoming[..taken], outgoing)
+                    .map_err(|e| io::Error::other(format!("sealing a TLS record: {e:?}")))?,
+                _ => self.seal(socket, &incoming[..taken], outgoing)?,
+            };
             self.send(socket, &outgoing[..sealed])?;
             Ok(taken)
         })
@@ -396,8 +483,13 @@ impl Layer for Session {
         if matches!(self.phase, Phase::Open | Phase::PeerClosed) {
             with_buffers(|Buffers { outgoing, .. }| -> io::Result<()> {
                 let mut sealed = 0;
-                loop {
-                    let status = self.conn.process_tls_records(&mut self.kept);
+                if let Engine::Own(traffic) = &mut self.engine {
+                    sealed = traffic
+                        .close_notify(outgoing)
+                        .map_err(|e| io::Error::other(format!("sealing close_notify: {e:?}")))?;
+                }
+                while let Engine::Rustls(conn) = &mut self.engine {
+                    let status = conn.process_tls_records(&mut self.kept);
                     let discard = status.discard;
                     let done = match status.state {
                         Ok(ConnectionState::WriteTraffic(mut traffic)) => {
@@ -439,7 +531,10 @@ impl Session {
         loop {
             // Given the bytes rustls has seen and kept, never fewer (it reads them again in
             // place); they hold no whole record, so nothing is decrypted here.
-            let status = self.conn.process_tls_records(&mut self.kept);
+            let Engine::Rustls(conn) = &mut self.engine else {
+                return Err(io::Error::other("TLS failed"));
+            };
+            let status = conn.process_tls_records(&mut self.kept);
             let discard = status.discard;
             let step = match status.state {
                 Err(e) => Err(e),

@@ -6,8 +6,8 @@
 Makes a test CA and a leaf for localhost with the openssl command line, starts `hello` and
 `ws_echo` with --tls-cert/--tls-key, and checks: curl (TLS 1.3 and 1.2, a plain HTTP request
 to the TLS port answered by a plain 400, an untrusted certificate refused by curl); `openssl
-s_client` (TLS 1.3 and 1.2 with ALPN http/1.1, session resumption in both, a TLS 1.2
-renegotiation refused); Python's ssl module (keep-alive requests on one connection, 40
+s_client` (TLS 1.3 and 1.2 with ALPN http/1.1, session resumption in both, TLS 1.3 key
+updates both ways, a TLS 1.2 renegotiation refused); Python's ssl module (keep-alive requests on one connection, 40
 connections at once), requests, and websockets over wss://; Node's https and ws; Go's
 net/http; and the library's own WebSocket client (examples/ws_client --ca) over wss://.
 
@@ -83,6 +83,30 @@ def openssl_checks(port, work, ca):
         s_client(port, ca, version, "-ign_eof", "-sess_out", sess, stdin=request)
         code, text, _ = s_client(port, ca, version, "-ign_eof", "-sess_in", sess, stdin=request)
         check(f"openssl s_client {version}: the session resumes", "Reused, TLS" in text, text[-600:])
+    # TLS 1.3 key updates ("K": ours, and the server's asked for; "k": ours alone) between
+    # requests: every request after them is still answered.
+    # s_client reads a command only at the start of a read of its input, one line at a time,
+    # and not with -ign_eof: its input stays open a second after the last line instead.
+    lines = [b"GET /1 HTTP/1.1\r\nHost: localhost\r\n\r\n", b"K\n",
+             b"GET /2 HTTP/1.1\r\nHost: localhost\r\n\r\n", b"k\n", request]
+    proc = subprocess.Popen(
+        ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername", "localhost",
+         "-CAfile", ca, "-tls1_3"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for line in lines:
+        time.sleep(0.3)
+        proc.stdin.write(line)
+        proc.stdin.flush()
+    time.sleep(1)
+    proc.stdin.close()
+    try:
+        text = proc.stdout.read().decode(errors="replace")
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        text = "timed out"
+    check("openssl s_client: TLS 1.3 key updates both ways, requests answered after them",
+          text.count("KEYUPDATE") == 2 and text.count("Hello, World!") == 3, text[-600:])
     # TLS 1.2 renegotiation ("R" asks for it): refused, no second handshake.
     code, text, err = s_client(port, ca, "-tls1_2", stdin=b"R\n")
     check("TLS 1.2 renegotiation is refused", "no renegotiation" in (text + err), (text + err)[-600:])

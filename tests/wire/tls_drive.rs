@@ -82,6 +82,27 @@ impl TlsTarget {
         self.panicked(panics)
     }
 
+    /// A real handshake, then `pieces` raw where the client's records belong (the records the
+    /// library opens itself once the handshake is done), then the end of stream: the server
+    /// must close within [`END_WITHIN`] without a panic.
+    pub fn drive_after_handshake(&self, pieces: &[&[u8]]) -> Result<(), String> {
+        let panics = self.server.stats().panics;
+        let mut c = self.connect()?;
+        c.set_read_timeout(Some(END_WITHIN))
+            .map_err(|e| e.to_string())?;
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let mut tls = rustls::ClientConnection::new(Arc::clone(&self.client), name)
+            .map_err(|e| e.to_string())?;
+        while tls.is_handshaking() {
+            tls.complete_io(&mut c)
+                .map_err(|e| format!("handshake: {e}"))?;
+        }
+        send(&mut c, pieces);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        read_to_end(&mut c, END_WITHIN)?;
+        self.panicked(panics)
+    }
+
     /// A handshake, then each of `records` sealed as a record of its own and the ciphertext
     /// cut at `cuts` (offsets into it, sorted), then `close_notify` and the end of stream.
     /// Answers how many replies came back, all whole.
