@@ -6,8 +6,14 @@
 //!    in a fresh server (RSS after less RSS before, over the count; the heap's own count beside
 //!    it).
 //! 2. **Where a TLS connection's bytes go:** rustls' unbuffered server connection alone, after
-//!    a handshake and one exchange in memory (its value and its heap, counted), and what the
-//!    library adds around it.
+//!    a handshake and one exchange in memory (its value and its heap, counted): what a
+//!    connection would hold if rustls kept protecting its records.
+//! 3. **Speed** (with `TLS_BENCH_SPEED=1`): requests per server core-second — keep-alive over
+//!    TLS 1.3, full handshakes with one request each (no resumption), and plain keep-alive
+//!    beside them — for this library, nginx (`worker_processes 1`) and hyper 1 with
+//!    tokio-rustls (`bench/peers`, built on demand), each with the same ECDSA P-256
+//!    certificate; the server pinned to CPU 0, the load (8 connections, rustls clients) to
+//!    CPU 1; two rounds, each figure per round.
 //!
 //! The server runs in a child process (this program, re-run with `TLS_BENCH_SERVER=1`) with one
 //! worker and an ECDSA P-256 certificate made for the run; it counts its allocations and
@@ -47,6 +53,9 @@ impl WsHandler for Echo {
 }
 
 fn serve() {
+    if std::env::var_os("TLS_BENCH_PIN").is_some() {
+        pin_to(0);
+    }
     let mut server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
@@ -62,10 +71,22 @@ fn serve() {
     let handle = server
         .spawn(|req| match req.path() {
             "/stats" => text_response(200, child::stats_line()),
-            _ => text_response(200, "ok"),
+            _ => text_response(200, "Hello, World!"),
         })
         .unwrap();
-    child::serve_until_stdin_closes(handle.local_addr().port());
+    if std::env::var_os("TLS_BENCH_BOTH").is_some() {
+        // The speed phase: a plain server beside the TLS one, both ports on the line.
+        let plain = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .spawn(|_req| text_response(200, "Hello, World!"))
+            .unwrap();
+        print!("{} ", handle.local_addr().port());
+        child::serve_until_stdin_closes(plain.local_addr().port());
+        let _ = plain.shutdown();
+    } else {
+        child::serve_until_stdin_closes(handle.local_addr().port());
+    }
     let _ = handle.shutdown();
 }
 
@@ -133,7 +154,7 @@ impl Dialer {
         let mut conn = self.connect(port);
         conn.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
             .unwrap();
-        read_until(&mut conn, b"\r\n\r\nok");
+        read_until(&mut conn, b"\r\n\r\nHello, World!");
         conn
     }
 
@@ -261,6 +282,9 @@ fn main() {
         });
     }
     anatomy();
+    if std::env::var_os("TLS_BENCH_SPEED").is_some() {
+        speed::run(&cert, &key, &config);
+    }
     let _ = std::fs::remove_dir_all(cert.parent().unwrap_or(&cert));
 }
 
@@ -409,3 +433,16 @@ fn exchange(
     assert!(answered, "the in-memory exchange finished");
     (s, c)
 }
+
+/// Pins this thread (and threads it starts afterwards) to one CPU.
+fn pin_to(cpu: usize) {
+    // SAFETY: sched_setaffinity(2) reads the zeroed, then filled, cpu_set_t it is given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[path = "tls_speed/mod.rs"]
+mod speed;
