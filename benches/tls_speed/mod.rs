@@ -20,6 +20,9 @@ const ROUNDS: usize = 2;
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
 const LAST: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
 
+/// Starts a peer with a certificate and key, in a scratch directory.
+type Start = fn(&Path, &Path, &Path) -> Option<Peer>;
+
 /// A server under test: its process (and children, for nginx's worker) and its two ports.
 struct Peer {
     name: &'static str,
@@ -47,7 +50,7 @@ pub fn run(cert: &Path, key: &Path, config: &Arc<rustls::ClientConfig>) {
         "server", "TLS 1.3 keep-alive", "full handshake + 1 request", "plain keep-alive"
     );
     let dir = cert.parent().unwrap_or(cert).to_path_buf();
-    let starts: [(&str, fn(&Path, &Path, &Path) -> Option<Peer>); 3] = [
+    let starts: [(&str, Start); 3] = [
         ("web", start_web),
         ("nginx", start_nginx),
         ("hyper + tokio-rustls", start_hyper),
