@@ -21,7 +21,7 @@
 //! | `streamed.rs` | streamed bodies: `BodySender`, the window it shares with its strand |
 
 mod blocking;
-mod conn;
+pub(crate) mod conn;
 mod control;
 mod deferred;
 mod dispatch;

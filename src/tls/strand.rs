@@ -187,3 +187,29 @@ fn finish<M>(session: &mut Session, io: &mut Io<'_, M>, deadline: Instant) -> Ne
         _ => Next::Close,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    /// What a TLS connection holds besides its plain strand, sizes a test keeps from growing.
+    #[test]
+    fn a_tls_connection_adds_a_pointer_to_the_slab_entry_and_two_small_boxes() {
+        // The slab entry: the plain connection's strand and one pointer (to the session).
+        assert_eq!(
+            size_of::<super::TlsConn<crate::server::conn::Conn>>(),
+            size_of::<crate::server::conn::Conn>() + 8
+        );
+        // The session: who protects the records, what a read or write left (empty while
+        // idle), the phase, the shared settings.
+        assert_eq!(size_of::<super::Session>(), 104);
+        // Once the handshake is done: rustls' kernel connection (560 B, its QUIC fields
+        // included) and our two directions' keys.
+        assert_eq!(
+            size_of::<super::super::traffic::Traffic>(),
+            size_of::<rustls::kernel::KernelConnection<rustls::server::ServerConnectionData>>()
+                + 2 * 56
+                + 8 // the version, padded
+        );
+    }
+}
