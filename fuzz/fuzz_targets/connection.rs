@@ -28,14 +28,7 @@ fuzz_target!(|data: &[u8]| {
         .map(|&c| usize::from(c) * input.len() / 256)
         .collect();
     cuts.sort_unstable();
-    let mut pieces = Vec::new();
-    let mut at = 0;
-    for cut in cuts.into_iter().chain([input.len()]) {
-        if cut > at {
-            pieces.push(&input[at..cut]);
-            at = cut;
-        }
-    }
+    let pieces = drive::pieces(input, &cuts);
     if let Err(e) = target().drive(&pieces) {
         panic!("{e}\ninput {:?} in pieces {:?}", String::from_utf8_lossy(input), pieces.iter().map(|p| p.len()).collect::<Vec<_>>());
     }

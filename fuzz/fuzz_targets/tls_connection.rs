@@ -36,14 +36,7 @@ fuzz_target!(|data: &[u8]| {
         .map(|&c| usize::from(c) * input.len() / 256)
         .collect();
     cuts.sort_unstable();
-    let mut pieces = Vec::new();
-    let mut at = 0;
-    for &cut in cuts.iter().chain([&input.len()]) {
-        if cut > at {
-            pieces.push(&input[at..cut]);
-            at = cut;
-        }
-    }
+    let pieces = drive::pieces(input, &cuts);
     let result = match (raw, after_handshake) {
         (true, _) => target().drive_raw(&pieces),
         (false, true) => target().drive_after_handshake(&pieces),

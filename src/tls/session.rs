@@ -209,8 +209,6 @@ impl Session {
         error: rustls::Error,
     ) -> io::Error {
         if self.phase != Phase::Failed {
-            self.shared.counters.failed();
-            self.phase = Phase::Failed;
             let seen = match seen {
                 Seen::Kept => &mut self.kept[..],
                 Seen::These(bytes) => bytes,
@@ -223,9 +221,19 @@ impl Session {
                     }
                 }
             }
-            self.engine = Engine::Gone;
         }
-        io::Error::new(io::ErrorKind::InvalidData, error)
+        self.failed(error)
+    }
+
+    /// The connection cannot go on: counted (once), its TLS state dropped, and the error the
+    /// strand sees.
+    fn failed(&mut self, why: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error {
+        if self.phase != Phase::Failed {
+            self.shared.counters.failed();
+            self.phase = Phase::Failed;
+        }
+        self.engine = Engine::Gone;
+        io::Error::new(io::ErrorKind::InvalidData, why)
     }
 
     /// Turns ciphertext at `incoming[..end]` into plaintext at the front of `into`, answering
@@ -316,10 +324,7 @@ impl Session {
         };
         match Traffic::take_over(*conn) {
             Some(traffic) => self.engine = Engine::Own(Box::new(traffic)),
-            None => {
-                self.phase = Phase::Failed;
-                self.shared.counters.failed();
-            }
+            None => drop(self.failed("rustls did not hand over its keys")),
         }
     }
 
@@ -344,10 +349,7 @@ impl Session {
             }
             Err(broken) => {
                 let _ = self.send(socket, &out[..broken.alert]);
-                self.phase = Phase::Failed;
-                self.engine = Engine::Gone;
-                self.shared.counters.failed();
-                Err(io::Error::new(io::ErrorKind::InvalidData, broken.why))
+                Err(self.failed(broken.why))
             }
         }
     }
@@ -360,12 +362,7 @@ impl Session {
             This port speaks HTTPS: a plain HTTP request.\r\n";
         let _ = socket.send(REPLY);
         let _ = socket.stream().shutdown(std::net::Shutdown::Write);
-        self.phase = Phase::Failed;
-        self.shared.counters.failed();
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            "plain HTTP sent to the TLS port",
-        )
+        self.failed("plain HTTP sent to the TLS port")
     }
 }
 
@@ -399,12 +396,9 @@ impl Layer for Session {
             let incoming = &mut incoming[..into.len().min(INCOMING)];
             let kept = self.kept.len();
             if kept >= incoming.len() {
-                self.phase = Phase::Failed;
-                self.shared.counters.failed();
-                return Received::Error(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "a TLS handshake message larger than the read buffer",
-                ));
+                return Received::Error(
+                    self.failed("a TLS handshake message larger than the read buffer"),
+                );
             }
             incoming[..kept].copy_from_slice(&self.kept);
             let end = match socket.recv(&mut incoming[kept..]) {

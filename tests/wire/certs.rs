@@ -31,6 +31,43 @@ impl TestCa {
         }
     }
 
+    /// A rustls client configuration that trusts this CA alone, speaking `versions`.
+    pub fn client_config(
+        &self,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> std::sync::Arc<rustls::ClientConfig> {
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(
+                rustls::pki_types::CertificateDer::from_pem_slice(self.pem.as_bytes())
+                    .expect("pem"),
+            )
+            .expect("root");
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(versions)
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        std::sync::Arc::new(config)
+    }
+
+    /// A rustls stream to `addr` asking for `localhost`, trusting this CA (TLS 1.3 and 1.2).
+    pub fn stream(
+        &self,
+        addr: std::net::SocketAddr,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let conn =
+            rustls::ClientConnection::new(self.client_config(versions), name).expect("client");
+        let tcp = std::net::TcpStream::connect(addr).expect("connect");
+        tcp.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .expect("timeout");
+        rustls::StreamOwned::new(conn, tcp)
+    }
+
     /// A leaf for `names` (DNS names or IP addresses).
     pub fn leaf(&self, names: &[&str]) -> Leaf {
         let key = KeyPair::generate().expect("key");

@@ -53,12 +53,7 @@ impl Target {
         c.set_nodelay(true).map_err(|e| e.to_string())?;
         c.set_write_timeout(Some(END_WITHIN))
             .map_err(|e| e.to_string())?;
-        for piece in pieces {
-            if c.write_all(piece).is_err() {
-                break; // the server closed (after a refusal): what it wrote is still read
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        send(&mut c, pieces);
         let _ = c.shutdown(std::net::Shutdown::Write);
         let out = read_to_end(&mut c)?;
         let replies = check_replies(&out)?;
@@ -70,9 +65,34 @@ impl Target {
     }
 }
 
+/// Writes `pieces` one write each, with a pause between them so the server reads them apart;
+/// stops early when the server has closed (after a refusal: what it wrote is still read).
+pub fn send(c: &mut TcpStream, pieces: &[&[u8]]) {
+    for piece in pieces {
+        if c.write_all(piece).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// `input` cut at `cuts` (offsets, sorted; empty pieces left out).
+pub fn pieces<'a>(input: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for &cut in cuts.iter().chain([&input.len()]) {
+        let cut = cut.min(input.len());
+        if cut > at {
+            pieces.push(&input[at..cut]);
+            at = cut;
+        }
+    }
+    pieces
+}
+
 /// Reads until the server closes, for at most [`END_WITHIN`]; a reset after the replies counts
 /// as the end.
-fn read_to_end(c: &mut TcpStream) -> Result<Vec<u8>, String> {
+pub fn read_to_end(c: &mut TcpStream) -> Result<Vec<u8>, String> {
     let end = Instant::now() + END_WITHIN;
     let mut out = Vec::new();
     let mut chunk = [0u8; 16 * 1024];

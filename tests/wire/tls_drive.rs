@@ -6,14 +6,14 @@
 //! run of whole replies. Shared by `tests/tls_properties.rs` and the fuzz target
 //! `fuzz/fuzz_targets/tls_connection.rs`.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use web::http::{Server, ServerHandle};
 
-use super::drive::{check_replies, END_WITHIN};
+use super::drive::{check_replies, pieces, read_to_end, send, END_WITHIN};
 
 /// A one-worker TLS server with small limits; a client configuration that trusts it.
 pub struct TlsTarget {
@@ -50,6 +50,21 @@ impl TlsTarget {
         }
     }
 
+    /// A connection whose handshake is done.
+    fn handshaken(&self) -> Result<(TcpStream, rustls::ClientConnection), String> {
+        let mut c = self.connect()?;
+        c.set_read_timeout(Some(END_WITHIN))
+            .map_err(|e| e.to_string())?;
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let mut tls = rustls::ClientConnection::new(Arc::clone(&self.client), name)
+            .map_err(|e| e.to_string())?;
+        while tls.is_handshaking() {
+            tls.complete_io(&mut c)
+                .map_err(|e| format!("handshake: {e}"))?;
+        }
+        Ok((c, tls))
+    }
+
     fn connect(&self) -> Result<TcpStream, String> {
         let c = TcpStream::connect(self.server.local_addr()).map_err(|e| e.to_string())?;
         c.set_nodelay(true).map_err(|e| e.to_string())?;
@@ -74,7 +89,7 @@ impl TlsTarget {
         let mut c = self.connect()?;
         send(&mut c, pieces);
         let _ = c.shutdown(std::net::Shutdown::Write);
-        let out = read_to_end(&mut c, END_WITHIN)?;
+        let out = read_to_end(&mut c)?;
         let plain_400 = out.starts_with(b"HTTP/1.1 400 Bad Request\r\n");
         if !(out.is_empty() || plain_400 || (20..=23).contains(&out[0])) {
             return Err(format!("the server wrote {:?}", &out[..out.len().min(64)]));
@@ -87,19 +102,10 @@ impl TlsTarget {
     /// must close within [`END_WITHIN`] without a panic.
     pub fn drive_after_handshake(&self, pieces: &[&[u8]]) -> Result<(), String> {
         let panics = self.server.stats().panics;
-        let mut c = self.connect()?;
-        c.set_read_timeout(Some(END_WITHIN))
-            .map_err(|e| e.to_string())?;
-        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-        let mut tls = rustls::ClientConnection::new(Arc::clone(&self.client), name)
-            .map_err(|e| e.to_string())?;
-        while tls.is_handshaking() {
-            tls.complete_io(&mut c)
-                .map_err(|e| format!("handshake: {e}"))?;
-        }
+        let (mut c, _tls) = self.handshaken()?;
         send(&mut c, pieces);
         let _ = c.shutdown(std::net::Shutdown::Write);
-        read_to_end(&mut c, END_WITHIN)?;
+        read_to_end(&mut c)?;
         self.panicked(panics)
     }
 
@@ -108,16 +114,7 @@ impl TlsTarget {
     /// Answers how many replies came back, all whole.
     pub fn drive_records(&self, records: &[&[u8]], cuts: &[usize]) -> Result<usize, String> {
         let panics = self.server.stats().panics;
-        let mut c = self.connect()?;
-        c.set_read_timeout(Some(END_WITHIN))
-            .map_err(|e| e.to_string())?;
-        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-        let mut tls = rustls::ClientConnection::new(Arc::clone(&self.client), name)
-            .map_err(|e| e.to_string())?;
-        while tls.is_handshaking() {
-            tls.complete_io(&mut c)
-                .map_err(|e| format!("handshake: {e}"))?;
-        }
+        let (mut c, mut tls) = self.handshaken()?;
         let mut wire = Vec::new();
         for record in records {
             tls.writer().write_all(record).map_err(|e| e.to_string())?;
@@ -129,18 +126,9 @@ impl TlsTarget {
         while tls.wants_write() {
             tls.write_tls(&mut wire).map_err(|e| e.to_string())?;
         }
-        let mut pieces = Vec::new();
-        let mut at = 0;
-        for &cut in cuts.iter().chain([&wire.len()]) {
-            let cut = cut.min(wire.len());
-            if cut > at {
-                pieces.push(&wire[at..cut]);
-                at = cut;
-            }
-        }
-        send(&mut c, &pieces);
+        send(&mut c, &pieces(&wire, cuts));
         let _ = c.shutdown(std::net::Shutdown::Write);
-        let sealed = read_to_end(&mut c, END_WITHIN)?;
+        let sealed = read_to_end(&mut c)?;
         let mut plain = Vec::new();
         let mut rest = &sealed[..];
         while !rest.is_empty() {
@@ -152,41 +140,5 @@ impl TlsTarget {
         let replies = check_replies(&plain)?;
         self.panicked(panics)?;
         Ok(replies)
-    }
-}
-
-fn send(c: &mut TcpStream, pieces: &[&[u8]]) {
-    for piece in pieces {
-        if c.write_all(piece).is_err() {
-            break; // the server closed (after a refusal): what it wrote is still read
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
-/// Reads until the server closes, for at most `limit`; a reset counts as the end.
-fn read_to_end(c: &mut TcpStream, limit: Duration) -> Result<Vec<u8>, String> {
-    let end = Instant::now() + limit;
-    let mut out = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!(
-                "the connection did not end within {limit:?} ({} bytes)",
-                out.len()
-            ));
-        }
-        c.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
-        match c.read(&mut chunk) {
-            Ok(0) => return Ok(out),
-            Ok(n) => out.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {
-                return Ok(out)
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) => return Err(e.to_string()),
-        }
     }
 }
