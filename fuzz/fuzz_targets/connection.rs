@@ -18,16 +18,9 @@ fn target() -> &'static drive::Target {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&count, rest)) = data.split_first() else {
+    let Some((_, cuts, input)) = drive::split_input(data) else {
         return;
     };
-    let count = usize::from(count % 8).min(rest.len());
-    let (cuts, input) = rest.split_at(count);
-    let mut cuts: Vec<usize> = cuts
-        .iter()
-        .map(|&c| usize::from(c) * input.len() / 256)
-        .collect();
-    cuts.sort_unstable();
     let pieces = drive::pieces(input, &cuts);
     if let Err(e) = target().drive(&pieces) {
         panic!("{e}\ninput {:?} in pieces {:?}", String::from_utf8_lossy(input), pieces.iter().map(|p| p.len()).collect::<Vec<_>>());

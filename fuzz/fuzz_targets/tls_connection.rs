@@ -25,17 +25,10 @@ fn target() -> &'static tls_drive::TlsTarget {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&first, rest)) = data.split_first() else {
+    let Some((first, cuts, input)) = drive::split_input(data) else {
         return;
     };
     let (raw, after_handshake) = (first & 0x80 != 0, first & 0x40 != 0);
-    let count = usize::from(first % 8).min(rest.len());
-    let (cuts, input) = rest.split_at(count);
-    let mut cuts: Vec<usize> = cuts
-        .iter()
-        .map(|&c| usize::from(c) * input.len() / 256)
-        .collect();
-    cuts.sort_unstable();
     let pieces = drive::pieces(input, &cuts);
     let result = match (raw, after_handshake) {
         (true, _) => target().drive_raw(&pieces),

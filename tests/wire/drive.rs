@@ -30,16 +30,34 @@ pub fn describe(req: Request) -> Response {
     text_response(200, text)
 }
 
+/// One worker and small limits, so that short inputs reach them.
+pub fn small_server() -> Server {
+    Server::bind("127.0.0.1:0")
+        .expect("bind")
+        .workers(1)
+        .max_head_bytes(512)
+        .max_headers(8)
+        .max_body(256)
+}
+
+/// A fuzz input as the connection targets read it: the first byte (its low 3 bits: how many
+/// cuts, its high bits for the target), then that many bytes placing the cuts (scaled to the
+/// rest), then the input itself; the cuts sorted.
+pub fn split_input(data: &[u8]) -> Option<(u8, Vec<usize>, &[u8])> {
+    let (&first, rest) = data.split_first()?;
+    let count = usize::from(first % 8).min(rest.len());
+    let (cuts, input) = rest.split_at(count);
+    let mut cuts: Vec<usize> = cuts
+        .iter()
+        .map(|&c| usize::from(c) * input.len() / 256)
+        .collect();
+    cuts.sort_unstable();
+    Some((first, cuts, input))
+}
+
 impl Target {
     pub fn start() -> Target {
-        let server = Server::bind("127.0.0.1:0")
-            .expect("bind")
-            .workers(1)
-            .max_head_bytes(512)
-            .max_headers(8)
-            .max_body(256)
-            .spawn(describe)
-            .expect("spawn");
+        let server = small_server().spawn(describe).expect("spawn");
         Target { server }
     }
 

@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use web::http::{Server, ServerHandle};
+use web::http::ServerHandle;
 
 use super::drive::{check_replies, pieces, read_to_end, send, END_WITHIN};
 
@@ -26,12 +26,7 @@ impl TlsTarget {
         let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
         let (cert, key) = (made.cert.pem(), made.signing_key.serialize_pem());
         let tls = web::tls::ServerTls::from_pem(cert.as_bytes(), key.as_bytes()).expect("tls");
-        let server = Server::bind("127.0.0.1:0")
-            .expect("bind")
-            .workers(1)
-            .max_head_bytes(512)
-            .max_headers(8)
-            .max_body(256)
+        let server = super::drive::small_server()
             .handshake_timeout(Duration::from_secs(2))
             .tls(tls)
             .spawn(super::drive::describe)
