@@ -459,3 +459,19 @@ fn an_event_stream_flows_over_tls() {
     }
     assert!(String::from_utf8_lossy(&got).contains("text/event-stream"));
 }
+
+#[test]
+fn a_tls_server_with_a_taking_hook_refuses_to_start() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["localhost"]);
+    let tls = ServerTls::from_pem(leaf.cert.as_bytes(), leaf.key.as_bytes()).unwrap();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .taking(|_, _| false)
+        .tls(tls);
+    let err = server
+        .spawn(handler)
+        .err()
+        .expect("a TLS server with a taking hook is refused");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+}

@@ -616,8 +616,8 @@ impl Server {
     /// Serves HTTPS only (and WSS, and SSE over HTTPS) on this server's port (feature `tls`).
     /// Every route, limit, room and deferred reply works as over plain HTTP; a plain HTTP
     /// request sent to the port gets a plain `400` saying so. Replace the certificates while
-    /// running with [`Control::reload_tls`]. `taking` hooks are not called for TLS
-    /// connections (their socket carries records, not requests).
+    /// running with [`Control::reload_tls`]. A server with a `taking` hook cannot also speak
+    /// TLS (its sockets carry records, not requests): starting it is an `InvalidInput` error.
     ///
     /// ```no_run
     /// use web::tls::ServerTls;
@@ -846,6 +846,13 @@ impl Server {
         let Some(tls) = self.tls.take() else {
             return Ok(None);
         };
+        if self.taken.is_some() {
+            // The hook takes the socket, which carries records, not requests.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a TLS server cannot hand its connections to a `taking` hook",
+            ));
+        }
         let shared = Arc::new(crate::tls::TlsShared {
             configs: crate::tls::Configs::new(&tls)?,
             counters: Arc::default(),

@@ -97,7 +97,10 @@ impl ServerTls {
     }
 
     /// A ready rustls configuration, used as given (its ALPN, versions, resolver, tickets).
-    /// Connections still run on the server's workers with no buffer while idle.
+    /// Connections still run on the server's workers with no buffer while idle. With
+    /// `enable_secret_extraction` set, the library seals and opens records itself once the
+    /// handshake is done (an idle connection then costs about 1.1 KB); without it rustls keeps
+    /// protecting them (about 3.5 KB).
     ///
     /// ```no_run
     /// # fn config() -> std::sync::Arc<rustls::ServerConfig> { unimplemented!() }
