@@ -3,42 +3,18 @@
 use std::time::Duration;
 
 /// Default maximum number of open connections, all workers together.
-///
-/// ```
-/// assert_eq!(reactor::DEFAULT_MAX_CONNECTIONS, 100_000);
-/// ```
 pub const DEFAULT_MAX_CONNECTIONS: usize = 100_000;
 /// Default capacity of the `mio::Events` buffer of each worker (events handled per poll call).
-///
-/// ```
-/// assert_eq!(reactor::DEFAULT_EVENTS_CAPACITY, 1024);
-/// ```
 pub const DEFAULT_EVENTS_CAPACITY: usize = 1024;
 /// Default size of the scratch read buffer each worker owns and lends to its strands: 64 KiB.
-///
-/// ```
-/// assert_eq!(reactor::DEFAULT_SCRATCH_SIZE, 64 * 1024);
-/// ```
 pub const DEFAULT_SCRATCH_SIZE: usize = 64 * 1024;
 /// Default time `shutdown` lets strands finish what is in flight before closing the rest.
-///
-/// ```
-/// assert_eq!(reactor::DEFAULT_DRAIN_DEADLINE, std::time::Duration::from_secs(10));
-/// ```
 pub const DEFAULT_DRAIN_DEADLINE: Duration = Duration::from_secs(10);
 /// Default pause of accepting after the process or system ran out of descriptors
 /// (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`), as nginx does.
-///
-/// ```
-/// assert_eq!(reactor::DEFAULT_ACCEPT_RETRY, std::time::Duration::from_millis(100));
-/// ```
 pub const DEFAULT_ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Default number of connections a worker accepts in one loop turn before it serves the
 /// connections it already has (the rest are accepted on the next turn).
-///
-/// ```
-/// assert_eq!(reactor::DEFAULT_ACCEPT_BATCH, 128);
-/// ```
 pub const DEFAULT_ACCEPT_BATCH: usize = 128;
 /// Largest accepted `max_connections` per worker: slab keys travel as `u32` in tokens.
 ///

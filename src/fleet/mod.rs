@@ -70,24 +70,12 @@ pub(crate) use names::Bucket;
 
 /// Default time the rate limit's counter thread gives Redis for the answer to one batch of
 /// counts (workers never wait for it).
-///
-/// ```
-/// assert_eq!(web::fleet::TIMEOUT, std::time::Duration::from_millis(50));
-/// ```
 pub const TIMEOUT: Duration = Duration::from_millis(50);
 
 /// Default room messages waiting for the publisher thread; past it they are dropped.
-///
-/// ```
-/// assert_eq!(web::fleet::QUEUE, 4096);
-/// ```
 pub const QUEUE: usize = 4096;
 
 /// Default prefix of every channel and key the fleet uses in Redis.
-///
-/// ```
-/// assert_eq!(web::fleet::PREFIX, "web");
-/// ```
 pub const PREFIX: &str = "web";
 
 /// Longest wait for a connection to Redis, and for a whole reply on the fleet's own threads

@@ -13,16 +13,8 @@ use super::error::ParseError;
 use super::grammar::{is_field_byte, is_tchar};
 
 /// Most bytes of chunk extensions accepted over a whole message.
-///
-/// ```
-/// assert_eq!(web::http::MAX_CHUNK_EXTENSIONS, 16 * 1024);
-/// ```
 pub const MAX_CHUNK_EXTENSIONS: usize = 16 * 1024;
 /// Most bytes of trailer lines accepted.
-///
-/// ```
-/// assert_eq!(web::http::MAX_TRAILER_BYTES, 16 * 1024);
-/// ```
 pub const MAX_TRAILER_BYTES: usize = 16 * 1024;
 /// Most hex digits of a chunk size, leading zeros included (16 hold any 64-bit size).
 const MAX_SIZE_DIGITS: u32 = 32;

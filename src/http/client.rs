@@ -15,28 +15,12 @@ use super::reply::{parse_reply_head, ReplyFraming, ReplyHead};
 use super::wire::Wire;
 
 /// Default time to establish a connection.
-///
-/// ```
-/// assert_eq!(web::http::CLIENT_CONNECT_TIMEOUT, std::time::Duration::from_secs(10));
-/// ```
 pub const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time a whole reply may take to arrive, from the first read to the last.
-///
-/// ```
-/// assert_eq!(web::http::CLIENT_READ_TIMEOUT, std::time::Duration::from_secs(30));
-/// ```
 pub const CLIENT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time a request may take to be sent.
-///
-/// ```
-/// assert_eq!(web::http::CLIENT_WRITE_TIMEOUT, std::time::Duration::from_secs(30));
-/// ```
 pub const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default largest reply accepted, head and body, in bytes.
-///
-/// ```
-/// assert_eq!(web::http::MAX_REPLY, 16 * 1024 * 1024);
-/// ```
 pub const MAX_REPLY: usize = 16 * 1024 * 1024;
 /// Largest reply head accepted, in bytes.
 const MAX_REPLY_HEAD: usize = 64 * 1024;

@@ -16,19 +16,11 @@ use super::url::{Schemes, Url};
 use super::wire::{self, Conn};
 
 /// Default idle connections a [`Client`] keeps per host ([`Client::max_idle_per_host`]).
-///
-/// ```
-/// assert_eq!(web::http::MAX_IDLE_PER_HOST, 8);
-/// ```
 pub const MAX_IDLE_PER_HOST: usize = 8;
 
 /// Default time a [`Client`] keeps an idle connection ([`Client::idle_timeout`]): shorter than
 /// the keep-alive timeout of common servers (this library's 75 s, nginx's 75 s, Node's 5 s is
 /// the exception), so a connection is rarely reused just as the server closes it.
-///
-/// ```
-/// assert_eq!(web::http::CLIENT_IDLE_TIMEOUT, std::time::Duration::from_secs(30));
-/// ```
 pub const CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a connection goes: whether under TLS, the host, the port.

@@ -15,10 +15,6 @@ use super::message::{Line, Request, Span};
 
 /// Default limit on the request line plus header lines, in bytes (answered with 431, or 414
 /// when the request line alone is longer).
-///
-/// ```
-/// assert_eq!(web::http::MAX_HEAD_BYTES, 16 * 1024);
-/// ```
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// Input the parser copies past a line it needs, at most, so that one copy serves the lines
 /// that follow (see `HeadParser::line`); bounded so that a buffer of pipelined requests is not
@@ -26,10 +22,6 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 const COPY_AHEAD: usize = 256;
 
 /// Default limit on the number of header lines (answered with 431).
-///
-/// ```
-/// assert_eq!(web::http::MAX_HEADERS, 100);
-/// ```
 pub const MAX_HEADERS: usize = 100;
 
 /// The limits the head parser applies.

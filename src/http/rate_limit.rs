@@ -20,34 +20,18 @@ use super::message::{text_response, with_header, Request, Response};
 use super::middleware::{layer, Layer};
 
 /// The caller's name with `hops` = 0: everyone shares one bucket.
-///
-/// ```
-/// assert_eq!(web::http::ANYONE, "anyone");
-/// ```
 pub const ANYONE: &str = "anyone";
 
 /// The caller's name when `X-Forwarded-For` has fewer entries than `hops`: all such callers share
 /// one bucket (never unlimited). RFC 7239 uses the same word for a hidden address.
-///
-/// ```
-/// assert_eq!(web::http::UNKNOWN_CALLER, "unknown");
-/// ```
 pub const UNKNOWN_CALLER: &str = "unknown";
 
 /// Default most callers counted in one second by one limiter (see [`RateLimit::max_callers`]).
 /// An entry is a 64-bit hash and two counts; with the map's spare room the full default table
 /// takes about 2.2 MB (64 maps of 2 048 slots of 17 bytes).
-///
-/// ```
-/// assert_eq!(web::http::MAX_CALLERS, 100_000);
-/// ```
 pub const MAX_CALLERS: usize = 100_000;
 
 /// Parts of the caller table, each behind its own lock.
-///
-/// ```
-/// assert_eq!(web::http::SHARDS, 64);
-/// ```
 pub const SHARDS: usize = 64;
 
 /// The 429 body.

@@ -20,64 +20,28 @@ use std::time::Duration;
 use crate::http::HeadLimits;
 
 /// Default limit on a request body, in bytes (answered with 413).
-///
-/// ```
-/// assert_eq!(web::http::MAX_BODY, 1024 * 1024);
-/// ```
 pub const MAX_BODY: u64 = 1024 * 1024;
 /// Default time a request has to arrive whole once its first byte came (answered with 408).
 /// A body extends it by this much each time another KiB of it arrives.
-///
-/// ```
-/// assert_eq!(web::http::HEADER_TIMEOUT, std::time::Duration::from_secs(10));
-/// ```
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time a keep-alive connection may stay idle between requests (closed quietly).
-///
-/// ```
-/// assert_eq!(web::http::IDLE_TIMEOUT, std::time::Duration::from_secs(75));
-/// ```
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(75);
 /// Default time the socket may take none of a pending reply before the connection is closed.
-///
-/// ```
-/// assert_eq!(web::http::WRITE_TIMEOUT, std::time::Duration::from_secs(30));
-/// ```
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default most open connections (more wait in the listen backlog).
-///
-/// ```
-/// assert_eq!(web::http::MAX_CONNECTIONS, 100_000);
-/// ```
 pub const MAX_CONNECTIONS: usize = 100_000;
 /// Default time a graceful shutdown waits for requests in flight.
-///
-/// ```
-/// assert_eq!(web::http::DRAIN_TIMEOUT, std::time::Duration::from_secs(10));
-/// ```
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time, after the last reply, the server reads and drops what a client still sends
 /// before closing, so the close does not reset the connection before the client has read the
 /// reply (a client that writes a large body before reading needs it to see an early 413).
-///
-/// ```
-/// assert_eq!(web::http::LINGER, std::time::Duration::from_secs(2));
-/// ```
 pub const LINGER: Duration = Duration::from_secs(2);
 
 /// Default time a deferred reply may take before the server answers `503` itself
 /// ([`Server::reply_timeout`](crate::http::Server::reply_timeout)).
-///
-/// ```
-/// assert_eq!(web::http::REPLY_TIMEOUT, std::time::Duration::from_secs(60));
-/// ```
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time between the comment lines an idle event stream gets
 /// ([`Server::heartbeat`](crate::http::Server::heartbeat)).
-///
-/// ```
-/// assert_eq!(web::http::HEARTBEAT, std::time::Duration::from_secs(15));
-/// ```
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Default interval of the liveness pings of WebSocket peers
 /// ([`Server::ping_interval`](crate::http::Server::ping_interval)): a peer from which nothing
@@ -85,10 +49,6 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
 /// within an interval of the ping, so a peer that vanished (a phone out of coverage, a laptop
 /// shut, a NAT box that forgot it) is closed 1.5 to 2 intervals after its last byte — 45–60 s.
 /// 30 s also keeps NAT mappings and proxies of mobile networks from timing the connection out.
-///
-/// ```
-/// assert_eq!(web::http::PING_INTERVAL, std::time::Duration::from_secs(30));
-/// ```
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Limits and timeouts of a server's connections.

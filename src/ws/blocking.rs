@@ -13,10 +13,6 @@ use crate::http::{parse_reply_head, MAX_HEAD_BYTES};
 /// Largest frame payload [`ws_take`] accepts: the specification's 64 KiB. A frame announcing
 /// more is an `InvalidData` error (nothing is allocated for it); close such a connection with
 /// 1009.
-///
-/// ```
-/// assert_eq!(web::ws::MAX_FRAME, 64 * 1024);
-/// ```
 pub const MAX_FRAME: usize = 64 * 1024;
 
 /// Answers a client's upgrade request on `conn`, per RFC 6455 §4.2: writes the 101 reply and

@@ -15,10 +15,6 @@ use std::sync::Arc;
 
 /// Default limit on the output queued for all WebSocket connections of a server together
 /// ([`Server::max_queued_output`](crate::http::Server::max_queued_output)).
-///
-/// ```
-/// assert_eq!(web::ws::MAX_QUEUED_OUTPUT, 256 * 1024 * 1024);
-/// ```
 pub const MAX_QUEUED_OUTPUT: usize = 256 * 1024 * 1024;
 
 /// The budget of one server, shared by its connections.

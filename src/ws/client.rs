@@ -25,10 +25,6 @@ use crate::http::wire::{self, Conn};
 use crate::http::{parse_reply_head, Header};
 
 /// Default time to connect and complete the opening handshake ([`WsConnect::timeout`]).
-///
-/// ```
-/// assert_eq!(web::ws::CONNECT_TIMEOUT, std::time::Duration::from_secs(10));
-/// ```
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest response head to an upgrade request the client reads.

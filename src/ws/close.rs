@@ -1,46 +1,18 @@
 //! Close codes (RFC 6455 §7.4) and the close frame's payload.
 
 /// 1000: normal closure.
-///
-/// ```
-/// assert_eq!(web::ws::NORMAL, 1000);
-/// ```
 pub const NORMAL: u16 = 1000;
 /// 1001: the endpoint is going away (server shutting down).
-///
-/// ```
-/// assert_eq!(web::ws::GOING_AWAY, 1001);
-/// ```
 pub const GOING_AWAY: u16 = 1001;
 /// 1002: protocol error.
-///
-/// ```
-/// assert_eq!(web::ws::PROTOCOL_ERROR, 1002);
-/// ```
 pub const PROTOCOL_ERROR: u16 = 1002;
 /// 1007: a text message (or close reason) that is not UTF-8.
-///
-/// ```
-/// assert_eq!(web::ws::INVALID_DATA, 1007);
-/// ```
 pub const INVALID_DATA: u16 = 1007;
 /// 1008: policy violation (used when a peer does not read what it is sent).
-///
-/// ```
-/// assert_eq!(web::ws::POLICY, 1008);
-/// ```
 pub const POLICY: u16 = 1008;
 /// 1009: a message too big to process.
-///
-/// ```
-/// assert_eq!(web::ws::TOO_BIG, 1009);
-/// ```
 pub const TOO_BIG: u16 = 1009;
 /// 1011: the server met an unexpected condition.
-///
-/// ```
-/// assert_eq!(web::ws::INTERNAL_ERROR, 1011);
-/// ```
 pub const INTERNAL_ERROR: u16 = 1011;
 
 /// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1011 and the later

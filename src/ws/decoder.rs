@@ -14,10 +14,6 @@ use super::frame::{
 use super::utf8::Utf8Check;
 
 /// Default largest message, in bytes (the specification's 64 KiB).
-///
-/// ```
-/// assert_eq!(web::ws::MAX_MESSAGE, 64 * 1024);
-/// ```
 pub const MAX_MESSAGE: usize = 64 * 1024;
 
 /// What arrived.

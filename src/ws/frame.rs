@@ -16,49 +16,21 @@
 use super::close::PROTOCOL_ERROR;
 
 /// Continuation frame.
-///
-/// ```
-/// assert_eq!(web::ws::OP_CONTINUATION, 0x0);
-/// ```
 pub const OP_CONTINUATION: u8 = 0x0;
 /// Text frame.
-///
-/// ```
-/// assert_eq!(web::ws::OP_TEXT, 0x1);
-/// ```
 pub const OP_TEXT: u8 = 0x1;
 /// Binary frame.
-///
-/// ```
-/// assert_eq!(web::ws::OP_BINARY, 0x2);
-/// ```
 pub const OP_BINARY: u8 = 0x2;
 /// Close frame.
-///
-/// ```
-/// assert_eq!(web::ws::OP_CLOSE, 0x8);
-/// ```
 pub const OP_CLOSE: u8 = 0x8;
 /// Ping frame.
-///
-/// ```
-/// assert_eq!(web::ws::OP_PING, 0x9);
-/// ```
 pub const OP_PING: u8 = 0x9;
 /// Pong frame.
-///
-/// ```
-/// assert_eq!(web::ws::OP_PONG, 0xA);
-/// ```
 pub const OP_PONG: u8 = 0xA;
 
 /// The fixed mask key of [`client_frame`](crate::ws::client_frame) and
 /// [`client_frame_bin`](crate::ws::client_frame_bin). A client library should use a fresh random
 /// key per frame (RFC 6455 §5.3); these two functions are the specification's, for tests.
-///
-/// ```
-/// assert_eq!(web::ws::FIXED_MASK, [0x37, 0xfa, 0x21, 0x3d]);
-/// ```
 pub const FIXED_MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 
 /// The head of a frame, as parsed.

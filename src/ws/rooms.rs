@@ -31,10 +31,6 @@ use super::frame::{write_frame, OP_BINARY, OP_TEXT};
 
 /// Default limit on the rooms one WebSocket connection may be in at once
 /// ([`Server::max_rooms`](crate::http::Server::max_rooms)).
-///
-/// ```
-/// assert_eq!(web::ws::MAX_ROOMS, 1024);
-/// ```
 pub const MAX_ROOMS: usize = 1024;
 
 /// The rooms of one server: publish to a room from any thread, read how many members it has.

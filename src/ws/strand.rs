@@ -28,25 +28,13 @@ use super::rooms::{Joined, Rooms};
 use super::seat::{join_back, Joining, Seat};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
-///
-/// ```
-/// assert_eq!(web::ws::WS_HIGH_WATER, 256 * 1024);
-/// ```
 pub const WS_HIGH_WATER: usize = 256 * 1024;
 /// Unsent output beyond which a connection is closed as a peer that does not read.
-///
-/// ```
-/// assert_eq!(web::ws::WS_MAX_BACKLOG, 16 * 1024 * 1024);
-/// ```
 pub const WS_MAX_BACKLOG: usize = 16 * 1024 * 1024;
 /// Default time a WebSocket peer has to answer our close frame before the connection is
 /// closed anyway ([`Server::close_timeout`](crate::http::Server::close_timeout)): at a graceful
 /// stop, the longest a stop waits for peers that do not answer (they are waited for together,
 /// not one after another; a stop whose peers all answer returns as soon as they have).
-///
-/// ```
-/// assert_eq!(web::ws::CLOSE_TIMEOUT, std::time::Duration::from_secs(5));
-/// ```
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection the server pushes to, as the server's slab entry holds it, whatever its

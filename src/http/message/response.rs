@@ -228,22 +228,10 @@ impl Response {
 }
 
 /// Content type set by [`text_response`].
-///
-/// ```
-/// assert_eq!(web::http::TEXT, "text/plain");
-/// ```
 pub const TEXT: &str = "text/plain";
 /// Content type set by [`html_response`].
-///
-/// ```
-/// assert_eq!(web::http::HTML, "text/html; charset=utf-8");
-/// ```
 pub const HTML: &str = "text/html; charset=utf-8";
 /// Content type set by [`json_response`].
-///
-/// ```
-/// assert_eq!(web::http::JSON, "application/json");
-/// ```
 pub const JSON: &str = "application/json";
 
 /// A `text/plain` response with no extra headers. A `'static` body is not copied.
