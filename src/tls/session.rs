@@ -48,12 +48,13 @@ fn with_buffers<T>(f: impl FnOnce(&mut Buffers) -> T) -> T {
     })
 }
 
-/// Gives the worker's buffers back (its last connection closed).
+/// Gives the worker's buffers and cached keys back (its last connection closed).
 pub(crate) fn release_buffers() {
     BUFFERS.with_borrow_mut(|b| {
         b.incoming = Vec::new();
         b.outgoing = Vec::new();
     });
+    super::records::forget_keys();
 }
 
 /// Where the connection's handshake stands.
