@@ -122,9 +122,15 @@ impl Wire for Conn {
             #[cfg(feature = "tls")]
             Conn::Tls { stream, ahead } => {
                 if ahead.is_empty() {
-                    let mut more = vec![0; buf.len()];
-                    let n = stream.read(&mut more)?;
-                    ahead.extend_from_slice(&more[..n]);
+                    // Read straight into what is kept for the next read.
+                    ahead.resize(buf.len(), 0);
+                    match stream.read(ahead) {
+                        Ok(n) => ahead.truncate(n),
+                        Err(e) => {
+                            ahead.clear();
+                            return Err(e);
+                        }
+                    }
                 }
                 let n = buf.len().min(ahead.len());
                 buf[..n].copy_from_slice(&ahead[..n]);

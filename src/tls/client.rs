@@ -225,10 +225,8 @@ impl Read for TlsStream {
             let mut arrived = &raw[..n];
             loop {
                 conn.read_tls(&mut arrived)?;
-                let state = conn
-                    .process_new_packets()
+                conn.process_new_packets()
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                let _ = state;
                 if arrived.is_empty() {
                     break;
                 }
