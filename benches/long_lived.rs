@@ -210,20 +210,6 @@ fn stats(port: u16) -> Stats {
     Stats::parse(&get(port, "/stats"))
 }
 
-/// Stats once RSS has settled: two reads in a row within 64 KiB of each other.
-fn settled(port: u16) -> Stats {
-    let mut last = stats(port);
-    for _ in 0..40 {
-        std::thread::sleep(Duration::from_millis(250));
-        let now = stats(port);
-        if now.rss_kib.abs_diff(last.rss_kib) <= 64 {
-            return now;
-        }
-        last = now;
-    }
-    last
-}
-
 /// Reads until `end` has arrived; what came.
 fn read_until(conn: &mut TcpStream, end: &[u8]) -> Vec<u8> {
     let mut got = Vec::new();
@@ -325,14 +311,14 @@ fn idle(port: u16, kind: &str, pid: &str, open: fn(u16) -> TcpStream) {
     // Warm the server (first-use allocations) with a few of the kind, then let them go.
     let warm: Vec<TcpStream> = (0..64).map(|_| open(port)).collect();
     release(port, warm);
-    let before = settled(port);
+    let before = child::settled(|| stats(port));
     let mut held = Vec::new();
     let started = Instant::now();
     for target in counts() {
         while held.len() < target {
             held.push(open(port));
         }
-        let now = settled(port);
+        let now = child::settled(|| stats(port));
         let n = held.len() as f64;
         println!(
             "  {kind:<24} {:>6} held  RSS {:>6.1} B each  heap {:>6.1} B each  (RSS {:.1} → {:.1} MiB, opened in {:.1} s; server threads {})",
@@ -483,7 +469,7 @@ fn download(port: u16) {
         .unwrap_or(1.0);
     let bytes = (gib * (1u64 << 30) as f64) as u64;
     println!();
-    let before = settled(port);
+    let before = child::settled(|| stats(port));
     let peak = Arc::new(AtomicU64::new(before.rss_kib));
     let done = Arc::new(AtomicBool::new(false));
     let sampler = {

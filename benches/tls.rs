@@ -181,20 +181,6 @@ impl Dialer {
         let text = String::from_utf8_lossy(&got);
         Stats::parse(text.split("\r\n\r\n").nth(1).expect("a stats reply"))
     }
-
-    /// Stats once RSS has settled: two reads in a row within 64 KiB of each other.
-    fn settled(&self, port: u16) -> Stats {
-        let mut last = self.stats(port);
-        for _ in 0..40 {
-            std::thread::sleep(Duration::from_millis(250));
-            let now = self.stats(port);
-            if now.rss_kib.abs_diff(last.rss_kib) <= 64 {
-                return now;
-            }
-            last = now;
-        }
-        last
-    }
 }
 
 fn read_until(conn: &mut Conn, end: &[u8]) -> Vec<u8> {
@@ -294,11 +280,11 @@ fn idle(dialer: &Dialer, port: u16, kind: &str, n: usize, open: fn(&Dialer, u16)
     let warm: Vec<Conn> = (0..64).map(|_| open(dialer, port)).collect();
     drop(warm);
     std::thread::sleep(Duration::from_millis(300));
-    let before = dialer.settled(port);
+    let before = child::settled(|| dialer.stats(port));
     let started = Instant::now();
     let held: Vec<Conn> = (0..n).map(|_| open(dialer, port)).collect();
     let opened = started.elapsed();
-    let now = dialer.settled(port);
+    let now = child::settled(|| dialer.stats(port));
     let per = |a: f64, b: f64| (b - a) / n as f64;
     println!(
         "  {kind:<17} RSS {:>7.1} B each  heap {:>7.1} B each  (RSS {:.1} → {:.1} MiB; opened in {:.1} s)",

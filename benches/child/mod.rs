@@ -196,6 +196,21 @@ pub fn stats_line() -> String {
     )
 }
 
+/// The stats `read` gives once RSS has settled: two reads in a row, 250 ms apart, within
+/// 64 KiB of each other (10 s at most).
+pub fn settled(mut read: impl FnMut() -> ProcessStats) -> ProcessStats {
+    let mut last = read();
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let now = read();
+        if now.rss_kib.abs_diff(last.rss_kib) <= 64 {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
 impl ProcessStats {
     /// Reads a [`stats_line`] (what follows it on the line is ignored).
     pub fn parse(line: &str) -> ProcessStats {
