@@ -10,6 +10,8 @@
 //! against the same server without it. `--ping-interval SECONDS` (fractions allowed; 0 turns
 //! pings off) sets how often silent peers are pinged (default 30; see `Server::ping_interval`).
 //! `--tls-cert FILE --tls-key FILE` (PEM; build with `--features tls`) serve `wss://` only.
+//! `--deflate` offers permessage-deflate (`Server::deflate`, no state per connection) to
+//! clients that ask for it; `--max-message` then limits a message's inflated size.
 
 use web::http::{text_response, with_header, Request, Response};
 use web::ws::{Message, Ws, WsHandler};
@@ -54,12 +56,13 @@ fn serve() -> std::io::Result<()> {
             "--tls-cert",
             "--tls-key",
         ],
-        &[],
+        &["--deflate"],
         "WebSocket echo at /: text as text, binary as binary. --max-message BYTES (default 65536); \
          --room NAME: every connection joins room NAME (to measure what a membership costs); \
          --ping-interval SECONDS: ping silent peers, close those that do not answer (default 30, \
          fractions allowed, 0 = off). --tls-cert FILE --tls-key FILE (PEM): serve wss:// only \
-         (needs a build with --features tls).",
+         (needs a build with --features tls). --deflate: compress messages for clients that \
+         offer permessage-deflate (the default `deflate` feature).",
     )?;
     let ping_interval = match options.get::<f64>("--ping-interval")? {
         None => Some(web::http::PING_INTERVAL),
@@ -75,6 +78,7 @@ fn serve() -> std::io::Result<()> {
         .websocket("/", Echo { room })
         .max_message(max_message)
         .ping_interval(ping_interval);
+    let server = cli::deflate(server, options.flag("--deflate"))?;
     eprintln!(
         "ws_echo: listening on {}://{}/",
         options.scheme("ws"),

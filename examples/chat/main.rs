@@ -283,6 +283,9 @@ fn serve() -> std::io::Result<()> {
         origins,
         polls: Polls::default(),
     });
+    // Every browser offers permessage-deflate: the chat accepts it whenever it is built in
+    // (the default).
+    let server = cli::deflate(server, cfg!(feature = "deflate"))?;
     let server = server
         .websocket("/ws", Arc::clone(&chat))
         .sse("/sse", Arc::clone(&chat));

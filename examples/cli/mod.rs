@@ -184,6 +184,21 @@ impl Options {
     }
 }
 
+/// The server with permessage-deflate offered when `wanted` (a usage error when this build
+/// lacks the `deflate` feature).
+#[allow(dead_code)] // the WebSocket servers use it
+pub fn deflate(server: web::http::Server, wanted: bool) -> Result<web::http::Server> {
+    match wanted {
+        false => Ok(server),
+        #[cfg(feature = "deflate")]
+        true => Ok(server.deflate(Some(web::ws::Deflate::default()))),
+        #[cfg(not(feature = "deflate"))]
+        true => Err(usage(
+            "--deflate needs the deflate feature, which this build lacks (it is on by default)",
+        )),
+    }
+}
+
 /// `usage: PROGRAM [--name NAME]... [--flag]... OPERANDS`.
 fn usage_line(valued: &[&str], flags: &[&str], operands: &str) -> String {
     let program = std::env::args().next().unwrap_or_default();

@@ -14,7 +14,10 @@ use crate::http::exchange::{empty_lines, RequestReader, Step, CONTINUE};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
 use crate::http::{path_of, text_response, Body, ParseError, Request, Response, Version};
-use crate::ws::{check_upgrade, switching_protocols, LiveApp, LiveConn, WsCommand, WsSettings};
+use crate::ws::{
+    agree, check_upgrade, extensions_of, switching_protocols, LiveApp, LiveConn, WsCommand,
+    WsSettings,
+};
 
 use super::deferred::{answering, dropped_reply, late_reply, Deferral, Exchange, Replies, Wait};
 use super::limits::Limits;
@@ -458,15 +461,20 @@ fn upgrade(
         let (Some(settings), Some(remote)) = (app.ws_settings, app.remote) else {
             return Err(text_response(503, "WebSocket is not served here\n"));
         };
+        let (agreed, response) = match &settings.deflate {
+            Some(deflate) => agree(&extensions_of(request), deflate).unzip(),
+            None => (None, None),
+        };
         let conn = catch_unwind(AssertUnwindSafe(|| {
-            route.app.accept(request, settings, remote)
+            route.app.accept(request, settings, remote, agreed)
         }))
         .unwrap_or_else(|_| Err(text_response(500, "internal server error\n")))?;
-        Ok((accept, conn))
+        Ok((accept, response, conn))
     });
     match decided {
-        Ok((accept, conn)) => {
-            turn.out.extend_from_slice(&switching_protocols(&accept));
+        Ok((accept, extensions, conn)) => {
+            turn.out
+                .extend_from_slice(&switching_protocols(&accept, extensions.as_deref()));
             Stop::Upgrade(Box::new(Upgrade {
                 conn,
                 early: early.to_vec(),
@@ -485,7 +493,7 @@ fn open_stream(app: &App<'_>, route: &LiveRoute, request: &Request, turn: &mut T
     let head_only = request.method_is("HEAD");
     let decided = match (app.ws_settings, app.remote) {
         (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
-            route.app.accept(request, settings, remote)
+            route.app.accept(request, settings, remote, None)
         }))
         .unwrap_or_else(|_| Err(text_response(500, "internal server error\n"))),
         _ => Err(text_response(503, "event streams are not served here\n")),

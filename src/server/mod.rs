@@ -112,6 +112,7 @@ pub struct Server {
     sse: Vec<LiveRoute>,
     heartbeat: Duration,
     ping_interval: Option<Duration>,
+    deflate: Option<crate::ws::Deflate>,
     close_timeout: Duration,
     max_message: usize,
     max_rooms: usize,
@@ -198,6 +199,7 @@ impl Server {
             sse: Vec::new(),
             heartbeat: HEARTBEAT,
             ping_interval: Some(PING_INTERVAL),
+            deflate: None,
             close_timeout: crate::ws::CLOSE_TIMEOUT,
             max_message: MAX_MESSAGE,
             max_rooms: crate::ws::MAX_ROOMS,
@@ -516,6 +518,26 @@ impl Server {
         self
     }
 
+    /// WebSocket compression (permessage-deflate, RFC 7692) for clients that offer it —
+    /// every browser does; off by default (`None`). [`Deflate::default()`] keeps no state per
+    /// connection: one compressor and one decompressor per worker serve them all, and a message
+    /// published to a room is compressed once per worker. `max_message` limits a message's
+    /// size once inflated. Clients that do not offer the extension get plain frames.
+    ///
+    /// [`Deflate::default()`]: crate::ws::Deflate
+    ///
+    /// ```
+    /// use web::ws::Deflate;
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.deflate(Some(Deflate::default()));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "deflate")]
+    pub fn deflate(mut self, deflate: Option<crate::ws::Deflate>) -> Server {
+        self.deflate = deflate;
+        self
+    }
+
     /// The server's [`Control`]: its figures and its graceful stop from anywhere (a handler
     /// included), and the stop on SIGINT/SIGTERM. Take it before the server starts.
     ///
@@ -703,6 +725,7 @@ impl Server {
                 open: self.control.websockets(),
                 streams: self.control.streams(),
                 ping_interval: self.ping_interval,
+                deflate: self.deflate,
             }),
             replies,
             reply_timeout: self.reply_timeout,

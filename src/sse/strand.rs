@@ -50,6 +50,7 @@ impl<H: SseHandler> LiveApp for SseRoute<H> {
         req: &Request,
         settings: &Arc<WsSettings>,
         remote: &Remote<WsCommand>,
+        _deflate: Option<crate::ws::Agreed>,
     ) -> Result<Box<dyn LiveConn>, Response> {
         let state = self.handler.accept(req)?;
         let endpoint = self.endpoint.get_or_init(|| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use reactor::{ConnId, Remote};
 
-use super::frame::{write_frame, OP_BINARY, OP_TEXT};
+use super::frame::{OP_BINARY, OP_TEXT};
 use super::rooms::{encode, Rooms};
 use crate::http::{Request, Response};
 
@@ -191,6 +191,10 @@ pub enum WsCommand {
 /// ```
 pub struct Ws<'a> {
     pub(crate) out: &'a mut super::outbox::Outbox,
+    /// What the peer agreed to for permessage-deflate (`None`: not in use).
+    pub(crate) deflate: Option<&'a super::Agreed>,
+    /// The peer's window, when our messages keep their context.
+    pub(crate) history: &'a mut super::deflate::History,
     pub(crate) close: &'a mut Option<u16>,
     /// Its rooms.
     pub(crate) seat: super::seat::Seat<'a>,
@@ -352,8 +356,7 @@ impl Ws<'_> {
 
     fn frame(&mut self, opcode: u8, payload: &[u8]) {
         if self.close.is_none() {
-            self.out
-                .write(|buf| write_frame(buf, 0x80 | opcode, payload, None));
+            super::deflate::queue_message(self.out, opcode, payload, self.deflate, self.history);
         }
     }
 }

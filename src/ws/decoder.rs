@@ -7,8 +7,9 @@
 //! inline.
 
 use super::close::{parse_close, INVALID_DATA, PROTOCOL_ERROR, TOO_BIG};
+use super::deflate::{inflate, Inflater};
 use super::frame::{
-    apply_mask, parse_frame_head, FrameHead, Role, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING,
+    apply_mask, parse_head, FrameHead, Role, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING,
     OP_PONG, OP_TEXT,
 };
 use super::utf8::Utf8Check;
@@ -69,6 +70,10 @@ pub struct Decoder {
     utf8: Utf8Check,
     /// The payload of a control frame split across reads.
     control: Vec<u8>,
+    /// The message in progress is compressed (its data is DEFLATE until it is whole).
+    compressed: bool,
+    /// permessage-deflate is in use: how compressed messages are inflated.
+    inflater: Option<Inflater>,
 }
 
 impl Decoder {
@@ -89,7 +94,29 @@ impl Decoder {
             data: Vec::new(),
             utf8: Utf8Check::default(),
             control: Vec::new(),
+            compressed: false,
+            inflater: None,
         }
+    }
+
+    /// A decoder for a connection that agreed to permessage-deflate: messages with RSV1 are
+    /// inflated with `inflater`, and `max_message` limits their inflated size.
+    pub(crate) fn with_deflate(role: Role, max_message: usize, inflater: Inflater) -> Decoder {
+        Decoder {
+            inflater: Some(inflater),
+            ..Decoder::new(role, max_message)
+        }
+    }
+
+    fn deflate(&self) -> bool {
+        self.inflater.is_some()
+    }
+
+    /// The largest compressed data a message may have: a little over the limit, as DEFLATE
+    /// may grow what does not compress (5 bytes per stored block of 64 KiB).
+    fn max_compressed(&self) -> usize {
+        self.max_message
+            .saturating_add(self.max_message / 1024 + 64)
     }
 
     /// Whether the decoder is between frames with nothing buffered.
@@ -154,7 +181,10 @@ impl Decoder {
                 if let Some(key) = frame.head.mask {
                     apply_mask(&mut self.data[start..], key, frame.read as usize);
                 }
-                if self.message == Some(OP_TEXT) && !self.utf8.feed(&self.data[start..]) {
+                if self.message == Some(OP_TEXT)
+                    && !self.compressed
+                    && !self.utf8.feed(&self.data[start..])
+                {
                     return Err(INVALID_DATA);
                 }
             }
@@ -175,8 +205,9 @@ impl Decoder {
 
     /// Reads a frame head, keeping a partial one inline.
     fn read_head(&mut self, input: &[u8]) -> Result<(usize, Option<FrameHead>), u16> {
+        let deflate = self.deflate();
         if self.head_len == 0 {
-            if let Some(head) = parse_frame_head(input, self.role)? {
+            if let Some(head) = parse_head(input, self.role, deflate)? {
                 return Ok((head.head_len, Some(head)));
             }
         }
@@ -185,7 +216,7 @@ impl Decoder {
         let take = (self.head.len() - had).min(input.len());
         self.head[had..had + take].copy_from_slice(&input[..take]);
         let have = had + take;
-        match parse_frame_head(&self.head[..have], self.role)? {
+        match parse_head(&self.head[..have], self.role, deflate)? {
             Some(head) => {
                 self.head_len = 0;
                 Ok((head.head_len - had, Some(head)))
@@ -202,15 +233,23 @@ impl Decoder {
         match head.opcode {
             OP_TEXT | OP_BINARY if self.message.is_some() => return Err(PROTOCOL_ERROR),
             OP_CONTINUATION if self.message.is_none() => return Err(PROTOCOL_ERROR),
+            // RSV1 marks a message's first frame only (RFC 7692 §6.1).
+            OP_CONTINUATION if head.rsv1 => return Err(PROTOCOL_ERROR),
             OP_TEXT | OP_BINARY => {
                 self.message = Some(head.opcode);
                 self.utf8 = Utf8Check::default();
+                self.compressed = head.rsv1;
             }
             _ => {}
         }
         if !head.is_control() {
             let total = (self.data.len() as u64).saturating_add(head.len);
-            if total > self.max_message as u64 {
+            let max = if self.compressed {
+                self.max_compressed()
+            } else {
+                self.max_message
+            };
+            if total > max as u64 {
                 return Err(TOO_BIG);
             }
             // Never more than the limit, nor more than 64 KiB ahead of the data that arrives,
@@ -238,16 +277,31 @@ impl Decoder {
         if !head.fin {
             return Ok(None);
         }
-        let data = std::mem::take(&mut self.data);
+        let mut data = std::mem::take(&mut self.data);
+        let compressed = std::mem::take(&mut self.compressed);
+        if compressed {
+            data = self.inflate(&data)?;
+        }
         Ok(Some(match self.message.take() {
             Some(OP_TEXT) => {
-                if !self.utf8.is_complete() {
+                if !compressed && !self.utf8.is_complete() {
                     return Err(INVALID_DATA);
                 }
                 Event::Text(String::from_utf8(data).map_err(|_| INVALID_DATA)?)
             }
             _ => Event::Binary(data),
         }))
+    }
+}
+
+impl Decoder {
+    /// A whole compressed message's data, inflated within the message limit.
+    fn inflate(&mut self, data: &[u8]) -> Result<Vec<u8>, u16> {
+        match self.inflater.as_mut() {
+            Some(inflater) => inflate(inflater, data, self.max_message),
+            // Unreachable: RSV1 is refused unless an inflater is there.
+            None => Err(PROTOCOL_ERROR),
+        }
     }
 }
 

@@ -52,6 +52,9 @@ pub struct FrameHead {
     pub len: u64,
     /// Bytes the head took.
     pub head_len: usize,
+    /// RSV1: the message this frame starts is compressed (permessage-deflate, RFC 7692). Only
+    /// where that extension was agreed; [`parse_frame_head`] refuses it.
+    pub rsv1: bool,
 }
 
 impl FrameHead {
@@ -95,20 +98,28 @@ pub enum Role {
 /// assert_eq!(parse_frame_head(&frame[..1], Role::Server), Ok(None));
 /// ```
 pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, u16> {
+    parse_head(buf, role, false)
+}
+
+/// [`parse_frame_head`], with RSV1 allowed on data frames when `deflate` (permessage-deflate
+/// was agreed; whether the frame may carry it is the message's rule, checked by the decoder).
+pub(crate) fn parse_head(buf: &[u8], role: Role, deflate: bool) -> Result<Option<FrameHead>, u16> {
     let (Some(&b0), Some(&b1)) = (buf.first(), buf.get(1)) else {
         return Ok(None);
     };
     let fin = b0 & 0x80 != 0;
+    let rsv1 = b0 & 0x40 != 0;
     let opcode = b0 & 0x0f;
     let masked = b1 & 0x80 != 0;
-    if b0 & 0x70 != 0 || !matches!(opcode, 0x0..=0x2 | 0x8..=0xA) {
+    let control = opcode & 0x8 != 0;
+    let reserved = if deflate && !control { 0x30 } else { 0x70 };
+    if b0 & reserved != 0 || !matches!(opcode, 0x0..=0x2 | 0x8..=0xA) {
         return Err(PROTOCOL_ERROR);
     }
     if masked != (role == Role::Server) {
         return Err(PROTOCOL_ERROR);
     }
     let short = u64::from(b1 & 0x7f);
-    let control = opcode & 0x8 != 0;
     if control && (!fin || short > 125) {
         return Err(PROTOCOL_ERROR);
     }
@@ -146,6 +157,7 @@ pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, u16
         mask,
         len,
         head_len: at,
+        rsv1,
     }))
 }
 
@@ -225,6 +237,7 @@ mod tests {
                     mask: Some([1, 2, 3, 4]),
                     len: 2,
                     head_len: 6,
+                    rsv1: false,
                 },
             ),
             (
@@ -236,6 +249,7 @@ mod tests {
                     mask: Some([0; 4]),
                     len: 256,
                     head_len: 8,
+                    rsv1: false,
                 },
             ),
             (
@@ -247,6 +261,7 @@ mod tests {
                     mask: Some([9; 4]),
                     len: 65536,
                     head_len: 14,
+                    rsv1: false,
                 },
             ),
             (
@@ -258,6 +273,7 @@ mod tests {
                     mask: None,
                     len: 0,
                     head_len: 2,
+                    rsv1: false,
                 },
             ),
             (
@@ -269,6 +285,7 @@ mod tests {
                     mask: Some([0; 4]),
                     len: 125,
                     head_len: 6,
+                    rsv1: false,
                 },
             ),
         ];
@@ -300,6 +317,31 @@ mod tests {
         ];
         for (buf, role) in cases {
             assert_eq!(parse_frame_head(buf, *role), Err(PROTOCOL_ERROR), "{buf:?}");
+        }
+    }
+
+    #[test]
+    fn rsv1_only_on_data_frames_and_only_with_deflate() {
+        let compressed = [0xc1, 0x80, 0, 0, 0, 0];
+        assert_eq!(
+            parse_frame_head(&compressed, Role::Server),
+            Err(PROTOCOL_ERROR)
+        );
+        let head = parse_head(&compressed, Role::Server, true)
+            .unwrap()
+            .unwrap();
+        assert!(head.rsv1);
+        for refused in [
+            [0xc9, 0x80, 0, 0, 0, 0], // RSV1 on a ping
+            [0xc8, 0x80, 0, 0, 0, 0], // RSV1 on a close
+            [0xe1, 0x80, 0, 0, 0, 0], // RSV2 beside it
+            [0xd1, 0x80, 0, 0, 0, 0], // RSV3 beside it
+        ] {
+            assert_eq!(
+                parse_head(&refused, Role::Server, true),
+                Err(PROTOCOL_ERROR),
+                "{refused:?}"
+            );
         }
     }
 

@@ -98,7 +98,7 @@ pub fn upgrade_reply(request_raw: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
         Err(e) => Err(bad(e.reason())),
     };
     checked
-        .map(|accept| switching_protocols(&accept))
+        .map(|accept| switching_protocols(&accept, None))
         .map_err(|refusal| response_bytes(&refusal, false))
 }
 
@@ -140,12 +140,23 @@ pub(crate) fn check_upgrade(req: &Request, version: Version) -> Result<String, R
 }
 
 /// The 101 reply that switches the connection to WebSocket (a 1xx is never a handler's
-/// `Response`: it is written here, once).
-pub(crate) fn switching_protocols(accept: &str) -> Vec<u8> {
+/// `Response`: it is written here, once), with the extensions agreed, if any.
+pub(crate) fn switching_protocols(accept: &str, extensions: Option<&str>) -> Vec<u8> {
+    let extensions = extensions
+        .map(|e| format!("Sec-WebSocket-Extensions: {e}\r\n"))
+        .unwrap_or_default();
     format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n{extensions}\r\n"
     )
     .into_bytes()
+}
+
+/// The values of every `Sec-WebSocket-Extensions` line of `req`.
+pub(crate) fn extensions_of(req: &Request) -> Vec<&str> {
+    req.headers()
+        .filter(|h| h.name().eq_ignore_ascii_case("sec-websocket-extensions"))
+        .filter_map(|h| std::str::from_utf8(h.value()).ok())
+        .collect()
 }
 
 /// A client's upgrade request: `GET <path> HTTP/1.1`, `Host: <host>`, `Upgrade: websocket`,

@@ -9,6 +9,7 @@ mod budget;
 mod client;
 mod close;
 mod decoder;
+mod deflate;
 mod frame;
 mod handshake;
 mod outbox;
@@ -30,12 +31,17 @@ pub use close::{
     POLICY, PROTOCOL_ERROR, TOO_BIG,
 };
 pub use decoder::{Decoder, Event, MAX_MESSAGE};
+#[cfg(not(feature = "deflate"))]
+pub(crate) use deflate::Deflate;
+pub(crate) use deflate::{agree, Agreed};
+#[cfg(feature = "deflate")]
+pub use deflate::{Deflate, LEVEL, MIN_SIZE};
 pub use frame::{
     apply_mask, parse_frame_head, write_frame, FrameHead, Role, FIXED_MASK, OP_BINARY, OP_CLOSE,
     OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
 };
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
-pub(crate) use handshake::{check_upgrade, switching_protocols};
+pub(crate) use handshake::{check_upgrade, extensions_of, switching_protocols};
 pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
 pub(crate) use rooms::{local_members, Joined};

@@ -22,6 +22,7 @@ use super::app::{Message, Ws, WsCommand, WsHandler};
 use super::budget::OutputBudget;
 use super::close::{close_payload, GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
+use super::deflate::{queue_message, queue_shared, worker_inflater, Agreed, History, SLOTS};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
 use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
@@ -75,41 +76,51 @@ pub(crate) struct WsSettings {
     pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
     /// The liveness interval ([`Server::ping_interval`](crate::http::Server::ping_interval)).
     pub(crate) ping_interval: Option<Duration>,
+    /// permessage-deflate, when the server offers it ([`Server::deflate`]).
+    ///
+    /// [`Server::deflate`]: crate::http::Server
+    pub(crate) deflate: Option<super::Deflate>,
 }
 
 /// A WebSocket route's application, whatever its handler type.
 pub(crate) trait LiveApp: Send + Sync {
     /// The application's decision on an upgrade request (already checked for the protocol):
-    /// the connection to become, or the response that refuses it.
+    /// the connection to become, or the response that refuses it. `deflate`: what the peer
+    /// agreed to for permessage-deflate (a WebSocket's; `None` for event streams).
     fn accept(
         &self,
         req: &crate::http::Request,
         settings: &Arc<WsSettings>,
         remote: &Remote<WsCommand>,
+        deflate: Option<Agreed>,
     ) -> Result<Box<dyn LiveConn>, crate::http::Response>;
 }
 
 /// A WebSocket route's application: its handler, and — from the first upgrade on — what every
-/// connection of the route shares, so that a connection holds one pointer to all of it.
+/// connection of the route shares, so that a connection holds one pointer to all of it (one
+/// endpoint per permessage-deflate agreement, so that the agreement costs a connection
+/// nothing).
 pub(crate) struct Route<H> {
     handler: Arc<H>,
-    endpoint: std::sync::OnceLock<Arc<Endpoint<H>>>,
+    endpoints: [std::sync::OnceLock<Arc<Endpoint<H>>>; SLOTS],
 }
 
 impl<H> Route<H> {
     pub(crate) fn new(handler: H) -> Route<H> {
         Route {
             handler: Arc::new(handler),
-            endpoint: std::sync::OnceLock::new(),
+            endpoints: std::array::from_fn(|_| std::sync::OnceLock::new()),
         }
     }
 }
 
-/// What the connections of one route share: the handler, the server's settings and remote.
+/// What the connections of one route with one agreement share: the handler, the server's
+/// settings and remote, and how their messages are compressed.
 struct Endpoint<H> {
     handler: Arc<H>,
     settings: Arc<WsSettings>,
     remote: Remote<WsCommand>,
+    deflate: Option<Agreed>,
 }
 
 impl<H: WsHandler> LiveApp for Route<H> {
@@ -118,14 +129,17 @@ impl<H: WsHandler> LiveApp for Route<H> {
         req: &crate::http::Request,
         settings: &Arc<WsSettings>,
         remote: &Remote<WsCommand>,
+        deflate: Option<Agreed>,
     ) -> Result<Box<dyn LiveConn>, crate::http::Response> {
         let state = self.handler.accept(req)?;
-        // A route belongs to one server: its settings and remote are the same at every upgrade.
-        let endpoint = self.endpoint.get_or_init(|| {
+        // A route belongs to one server: its settings and remote are the same at every upgrade,
+        // and its compression settings too (an agreement differs only in what `slot` tells).
+        let endpoint = self.endpoints[Agreed::slot(deflate.as_ref())].get_or_init(|| {
             Arc::new(Endpoint {
                 handler: Arc::clone(&self.handler),
                 settings: Arc::clone(settings),
                 remote: remote.clone(),
+                deflate,
             })
         });
         Ok(Box::new(WsStrand::new(Arc::clone(endpoint), state)))
@@ -225,17 +239,29 @@ struct WsBusy {
     timeouts: Timeouts,
     /// The joins this connection queued that have not come back yet.
     joining: Joining,
+    /// What the peer's decompressor holds, when our messages keep their context.
+    history: History,
 }
 
 impl WsBusy {
-    fn new(max_message: usize, timeouts: Timeouts, budget: Arc<OutputBudget>) -> WsBusy {
+    fn new(
+        max_message: usize,
+        timeouts: Timeouts,
+        budget: Arc<OutputBudget>,
+        deflate: Option<&Agreed>,
+    ) -> WsBusy {
+        let decoder = match deflate.and_then(|_| worker_inflater()) {
+            Some(inflater) => Decoder::with_deflate(Role::Server, max_message, inflater),
+            None => Decoder::new(Role::Server, max_message),
+        };
         WsBusy {
-            decoder: Decoder::new(Role::Server, max_message),
+            decoder,
             out: Outbox::new(budget),
             closing: Closing::No,
             deadline: None,
             timeouts,
             joining: Joining::default(),
+            history: History::default(),
         }
     }
 
@@ -248,19 +274,32 @@ impl WsBusy {
             && self.out.held_bytes() == 0
             && self.decoder.is_idle()
             && self.decoder.held_bytes() == 0
+            && self.history.is_empty()
     }
 }
 
-/// The busy part of a connection, made when first needed (with `settings`' limits; the
-/// defaults once the application's side is gone, which never needs them).
-fn busy<'b>(slot: &'b mut Option<Box<WsBusy>>, settings: Option<&WsSettings>) -> &'b mut WsBusy {
+/// The busy part of a connection, made when first needed (with its endpoint's limits and
+/// agreement; the defaults once the application's side is gone, which never needs them).
+fn busy<'b, H>(
+    slot: &'b mut Option<Box<WsBusy>>,
+    endpoint: Option<&Endpoint<H>>,
+) -> &'b mut WsBusy {
     slot.get_or_insert_with(|| {
-        let busy = match settings {
-            Some(s) => WsBusy::new(s.max_message, s.timeouts, Arc::clone(&s.budget)),
+        let busy = match endpoint {
+            Some(e) => {
+                let s = &e.settings;
+                WsBusy::new(
+                    s.max_message,
+                    s.timeouts,
+                    Arc::clone(&s.budget),
+                    e.deflate.as_ref(),
+                )
+            }
             None => WsBusy::new(
                 crate::ws::MAX_MESSAGE,
                 Timeouts::default(),
                 OutputBudget::new(usize::MAX),
+                None,
             ),
         };
         Box::new(busy)
@@ -282,8 +321,8 @@ impl<H: WsHandler> WsStrand<H> {
 
     /// The busy part, made if the connection was idle.
     fn b(&mut self) -> &mut WsBusy {
-        let settings = self.member.as_ref().map(|m| &*m.endpoint.settings);
-        busy(&mut self.busy, settings)
+        let endpoint = self.member.as_ref().map(|m| &*m.endpoint);
+        busy(&mut self.busy, endpoint)
     }
 
     /// At the end of every call: an idle connection gives its busy part back.
@@ -305,11 +344,13 @@ impl<H: WsHandler> WsStrand<H> {
             return; // told already: the application is done with this connection
         };
         let endpoint = &*member.endpoint;
-        let busy = busy(&mut self.busy, Some(&endpoint.settings));
+        let busy = busy(&mut self.busy, Some(endpoint));
         let mut close = None;
         {
             let mut ws = Ws {
                 out: &mut busy.out,
+                deflate: endpoint.deflate.as_ref(),
+                history: &mut busy.history,
                 close: &mut close,
                 seat: Seat {
                     id,
@@ -348,7 +389,7 @@ impl<H: WsHandler> WsStrand<H> {
         };
         // The connection is ending: its busy part (and the write timeout the close frame
         // still needs) outlives the application's side.
-        busy(&mut self.busy, Some(&endpoint.settings));
+        busy(&mut self.busy, Some(&*endpoint));
         for room in self.joined.take() {
             endpoint.settings.rooms.leave(&room, id);
         }
@@ -590,18 +631,34 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         // until it reads), so what arrives now is charged to the budget at once.
         let behind = self.pending() > 0;
         if self.closing() == Closing::No {
+            let deflate = self.member.as_ref().and_then(|m| m.endpoint.deflate);
             match cmd {
-                WsCommand::Send(Message::Text(t)) => self
-                    .b()
-                    .out
-                    .write(|buf| write_frame(buf, 0x80 | OP_TEXT, t.as_bytes(), None)),
-                WsCommand::Send(Message::Binary(b)) => self
-                    .b()
-                    .out
-                    .write(|buf| write_frame(buf, 0x80 | OP_BINARY, &b, None)),
+                WsCommand::Send(Message::Text(t)) => {
+                    let b = self.b();
+                    queue_message(
+                        &mut b.out,
+                        OP_TEXT,
+                        t.as_bytes(),
+                        deflate.as_ref(),
+                        &mut b.history,
+                    )
+                }
+                WsCommand::Send(Message::Binary(bytes)) => {
+                    let b = self.b();
+                    queue_message(
+                        &mut b.out,
+                        OP_BINARY,
+                        &bytes,
+                        deflate.as_ref(),
+                        &mut b.history,
+                    )
+                }
                 WsCommand::Frame(frame)
                 | WsCommand::FanOut { frame, .. }
-                | WsCommand::Publish { frame, .. } => self.b().out.push_shared(&frame),
+                | WsCommand::Publish { frame, .. } => {
+                    let b = self.b();
+                    queue_shared(&mut b.out, &frame, deflate.as_ref(), &mut b.history)
+                }
                 WsCommand::Close(code) => self.queue_close(code),
                 WsCommand::Sweep => match io.silent_sweeps() {
                     0 => {}
@@ -661,6 +718,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.joined.held_bytes()
             + self.busy.as_ref().map_or(0, |b| {
                 std::mem::size_of::<WsBusy>()
+                    + b.history.held_bytes()
                     + b.decoder.held_bytes()
                     + b.out.held_bytes()
                     + b.joining.held_bytes()

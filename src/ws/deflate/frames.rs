@@ -1,0 +1,293 @@
+//! A message frame for a connection that agreed to permessage-deflate: compressed (RSV1 set)
+//! when that makes it shorter, else as it is; and a frame published to many, compressed once
+//! per worker.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use super::codec::compress;
+use super::Agreed;
+use crate::ws::frame::{parse_head, write_frame, Role, OP_BINARY, OP_TEXT};
+use crate::ws::outbox::Outbox;
+
+/// RSV1: the message is compressed (RFC 7692 §6).
+pub(crate) const RSV1: u8 = 0x40;
+
+/// The window of a connection whose messages keep their context: the last bytes it sent
+/// compressed, which its peer's decompressor holds.
+#[derive(Debug, Default)]
+pub(crate) struct History(Vec<u8>);
+
+impl History {
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.0.capacity()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `payload` went out compressed: the peer's window now ends with it.
+    fn extend(&mut self, payload: &[u8], window: u8) {
+        let size = 1usize << window.clamp(8, 15);
+        if payload.len() >= size {
+            self.0.clear();
+            self.0.extend_from_slice(&payload[payload.len() - size..]);
+        } else {
+            let drop = (self.0.len() + payload.len()).saturating_sub(size);
+            self.0.drain(..drop);
+            self.0.extend_from_slice(payload);
+        }
+    }
+}
+
+thread_local! {
+    /// Where a message is compressed before its frame head can be written.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Scratch kept between messages, at most.
+const SCRATCH_KEEP: usize = 64 * 1024;
+
+/// Appends `payload` as one final frame of `opcode` (text or binary) for a peer that agreed to
+/// `agreed` (`None`: the extension is not in use), compressed when that makes it shorter.
+/// `history`: the connection's window, when its messages keep their context.
+pub(crate) fn write_message(
+    buf: &mut Vec<u8>,
+    opcode: u8,
+    payload: &[u8],
+    agreed: Option<&Agreed>,
+    history: Option<&mut History>,
+) {
+    let Some(agreed) = agreed.filter(|a| payload.len() >= a.min_size as usize) else {
+        write_frame(buf, 0x80 | opcode, payload, None);
+        return;
+    };
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        scratch.clear();
+        let (takeover, history) = match history {
+            Some(h) if agreed.takeover => (true, Some(h)),
+            _ => (false, None),
+        };
+        let dictionary = history.as_ref().map_or(&[][..], |h| &h.0[..]);
+        if compress(
+            payload,
+            agreed.window,
+            agreed.level,
+            dictionary,
+            &mut scratch,
+        ) {
+            write_frame(buf, 0x80 | RSV1 | opcode, &scratch, None);
+            if let (true, Some(h)) = (takeover, history) {
+                h.extend(payload, agreed.window);
+            }
+        } else {
+            write_frame(buf, 0x80 | opcode, payload, None);
+        }
+        if scratch.capacity() > SCRATCH_KEEP {
+            *scratch = Vec::new();
+        }
+    });
+}
+
+/// The last shared frames this worker compressed: (the plain frame, the window it was
+/// compressed for, the compressed frame — `None` when compressing did not pay). Holding the
+/// plain frame keeps its address from being reused while it is the key.
+type Cached = (Arc<[u8]>, u8, u8, Option<Arc<[u8]>>);
+
+thread_local! {
+    static COMPRESSED: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Distinct (window, level) pairs remembered at once.
+const CACHED: usize = 4;
+
+/// The compressed form of a shared, already encoded `frame` for peers without context takeover
+/// that agreed to `agreed`: made once per worker (the members of a room on this worker get the
+/// same `Arc`), `None` when the frame goes as it is (not one whole text or binary frame, too
+/// short, or not shorter compressed).
+pub(crate) fn shared_frame(frame: &Arc<[u8]>, agreed: &Agreed) -> Option<Arc<[u8]>> {
+    let (opcode, payload) = whole_message(frame)?;
+    if payload.len() < agreed.min_size as usize {
+        return None;
+    }
+    COMPRESSED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some((_, _, _, done)) = cache.iter().find(|(plain, window, level, _)| {
+            Arc::ptr_eq(plain, frame) && *window == agreed.window && *level == agreed.level
+        }) {
+            return done.clone();
+        }
+        let mut out = Vec::new();
+        write_message(&mut out, opcode, payload, Some(agreed), None);
+        let done: Option<Arc<[u8]>> =
+            (out.first().is_some_and(|b| b & RSV1 != 0)).then(|| out.into());
+        // The same window and level replace their entry: one publish's members come together.
+        cache.retain(|(_, window, level, _)| (*window, *level) != (agreed.window, agreed.level));
+        if cache.len() >= CACHED {
+            cache.remove(0);
+        }
+        cache.push((Arc::clone(frame), agreed.window, agreed.level, done.clone()));
+        done
+    })
+}
+
+/// Queues a message for a connection that agreed to `agreed` (`None`: not in use).
+pub(crate) fn queue_message(
+    out: &mut Outbox,
+    opcode: u8,
+    payload: &[u8],
+    agreed: Option<&Agreed>,
+    history: &mut History,
+) {
+    out.write(|buf| write_message(buf, opcode, payload, agreed, Some(history)));
+}
+
+/// Queues a frame shared with other connections: as it is, or in the compressed form this
+/// worker made once for every peer like this one, or — when this peer's messages keep their
+/// context — compressed for it alone.
+pub(crate) fn queue_shared(
+    out: &mut Outbox,
+    frame: &Arc<[u8]>,
+    agreed: Option<&Agreed>,
+    history: &mut History,
+) {
+    match agreed {
+        Some(a) if a.takeover => match whole_message(frame) {
+            Some((opcode, payload)) => queue_message(out, opcode, payload, agreed, history),
+            None => out.push_shared(frame),
+        },
+        Some(a) => match shared_frame(frame, a) {
+            Some(compressed) => out.push_shared(&compressed),
+            None => out.push_shared(frame),
+        },
+        None => out.push_shared(frame),
+    }
+}
+
+/// The opcode and payload of `frame` when it is one whole, unmasked, uncompressed text or
+/// binary frame (what the library encodes for a publish or a broadcast).
+fn whole_message(frame: &[u8]) -> Option<(u8, &[u8])> {
+    let head = parse_head(frame, Role::Client, true).ok()??;
+    let payload = frame.get(head.head_len..)?;
+    let whole = head.fin
+        && !head.rsv1
+        && matches!(head.opcode, OP_TEXT | OP_BINARY)
+        && head.len == payload.len() as u64;
+    whole.then_some((head.opcode, payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ws::deflate::{inflate, Inflater};
+
+    fn agreed(takeover: bool) -> Agreed {
+        Agreed {
+            window: 15,
+            takeover,
+            level: 6,
+            min_size: 64,
+        }
+    }
+
+    fn payload_of(frame: &[u8]) -> (bool, Vec<u8>) {
+        let head = parse_head(frame, Role::Client, true).unwrap().unwrap();
+        (head.rsv1, frame[head.head_len..].to_vec())
+    }
+
+    #[test]
+    fn short_or_unagreed_messages_go_as_they_are() {
+        let text = "x".repeat(200);
+        for (agreed, payload) in [
+            (None, text.as_bytes()),
+            (Some(agreed(false)), &b"short"[..]),
+        ] {
+            let mut buf = Vec::new();
+            write_message(&mut buf, OP_TEXT, payload, agreed.as_ref(), None);
+            assert_eq!(payload_of(&buf), (false, payload.to_vec()));
+        }
+    }
+
+    #[test]
+    fn a_compressed_message_sets_rsv1_and_inflates_back() {
+        let text = "hello, room! ".repeat(20);
+        let mut buf = Vec::new();
+        write_message(
+            &mut buf,
+            OP_TEXT,
+            text.as_bytes(),
+            Some(&agreed(false)),
+            None,
+        );
+        let (rsv1, data) = payload_of(&buf);
+        assert!(rsv1);
+        assert_eq!(buf[0] & 0x0f, OP_TEXT);
+        let back = inflate(&mut Inflater::Shared, &data, 10_000).unwrap();
+        assert_eq!(back, text.as_bytes());
+    }
+
+    #[test]
+    fn with_takeover_later_messages_refer_to_earlier_ones() {
+        let text =
+            r#"{"type":"message","room":"lobby","user":"ana","text":"good morning, everyone"}"#;
+        let mut history = History::default();
+        let mut peer = Inflater::own(true);
+        let mut sizes = Vec::new();
+        for _ in 0..3 {
+            let mut buf = Vec::new();
+            write_message(
+                &mut buf,
+                OP_TEXT,
+                text.as_bytes(),
+                Some(&agreed(true)),
+                Some(&mut history),
+            );
+            let (rsv1, data) = payload_of(&buf);
+            assert!(rsv1);
+            assert_eq!(inflate(&mut peer, &data, 10_000).unwrap(), text.as_bytes());
+            sizes.push(data.len());
+        }
+        assert!(sizes[1] * 3 < sizes[0], "{sizes:?}");
+        assert_eq!(history.0, text.as_bytes().repeat(3));
+    }
+
+    #[test]
+    fn the_window_keeps_only_its_size() {
+        let mut h = History::default();
+        h.extend(&[1; 300], 8);
+        assert_eq!(h.0.len(), 256);
+        h.extend(&[2; 100], 8);
+        assert_eq!((h.0.len(), h.0[155], h.0[156]), (256, 1, 2));
+    }
+
+    #[test]
+    fn a_published_frame_is_compressed_once_per_worker() {
+        let mut plain = Vec::new();
+        write_frame(
+            &mut plain,
+            0x80 | OP_TEXT,
+            "news for the room ".repeat(10).as_bytes(),
+            None,
+        );
+        let plain: Arc<[u8]> = plain.into();
+        let a = shared_frame(&plain, &agreed(false)).unwrap();
+        let b = shared_frame(&plain, &agreed(false)).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        // Another frame with the same bytes is another publish.
+        let again: Arc<[u8]> = plain.to_vec().into();
+        assert!(!Arc::ptr_eq(
+            &a,
+            &shared_frame(&again, &agreed(false)).unwrap()
+        ));
+        // Fragments, control frames and short frames go as they are.
+        for frame in [
+            vec![0x01, 0x01, b'x'],
+            vec![0x89, 0x00],
+            vec![0x81, 0x01, b'x'],
+        ] {
+            assert_eq!(shared_frame(&frame.into(), &agreed(false)), None);
+        }
+    }
+}
