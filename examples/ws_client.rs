@@ -48,13 +48,14 @@ fn main() -> ExitCode {
 fn client() -> std::io::Result<()> {
     let options = cli::Options::parse_with_operands(
         &["--header", "--protocol", "--max-message", "--ca"],
-        &["--echo"],
+        &["--echo", "--deflate"],
         "URL",
         "Sends each line of standard input to the WebSocket at URL as a text message and prints \
          each message received on its own line. --echo sends every message received back until \
          the server closes. --header \"Name: value\" adds a request header, --protocol NAME \
          offers a subprotocol, --max-message BYTES (default 16777216). wss:// (a build with \
-         --features tls) trusts the system's roots, or those in the PEM file --ca FILE.",
+         --features tls) trusts the system's roots, or those in the PEM file --ca FILE. \
+         --deflate offers permessage-deflate (the default `deflate` feature).",
     )?;
     let [url] = options.operands() else {
         return Err(cli::usage("one URL is needed"));
@@ -72,6 +73,9 @@ fn client() -> std::io::Result<()> {
     }
     if let Some(ca) = options.get::<String>("--ca")? {
         connect = with_roots(connect, &ca)?;
+    }
+    if options.flag("--deflate") {
+        connect = offer_deflate(connect)?;
     }
     let ws = connect.connect(url)?;
     let (reader, writer) = ws.into_split();
@@ -131,4 +135,17 @@ fn echo(mut reader: WsReader, writer: &web::ws::WsWriter) -> std::io::Result<()>
         writer.send(&msg)?;
     }
     Ok(())
+}
+
+/// The connection offering permessage-deflate (a usage error without the `deflate` feature).
+fn offer_deflate(connect: WsConnect) -> std::io::Result<WsConnect> {
+    #[cfg(feature = "deflate")]
+    return Ok(connect.deflate(true));
+    #[cfg(not(feature = "deflate"))]
+    {
+        let _ = connect;
+        Err(cli::usage(
+            "--deflate needs the deflate feature, which this build lacks (it is on by default)",
+        ))
+    }
 }

@@ -275,3 +275,33 @@ fn with_a_kept_window_later_messages_are_smaller() {
     assert!(sizes[1] * 3 < sizes[0], "{sizes:?}");
     server.shutdown().unwrap();
 }
+
+#[test]
+fn the_client_offers_deflate_and_talks_to_every_kind_of_server() {
+    let shared = start(Some(Deflate::default()), 1 << 20);
+    let kept = start(Some(Deflate::default().context_takeover(10)), 1 << 20);
+    let plain = start(None, 1 << 20);
+    let long = r#"{"type":"message","text":"compressible, compressible, compressible"}"#.repeat(30);
+    for server in [&shared, &kept, &plain] {
+        let url = format!("ws://{}/", server.local_addr());
+        let mut ws = web::ws::WsConnect::new()
+            .deflate(true)
+            .timeout(Duration::from_secs(5))
+            .connect(&url)
+            .unwrap();
+        for text in ["short", long.as_str(), long.as_str(), "short again"] {
+            ws.send_text(text).unwrap();
+            assert_eq!(
+                ws.recv().unwrap(),
+                Some(Message::Text(text.to_owned())),
+                "{url}"
+            );
+        }
+        ws.send(&Message::Binary(vec![1; 10_000])).unwrap();
+        assert_eq!(ws.recv().unwrap(), Some(Message::Binary(vec![1; 10_000])));
+        assert_eq!(ws.close(1000, "").unwrap(), Some(1000));
+    }
+    for server in [shared, kept, plain] {
+        server.shutdown().unwrap();
+    }
+}

@@ -17,6 +17,9 @@ use base64::Engine as _;
 use super::app::Message;
 use super::close::close_payload;
 use super::decoder::{Decoder, Event, MAX_MESSAGE};
+use super::deflate::{
+    accept_response, client_codecs, ClientAgreed, OwnCompressor, CLIENT_OFFER, RSV1,
+};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
 use super::handshake::{accept_key, random_16};
 use crate::http::grammar::{is_field_byte, is_token};
@@ -72,6 +75,8 @@ pub struct WsConnect {
     max_message: usize,
     /// Whose certificates `wss://` trusts (`None`: the system's roots).
     tls: Option<crate::http::wire::TlsChoice>,
+    /// Offer permessage-deflate.
+    deflate: bool,
 }
 
 impl Default for WsConnect {
@@ -95,7 +100,23 @@ impl WsConnect {
             read_timeout: None,
             max_message: MAX_MESSAGE,
             tls: None,
+            deflate: false,
         }
+    }
+
+    /// Offers permessage-deflate (RFC 7692; feature `deflate`): when the server agrees, messages
+    /// of 64 bytes or more go compressed when that makes them shorter, and compressed messages
+    /// from the server are inflated (`max_message` limits their inflated size).
+    ///
+    /// ```no_run
+    /// let ws = web::ws::WsConnect::new().deflate(true).connect("ws://127.0.0.1:9001/")?;
+    /// # let _ = ws;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "deflate")]
+    pub fn deflate(mut self, offer: bool) -> WsConnect {
+        self.deflate = offer;
+        self
     }
 
     /// Adds a header to the upgrade request (a `Cookie`, an `Authorization`, an `Origin`...).
@@ -203,18 +224,26 @@ impl WsConnect {
         )?;
         stream.write_all(&request)?;
         let (head, rest) = read_head(&mut stream)?;
-        let protocol = self.check(&head, &key)?;
+        let (protocol, agreed) = self.check(&head, &key)?;
         stream.tcp().set_read_timeout(self.read_timeout)?;
         stream.tcp().set_write_timeout(None)?;
+        let (compressor, decoder) = match agreed.as_ref().and_then(client_codecs) {
+            Some((compressor, inflater)) => (
+                Some(compressor),
+                Decoder::with_deflate(Role::Client, self.max_message, inflater),
+            ),
+            None => (None, Decoder::new(Role::Client, self.max_message)),
+        };
         let writer = WsWriter {
             side: Arc::new(Mutex::new(WriteSide {
                 stream: stream.try_clone()?,
                 close_sent: false,
+                compressor,
             })),
         };
         let reader = WsReader {
             stream,
-            decoder: Decoder::new(Role::Client, self.max_message),
+            decoder,
             pending: rest,
             writer: writer.clone(),
             ended: None,
@@ -243,6 +272,9 @@ impl WsConnect {
                 "Sec-WebSocket-Protocol: {}\r\n",
                 self.protocols.join(", ")
             ));
+        }
+        if self.deflate {
+            out.push_str(&format!("Sec-WebSocket-Extensions: {CLIENT_OFFER}\r\n"));
         }
         for (name, value) in &self.headers {
             let lower = name.to_ascii_lowercase();
@@ -285,8 +317,13 @@ impl WsConnect {
         }))
     }
 
-    /// Checks the server's answer (RFC 6455 §4.1, the client's checks); the subprotocol picked.
-    fn check(&self, head: &crate::http::ReplyHead, key: &str) -> io::Result<Option<String>> {
+    /// Checks the server's answer (RFC 6455 §4.1, the client's checks); the subprotocol picked
+    /// and what was agreed for permessage-deflate.
+    fn check(
+        &self,
+        head: &crate::http::ReplyHead,
+        key: &str,
+    ) -> io::Result<(Option<String>, Option<ClientAgreed>)> {
         if head.status != 101 {
             return Err(io::Error::new(
                 io::ErrorKind::ConnectionRefused,
@@ -314,18 +351,31 @@ impl WsConnect {
         if field("sec-websocket-accept") != Some(accept_key(key).as_str()) {
             return Err(invalid_data("the 101 has a wrong Sec-WebSocket-Accept"));
         }
-        if field("sec-websocket-extensions").is_some() {
-            return Err(invalid_data(
-                "the server chose an extension the client did not offer",
-            ));
-        }
-        match field("sec-websocket-protocol") {
-            None => Ok(None),
-            Some(p) if self.protocols.iter().any(|o| o == p) => Ok(Some(p.to_owned())),
-            Some(p) => Err(invalid_data(&format!(
-                "the server chose subprotocol {p:?}, which the client did not offer"
-            ))),
-        }
+        let extensions: Vec<&str> = head
+            .headers
+            .iter()
+            .filter(|h: &&Header| h.name.eq_ignore_ascii_case("sec-websocket-extensions"))
+            .map(|h| h.value.as_str())
+            .collect();
+        let agreed = match (self.deflate, extensions.is_empty()) {
+            (_, true) => None,
+            (false, false) => {
+                return Err(invalid_data(
+                    "the server chose an extension the client did not offer",
+                ))
+            }
+            (true, false) => accept_response(&extensions).map_err(|why| invalid_data(&why))?,
+        };
+        let protocol = match field("sec-websocket-protocol") {
+            None => None,
+            Some(p) if self.protocols.iter().any(|o| o == p) => Some(p.to_owned()),
+            Some(p) => {
+                return Err(invalid_data(&format!(
+                    "the server chose subprotocol {p:?}, which the client did not offer"
+                )))
+            }
+        };
+        Ok((protocol, agreed))
     }
 }
 
@@ -481,6 +531,8 @@ struct WriteSide {
     stream: Conn,
     /// Our close frame went: nothing but a pong may follow it... and not even that.
     close_sent: bool,
+    /// permessage-deflate, when agreed.
+    compressor: Option<OwnCompressor>,
 }
 
 impl WsWriter {
@@ -501,7 +553,16 @@ impl WsWriter {
         let mut mask = [0u8; 4];
         mask.copy_from_slice(&random_16()[..4]);
         let mut out = Vec::with_capacity(payload.len() + 14);
-        write_frame(&mut out, first, payload, Some(mask));
+        let data = matches!(first & 0x0f, OP_TEXT | OP_BINARY);
+        let mut compressed = Vec::new();
+        let squeezed = match side.compressor.as_mut() {
+            Some(c) if data => c.compress(payload, &mut compressed),
+            _ => false,
+        };
+        match squeezed {
+            true => write_frame(&mut out, first | RSV1, &compressed, Some(mask)),
+            false => write_frame(&mut out, first, payload, Some(mask)),
+        }
         if first & 0x0f == OP_CLOSE {
             side.close_sent = true;
         }

@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
-# Interop: the WebSocket client (examples/ws_client --echo) against the Autobahn testsuite's
-# fuzzingserver, cases 1–7 and 9 (framing, pings and pongs, reserved bits, opcodes, fragments,
-# UTF-8, the closing handshake, limits and performance). Every case must end OK, NON-STRICT or
+# Interop: the WebSocket client (examples/ws_client --echo --deflate) against the Autobahn
+# testsuite's fuzzingserver, cases 1–7 and 9 (framing, pings and pongs, reserved bits, opcodes,
+# fragments, UTF-8, the closing handshake, limits and performance) and 12–13 (permessage-deflate
+# under every response the suite makes). Every case must end OK, NON-STRICT or
 # INFORMATIONAL; a FAILED, UNIMPLEMENTED or missing case fails the test.
 #
 #   tests/interop/autobahn_client.sh target/release/examples/ws_client
 #
-# `autobahntestsuite` runs on Python 2 only: this script makes a virtualenv for it from a
-# Python 2.7 it finds (on PATH, or pyenv's), installing the package from the registry with pip
-# the first time (kept in $AUTOBAHN_VENV, default ~/.cache/web-autobahn). No Python 2.7 is a
-# failure, never a skip. The fuzzingserver runs on a free port of 127.0.0.1 and is stopped by
-# its PID whatever happens.
+# wstest comes from tests/interop/autobahn_env.sh (Python 2.7, a virtualenv). The
+# fuzzingserver runs on a free port of 127.0.0.1 and is stopped by its PID whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -22,25 +20,7 @@ die() {
 client=${1:?usage: autobahn_client.sh PATH/TO/ws_client}
 [[ -x $client ]] || die "$client is not built"
 
-python2=""
-for candidate in python2.7 python2 "$HOME"/.pyenv/versions/2.7*/bin/python /root/.pyenv/versions/2.7*/bin/python; do
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (2, 7))' 2>/dev/null; then
-        python2=$(command -v "$candidate")
-        break
-    fi
-done
-[[ -n $python2 ]] || die "no Python 2.7 found (autobahntestsuite needs it; pyenv install 2.7.18)"
-
-venv=${AUTOBAHN_VENV:-$HOME/.cache/web-autobahn}
-if [[ ! -x $venv/bin/wstest ]]; then
-    echo "autobahn_client: installing autobahntestsuite into $venv (Python 2.7: $python2)"
-    timeout 600 "$python2" -m pip install --quiet virtualenv 2>/dev/null ||
-        timeout 600 "$python2" -m ensurepip --user >/dev/null 2>&1 || true
-    timeout 600 "$python2" -m virtualenv --quiet "$venv" || die "could not make a virtualenv with $python2"
-    timeout 900 "$venv/bin/pip" install --quiet autobahntestsuite 2>/dev/null ||
-        die "pip could not install autobahntestsuite"
-fi
-[[ -x $venv/bin/wstest ]] || die "wstest is missing from $venv"
+source tests/interop/autobahn_env.sh
 
 work=$(mktemp -d)
 server_pid=""
@@ -58,7 +38,7 @@ cat >"$work/spec.json" <<SPEC
 {
   "url": "ws://127.0.0.1:$port",
   "outdir": "$work/reports",
-  "cases": ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "9.*"],
+  "cases": ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "9.*", "12.*", "13.*"],
   "exclude-cases": [],
   "exclude-agent-cases": {}
 }
@@ -78,27 +58,8 @@ echo "autobahn_client: $count cases"
 for ((case = 1; case <= count; case++)); do
     # A case may end with the client failing the connection on purpose: its exit code is not
     # the verdict, the report is.
-    timeout 120 "$client" --echo "$base/runCase?case=$case&agent=web" </dev/null >/dev/null 2>&1 || true
+    timeout 120 "$client" --echo --deflate "$base/runCase?case=$case&agent=web" </dev/null >/dev/null 2>&1 || true
 done
 timeout 60 "$client" "$base/updateReports?agent=web" </dev/null >/dev/null 2>&1 || true
 
-python3 - "$work/reports/index.json" "$count" <<'PY'
-import json, sys
-path, count = sys.argv[1], int(sys.argv[2])
-results = json.load(open(path))["web"]
-verdicts = {}
-for case, r in results.items():
-    verdicts.setdefault(r["behavior"], []).append(case)
-    if r.get("behaviorClose") not in ("OK", "INFORMATIONAL", "NON-STRICT"):
-        verdicts.setdefault("close " + r["behaviorClose"], []).append(case)
-good = {"OK", "NON-STRICT", "INFORMATIONAL"}
-bad = {k: v for k, v in verdicts.items() if k not in good}
-summary = ", ".join(f"{k} {len(v)}" for k, v in sorted(verdicts.items()))
-print(f"autobahn_client: {len(results)} of {count} cases reported: {summary}")
-if len(results) != count or bad:
-    for k, v in sorted(bad.items()):
-        print(f"autobahn_client: {k}: {' '.join(sorted(v)[:20])}")
-    print("autobahn_client: FAIL")
-    sys.exit(1)
-print("autobahn_client: passed")
-PY
+autobahn_verdict autobahn_client "$work/reports/index.json" web "$count"

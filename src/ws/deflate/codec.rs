@@ -66,6 +66,18 @@ pub(crate) fn compress_with(
     dictionary: &[u8],
     out: &mut Vec<u8>,
 ) -> bool {
+    compress_into(c, payload, dictionary, out, false)
+}
+
+/// [`compress_with`]; `always`: keep the compressed form even when it is not shorter (a
+/// compressor that keeps its context has taken the message in: the peer must too).
+fn compress_into(
+    c: &mut Compressor,
+    payload: &[u8],
+    dictionary: &[u8],
+    out: &mut Vec<u8>,
+    always: bool,
+) -> bool {
     let start = out.len();
     if !dictionary.is_empty() && c.set_dictionary(dictionary).is_err() {
         return false;
@@ -91,10 +103,8 @@ pub(crate) fn compress_with(
         }
     }
     let compressed = out.len() - start;
-    if compressed < TAIL.len() + 1
-        || !out.ends_with(&TAIL)
-        || compressed - TAIL.len() >= payload.len()
-    {
+    let longer = compressed - TAIL.len().min(compressed) >= payload.len();
+    if compressed < TAIL.len() || !out.ends_with(&TAIL) || (longer && !always) {
         out.truncate(start);
         return false;
     }
@@ -118,6 +128,45 @@ impl std::fmt::Debug for Inflater {
             Inflater::Own { keep, .. } => f.debug_struct("Own").field("keep", keep).finish(),
         }
     }
+}
+
+/// A client's own compressor, for the messages it sends.
+pub(crate) struct OwnCompressor {
+    c: Box<Compressor>,
+    takeover: bool,
+    min_size: usize,
+}
+
+impl std::fmt::Debug for OwnCompressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnCompressor")
+            .field("takeover", &self.takeover)
+            .finish()
+    }
+}
+
+impl OwnCompressor {
+    /// Appends `payload` compressed (`true`) or leaves `out` alone (`false`: send it as it is).
+    pub(crate) fn compress(&mut self, payload: &[u8], out: &mut Vec<u8>) -> bool {
+        if payload.len() < self.min_size {
+            return false; // never seen by the compressor, nor by the peer's decompressor
+        }
+        if !self.takeover {
+            self.c.reset();
+        }
+        compress_into(&mut self.c, payload, &[], out, self.takeover)
+    }
+}
+
+/// A client's compressor and decompressor for what it agreed with the server.
+pub(crate) fn client_codecs(agreed: &super::ClientAgreed) -> Option<(OwnCompressor, Inflater)> {
+    let ours = &agreed.ours;
+    let compressor = OwnCompressor {
+        c: Box::new(compressor(ours.window, ours.level)),
+        takeover: ours.takeover,
+        min_size: ours.min_size as usize,
+    };
+    Some((compressor, Inflater::own(agreed.theirs_take_over)))
 }
 
 /// The worker's decompressor, for a server's connection.

@@ -38,12 +38,26 @@ mod codec {
     pub(crate) fn worker_inflater() -> Option<Inflater> {
         None
     }
+
+    /// No compressor exists without the feature.
+    #[derive(Debug)]
+    pub(crate) enum OwnCompressor {}
+
+    impl OwnCompressor {
+        pub(crate) fn compress(&mut self, _: &[u8], _: &mut Vec<u8>) -> bool {
+            match *self {}
+        }
+    }
+
+    pub(crate) fn client_codecs(_: &super::ClientAgreed) -> Option<(OwnCompressor, Inflater)> {
+        None
+    }
 }
 mod frames;
 mod offer;
 
-pub(crate) use codec::{inflate, worker_inflater, Inflater};
-pub(crate) use frames::{queue_message, queue_shared, write_message, History};
+pub(crate) use codec::{client_codecs, inflate, worker_inflater, Inflater, OwnCompressor};
+pub(crate) use frames::{queue_message, queue_shared, History, RSV1};
 pub(crate) use offer::{accept_response, agree, ClientAgreed, CLIENT_OFFER};
 
 /// The compression level used unless set ([`Deflate::level`]): zlib's default, the usual
