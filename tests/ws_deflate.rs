@@ -3,7 +3,6 @@
 //! every way a peer can break the extension's rules (each earning its close code).
 #![cfg(feature = "deflate")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 mod wire;

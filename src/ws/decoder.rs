@@ -99,6 +99,23 @@ impl Decoder {
         }
     }
 
+    /// A decoder for a peer that agreed to permessage-deflate without context takeover (RFC
+    /// 7692; feature `deflate`): a message whose first frame has RSV1 is inflated on its own
+    /// (with the thread's decompressor), and `max_message` limits its inflated size (1009 as
+    /// soon as it is passed); RSV1 elsewhere is 1002, data that does not inflate 1007.
+    ///
+    /// ```
+    /// use web::ws::{Decoder, Event, Role};
+    /// let mut d = Decoder::deflating(Role::Client, 1024);
+    /// // RFC 7692 §7.2.3.1: "Hello", compressed.
+    /// let frame = [0xc1, 0x07, 0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00];
+    /// assert_eq!(d.next(&frame), Ok((9, Some(Event::Text("Hello".into())))));
+    /// ```
+    #[cfg(feature = "deflate")]
+    pub fn deflating(role: Role, max_message: usize) -> Decoder {
+        Decoder::with_deflate(role, max_message, Inflater::Shared)
+    }
+
     /// A decoder for a connection that agreed to permessage-deflate: messages with RSV1 are
     /// inflated with `inflater`, and `max_message` limits their inflated size.
     pub(crate) fn with_deflate(role: Role, max_message: usize, inflater: Inflater) -> Decoder {

@@ -214,10 +214,16 @@ mod tests {
         Deflate::default()
     }
 
+    /// Offer lines, and the response with our window and takeover (`None`: declined).
+    type ServerCase<'a> = (&'a [&'a str], Option<(&'a str, u8, bool)>);
+    /// Response lines, and what the client then uses: its window, whether its messages and the
+    /// server's keep their context (`None`: no extension).
+    type ClientCase<'a> = (&'a [&'a str], Option<(u8, bool, bool)>);
+
     #[test]
     fn offers_and_what_the_server_answers() {
         let none = "";
-        let cases: &[(&[&str], Option<(&str, u8, bool)>)] = &[
+        let cases: &[ServerCase<'_>] = &[
             (&["permessage-deflate"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover", 15, false))),
             (&["permessage-deflate; client_max_window_bits"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover", 15, false))),
             (&["Permessage-Deflate; Server_Max_Window_Bits=10"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10", 10, false))),
@@ -274,7 +280,7 @@ mod tests {
 
     #[test]
     fn responses_a_client_accepts_or_refuses() {
-        let ok: &[(&[&str], Option<(u8, bool, bool)>)] = &[
+        let ok: &[ClientCase<'_>] = &[
             (&[], None),
             (&["permessage-deflate"], Some((15, true, true))),
             (
