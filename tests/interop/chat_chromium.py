@@ -185,7 +185,13 @@ async def scenario(base, devtools_port, shot_path):
         await page.until(
             "!document.getElementById('send').disabled", f"{name} joined the room"
         )
-    text = f"hello from alice {time.time():.0f}"
+    # Chromium offers permessage-deflate; the chat always agrees (messages go compressed).
+    for page, name in ((alice, "alice"), (bob, "bob")):
+        agreed = await page.js("socket.extensions")
+        if not str(agreed).startswith("permessage-deflate"):
+            fail(f"{name}'s WebSocket agreed to {agreed!r}, not permessage-deflate")
+    print(f"chat_chromium: the WebSockets agreed to {agreed!r}")
+    text = f"hello from alice {time.time():.0f}, long enough to be sent compressed both ways"
     await alice.js(
         f"document.getElementById('text').value = {json.dumps(text)};"
         "document.getElementById('send').click(); true"

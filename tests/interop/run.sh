@@ -117,8 +117,14 @@ echo
 echo "== interop: the WebSocket client (examples/ws_client) against Python's websockets and Node's ws servers =="
 timeout -k 10 120 python3 tests/interop/ws_clients.py "$ws_client" "$NODE_PREFIX" || failed+=("ws_clients.py (exit $?)")
 echo
-echo "== interop: the WebSocket client against the Autobahn fuzzingserver (cases 1-7, 9) =="
-timeout -k 10 1200 tests/interop/autobahn_client.sh "$ws_client" || failed+=("autobahn_client.sh (exit $?)")
+echo "== interop: the WebSocket client against the Autobahn fuzzingserver (cases 1-7, 9, 12, 13) =="
+timeout -k 10 1800 tests/interop/autobahn_client.sh "$ws_client" || failed+=("autobahn_client.sh (exit $?)")
+echo
+echo "== interop: ws_echo --deflate against the Autobahn fuzzingclient (cases 1-7, 9, 12, 13) =="
+timeout -k 10 2400 tests/interop/autobahn_server.sh "$ws_echo" || failed+=("autobahn_server.sh (exit $?)")
+echo
+echo "== interop: compressed messages with the chat (Python websockets, C zlib on raw frames) =="
+timeout -k 10 120 python3 tests/interop/chat_deflate.py "$chat" || failed+=("chat_deflate.py (exit $?)")
 echo
 echo "== interop: WebSocket, a page in headless Chromium against ws_echo =="
 timeout -k 10 120 bash tests/interop/ws_chromium.sh "$ws_echo" || failed+=("ws_chromium.sh (exit $?)")

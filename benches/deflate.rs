@@ -1,0 +1,322 @@
+//! What permessage-deflate costs and saves, with figures (asserts nothing; `cargo bench --bench
+//! deflate`). One server (2 workers, `Server::deflate(Some(Deflate::default()))`) in a child
+//! process; clients that offer the extension and clients that do not, side by side in one run:
+//!
+//! 1. **echo**: one client sends 4 000 chat lines (the chat's JSON, 90–260 bytes) one after
+//!    another and reads each echo — bytes on the wire each way and server CPU per message,
+//!    compressing vs plain;
+//! 2. **publish**: 10 000 idle compressing members and 10 000 plain ones, in two rooms; 200
+//!    chat lines published to each room — server CPU per publish, bytes per member per message;
+//! 3. **idle**: in a fresh server for each kind, the RSS per connection of 10 000 idle
+//!    WebSockets, each after one message each way (compressed, or plain), against the baseline
+//!    taken once both workers have made their compressor and decompressor.
+//!
+//! Everything talks to 127.0.0.1 only; the child ends when the parent closes its standard input.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use web::http::{param, query_of, text_response, Request, Response, Server};
+use web::ws::{write_frame, Deflate, Message, Ws, WsHandler};
+
+mod child;
+
+#[global_allocator]
+static GLOBAL: child::Counting = child::Counting;
+
+const MEMBERS: usize = 10_000;
+const ECHOES: usize = 4_000;
+const PUBLISHES: usize = 200;
+const OFFER: &str = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n";
+
+/// Echoes; at `?room=R` joins R.
+struct Bench;
+
+impl WsHandler for Bench {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, ws: &mut Ws<'_>, _state: &mut ()) {
+        let _ = ws;
+    }
+    fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
+        match &msg {
+            Message::Text(t) if t.starts_with("join ") => {
+                ws.join(&t[5..]);
+                ws.send_text(&chat_line(0)); // one message each way before idling
+            }
+            _ => ws.send(&msg),
+        }
+    }
+}
+
+fn serve() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .deflate(Some(Deflate::default()));
+    let rooms = server.rooms();
+    let handle = server
+        .websocket("/", Bench)
+        .spawn(move |req| match web::http::path_of(req.path()) {
+            "/publish" => {
+                let room = param(query_of(req.path()), "room");
+                let text = String::from_utf8_lossy(req.body()).into_owned();
+                text_response(200, rooms.publish(&room, &Message::Text(text)).to_string())
+            }
+            _ => text_response(200, child::stats_line()),
+        })
+        .unwrap();
+    child::serve_until_stdin_closes(handle.local_addr().port());
+    let _ = handle.shutdown();
+}
+
+/// Chat line `i`: the chat's JSON for a message, with text of varied length and words.
+fn chat_line(i: usize) -> String {
+    const WORDS: [&str; 24] = [
+        "hello", "everyone", "the", "meeting", "moved", "to", "three", "o'clock", "see", "you",
+        "there", "thanks", "for", "the", "update", "could", "someone", "share", "the", "link",
+        "again", "please", "running", "late",
+    ];
+    let len = 4 + (i * 7) % 30;
+    let text: Vec<&str> = (0..len).map(|k| WORDS[(i * 13 + k * 5) % WORDS.len()]).collect();
+    format!(
+        r#"{{"id":{},"room":"lobby","name":"user{}","text":"{}","time":{}}}"#,
+        1000 + i,
+        i % 50,
+        text.join(" "),
+        1_795_000_000 + i
+    )
+}
+
+use child::ProcessStats as Stats;
+
+fn http(port: u16, request: &str) -> String {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    reply.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned()
+}
+
+fn stats(port: u16) -> Stats {
+    Stats::parse(&http(port, "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"))
+}
+
+/// A raw WebSocket client that reads frames by hand.
+struct Peer {
+    conn: TcpStream,
+    buf: Vec<u8>,
+    /// Bytes read and written on the wire after the handshake.
+    read: usize,
+    written: usize,
+    compressor: Option<zlib_rs::Deflate>,
+}
+
+impl Peer {
+    fn connect(port: u16, n: usize, deflate: bool) -> Peer {
+        let mut conn = child::connect_from_spread(port, n);
+        conn.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let offer = if deflate { OFFER } else { "" };
+        write!(
+            conn,
+            "GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{offer}\r\n"
+        )
+        .unwrap();
+        let mut peer = Peer {
+            conn,
+            buf: Vec::new(),
+            read: 0,
+            written: 0,
+            compressor: deflate.then(|| zlib_rs::Deflate::new(6, false, 15)),
+        };
+        while !peer.buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            peer.more();
+        }
+        let end = peer.buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let head = String::from_utf8_lossy(&peer.buf[..end]).into_owned();
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        assert_eq!(head.contains("permessage-deflate"), deflate, "{head}");
+        peer.buf.drain(..end);
+        peer.read = peer.buf.len();
+        peer
+    }
+
+    fn more(&mut self) {
+        let mut chunk = [0u8; 16384];
+        let n = self.conn.read(&mut chunk).unwrap();
+        assert!(n > 0, "the server closed");
+        self.buf.extend_from_slice(&chunk[..n]);
+        self.read += n;
+    }
+
+    /// The next frame: (first byte, payload).
+    fn frame(&mut self) -> (u8, Vec<u8>) {
+        loop {
+            let b = &self.buf;
+            if b.len() >= 2 {
+                let (len, at) = match b[1] & 0x7f {
+                    126 if b.len() >= 4 => (usize::from(u16::from_be_bytes([b[2], b[3]])), 4),
+                    126 | 127 => (usize::MAX, 0),
+                    n => (usize::from(n), 2),
+                };
+                if at > 0 && b.len() >= at + len {
+                    let frame = (b[0], b[at..at + len].to_vec());
+                    self.buf.drain(..at + len);
+                    return frame;
+                }
+            }
+            self.more();
+        }
+    }
+
+    /// Sends `text` (compressed when this peer agreed to the extension).
+    fn send(&mut self, text: &str) {
+        let mut out = Vec::new();
+        match self.compressor.as_mut() {
+            Some(c) => {
+                c.reset();
+                let mut z = vec![0u8; text.len() + 64];
+                c.compress(text.as_bytes(), &mut z, zlib_rs::DeflateFlush::SyncFlush).unwrap();
+                z.truncate(c.total_out() as usize - 4);
+                write_frame(&mut out, 0xc1, &z, Some([1, 2, 3, 4]));
+            }
+            None => write_frame(&mut out, 0x81, text.as_bytes(), Some([1, 2, 3, 4])),
+        }
+        self.conn.write_all(&out).unwrap();
+        self.written += out.len();
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return; // compiled and listed by `cargo test --benches`; figures come from `cargo bench`.
+    }
+    let limit = child::raise_open_files();
+    child::run("DEFLATE_BENCH_SERVER", serve, |port, _| run(port, limit));
+    println!("\n3. idle: server RSS per idle WebSocket after one message each way, a fresh server each");
+    for deflate in [false, true] {
+        child::run("DEFLATE_BENCH_SERVER", serve, |port, _| idle(port, limit, deflate));
+    }
+}
+
+fn idle(port: u16, limit: u64, deflate: bool) {
+    let line = chat_line(7);
+    // Both workers make their codecs (a per-worker cost, not a per-connection one).
+    for n in 0..8 {
+        let mut p = Peer::connect(port, n, true);
+        p.send(&line);
+        p.frame();
+    }
+    let members = MEMBERS.min((limit as usize).saturating_sub(200));
+    let before = child::settled(|| stats(port));
+    let mut peers: Vec<Peer> = (0..members)
+        .map(|n| {
+            let mut p = Peer::connect(port, n, deflate);
+            p.send(&line);
+            p
+        })
+        .collect();
+    for p in &mut peers {
+        let (first, _) = p.frame();
+        assert_eq!(first & 0x40 != 0, deflate);
+    }
+    let after = child::settled(|| stats(port));
+    println!(
+        "   {:<12} {:>6.1} B RSS per connection, {:>5.1} B of it live heap ({members} held; baseline {:.1} MiB)",
+        if deflate { "compressing" } else { "plain" },
+        (after.rss_kib - before.rss_kib) as f64 * 1024.0 / members as f64,
+        (after.heap - before.heap) as f64 / members as f64,
+        before.rss_kib as f64 / 1024.0
+    );
+}
+
+fn run(port: u16, limit: u64) {
+    println!("permessage-deflate: server with Deflate::default() (level 6, no context takeover), 2 workers");
+    let lines: Vec<String> = (0..64).map(chat_line).collect();
+    let average = lines.iter().map(String::len).sum::<usize>() / lines.len();
+    println!("chat lines: {} distinct, {average} bytes on average\n", lines.len());
+
+    // 1. Echo, one message at a time.
+    println!("1. echo of {ECHOES} chat lines, one at a time");
+    for deflate in [false, true] {
+        let mut peer = Peer::connect(port, 0, deflate);
+        let before = stats(port);
+        let t0 = Instant::now();
+        for i in 0..ECHOES {
+            peer.send(&lines[i % lines.len()]);
+            let (first, _) = peer.frame();
+            assert_eq!(first & 0x0f, 1);
+        }
+        let elapsed = t0.elapsed();
+        let after = stats(port);
+        println!(
+            "   {:<12} to server {:>6.1} B/msg, from server {:>6.1} B/msg, server CPU {:>5.2} µs/msg ({:.0} msg/s one client)",
+            if deflate { "compressed" } else { "plain" },
+            peer.written as f64 / ECHOES as f64,
+            peer.read as f64 / ECHOES as f64,
+            (after.cpu_micros - before.cpu_micros) as f64 / ECHOES as f64,
+            ECHOES as f64 / elapsed.as_secs_f64()
+        );
+    }
+
+    let members = MEMBERS.min((limit as usize).saturating_sub(200) / 2);
+    println!("\n2. publish: {members} compressing members in room `z`, {members} plain ones in room `p`");
+    let mut groups = Vec::new();
+    for (room, deflate) in [("z", true), ("p", false)] {
+        let mut peers: Vec<Peer> = (0..members)
+            .map(|n| {
+                let mut p = Peer::connect(port, n, deflate);
+                p.send(&format!("join {room}"));
+                p
+            })
+            .collect();
+        for p in &mut peers {
+            let (first, _) = p.frame();
+            assert_eq!(first & 0x40 != 0, deflate, "the greeting is compressed iff agreed");
+            p.read = p.buf.len();
+        }
+        groups.push((room, deflate, peers));
+    }
+    for (room, deflate, peers) in &mut groups {
+        let before = stats(port);
+        for i in 0..PUBLISHES {
+            let line = &lines[i % lines.len()];
+            let queued = http(
+                port,
+                &format!(
+                    "POST /publish?room={room} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
+                    line.len()
+                ),
+            );
+            assert_eq!(queued.trim(), peers.len().to_string());
+            for p in peers.iter_mut() {
+                let (first, _) = p.frame();
+                assert_eq!(first & 0x40 != 0, *deflate);
+            }
+        }
+        let after = stats(port);
+        // Less the HTTP requests themselves: measured with a publish to nobody.
+        let bytes = peers.iter().map(|p| p.read).sum::<usize>() as f64 / peers.len() as f64;
+        println!(
+            "   {:<12} server CPU {:>7.2} ms per publish to {} members ({:.2} µs per member), {:>6.1} B per member per message",
+            if *deflate { "compressing" } else { "plain" },
+            (after.cpu_micros - before.cpu_micros) as f64 / 1000.0 / PUBLISHES as f64,
+            peers.len(),
+            (after.cpu_micros - before.cpu_micros) as f64 / (PUBLISHES * peers.len()) as f64,
+            bytes / PUBLISHES as f64
+        );
+    }
+    let empty = stats(port);
+    for i in 0..PUBLISHES {
+        let line = &lines[i % lines.len()];
+        http(port, &format!("POST /publish?room=none HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}", line.len()));
+    }
+    println!(
+        "   (the publish request alone, to an empty room: {:.3} ms of server CPU)",
+        (stats(port).cpu_micros - empty.cpu_micros) as f64 / 1000.0 / PUBLISHES as f64
+    );
+}
