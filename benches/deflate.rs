@@ -81,7 +81,9 @@ fn chat_line(i: usize) -> String {
         "again", "please", "running", "late",
     ];
     let len = 4 + (i * 7) % 30;
-    let text: Vec<&str> = (0..len).map(|k| WORDS[(i * 13 + k * 5) % WORDS.len()]).collect();
+    let text: Vec<&str> = (0..len)
+        .map(|k| WORDS[(i * 13 + k * 5) % WORDS.len()])
+        .collect();
     format!(
         r#"{{"id":{},"room":"lobby","name":"user{}","text":"{}","time":{}}}"#,
         1000 + i,
@@ -98,11 +100,18 @@ fn http(port: u16, request: &str) -> String {
     conn.write_all(request.as_bytes()).unwrap();
     let mut reply = String::new();
     conn.read_to_string(&mut reply).unwrap();
-    reply.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned()
+    reply
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn stats(port: u16) -> Stats {
-    Stats::parse(&http(port, "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"))
+    Stats::parse(&http(
+        port,
+        "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    ))
 }
 
 /// A raw WebSocket client that reads frames by hand.
@@ -118,7 +127,8 @@ struct Peer {
 impl Peer {
     fn connect(port: u16, n: usize, deflate: bool) -> Peer {
         let mut conn = child::connect_from_spread(port, n);
-        conn.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
         let offer = if deflate { OFFER } else { "" };
         write!(
             conn,
@@ -180,7 +190,8 @@ impl Peer {
             Some(c) => {
                 c.reset();
                 let mut z = vec![0u8; text.len() + 64];
-                c.compress(text.as_bytes(), &mut z, zlib_rs::DeflateFlush::SyncFlush).unwrap();
+                c.compress(text.as_bytes(), &mut z, zlib_rs::DeflateFlush::SyncFlush)
+                    .unwrap();
                 z.truncate(c.total_out() as usize - 4);
                 write_frame(&mut out, 0xc1, &z, Some([1, 2, 3, 4]));
             }
@@ -197,9 +208,13 @@ fn main() {
     }
     let limit = child::raise_open_files();
     child::run("DEFLATE_BENCH_SERVER", serve, |port, _| run(port, limit));
-    println!("\n3. idle: server RSS per idle WebSocket after one message each way, a fresh server each");
+    println!(
+        "\n3. idle: server RSS per idle WebSocket after one message each way, a fresh server each"
+    );
     for deflate in [false, true] {
-        child::run("DEFLATE_BENCH_SERVER", serve, |port, _| idle(port, limit, deflate));
+        child::run("DEFLATE_BENCH_SERVER", serve, |port, _| {
+            idle(port, limit, deflate)
+        });
     }
 }
 
@@ -238,7 +253,10 @@ fn run(port: u16, limit: u64) {
     println!("permessage-deflate: server with Deflate::default() (level 6, no context takeover), 2 workers");
     let lines: Vec<String> = (0..64).map(chat_line).collect();
     let average = lines.iter().map(String::len).sum::<usize>() / lines.len();
-    println!("chat lines: {} distinct, {average} bytes on average\n", lines.len());
+    println!(
+        "chat lines: {} distinct, {average} bytes on average\n",
+        lines.len()
+    );
 
     // 1. Echo, one message at a time.
     println!("1. echo of {ECHOES} chat lines, one at a time");
@@ -264,7 +282,9 @@ fn run(port: u16, limit: u64) {
     }
 
     let members = MEMBERS.min((limit as usize).saturating_sub(200) / 2);
-    println!("\n2. publish: {members} compressing members in room `z`, {members} plain ones in room `p`");
+    println!(
+        "\n2. publish: {members} compressing members in room `z`, {members} plain ones in room `p`"
+    );
     let mut groups = Vec::new();
     for (room, deflate) in [("z", true), ("p", false)] {
         let mut peers: Vec<Peer> = (0..members)
@@ -276,7 +296,11 @@ fn run(port: u16, limit: u64) {
             .collect();
         for p in &mut peers {
             let (first, _) = p.frame();
-            assert_eq!(first & 0x40 != 0, deflate, "the greeting is compressed iff agreed");
+            assert_eq!(
+                first & 0x40 != 0,
+                deflate,
+                "the greeting is compressed iff agreed"
+            );
             p.read = p.buf.len();
         }
         groups.push((room, deflate, peers));

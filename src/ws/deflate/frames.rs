@@ -178,7 +178,7 @@ fn whole_message(frame: &[u8]) -> Option<(u8, &[u8])> {
     whole.then_some((head.opcode, payload))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "deflate"))]
 mod tests {
     use super::*;
     use crate::ws::deflate::{inflate, Inflater};
