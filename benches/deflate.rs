@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 use web::http::{param, query_of, text_response, Request, Response, Server};
 use web::ws::{write_frame, Deflate, Message, Ws, WsHandler};
 
+mod chat_lines;
 mod child;
+
+use chat_lines::chat_line;
 
 #[global_allocator]
 static GLOBAL: child::Counting = child::Counting;
@@ -73,46 +76,7 @@ fn serve() {
     let _ = handle.shutdown();
 }
 
-/// Chat line `i`: the chat's JSON for a message, with text of varied length and words.
-fn chat_line(i: usize) -> String {
-    const WORDS: [&str; 24] = [
-        "hello", "everyone", "the", "meeting", "moved", "to", "three", "o'clock", "see", "you",
-        "there", "thanks", "for", "the", "update", "could", "someone", "share", "the", "link",
-        "again", "please", "running", "late",
-    ];
-    let len = 4 + (i * 7) % 30;
-    let text: Vec<&str> = (0..len)
-        .map(|k| WORDS[(i * 13 + k * 5) % WORDS.len()])
-        .collect();
-    format!(
-        r#"{{"id":{},"room":"lobby","name":"user{}","text":"{}","time":{}}}"#,
-        1000 + i,
-        i % 50,
-        text.join(" "),
-        1_795_000_000 + i
-    )
-}
-
-use child::ProcessStats as Stats;
-
-fn http(port: u16, request: &str) -> String {
-    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    conn.write_all(request.as_bytes()).unwrap();
-    let mut reply = String::new();
-    conn.read_to_string(&mut reply).unwrap();
-    reply
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn stats(port: u16) -> Stats {
-    Stats::parse(&http(
-        port,
-        "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-    ))
-}
+use child::{http, stats};
 
 /// A raw WebSocket client that reads frames by hand.
 struct Peer {

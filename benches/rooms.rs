@@ -93,26 +93,7 @@ fn serve() {
     let _ = handle.shutdown();
 }
 
-use child::ProcessStats as Stats;
-
-fn http(port: u16, request: &str) -> String {
-    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    conn.write_all(request.as_bytes()).unwrap();
-    let mut reply = String::new();
-    conn.read_to_string(&mut reply).unwrap();
-    reply
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn stats(port: u16) -> Stats {
-    Stats::parse(&http(
-        port,
-        "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-    ))
-}
+use child::{http, stats};
 
 fn publish(port: u16, room: &str, text: &str) -> String {
     http(

@@ -37,7 +37,7 @@ impl WsHandler for Echo {
     }
 
     fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
-        ws.send(&msg);
+        ws.send_owned(msg);
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 mod wire;
 
 use web::http::{text_response, Server, ServerHandle};
-use web::ws::{write_frame, Deflate, Message, Ws, WsHandler};
-use wire::ws::Client;
+use web::ws::{Deflate, Message, Ws, WsHandler};
+use wire::ws::{masked, Client};
 
 const OFFER: &str = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits";
 const AGREED: &str = "permessage-deflate; server_no_context_takeover; client_no_context_takeover";
@@ -48,12 +48,6 @@ fn start(deflate: Option<Deflate>, max_message: usize) -> ServerHandle {
         .deflate(deflate)
         .spawn(|_req| text_response(404, "not here"))
         .unwrap()
-}
-
-fn masked(first: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_frame(&mut out, first, payload, Some([9, 8, 7, 6]));
-    out
 }
 
 /// `payload` compressed as a peer without context takeover sends it (tail left off).

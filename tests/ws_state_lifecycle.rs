@@ -16,7 +16,7 @@ mod wire;
 use web::http::{param, query_of, text_response, Request, Response, Server, ServerHandle};
 use web::ws::{write_frame, ws_handshake_request, ConnId, Message, Ws, WsHandler};
 use wire::wait_until;
-use wire::ws::Client;
+use wire::ws::{masked, Client};
 
 /// What happened to the state of each connection, by the name it connected with.
 #[derive(Default)]
@@ -196,12 +196,6 @@ fn once(seen: &Seen, code: Option<u16>) {
 }
 
 /// A client frame (masked, as a client must send it).
-fn masked(first: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_frame(&mut out, first, payload, Some([9, 8, 7, 6]));
-    out
-}
-
 fn close_frame(code: u16) -> Vec<u8> {
     masked(0x88, &code.to_be_bytes())
 }

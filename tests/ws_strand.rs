@@ -12,10 +12,10 @@ mod wire;
 
 use web::http::{text_response, Server, ServerHandle};
 use web::ws::{
-    broadcast, client_frame, client_frame_bin, write_frame, ws_handshake_request, Message, Ws,
-    WsHandler, WsSender,
+    broadcast, client_frame, client_frame_bin, ws_handshake_request, Message, Ws, WsHandler,
+    WsSender,
 };
-use wire::ws::Client;
+use wire::ws::{masked, Client};
 
 /// Echoes; `broadcast:<text>` sends `<text>` to every open connection; `close:<code>` closes;
 /// `count` answers how many connections are open.
@@ -69,12 +69,6 @@ fn start(room: &Arc<Room>, max_message: usize) -> ServerHandle {
         .max_message(max_message)
         .spawn(|_req| text_response(404, "not here"))
         .unwrap()
-}
-
-fn masked(first: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_frame(&mut out, first, payload, Some([9, 8, 7, 6]));
-    out
 }
 
 #[test]

@@ -196,6 +196,27 @@ pub fn stats_line() -> String {
     )
 }
 
+/// One request to the child on 127.0.0.1:`port`, on a connection of its own; the reply's body.
+pub fn http(port: u16, request: &str) -> String {
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the child listens");
+    conn.write_all(request.as_bytes()).expect("the child reads");
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).expect("the child answers");
+    reply
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The child's [`ProcessStats`], as its `GET /stats` reports them.
+pub fn stats(port: u16) -> ProcessStats {
+    ProcessStats::parse(&http(
+        port,
+        "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    ))
+}
+
 /// The stats `read` gives once RSS has settled: two reads in a row, 250 ms apart, within
 /// 64 KiB of each other (10 s at most).
 pub fn settled(mut read: impl FnMut() -> ProcessStats) -> ProcessStats {

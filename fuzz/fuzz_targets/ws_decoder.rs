@@ -4,27 +4,11 @@
 use libfuzzer_sys::fuzz_target;
 use web::ws::{parse_frame_head, Decoder, Role};
 
-fn events(role: Role, pieces: &[&[u8]]) -> (Vec<String>, Option<u16>) {
-    let mut d = Decoder::new(role, 1 << 12);
-    let mut seen = Vec::new();
-    for piece in pieces {
-        let mut rest = *piece;
-        while !rest.is_empty() {
-            match d.next(rest) {
-                Ok((used, event)) => {
-                    if let Some(e) = event {
-                        seen.push(format!("{e:?}"));
-                    }
-                    if used == 0 {
-                        break;
-                    }
-                    rest = &rest[used..];
-                }
-                Err(code) => return (seen, Some(code)),
-            }
-        }
-    }
-    (seen, None)
+#[path = "events.rs"]
+mod events;
+
+fn events(role: Role, pieces: &[&[u8]]) -> (Vec<web::ws::Event>, Option<u16>) {
+    events::events(Decoder::new(role, 1 << 12), pieces)
 }
 
 fuzz_target!(|data: &[u8]| {

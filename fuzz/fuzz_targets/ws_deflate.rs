@@ -8,33 +8,21 @@ use web::ws::{write_frame, Decoder, Event, Role};
 
 const MAX: usize = 1 << 12;
 
+#[path = "events.rs"]
+mod events;
+
+/// The events, each message checked to be within the limit.
 fn events(role: Role, pieces: &[&[u8]]) -> (Vec<Event>, Option<u16>) {
-    let mut d = Decoder::deflating(role, MAX);
-    let mut seen = Vec::new();
-    for piece in pieces {
-        let mut rest = *piece;
-        while !rest.is_empty() {
-            match d.next(rest) {
-                Ok((used, event)) => {
-                    if let Some(e) = event {
-                        if let Event::Text(t) = &e {
-                            assert!(t.len() <= MAX);
-                        }
-                        if let Event::Binary(b) = &e {
-                            assert!(b.len() <= MAX);
-                        }
-                        seen.push(e);
-                    }
-                    if used == 0 {
-                        break;
-                    }
-                    rest = &rest[used..];
-                }
-                Err(code) => return (seen, Some(code)),
-            }
+    let (seen, code) = events::events(Decoder::deflating(role, MAX), pieces);
+    for e in &seen {
+        if let Event::Text(t) = e {
+            assert!(t.len() <= MAX);
+        }
+        if let Event::Binary(b) = e {
+            assert!(b.len() <= MAX);
         }
     }
-    (seen, None)
+    (seen, code)
 }
 
 fn frame(role: Role, first: u8, payload: &[u8]) -> Vec<u8> {

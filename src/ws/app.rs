@@ -237,6 +237,25 @@ impl Ws<'_> {
         }
     }
 
+    /// Sends a message, taking it: a large one that goes uncompressed is queued as it is,
+    /// without a copy (what an echo or a relay wants).
+    ///
+    /// ```
+    /// fn echo(ws: &mut web::ws::Ws<'_>, msg: web::ws::Message) {
+    ///     ws.send_owned(msg);
+    /// }
+    /// ```
+    pub fn send_owned(&mut self, msg: Message) {
+        if self.close.is_some() {
+            return;
+        }
+        let (opcode, bytes) = match msg {
+            Message::Text(t) => (OP_TEXT, t.into_bytes()),
+            Message::Binary(b) => (OP_BINARY, b),
+        };
+        super::deflate::queue_owned(self.out, opcode, bytes, self.deflate, self.history);
+    }
+
     /// Closes the connection with `code` (sent in a close frame after what is queued). A code
     /// RFC 6455 §7.4 keeps off the wire (1005, 1006, 1015) or an unassigned one is not sent:
     /// the close frame then carries no code ([`close_payload`](crate::ws::close_payload)).

@@ -197,9 +197,24 @@ pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
 /// assert_eq!(out, [0x81, 0x02, b'h', b'i']);
 /// ```
 pub fn write_frame(out: &mut Vec<u8>, first: u8, payload: &[u8], mask: Option<[u8; 4]>) {
-    let mask_bit = if mask.is_some() { 0x80 } else { 0 };
+    write_head(out, first, payload.len(), mask.is_some());
+    match mask {
+        Some(key) => {
+            out.extend_from_slice(&key);
+            let start = out.len();
+            out.extend_from_slice(payload);
+            apply_mask(&mut out[start..], key, 0);
+        }
+        None => out.extend_from_slice(payload),
+    }
+}
+
+/// Appends a frame head without a mask key: `first`, then `len` in its shortest form (the
+/// mask bit set when `masked`, the key for the caller to append).
+pub(crate) fn write_head(out: &mut Vec<u8>, first: u8, len: usize, masked: bool) {
+    let mask_bit = if masked { 0x80 } else { 0 };
     out.push(first);
-    match payload.len() {
+    match len {
         n @ 0..=125 => out.push(mask_bit | n as u8),
         n @ 126..=0xffff => {
             out.push(mask_bit | 126);
@@ -209,15 +224,6 @@ pub fn write_frame(out: &mut Vec<u8>, first: u8, payload: &[u8], mask: Option<[u
             out.push(mask_bit | 127);
             out.extend_from_slice(&(n as u64).to_be_bytes());
         }
-    }
-    match mask {
-        Some(key) => {
-            out.extend_from_slice(&key);
-            let start = out.len();
-            out.extend_from_slice(payload);
-            apply_mask(&mut out[start..], key, 0);
-        }
-        None => out.extend_from_slice(payload),
     }
 }
 

@@ -25,6 +25,8 @@ pub(crate) const WRITE_PIECES: usize = 64;
 /// One queued piece.
 enum Piece {
     Own(Vec<u8>),
+    /// A message's payload handed over whole, never appended to (appending could move it).
+    Taken(Vec<u8>),
     /// A shared frame, and whether it is charged to the budget (see [`Outbox::reconcile`]).
     Shared(Arc<[u8]>, bool),
 }
@@ -32,7 +34,7 @@ enum Piece {
 impl Piece {
     fn bytes(&self) -> &[u8] {
         match self {
-            Piece::Own(buf) => buf,
+            Piece::Own(buf) | Piece::Taken(buf) => buf,
             Piece::Shared(frame, _) => frame,
         }
     }
@@ -158,6 +160,16 @@ impl Outbox {
         self.pieces.push_back(Piece::Own(bytes));
     }
 
+    /// Queues a message's payload as it is, without a copy (its frame head written before it).
+    pub(crate) fn push_taken(&mut self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.pending += bytes.len();
+        self.own_capacity += bytes.capacity();
+        self.pieces.push_back(Piece::Taken(bytes));
+    }
+
     /// Queues a shared frame: by reference, or copied behind what is queued when it is short.
     pub(crate) fn push_shared(&mut self, frame: &Arc<[u8]>) {
         if frame.len() < SHARE_MIN && self.pending > 0 {
@@ -227,7 +239,7 @@ impl Outbox {
 
     fn drop_front(&mut self) {
         match self.pieces.pop_front() {
-            Some(Piece::Own(buf)) => self.own_capacity -= buf.capacity(),
+            Some(Piece::Own(buf) | Piece::Taken(buf)) => self.own_capacity -= buf.capacity(),
             Some(Piece::Shared(frame, true)) => budget::release(&self.budget, &frame),
             Some(Piece::Shared(_, false)) => {}
             None => {}
@@ -290,6 +302,27 @@ mod tests {
         let mut slices = [IoSlice::new(&[]); WRITE_PIECES];
         let n = out.unsent(&mut slices);
         slices[..n].iter().flat_map(|s| s.to_vec()).collect()
+    }
+
+    #[test]
+    fn a_taken_payload_is_queued_without_a_copy_and_never_appended_to() {
+        let (mut out, _budget) = outbox();
+        let payload = vec![5u8; 4000];
+        let at = payload.as_ptr();
+        out.write(|b| b.extend_from_slice(b"head"));
+        out.push_taken(payload);
+        out.write(|b| b.extend_from_slice(b"next"));
+        let mut slices = [IoSlice::new(&[]); WRITE_PIECES];
+        assert_eq!(
+            out.unsent(&mut slices),
+            3,
+            "head, the payload as it was, then what followed"
+        );
+        assert_eq!(slices[1].as_ptr(), at);
+        assert_eq!(slices[1].len(), 4000);
+        assert_eq!(out.pending(), 4008);
+        out.advance(4008);
+        assert_eq!((out.pending(), out.held_bytes()), (0, 0));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::app::{Message, Ws, WsCommand, WsHandler};
 use super::budget::OutputBudget;
 use super::close::{close_payload, GOING_AWAY, POLICY};
 use super::decoder::{Decoder, Event};
-use super::deflate::{queue_message, queue_shared, worker_inflater, Agreed, History, SLOTS};
+use super::deflate::{queue_owned, queue_shared, worker_inflater, Agreed, History, SLOTS};
 use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
 use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
@@ -633,25 +633,13 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         if self.closing() == Closing::No {
             let deflate = self.member.as_ref().and_then(|m| m.endpoint.deflate);
             match cmd {
-                WsCommand::Send(Message::Text(t)) => {
+                WsCommand::Send(msg) => {
                     let b = self.b();
-                    queue_message(
-                        &mut b.out,
-                        OP_TEXT,
-                        t.as_bytes(),
-                        deflate.as_ref(),
-                        &mut b.history,
-                    )
-                }
-                WsCommand::Send(Message::Binary(bytes)) => {
-                    let b = self.b();
-                    queue_message(
-                        &mut b.out,
-                        OP_BINARY,
-                        &bytes,
-                        deflate.as_ref(),
-                        &mut b.history,
-                    )
+                    let (opcode, bytes) = match msg {
+                        Message::Text(t) => (OP_TEXT, t.into_bytes()),
+                        Message::Binary(bytes) => (OP_BINARY, bytes),
+                    };
+                    queue_owned(&mut b.out, opcode, bytes, deflate.as_ref(), &mut b.history)
                 }
                 WsCommand::Frame(frame)
                 | WsCommand::FanOut { frame, .. }

@@ -5,7 +5,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use web::ws::{ws_handshake_request, Message, Ws, WsHandler};
+use web::ws::{write_frame, ws_handshake_request, Message, Ws, WsHandler};
 
 /// A WebSocket application that echoes every message, for tests that need one beside another.
 pub struct Echo;
@@ -20,6 +20,13 @@ impl WsHandler for Echo {
     fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
         ws.send(&msg);
     }
+}
+
+/// A client's frame: `first` (FIN, RSV and opcode), the payload masked with a fixed key.
+pub fn masked(first: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_frame(&mut out, first, payload, Some([9, 8, 7, 6]));
+    out
 }
 
 /// A connected client: handshake done.

@@ -13,22 +13,11 @@ fn heap() -> usize {
     m.uordblks + m.hblkhd
 }
 
+#[path = "../../../benches/chat_lines/mod.rs"]
+mod chat_lines;
+
 fn chat_line(i: usize) -> Vec<u8> {
-    const WORDS: [&str; 24] = [
-        "hello", "everyone", "the", "meeting", "moved", "to", "three", "o'clock", "see", "you",
-        "there", "thanks", "for", "the", "update", "could", "someone", "share", "the", "link",
-        "again", "please", "running", "late",
-    ];
-    let len = 4 + (i * 7) % 30;
-    let text: Vec<&str> = (0..len).map(|k| WORDS[(i * 13 + k * 5) % WORDS.len()]).collect();
-    format!(
-        r#"{{"id":{},"room":"lobby","name":"user{}","text":"{}","time":{}}}"#,
-        1000 + i,
-        i % 50,
-        text.join(" "),
-        1_795_000_000 + i
-    )
-    .into_bytes()
+    chat_lines::chat_line(i).into_bytes()
 }
 
 fn document() -> Vec<u8> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::codec::compress;
 use super::Agreed;
-use crate::ws::frame::{parse_head, write_frame, Role, OP_BINARY, OP_TEXT};
+use crate::ws::frame::{parse_head, write_frame, write_head, Role, OP_BINARY, OP_TEXT};
 use crate::ws::outbox::Outbox;
 
 /// RSV1: the message is compressed (RFC 7692 §6).
@@ -142,6 +142,27 @@ pub(crate) fn queue_message(
     history: &mut History,
 ) {
     out.write(|buf| write_message(buf, opcode, payload, agreed, Some(history)));
+}
+
+/// Payloads shorter than this are copied into the connection's own bytes rather than queued as
+/// they are (a copy costs less than a piece of their own).
+const TAKE_MIN: usize = 1024;
+
+/// Queues a message the caller hands over (`payload` its bytes): as [`queue_message`], but a
+/// payload that goes uncompressed is queued as it is, without a copy.
+pub(crate) fn queue_owned(
+    out: &mut Outbox,
+    opcode: u8,
+    payload: Vec<u8>,
+    agreed: Option<&Agreed>,
+    history: &mut History,
+) {
+    let compressible = agreed.is_some_and(|a| payload.len() >= a.min_size as usize);
+    if compressible || payload.len() < TAKE_MIN {
+        return queue_message(out, opcode, &payload, agreed, history);
+    }
+    out.write(|buf| write_head(buf, 0x80 | opcode, payload.len(), false));
+    out.push_taken(payload);
 }
 
 /// Queues a frame shared with other connections: as it is, or in the compressed form this

@@ -57,7 +57,7 @@ mod frames;
 mod offer;
 
 pub(crate) use codec::{client_codecs, inflate, worker_inflater, Inflater, OwnCompressor};
-pub(crate) use frames::{queue_message, queue_shared, History, RSV1};
+pub(crate) use frames::{queue_message, queue_owned, queue_shared, History, RSV1};
 pub(crate) use offer::{accept_response, agree, ClientAgreed, CLIENT_OFFER};
 
 /// The compression level used unless set ([`Deflate::level`]): zlib's default, the usual
