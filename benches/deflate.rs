@@ -8,8 +8,9 @@
 //! 2. **publish**: 10 000 idle compressing members and 10 000 plain ones, in two rooms; 200
 //!    chat lines published to each room — server CPU per publish, bytes per member per message;
 //! 3. **idle**: in a fresh server for each kind, the RSS per connection of 10 000 idle
-//!    WebSockets, each after one message each way (compressed, or plain), against the baseline
-//!    taken once both workers have made their compressor and decompressor.
+//!    WebSockets after messages each way (plain; compressed without context; with a kept window
+//!    of 10 and 12 bits, after 1, 20 and 40 messages), against the baseline taken once both
+//!    workers have made their compressor and decompressor.
 //!
 //! Everything talks to 127.0.0.1 only; the child ends when the parent closes its standard input.
 
@@ -55,11 +56,20 @@ impl WsHandler for Bench {
     }
 }
 
+/// The server's settings: `Deflate::default()`, or with a kept window of the bits
+/// `DEFLATE_BENCH_KEEP` names.
 fn serve() {
+    let deflate = match std::env::var("DEFLATE_BENCH_KEEP")
+        .ok()
+        .and_then(|b| b.parse().ok())
+    {
+        Some(bits) => Deflate::default().context_takeover(bits),
+        None => Deflate::default(),
+    };
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(2)
-        .deflate(Some(Deflate::default()));
+        .deflate(Some(deflate));
     let rooms = server.rooms();
     let handle = server
         .websocket("/", Bench)
@@ -172,17 +182,28 @@ fn main() {
     }
     let limit = child::raise_open_files();
     child::run("DEFLATE_BENCH_SERVER", serve, |port, _| run(port, limit));
-    println!(
-        "\n3. idle: server RSS per idle WebSocket after one message each way, a fresh server each"
-    );
-    for deflate in [false, true] {
+    println!("\n3. idle: server RSS per idle WebSocket, a fresh server each");
+    let kinds: [(&str, bool, Option<u8>, usize); 5] = [
+        ("plain", false, None, 1),
+        ("compressing", true, None, 1),
+        ("kept 10 bits", true, Some(10), 1),
+        ("kept 10 bits", true, Some(10), 20),
+        ("kept 12 bits", true, Some(12), 40),
+    ];
+    for (name, deflate, keep, messages) in kinds {
+        match keep {
+            // Read by the child this starts (it inherits the environment).
+            Some(bits) => std::env::set_var("DEFLATE_BENCH_KEEP", bits.to_string()),
+            None => std::env::remove_var("DEFLATE_BENCH_KEEP"),
+        }
         child::run("DEFLATE_BENCH_SERVER", serve, |port, _| {
-            idle(port, limit, deflate)
+            idle(port, limit, name, deflate, messages)
         });
     }
 }
 
-fn idle(port: u16, limit: u64, deflate: bool) {
+/// 10 000 idle connections, each after `messages` messages each way.
+fn idle(port: u16, limit: u64, name: &str, deflate: bool, messages: usize) {
     let line = chat_line(7);
     // Both workers make their codecs (a per-worker cost, not a per-connection one).
     for n in 0..8 {
@@ -193,20 +214,21 @@ fn idle(port: u16, limit: u64, deflate: bool) {
     let members = MEMBERS.min((limit as usize).saturating_sub(200));
     let before = child::settled(|| stats(port));
     let mut peers: Vec<Peer> = (0..members)
-        .map(|n| {
-            let mut p = Peer::connect(port, n, deflate);
-            p.send(&line);
-            p
-        })
+        .map(|n| Peer::connect(port, n, deflate))
         .collect();
-    for p in &mut peers {
-        let (first, _) = p.frame();
-        assert_eq!(first & 0x40 != 0, deflate);
+    for i in 0..messages {
+        let line = chat_line(i);
+        for p in &mut peers {
+            p.send(&line);
+        }
+        for p in &mut peers {
+            let (first, _) = p.frame();
+            assert_eq!(first & 0x40 != 0, deflate);
+        }
     }
     let after = child::settled(|| stats(port));
     println!(
-        "   {:<12} {:>6.1} B RSS per connection, {:>5.1} B of it live heap ({members} held; baseline {:.1} MiB)",
-        if deflate { "compressing" } else { "plain" },
+        "   {name:<12} after {messages:>2} message(s) each way: {:>6.1} B RSS per connection, {:>6.1} B of live heap ({members} held; baseline {:.1} MiB)",
         (after.rss_kib - before.rss_kib) as f64 * 1024.0 / members as f64,
         (after.heap - before.heap) as f64 / members as f64,
         before.rss_kib as f64 / 1024.0

@@ -36,6 +36,8 @@ impl History {
         } else {
             let drop = (self.0.len() + payload.len()).saturating_sub(size);
             self.0.drain(..drop);
+            // Never more than the window: grown exactly, not doubled.
+            self.0.reserve_exact(payload.len());
             self.0.extend_from_slice(payload);
         }
     }
@@ -281,6 +283,11 @@ mod tests {
         assert_eq!(h.0.len(), 256);
         h.extend(&[2; 100], 8);
         assert_eq!((h.0.len(), h.0[155], h.0[156]), (256, 1, 2));
+        let mut h = History::default();
+        for _ in 0..40 {
+            h.extend(&[3; 100], 10);
+        }
+        assert_eq!((h.0.len(), h.held_bytes()), (1024, 1024));
     }
 
     #[test]

@@ -73,10 +73,12 @@ pub const MIN_SIZE: u32 = 64;
 /// The default keeps no state per connection: one compressor and one decompressor per worker.
 ///
 /// ```
+/// # #[cfg(feature = "deflate")] {
 /// use web::ws::Deflate;
 /// let shared = Deflate::default(); // no memory per connection
 /// let kept = Deflate::default().context_takeover(12).level(4).min_size(128);
 /// # let _ = (shared, kept);
+/// # }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Deflate {
@@ -101,8 +103,10 @@ impl Deflate {
     /// The compression level, 1 (fastest) to 9 (smallest); out-of-range values are clamped.
     ///
     /// ```
+    /// # #[cfg(feature = "deflate")] {
     /// let fast = web::ws::Deflate::default().level(1);
     /// # let _ = fast;
+    /// # }
     /// ```
     pub fn level(mut self, level: u8) -> Deflate {
         self.level = level.clamp(1, 9);
@@ -113,8 +117,10 @@ impl Deflate {
     /// A message whose compressed form is not shorter is always sent as it is.
     ///
     /// ```
+    /// # #[cfg(feature = "deflate")] {
     /// let all = web::ws::Deflate::default().min_size(0);
     /// # let _ = all;
+    /// # }
     /// ```
     pub fn min_size(mut self, bytes: u32) -> Deflate {
         self.min_size = bytes;
@@ -128,8 +134,10 @@ impl Deflate {
     /// default mode. Messages from clients are always without context takeover.
     ///
     /// ```
+    /// # #[cfg(feature = "deflate")] {
     /// let kept = web::ws::Deflate::default().context_takeover(10); // 1 KiB per connection
     /// # let _ = kept;
+    /// # }
     /// ```
     pub fn context_takeover(mut self, window_bits: u8) -> Deflate {
         self.takeover = Some(window_bits.clamp(9, 15));
