@@ -4,7 +4,7 @@
 //! The worker's compressors (one per window size in use) and its decompressor live in a
 //! thread-local: every connection of the worker uses them in turn, each message from a clean
 //! state (no context takeover) or from a window the connection keeps ([`super::History`]).
-//! A client keeps its own ([`Inflater::own`], and a compressor with [`compress_with`]).
+//! A client keeps its own ([`Inflater::own`], [`OwnCompressor`]).
 
 use std::cell::RefCell;
 
@@ -54,23 +54,14 @@ pub(crate) fn compress(
             let _ = c.set_level(i32::from(level));
             *made_at = level;
         }
-        compress_with(c, payload, dictionary, out)
+        compress_into(c, payload, dictionary, out, false)
     })
 }
 
-/// [`compress`] with a compressor of the caller's (a client's own, kept between messages for
-/// context takeover: then `dictionary` is empty and no reset comes before).
-pub(crate) fn compress_with(
-    c: &mut Compressor,
-    payload: &[u8],
-    dictionary: &[u8],
-    out: &mut Vec<u8>,
-) -> bool {
-    compress_into(c, payload, dictionary, out, false)
-}
-
-/// [`compress_with`]; `always`: keep the compressed form even when it is not shorter (a
-/// compressor that keeps its context has taken the message in: the peer must too).
+/// Appends `payload` compressed by `c` from its present state (`dictionary` first, when not
+/// empty), without the tail; `false`, with `out` as it was, when the compressed form would not
+/// be shorter — unless `always`: a compressor that keeps its context has taken the message in,
+/// so the peer must too.
 fn compress_into(
     c: &mut Compressor,
     payload: &[u8],
