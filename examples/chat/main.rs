@@ -15,7 +15,7 @@
 //!   member of R (itself included) as one JSON text frame `{"id","room","name","text","time"}`;
 //!   a new member first gets the room's last 20 messages (the history of at most 1 000 rooms and
 //!   8 MiB: past either, the room written to least recently is forgotten, rooms with members
-//!   last); the upgrade is refused (403) to pages of another host than the chat's unless
+//!   last; `web::ws::History`); the upgrade is refused (403) to pages of another host than the chat's unless
 //!   `--allow-origin ORIGINS` lists them (comma-separated; `*` for any);
 //! - `POST /api/messages?room=R` (optional `&name=N`) with a text body: `201`, delivered to room
 //!   R as if a member had sent it;
@@ -30,34 +30,37 @@
 //!   reconnect with `Last-Event-ID` gets only the messages after that id the room still holds;
 //! - `GET /poll?room=R&after=ID`: a long-poll: the room's messages after ID at once
 //!   (`{"messages":[…]}`), or the next message said in R within 25 s, or `204` when none came;
+//! - `GET /api/rooms?room=R`: `{"room":R,"members":N}`, N the room's members (WebSocket and
+//!   event streams) on every instance of the fleet;
 //! - `GET /api/stats`: the server's figures as JSON (counts only: no room names);
 //! - SIGINT or SIGTERM: graceful stop (members get close 1001, streams end, polls get 204),
 //!   exit 0.
 //!
 //! With `--redis URL` (built with `--features redis`) this process is one instance of a
 //! fleet: messages reach the room's members on every instance, and the 5 writes a second are
-//! counted across all instances (see `web::fleet` for what happens while Redis is
-//! unreachable). A room's history stays each instance's own: what it published and what it
-//! received from the others while it had members in the room.
+//! counted across all instances, a room's history is the fleet's (kept in Redis: a member
+//! joining on any instance, a restarted one too, gets the same last 20 messages, with the same
+//! ids), and `/api/rooms` counts every instance's members (each instance reports its own every
+//! second; a dead one's stop counting within 3 s). See `web::fleet` for what happens while
+//! Redis is unreachable: each instance serves its own history and counts, and says so in
+//! `/api/stats` (`fleet_local_reads`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use web::http::{
     defer, html_response, json_response, path_of, query_of, text_response, wrap, Control,
     RateLimit, RateLimiter, Request, Response,
 };
-use web::sse::{Event, Sse, SseHandler};
-use web::ws::{Message, Rooms, Ws, WsHandler};
+use web::sse::{Sse, SseHandler};
+use web::ws::{History, Message, Rooms, Ws, WsHandler};
 
 #[path = "../cli/mod.rs"]
 mod cli;
-mod history;
 mod polls;
 mod rules;
 
-use history::History;
 use polls::{Polls, POLL_WAIT};
 use rules::{check_name, text_param, Origins, MAX_TEXT};
 
@@ -71,18 +74,15 @@ const TOO_MANY: &str = r#"{"error":"more than 5 messages a second","retry_after"
 const HISTORY_ROOMS: usize = 1_000;
 const HISTORY_BYTES: usize = 8 << 20;
 
-/// What the chat shares across workers: each room's last messages. Rooms themselves are the
-/// library's.
+/// What the chat shares across workers. Rooms and their history are the library's.
 struct Chat {
     rooms: Rooms,
-    history: Mutex<History>,
-    next_id: AtomicU64,
     /// Writes per caller, however they come.
     limiter: RateLimiter,
     /// Which pages may open a WebSocket.
     origins: Origins,
     /// Long-polls waiting for a room's next message.
-    polls: Polls,
+    polls: Arc<Polls>,
 }
 
 /// A member's state, made when its upgrade is accepted.
@@ -94,47 +94,37 @@ struct Member {
 }
 
 impl Chat {
-    fn history(&self) -> MutexGuard<'_, History> {
-        self.history.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Records a message in its room's history and publishes it, under the history's lock: a
-    /// member joining meanwhile gets it once, from the history or from the room.
+    /// Posts a message to its room (its history, its members, its long-polls): its id.
     fn post(&self, room: &str, name: &str, text: &str) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let time = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let line: Arc<str> = format!(
-            r#"{{"id":{id},"room":{},"name":{},"text":{},"time":{time}}}"#,
-            json_string(room),
-            json_string(name),
-            json_string(text)
-        )
-        .into();
-        let mut history = self.history();
-        history.record(room, id, Arc::clone(&line), |r| self.rooms.members(r) > 0);
-        // WebSocket members get the line as a text message, event streams as an event with
-        // the message's id (what `Last-Event-ID` resumes from).
-        self.rooms
-            .publish_event(room, &Event::new(line.to_string()).id(id.to_string()));
-        self.polls.wake(room, || messages_json([&*line]));
-        id
+        self.rooms.post(room, |id| {
+            format!(
+                r#"{{"id":{id},"room":{},"name":{},"text":{},"time":{time}}}"#,
+                json_string(room),
+                json_string(name),
+                json_string(text)
+            )
+        })
     }
 
     /// `GET /poll`: the room's messages after `after` now, or a deferred reply that the next
     /// message (or the sweep, after 25 s) answers.
     fn poll(&self, room: &str, after: u64) -> Response {
-        // Under the history's lock, as `post`: no message slips between the look and the wait.
-        let history = self.history();
-        let newer: Vec<&str> = history.after(room, after).map(|(_, l)| &**l).collect();
-        if !newer.is_empty() {
-            return messages_json(newer);
+        let mut later = None;
+        // No message slips between the look and the wait: both are in the history's critical
+        // section, which every message passes through.
+        let newer = self.rooms.since(room, after, || {
+            let (reply, deferred) = defer();
+            self.polls
+                .wait(room, reply, std::time::Instant::now() + POLL_WAIT);
+            later = Some(deferred);
+        });
+        match later {
+            Some(deferred) => deferred,
+            None => messages_json(newer.iter().map(|(_, line)| &**line)),
         }
-        let (reply, later) = defer();
-        self.polls
-            .wait(room, reply, std::time::Instant::now() + POLL_WAIT);
-        later
     }
 }
 
@@ -155,14 +145,10 @@ impl SseHandler for Chat {
         Ok(Reader { room, after })
     }
 
-    /// The room's messages after the last one the reader saw, then everything published from
-    /// now on (joined under the history's lock, as a WebSocket member is: each message once).
+    /// The room's messages after the last one the reader saw, then everything posted from
+    /// now on (each message once).
     fn open(&self, sse: &mut Sse<'_>, me: &mut Reader) {
-        let history = self.history();
-        for (id, line) in history.after(&me.room, me.after) {
-            sse.send(&Event::new(line.to_string()).id(id.to_string()));
-        }
-        sse.join(&me.room);
+        sse.join_after(&me.room, me.after);
     }
 }
 
@@ -205,13 +191,9 @@ impl WsHandler for Chat {
         Ok(Member { room, name, caller })
     }
 
-    /// The room's last messages first, then everything published from now on.
+    /// The room's last messages first, then everything posted from now on (each once).
     fn open(&self, ws: &mut Ws<'_>, me: &mut Member) {
-        let history = self.history();
-        for (_, line) in history.lines(&me.room) {
-            ws.send_text(line);
-        }
-        ws.join(&me.room);
+        ws.join_with_history(&me.room);
     }
 
     fn message(&self, ws: &mut Ws<'_>, me: &mut Member, msg: Message) {
@@ -256,7 +238,9 @@ fn serve() -> std::io::Result<()> {
         .get::<String>("--allow-origin")?
         .map_or(Origins::SameHost, |o| Origins::parse(&o));
     let fleet = fleet(options.get("--redis")?)?;
-    let server = options.server(8080)?;
+    let server = options
+        .server(8080)?
+        .history(History::new(HISTORY).rooms(HISTORY_ROOMS).bytes(HISTORY_BYTES));
     let rooms = server.rooms();
     let control = server.control();
     control.shutdown_on_signals()?;
@@ -275,13 +259,18 @@ fn serve() -> std::io::Result<()> {
     }
     let _ = &fleet;
     let limiter = limit.limiter();
+    let polls = Arc::new(Polls::default());
+    {
+        // Every message that reaches a room here, from this instance or another, answers the
+        // room's long-polls.
+        let polls = Arc::clone(&polls);
+        rooms.watch(move |room, _id, line| polls.wake(room, || messages_json([line])));
+    }
     let chat = Arc::new(Chat {
         rooms: rooms.clone(),
-        history: Mutex::new(History::new(HISTORY, HISTORY_ROOMS, HISTORY_BYTES)),
-        next_id: AtomicU64::new(0),
         limiter: limiter.clone(),
         origins,
-        polls: Polls::default(),
+        polls,
     });
     // Every browser offers permessage-deflate: the chat accepts it whenever it is built in
     // (the default).
@@ -366,6 +355,17 @@ fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Respons
             json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#))
         }
         ("GET", "/api/stats") => json_response(200, stats_json(chat, control, baseline)),
+        ("GET", "/api/rooms") => match room_of(&req) {
+            Ok(room) => json_response(
+                200,
+                format!(
+                    r#"{{"room":{},"members":{}}}"#,
+                    json_string(&room),
+                    chat.rooms.members_everywhere(&room)
+                ),
+            ),
+            Err(refusal) => refusal,
+        },
         ("GET", "/poll") => {
             let room = match room_of(&req) {
                 Ok(room) => room,
@@ -381,7 +381,7 @@ fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Respons
             };
             chat.poll(&room, after)
         }
-        (_, "/" | "/api/messages" | "/api/stats" | "/poll") => {
+        (_, "/" | "/api/messages" | "/api/stats" | "/api/rooms" | "/poll") => {
             json_response(405, r#"{"error":"method not allowed"}"#)
         }
         _ => json_response(404, r#"{"error":"not found"}"#),
@@ -398,7 +398,7 @@ fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
         .unwrap_or(0);
     let rooms = chat.rooms.list().len();
     format!(
-        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"event_streams":{},"out_of_descriptors":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"rooms":{rooms}}}"#,
+        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"event_streams":{},"out_of_descriptors":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"fleet_local_reads":{},"rooms":{rooms}}}"#,
         s.open_connections,
         s.websockets,
         s.requests,
@@ -409,6 +409,7 @@ fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
         s.fleet_errors,
         s.fleet_dropped,
         s.fleet_local_decisions,
+        s.fleet_local_reads,
     )
 }
 

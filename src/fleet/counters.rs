@@ -32,6 +32,10 @@ pub struct FleetStats {
     pub connections: u64,
     /// Whether the subscriber thread is connected to Redis now (rooms cross instances).
     pub subscribed: bool,
+    /// Reads answered from this instance's own figures because Redis did not answer within
+    /// [`Fleet::timeout`](super::Fleet::timeout): a room's history served from this
+    /// instance's copy to a member joining, a room's members counted on this instance only.
+    pub local_reads: u64,
 }
 
 /// The atomics behind [`FleetStats`], shared by the instance's threads and workers.
@@ -44,6 +48,7 @@ pub(crate) struct Counters {
     pub(crate) received: AtomicU64,
     pub(crate) connections: AtomicU64,
     pub(crate) subscribed: AtomicBool,
+    pub(crate) local_reads: AtomicU64,
 }
 
 impl Counters {
@@ -61,6 +66,7 @@ impl Counters {
             received: get(&self.received),
             connections: get(&self.connections),
             subscribed: self.subscribed.load(Ordering::Relaxed),
+            local_reads: get(&self.local_reads),
         }
     }
 }

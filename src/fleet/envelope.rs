@@ -5,11 +5,21 @@
 //! ```text
 //! byte 0       version (1)
 //! bytes 1..9   the publishing instance's id, big-endian (a receiver drops its own echo)
-//! byte 9       kind: 1 text, 2 binary
+//! byte 9       kind: 1 text, 2 binary, 3 posted (a text kept in the room's history)
 //! bytes 10..   the message's payload (text: UTF-8)
+//!              posted: the message's id (8 bytes, big-endian), then its text
 //! ```
 
 use crate::ws::Message;
+
+/// What an envelope carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Carried {
+    /// A message published with `Rooms::publish`.
+    Message(Message),
+    /// A message posted with `Rooms::post`: its id (the same on every instance) and its text.
+    Posted(u64, String),
+}
 
 /// The envelope format this code writes and reads.
 pub(crate) const VERSION: u8 = 1;
@@ -17,6 +27,7 @@ pub(crate) const VERSION: u8 = 1;
 const HEAD: usize = 10;
 const TEXT: u8 = 1;
 const BINARY: u8 = 2;
+const POSTED: u8 = 3;
 
 /// Why an envelope could not be read (counted as a fleet error, the message dropped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,38 +44,56 @@ pub(crate) enum EnvelopeError {
 
 /// `msg`, published by instance `from`.
 pub(crate) fn encode(from: u64, msg: &Message) -> Vec<u8> {
-    let (kind, payload) = match msg {
-        Message::Text(t) => (TEXT, t.as_bytes()),
-        Message::Binary(b) => (BINARY, b.as_slice()),
-    };
-    let mut out = Vec::with_capacity(HEAD + payload.len());
+    match msg {
+        Message::Text(t) => with_head(from, TEXT, &[], t.as_bytes()),
+        Message::Binary(b) => with_head(from, BINARY, &[], b),
+    }
+}
+
+/// Message `id` of text `text`, posted by instance `from`.
+pub(crate) fn encode_posted(from: u64, id: u64, text: &str) -> Vec<u8> {
+    with_head(from, POSTED, &id.to_be_bytes(), text.as_bytes())
+}
+
+fn with_head(from: u64, kind: u8, before: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEAD + before.len() + payload.len());
     out.push(VERSION);
     out.extend_from_slice(&from.to_be_bytes());
     out.push(kind);
+    out.extend_from_slice(before);
     out.extend_from_slice(payload);
     out
 }
 
-/// The publishing instance and the message.
-pub(crate) fn decode(bytes: &[u8]) -> Result<(u64, Message), EnvelopeError> {
+/// The publishing instance and what it sent.
+pub(crate) fn decode(bytes: &[u8]) -> Result<(u64, Carried), EnvelopeError> {
     let (Some(head), Some(payload)) = (bytes.get(..HEAD), bytes.get(HEAD..)) else {
         return Err(EnvelopeError::Short);
     };
     if head[0] != VERSION {
         return Err(EnvelopeError::Version(head[0]));
     }
-    let mut id = [0u8; 8];
-    id.copy_from_slice(&head[1..9]);
-    let msg = match head[9] {
-        TEXT => Message::Text(
-            std::str::from_utf8(payload)
-                .map_err(|_| EnvelopeError::NotUtf8)?
-                .to_owned(),
-        ),
-        BINARY => Message::Binary(payload.to_vec()),
+    let mut from = [0u8; 8];
+    from.copy_from_slice(&head[1..9]);
+    let text = |t: &[u8]| {
+        std::str::from_utf8(t)
+            .map(str::to_owned)
+            .map_err(|_| EnvelopeError::NotUtf8)
+    };
+    let carried = match head[9] {
+        TEXT => Carried::Message(Message::Text(text(payload)?)),
+        BINARY => Carried::Message(Message::Binary(payload.to_vec())),
+        POSTED => {
+            let (Some(id), Some(rest)) = (payload.get(..8), payload.get(8..)) else {
+                return Err(EnvelopeError::Short);
+            };
+            let mut be = [0u8; 8];
+            be.copy_from_slice(id);
+            Carried::Posted(u64::from_be_bytes(be), text(rest)?)
+        }
         other => return Err(EnvelopeError::Kind(other)),
     };
-    Ok((u64::from_be_bytes(id), msg))
+    Ok((u64::from_be_bytes(from), carried))
 }
 
 #[cfg(test)]
@@ -88,8 +117,30 @@ mod tests {
                 Message::Binary(b) => b.len(),
             };
             assert_eq!(bytes.len(), HEAD + payload);
-            assert_eq!(decode(&bytes), Ok((from, msg.clone())), "{from}");
+            assert_eq!(
+                decode(&bytes),
+                Ok((from, Carried::Message(msg.clone()))),
+                "{from}"
+            );
         }
+    }
+
+    #[test]
+    fn posted_messages_carry_their_id() {
+        let cases = [(0, 0, ""), (1, 17, "hi"), (u64::MAX, u64::MAX, "ünï ✓")];
+        for (from, id, text) in cases {
+            let bytes = encode_posted(from, id, text);
+            assert_eq!(bytes.len(), HEAD + 8 + text.len());
+            assert_eq!(
+                decode(&bytes),
+                Ok((from, Carried::Posted(id, text.into()))),
+                "{id}"
+            );
+        }
+        assert_eq!(
+            encode_posted(2, 0x0a0b, "ok"),
+            b"\x01\0\0\0\0\0\0\0\x02\x03\0\0\0\0\0\0\x0a\x0bok"
+        );
     }
 
     #[test]
@@ -113,7 +164,9 @@ mod tests {
             (b"\x01\0\0\0\0\0\0\0\x01", EnvelopeError::Short),
             (b"\x02\0\0\0\0\0\0\0\x01\x01hi", EnvelopeError::Version(2)),
             (b"\x00\0\0\0\0\0\0\0\x01\x01hi", EnvelopeError::Version(0)),
-            (b"\x01\0\0\0\0\0\0\0\x01\x03hi", EnvelopeError::Kind(3)),
+            (b"\x01\0\0\0\0\0\0\0\x01\x04hi", EnvelopeError::Kind(4)),
+            (b"\x01\0\0\0\0\0\0\0\x01\x03\0\0\0\0\0\0\0", EnvelopeError::Short),
+            (b"\x01\0\0\0\0\0\0\0\x01\x03\0\0\0\0\0\0\0\x01\xff", EnvelopeError::NotUtf8),
             (b"\x01\0\0\0\0\0\0\0\x01\x00", EnvelopeError::Kind(0)),
             (b"\x01\0\0\0\0\0\0\0\x01\x01\xff\xfe", EnvelopeError::NotUtf8),
             (b"\x01\0\0\0\0\0\0\0\x01\x01\xe2\x82", EnvelopeError::NotUtf8),
@@ -124,7 +177,7 @@ mod tests {
         // The same bytes as binary are fine: any payload.
         assert_eq!(
             decode(b"\x01\0\0\0\0\0\0\0\x01\x02\xff\xfe"),
-            Ok((1, Message::Binary(vec![0xff, 0xfe])))
+            Ok((1, Carried::Message(Message::Binary(vec![0xff, 0xfe]))))
         );
     }
 }

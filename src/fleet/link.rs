@@ -8,13 +8,35 @@ use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::{envelope, names, publisher, subscriber, Counters, Fleet};
+use super::history::{self, Ids};
+use super::reads::Reads;
+use super::{envelope, names, presence, publisher, subscriber, Counters, Fleet};
+use crate::ws::history::Entry;
 use crate::ws::{Message, Rooms};
 
-/// A message for other instances: the channel and the envelope.
+/// A message for other instances: the channel and the envelope, and for a posted message
+/// the write to its room's history.
 pub(crate) struct Outgoing {
     pub(crate) channel: Vec<u8>,
     pub(crate) envelope: Vec<u8>,
+    pub(crate) history: Option<Kept>,
+}
+
+/// A posted message's place in its room's history list.
+pub(crate) struct Kept {
+    pub(crate) key: Vec<u8>,
+    pub(crate) entry: Vec<u8>,
+    /// The list's length.
+    pub(crate) keep: usize,
+    /// The list's lifetime from this write.
+    pub(crate) ttl: std::time::Duration,
+}
+
+/// What the workers and the fleet's threads share: the block of message ids, the reads'
+/// connections.
+pub(crate) struct Shared {
+    pub(crate) ids: Mutex<Ids>,
+    pub(crate) reads: Reads,
 }
 
 /// Rooms whose local membership began or ended since the subscriber last looked.
@@ -29,27 +51,80 @@ impl Changed {
 
 /// What [`Rooms`] holds of the fleet. Its calls never wait on Redis.
 pub(crate) struct RoomsLink {
-    prefix: Arc<str>,
-    instance: u64,
+    fleet: Fleet,
     queue: SyncSender<Outgoing>,
     changed: Arc<Changed>,
-    counters: Arc<Counters>,
+    shared: Arc<Shared>,
 }
 
 impl RoomsLink {
     /// Hands `msg` to the publisher thread for the other instances' members of `room`; drops
     /// it (counted) when the queue is full or the threads have stopped.
     pub(crate) fn publish(&self, room: &str, msg: &Message) {
-        let out = Outgoing {
-            channel: names::room_channel(&self.prefix, room),
-            envelope: envelope::encode(self.instance, msg),
-        };
+        self.send(Outgoing {
+            channel: names::room_channel(&self.fleet.prefix, room),
+            envelope: envelope::encode(self.fleet.instance, msg),
+            history: None,
+        });
+    }
+
+    /// Hands posted message `id` to the publisher thread: for the other instances' members
+    /// of `room`, and for the room's history in Redis (its last `keep` messages, kept `ttl`).
+    pub(crate) fn post(
+        &self,
+        room: &str,
+        id: u64,
+        text: &str,
+        keep: usize,
+        ttl: std::time::Duration,
+    ) {
+        let history = (keep > 0).then(|| Kept {
+            key: names::history_key(&self.fleet.prefix, room),
+            entry: history::entry(id, text),
+            keep,
+            ttl,
+        });
+        self.send(Outgoing {
+            channel: names::room_channel(&self.fleet.prefix, room),
+            envelope: envelope::encode_posted(self.fleet.instance, id, text),
+            history,
+        });
+    }
+
+    fn send(&self, out: Outgoing) {
         match self.queue.try_send(out) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                Counters::add(&self.counters.dropped, 1);
+                Counters::add(&self.fleet.counters.dropped, 1);
             }
         }
+    }
+
+    /// The next message id (the same message has it on every instance).
+    pub(crate) fn take_id(&self) -> u64 {
+        self.shared
+            .ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// `room`'s last `n` messages in Redis, oldest first; `None` when Redis did not answer
+    /// within the fleet's timeout (counted as a local read).
+    pub(crate) fn history(&self, room: &str, n: usize) -> Option<Vec<Entry>> {
+        let key = names::history_key(&self.fleet.prefix, room);
+        self.shared
+            .reads
+            .read(&self.fleet, |conn| history::read(conn, &key, n))
+    }
+
+    /// The members of `room` on the other instances, as they last reported them; `None` when
+    /// Redis did not answer within the fleet's timeout (counted as a local read).
+    pub(crate) fn others(&self, room: &str) -> Option<usize> {
+        let fleet = &self.fleet;
+        self.shared.reads.read(fleet, |conn| {
+            presence::others(conn, &fleet.prefix, fleet.instance, room)
+        })
     }
 
     /// `room`'s first local member joined or its last left: the subscriber subscribes or
@@ -95,16 +170,25 @@ impl Fleet {
         reactor::share_one_arena();
         let (queue, outgoing) = sync_channel(self.queue);
         let changed = Arc::new(Changed::default());
+        let shared = Arc::new(Shared {
+            ids: Mutex::new(Ids::new(self.instance)),
+            reads: Reads::default(),
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let mut running = Running {
             stop: Arc::clone(&stop),
             threads: Vec::with_capacity(2),
         };
-        let (fleet, halt) = (self.clone(), Arc::clone(&stop));
+        let (fleet, halt, ids, present) = (
+            self.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&shared),
+            rooms.clone(),
+        );
         running.threads.push(
             std::thread::Builder::new()
                 .name("web-fleet-pub".into())
-                .spawn(move || publisher::run(&fleet, &outgoing, &halt))?,
+                .spawn(move || publisher::run(&fleet, &outgoing, &ids, &present, &halt))?,
         );
         let (fleet, halt, watched, rooms) = (
             self.clone(),
@@ -118,11 +202,10 @@ impl Fleet {
                 .spawn(move || subscriber::run(&fleet, &rooms, &watched, &halt))?,
         );
         let link = RoomsLink {
-            prefix: Arc::clone(&self.prefix),
-            instance: self.instance,
+            fleet: self.clone(),
             queue,
             changed,
-            counters: self.counters(),
+            shared,
         };
         Ok((link, running))
     }

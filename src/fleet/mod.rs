@@ -50,10 +50,13 @@
 mod backoff;
 mod counters;
 mod envelope;
+mod history;
 mod link;
 mod names;
+mod presence;
 mod publisher;
 pub(crate) mod rate;
+mod reads;
 mod resp;
 mod subscriber;
 
@@ -67,6 +70,7 @@ pub(crate) use counters::Counters;
 pub use counters::FleetStats;
 pub(crate) use link::{RoomsLink, Running};
 pub(crate) use names::Bucket;
+pub use presence::{BEAT, EXPIRY};
 
 /// Default time the rate limit's counter thread gives Redis for the answer to one batch of
 /// counts (workers never wait for it).

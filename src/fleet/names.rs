@@ -4,6 +4,10 @@
 //! | what | name |
 //! |---|---|
 //! | room `R` | `{prefix}:room:R` (channel) |
+//! | room `R`'s recent messages | `{prefix}:history:R` (list of `ID TEXT`, oldest first) |
+//! | the fleet's message ids | `{prefix}:ids` (counter) |
+//! | instance `I`'s members per room | `{prefix}:presence:I` (hash, `I` in hex; expires) |
+//! | the instances that reported presence | `{prefix}:instances` (set of `I`) |
 //! | caller `C`'s writes in second `S` | `{prefix}:rate:S:w:C` (counter, expires after 2 s) |
 //! | caller `C`'s reads in second `S` | `{prefix}:rate:S:r:C` |
 //!
@@ -23,6 +27,40 @@ pub(crate) fn room_channel(prefix: &str, room: &str) -> Vec<u8> {
     name.extend_from_slice(b":room:");
     name.extend_from_slice(room.as_bytes());
     name
+}
+
+/// The list of `room`'s recent messages.
+pub(crate) fn history_key(prefix: &str, room: &str) -> Vec<u8> {
+    let mut name = Vec::with_capacity(prefix.len() + 9 + room.len());
+    name.extend_from_slice(prefix.as_bytes());
+    name.extend_from_slice(b":history:");
+    name.extend_from_slice(room.as_bytes());
+    name
+}
+
+/// The counter the fleet's message ids are taken from.
+pub(crate) fn ids_key(prefix: &str) -> String {
+    format!("{prefix}:ids")
+}
+
+/// Instance `instance`'s members per room; [`presence_prefix`] and the instance in hex.
+pub(crate) fn presence_key(prefix: &str, instance: u64) -> String {
+    format!("{}{}", presence_prefix(prefix), instance_name(instance))
+}
+
+/// What every instance's presence key starts with.
+pub(crate) fn presence_prefix(prefix: &str) -> String {
+    format!("{prefix}:presence:")
+}
+
+/// An instance as the presence keys and the instances' set name it.
+pub(crate) fn instance_name(instance: u64) -> String {
+    format!("{instance:016x}")
+}
+
+/// The set of instances that reported presence.
+pub(crate) fn instances_key(prefix: &str) -> String {
+    format!("{prefix}:instances")
 }
 
 /// The room a channel of this prefix is for; `None` for any other channel, or a room name
@@ -78,6 +116,17 @@ mod tests {
             assert_eq!(room_channel(prefix, room), channel, "{prefix} {room}");
             assert_eq!(room_of(prefix, channel), Some(room), "{prefix} {room}");
         }
+    }
+
+    #[test]
+    fn history_ids_and_presence_have_their_documented_names() {
+        assert_eq!(history_key("web", "lobby"), b"web:history:lobby");
+        assert_eq!(history_key("app", "a:b"), b"app:history:a:b");
+        assert_eq!(ids_key("web"), "web:ids");
+        assert_eq!(presence_key("web", 0xab), "web:presence:00000000000000ab");
+        assert!(presence_key("web", u64::MAX).starts_with(&presence_prefix("web")));
+        assert_eq!(instance_name(1), "0000000000000001");
+        assert_eq!(instances_key("chat"), "chat:instances");
     }
 
     #[test]

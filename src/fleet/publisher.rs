@@ -3,19 +3,29 @@
 //! drops what arrives (counted) instead of keeping it, so no message reaches other instances
 //! late.
 
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::link::Outgoing;
-use super::{Counters, Fleet};
+use super::link::{Outgoing, Shared};
+use super::{history, names, presence, resp, Counters, Fleet};
+use crate::ws::Rooms;
 
 /// Most messages sent in one round trip.
 const BATCH: usize = 256;
 /// How often an idle publisher looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 
-pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, stop: &AtomicBool) {
+/// The publisher thread, until `stop`: also keeps the workers' block of message ids filled
+/// and writes this instance's presence (`rooms`' counts) every [`presence::BEAT`].
+pub(crate) fn run(
+    fleet: &Fleet,
+    outgoing: &Receiver<Outgoing>,
+    shared: &Shared,
+    rooms: &Rooms,
+    stop: &AtomicBool,
+) {
     let counters = &fleet.counters;
     let mut failures = 0u32;
     loop {
@@ -23,37 +33,82 @@ pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, stop: &AtomicBoo
         let Some(mut con) = fleet.connect_after(&mut failures, 1, wait) else {
             return;
         };
-        let mut batch = Vec::with_capacity(16);
-        loop {
-            match outgoing.recv_timeout(POLL) {
-                Ok(first) => batch.push(first),
-                Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Acquire) => continue,
-                Err(_) => return,
+        match serve(fleet, &mut con, outgoing, shared, rooms, stop) {
+            Ok(()) => {
+                // Stopping: this instance's members no longer count.
+                let _ = presence::goodbye(&mut con, &fleet.prefix, fleet.instance);
+                return;
             }
-            while batch.len() < BATCH {
-                match outgoing.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
-            let mut pipe = redis::pipe();
-            for out in &batch {
-                pipe.cmd("PUBLISH").arg(&out.channel).arg(&out.envelope);
-            }
-            let sent = batch.len();
-            batch.clear();
-            let published = con
-                .query(&pipe.get_packed_pipeline(), sent)
-                .is_ok_and(|replies| replies.iter().all(|r| matches!(r, redis::Value::Int(_))));
-            let sent = sent as u64;
-            if published {
-                Counters::add(&counters.published, sent);
-            } else {
+            Err(_) => {
                 Counters::add(&counters.errors, 1);
-                Counters::add(&counters.dropped, sent);
                 failures = 1;
-                break;
             }
+        }
+    }
+}
+
+/// Serves one connection until it fails (`Err`; what was being sent is counted as dropped)
+/// or the thread is to stop (`Ok`).
+fn serve(
+    fleet: &Fleet,
+    con: &mut resp::Conn,
+    outgoing: &Receiver<Outgoing>,
+    shared: &Shared,
+    rooms: &Rooms,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    let counters = &fleet.counters;
+    let ids_key = names::ids_key(&fleet.prefix);
+    let mut next_beat = Instant::now();
+    let mut batch = Vec::with_capacity(16);
+    loop {
+        let low = shared.ids.lock().unwrap_or_else(|e| e.into_inner()).low();
+        if low {
+            let block = history::take_block(con, &ids_key)?;
+            shared
+                .ids
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .refill(block);
+        }
+        if Instant::now() >= next_beat {
+            presence::beat(con, &fleet.prefix, fleet.instance, &rooms.list())?;
+            next_beat = Instant::now() + presence::BEAT;
+        }
+        match outgoing.recv_timeout(POLL) {
+            Ok(first) => batch.push(first),
+            Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Acquire) => continue,
+            Err(_) => return Ok(()),
+        }
+        while batch.len() < BATCH {
+            match outgoing.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let mut pipe = redis::pipe();
+        let mut replies = 0;
+        for out in &batch {
+            if let Some(kept) = &out.history {
+                replies += history::append(&mut pipe, &kept.key, &kept.entry, kept.keep, kept.ttl);
+            }
+            pipe.cmd("PUBLISH").arg(&out.channel).arg(&out.envelope);
+            replies += 1;
+        }
+        let sent = batch.len() as u64;
+        batch.clear();
+        let published = con
+            .query(&pipe.get_packed_pipeline(), replies)
+            .is_ok_and(|replies| {
+                replies
+                    .iter()
+                    .all(|r| matches!(r, redis::Value::Int(_) | redis::Value::Okay))
+            });
+        if published {
+            Counters::add(&counters.published, sent);
+        } else {
+            Counters::add(&counters.dropped, sent);
+            return Err(io::Error::other("PUBLISH failed"));
         }
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! It looks at the rooms whose local membership changed every [`POLL`] (between two waits
 //! for a message), so a room's first member is subscribed within about 100 ms of joining;
-//! messages other instances publish before then do not reach it. On every (re)connection it
-//! subscribes to all rooms that have local members.
+//! messages other instances publish before then do not reach it — except posted messages: when
+//! Redis confirms a subscription, the room's history list is read and what this instance's
+//! copy lacks is delivered then (`Rooms::catch_up`). On every (re)connection it subscribes to
+//! all rooms that have local members.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::link::Changed;
+use super::envelope::Carried;
 use super::{envelope, names, pause, resp, Counters, Fleet};
 use crate::ws::Rooms;
 
@@ -78,10 +81,16 @@ fn session(
             {
                 (channel, payload)
             }
-            // A (un)subscription's confirmation.
-            [redis::Value::BulkString(kind), _, redis::Value::Int(_)]
-                if kind == b"subscribe" || kind == b"unsubscribe" =>
+            // A subscription's confirmation: from now on the room's messages arrive here.
+            [redis::Value::BulkString(kind), redis::Value::BulkString(channel), redis::Value::Int(_)]
+                if kind == b"subscribe" =>
             {
+                if let Some(room) = names::room_of(&fleet.prefix, channel) {
+                    rooms.catch_up(room);
+                }
+                continue;
+            }
+            [redis::Value::BulkString(kind), _, redis::Value::Int(_)] if kind == b"unsubscribe" => {
                 continue
             }
             _ => {
@@ -94,8 +103,12 @@ fn session(
         };
         match envelope::decode(payload) {
             Ok((from, _)) if from == fleet.instance => {}
-            Ok((_, message)) => {
+            Ok((_, Carried::Message(message))) => {
                 rooms.publish_local(room, &message);
+                Counters::add(&counters.received, 1);
+            }
+            Ok((_, Carried::Posted(id, text))) => {
+                rooms.receive_posted(room, id, &text);
                 Counters::add(&counters.received, 1);
             }
             Err(_) => Counters::add(&counters.errors, 1),

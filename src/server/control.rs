@@ -175,6 +175,7 @@ impl Control {
             stats.fleet_errors = fleet.errors;
             stats.fleet_dropped = fleet.dropped;
             stats.fleet_local_decisions = fleet.local_decisions;
+            stats.fleet_local_reads = fleet.local_reads;
         }
         #[cfg(feature = "tls")]
         if let Some(tls) = self.shared.tls.get() {

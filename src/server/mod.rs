@@ -571,6 +571,20 @@ impl Server {
         self.rooms.clone()
     }
 
+    /// Keeps rooms' recent messages (default none): what [`Rooms::post`] posts is kept, a
+    /// member joining with [`Ws::join_with_history`](crate::ws::Ws::join_with_history) or
+    /// [`Sse::join_after`](crate::sse::Sse::join_after) gets it first, [`Rooms::since`] reads
+    /// it. With a fleet, histories are shared by the instances (see `web::fleet`).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(20));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn history(self, history: crate::ws::History) -> Server {
+        self.rooms.keep_history(history);
+        self
+    }
+
     /// Makes this server one instance of a `web::fleet::Fleet` (`--features
     /// redis`): a publish to a room reaches its members on every instance, through Redis. The
     /// fleet's threads start and stop with the server; its figures appear in
@@ -974,6 +988,9 @@ pub struct ServerStats {
     /// With a fleet: rate-limit decisions taken on this instance's own count because Redis
     /// did not answer in time.
     pub fleet_local_decisions: u64,
+    /// With a fleet: rooms' histories and member counts answered from this instance's own
+    /// because Redis did not answer in time.
+    pub fleet_local_reads: u64,
     /// TLS handshakes completed (feature `tls`).
     pub tls_handshakes: u64,
     /// TLS connections closed for bad input: malformed or unexpected records, a failed

@@ -164,6 +164,32 @@ impl Sse<'_> {
         self.seat.try_join(room);
     }
 
+    /// Sends `room`'s recent messages after message `after` (see
+    /// [`Server::history`](crate::http::Server::history); 0: all it holds), oldest first, as
+    /// events whose `id` is the message's, then joins it: the stream gets every message
+    /// [posted](crate::ws::Rooms::post) to the room exactly once. Give it the request's
+    /// `Last-Event-ID` and a reconnecting reader gets what it missed (what the history still
+    /// holds). Whether the stream is a member now (as [`Sse::try_join`]; `false` sends
+    /// nothing).
+    ///
+    /// ```
+    /// fn follow(sse: &mut web::sse::Sse<'_>, last_event_id: u64) {
+    ///     sse.join_after("prices", last_event_id);
+    /// }
+    /// ```
+    pub fn join_after(&mut self, room: &str, after: u64) -> bool {
+        if !self.seat.may_join(room) {
+            return false;
+        }
+        let rooms = self.seat.rooms;
+        rooms.join_recent(room, after, |recent| {
+            for (id, text) in recent {
+                self.send(&Event::new(text.to_string()).id(id.to_string()));
+            }
+            self.seat.try_join(room)
+        })
+    }
+
     /// Joins `room` and says whether the stream is a member now (`false` when it is already in
     /// [`max_rooms`](crate::http::Server::max_rooms) rooms).
     ///

@@ -312,6 +312,30 @@ impl Ws<'_> {
         self.try_join(room);
     }
 
+    /// Sends `room`'s recent messages (see [`Server::history`](crate::http::Server::history)),
+    /// oldest first, as text messages, then joins it: the connection gets every message
+    /// [posted](Rooms::post) to the room exactly once, from the history or from the room.
+    /// In a fleet, a room without other members on this instance is read from Redis first.
+    /// Whether the connection is a member now (as [`Ws::try_join`]; `false` sends nothing).
+    ///
+    /// ```
+    /// fn enter(ws: &mut web::ws::Ws<'_>) {
+    ///     ws.join_with_history("lobby");
+    /// }
+    /// ```
+    pub fn join_with_history(&mut self, room: &str) -> bool {
+        if !self.seat.may_join(room) {
+            return false;
+        }
+        let rooms = self.seat.rooms;
+        rooms.join_recent(room, 0, |recent| {
+            for (_, text) in recent {
+                self.send_text(text);
+            }
+            self.seat.try_join(room)
+        })
+    }
+
     /// Joins `room` as [`Ws::join`] does and returns whether the connection is a member now:
     /// `false` when it is already in [`max_rooms`](crate::http::Server::max_rooms) rooms and
     /// `room` is not one of them. Joining and leaving cost the same however many rooms the

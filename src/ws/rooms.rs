@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use reactor::{ConnId, Remote};
 
 use super::app::{Message, WsCommand};
+use super::history::{History, Kept};
 use super::frame::{write_frame, OP_BINARY, OP_TEXT};
 
 /// Default limit on the rooms one WebSocket connection may be in at once
@@ -64,6 +65,8 @@ struct Shared {
     /// The other instances, when the server has a fleet.
     #[cfg(feature = "redis")]
     fleet: OnceLock<crate::fleet::RoomsLink>,
+    /// The rooms' recent messages (see `history`).
+    kept: Mutex<Kept>,
 }
 
 /// How many members of one room each worker has.
@@ -104,6 +107,22 @@ impl Rooms {
     #[cfg(feature = "redis")]
     pub(crate) fn attach_fleet(&self, link: crate::fleet::RoomsLink) {
         let _ = self.shared.fleet.set(link);
+    }
+
+    /// The fleet, when the server has one and runs.
+    #[cfg(feature = "redis")]
+    pub(crate) fn fleet_link(&self) -> Option<&crate::fleet::RoomsLink> {
+        self.shared.fleet.get()
+    }
+
+    /// How much history to keep from now on (what was kept is forgotten; the watcher stays).
+    pub(crate) fn keep_history(&self, settings: History) {
+        let mut kept = self.kept_lock().lock().unwrap_or_else(|e| e.into_inner());
+        *kept = kept.with_settings(settings);
+    }
+
+    pub(super) fn kept_lock(&self) -> &Mutex<Kept> {
+        &self.shared.kept
     }
 
     /// Sends `msg` to every member of `room`, on every worker: the frame is encoded once and one
@@ -176,7 +195,7 @@ impl Rooms {
 
     /// Sends a frame and an event (`encode`d once, if the room has members) to the workers
     /// with members of `room`.
-    fn fan_out(
+    pub(super) fn fan_out(
         &self,
         room: &str,
         encode: impl FnOnce() -> (Arc<[u8]>, Option<Arc<[u8]>>),

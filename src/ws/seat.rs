@@ -93,6 +93,11 @@ impl Seat<'_> {
         true
     }
 
+    /// Whether [`try_join`](Seat::try_join) would make the connection a member of `room`.
+    pub(crate) fn may_join(&self, room: &str) -> bool {
+        self.joined.contains(room) || self.joined.len() < self.max_rooms
+    }
+
     /// Leaves `room` at once (no effect if not a member).
     pub(crate) fn leave(&mut self, room: &str) {
         if self.joined.remove(room) {

@@ -1,0 +1,66 @@
+//! Reads from Redis on a caller's thread — a room's history when a member joins a room this
+//! instance was not following, a room's members on every instance — each bounded by
+//! [`Fleet::timeout`](super::Fleet::timeout), connection included.
+//!
+//! A few connections are kept for reuse. A read that fails or times out drops its connection
+//! and counts an error; for [`RETRY`] after it every read is answered "not now" at once, so a
+//! down or slow Redis costs a worker one timeout per `RETRY`, not one per read. A caller
+//! answered "not now" uses this instance's own figures (counted as a local read).
+
+use std::io;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::{resp, Counters, Fleet};
+
+/// How long reads are answered "not now" after one failed.
+pub(crate) const RETRY: Duration = Duration::from_secs(1);
+/// Connections kept for reuse.
+const KEEP: usize = 4;
+
+/// The kept connections and when reads may be tried again.
+#[derive(Default)]
+pub(crate) struct Reads {
+    idle: Mutex<Vec<resp::Conn>>,
+    paused_until: Mutex<Option<Instant>>,
+}
+
+impl Reads {
+    /// `read` on a connection to Redis, within the fleet's timeout; `None` (counted as a
+    /// local read) when Redis did not answer in time, now or within the last [`RETRY`].
+    pub(crate) fn read<T>(
+        &self,
+        fleet: &Fleet,
+        read: impl FnOnce(&mut resp::Conn) -> io::Result<T>,
+    ) -> Option<T> {
+        let counters = &fleet.counters;
+        let paused = *self.paused_until.lock().unwrap_or_else(PoisonError::into_inner);
+        if paused.is_some_and(|until| Instant::now() < until) {
+            Counters::add(&counters.local_reads, 1);
+            return None;
+        }
+        let kept = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let conn = match kept {
+            Some(conn) => Ok(conn),
+            None => resp::Conn::open(fleet.client.get_connection_info(), fleet.timeout).inspect(
+                |_| Counters::add(&counters.connections, 1),
+            ),
+        };
+        match conn.and_then(|mut conn| read(&mut conn).map(|v| (v, conn))) {
+            Ok((value, conn)) => {
+                let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+                if idle.len() < KEEP {
+                    idle.push(conn);
+                }
+                Some(value)
+            }
+            Err(_) => {
+                Counters::add(&counters.errors, 1);
+                Counters::add(&counters.local_reads, 1);
+                *self.paused_until.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(Instant::now() + RETRY);
+                None
+            }
+        }
+    }
+}

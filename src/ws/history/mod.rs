@@ -1,0 +1,347 @@
+//! Rooms' recent messages: what a member joining later is sent first, what a reader resuming
+//! after `Last-Event-ID` or a long-poll missed — with and without a fleet.
+//!
+//! A message [posted](Rooms::post) to a room gets an id, is kept in the room's history (its
+//! last [`History::new`] messages, within a bound on rooms and bytes) and reaches the room's
+//! members, all in one critical section that joining with history
+//! ([`Ws::join_with_history`](crate::ws::Ws::join_with_history),
+//! [`Sse::join_after`](crate::sse::Sse::join_after)) and [`Rooms::since`] take too: a member
+//! gets every message exactly once, from the history or from the room, in order.
+//!
+//! **In a fleet** (`--features redis`) the id is the same on every instance, the history is
+//! also kept in Redis (written with the publish, by the publisher thread; see
+//! `web::fleet`), and each instance keeps its own copy of the rooms it follows. A member
+//! joining a room that has no other members on its instance is sent the fleet's history
+//! (one Redis read, at most [`Fleet::timeout`](crate::fleet::Fleet::timeout); past it, or
+//! while Redis is down, this instance's copy, counted in `FleetStats::local_reads`), so every
+//! instance, a restarted one too, serves the same recent messages.
+
+mod recent;
+
+use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
+
+#[cfg(feature = "redis")]
+use recent::after_last_common;
+pub(crate) use recent::{Entry, Recent};
+
+use super::rooms::Rooms;
+use super::Message;
+use crate::sse::Event;
+
+/// Default rooms whose history an instance keeps.
+pub const HISTORY_ROOMS: usize = 1_000;
+/// Default bytes all of an instance's histories may hold.
+pub const HISTORY_BYTES: usize = 8 << 20;
+/// Default time a room's history lives in Redis after its last message.
+pub const KEEP_FOR: Duration = Duration::from_secs(3600);
+
+/// How much of rooms' recent messages a server keeps ([`Server::history`]).
+///
+/// Past [`rooms`](History::rooms) rooms or [`bytes`](History::bytes) bytes, the room written
+/// to least recently *that has no members here* is forgotten first, so a flood of posts to
+/// new, empty rooms costs the rooms people are in nothing.
+///
+/// ```
+/// use web::ws::History;
+/// let history = History::new(20).rooms(10_000).bytes(64 << 20);
+/// let server = web::http::Server::bind("127.0.0.1:0")?.history(history);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// [`Server::history`]: crate::http::Server::history
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct History {
+    per_room: usize,
+    rooms: usize,
+    bytes: usize,
+    keep_for: Duration,
+}
+
+impl History {
+    /// Each room's last `per_room` messages (0: none kept; messages are still posted with
+    /// ids), for at most [`HISTORY_ROOMS`] rooms and [`HISTORY_BYTES`] bytes.
+    ///
+    /// ```
+    /// let history = web::ws::History::new(50);
+    /// ```
+    pub fn new(per_room: usize) -> History {
+        History {
+            per_room,
+            rooms: HISTORY_ROOMS,
+            bytes: HISTORY_BYTES,
+            keep_for: KEEP_FOR,
+        }
+    }
+
+    /// Most rooms whose history this instance keeps (at least 1).
+    ///
+    /// ```
+    /// let history = web::ws::History::new(20).rooms(100);
+    /// ```
+    pub fn rooms(mut self, n: usize) -> History {
+        self.rooms = n.max(1);
+        self
+    }
+
+    /// Most bytes (texts and room names) this instance's histories hold; the room written
+    /// last is kept whatever its size.
+    ///
+    /// ```
+    /// let history = web::ws::History::new(20).bytes(1 << 20);
+    /// ```
+    pub fn bytes(mut self, n: usize) -> History {
+        self.bytes = n;
+        self
+    }
+
+    /// In a fleet: how long a room's history lives in Redis after its last message (default
+    /// [`KEEP_FOR`]): Redis holds at most `per_room` messages of each room written to
+    /// within that time.
+    ///
+    /// ```
+    /// let history = web::ws::History::new(20).keep_for(std::time::Duration::from_secs(86_400));
+    /// ```
+    pub fn keep_for(mut self, d: Duration) -> History {
+        self.keep_for = d;
+        self
+    }
+}
+
+impl Default for History {
+    /// No messages kept.
+    fn default() -> History {
+        History::new(0)
+    }
+}
+
+/// Called for every message that reaches a room on this instance; see [`Rooms::watch`].
+type Watcher = Arc<dyn Fn(&str, u64, &str) + Send + Sync>;
+
+/// A server's histories and what goes with them, behind the rooms' history lock.
+pub(crate) struct Kept {
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // read by the fleet's parts
+    settings: History,
+    recent: Recent,
+    /// The last id given without a fleet.
+    last_id: u64,
+    watcher: Option<Watcher>,
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept::new(History::default())
+    }
+}
+
+impl Kept {
+    pub(crate) fn new(settings: History) -> Kept {
+        Kept {
+            settings,
+            recent: Recent::new(settings.per_room, settings.rooms, settings.bytes),
+            last_id: 0,
+            watcher: None,
+        }
+    }
+
+    /// These settings, the watcher kept.
+    pub(crate) fn with_settings(&mut self, settings: History) -> Kept {
+        Kept {
+            watcher: self.watcher.take(),
+            ..Kept::new(settings)
+        }
+    }
+}
+
+impl Rooms {
+    /// Posts a text message to `room`: gives it the next id, makes its text with `text(id)`,
+    /// keeps it in the room's history, and sends it to the room's members — WebSocket members
+    /// get the text, Server-Sent Events members an event whose `id` is the message's — and
+    /// to what [`watch`](Rooms::watch) set. Returns the id.
+    ///
+    /// Ids grow by one from 1 on a server alone. In a fleet a message's id is the same on
+    /// every instance, and the message reaches the members of every instance and the room's
+    /// history in Redis.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(20));
+    /// let rooms = server.rooms();
+    /// let id = rooms.post("news", |id| format!(r#"{{"id":{id},"text":"hello"}}"#));
+    /// assert_eq!(rooms.since("news", 0, || {}), [(id, r#"{"id":1,"text":"hello"}"#.into())]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn post(&self, room: &str, text: impl FnOnce(u64) -> String) -> u64 {
+        let mut kept = self.kept();
+        #[cfg(feature = "redis")]
+        let id = match self.fleet_link() {
+            Some(link) => link.take_id(),
+            None => next_local(&mut kept),
+        };
+        #[cfg(not(feature = "redis"))]
+        let id = next_local(&mut kept);
+        let text: Arc<str> = text(id).into();
+        self.deliver(&mut kept, room, id, &text);
+        #[cfg(feature = "redis")]
+        if let Some(link) = self.fleet_link() {
+            let s = kept.settings;
+            link.post(room, id, &text, s.per_room, s.keep_for);
+        }
+        id
+    }
+
+    /// The messages of `room`'s history after message `after` (0: all), oldest first; when
+    /// there are none, calls `or_wait` before the next message can be posted (in the same
+    /// critical section: a long-poll registered there misses nothing).
+    ///
+    /// "After" means behind that message when the history holds it, else of greater ids.
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(5)).rooms();
+    /// let mut waited = false;
+    /// assert!(rooms.since("quiet", 0, || waited = true).is_empty());
+    /// assert!(waited);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn since(&self, room: &str, after: u64, or_wait: impl FnOnce()) -> Vec<(u64, Arc<str>)> {
+        let kept = self.kept();
+        let newer: Vec<(u64, Arc<str>)> = kept.recent.after(room, after).cloned().collect();
+        if newer.is_empty() {
+            or_wait();
+        }
+        newer
+    }
+
+    /// Calls `f(room, id, text)` for every message that reaches a room on this instance
+    /// ([`post`](Rooms::post)ed here, or by another instance of a fleet), in the order the
+    /// room's members get them, inside the history's critical section: it should be quick
+    /// and must not post. Set once, before the server runs; a later call replaces it.
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
+    /// rooms.watch(|room, id, _text| { let _ = (room, id); /* wake this room's long-polls */ });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn watch(&self, f: impl Fn(&str, u64, &str) + Send + Sync + 'static) {
+        self.kept().watcher = Some(Arc::new(f));
+    }
+
+    /// How many members `room` has on every instance of the fleet: this instance's now, and
+    /// the others' as they last reported them (within [`BEAT`](crate::fleet::BEAT); an
+    /// instance gone without a goodbye stops counting within
+    /// [`EXPIRY`](crate::fleet::EXPIRY)). One Redis read of at most
+    /// [`Fleet::timeout`](crate::fleet::Fleet::timeout); without a fleet, or when Redis did
+    /// not answer (counted in `FleetStats::local_reads`), this instance's [`members`](Rooms::members).
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
+    /// assert_eq!(rooms.members_everywhere("lobby"), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn members_everywhere(&self, room: &str) -> usize {
+        let here = self.members(room);
+        #[cfg(feature = "redis")]
+        if let Some(others) = self.fleet_link().and_then(|link| link.others(room)) {
+            return here + others;
+        }
+        here
+    }
+
+    /// Hands `room`'s history after message `after` to `send_and_join` (which sends it and
+    /// joins the room), in the history's critical section; what it returned. A room without
+    /// members here is first read from the fleet's history, if there is a fleet.
+    pub(crate) fn join_recent(
+        &self,
+        room: &str,
+        after: u64,
+        send_and_join: impl FnOnce(&mut dyn Iterator<Item = &Entry>) -> bool,
+    ) -> bool {
+        #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
+        let mut kept = self.kept();
+        #[cfg(feature = "redis")]
+        if self.members(room) == 0 {
+            self.fill_from_fleet(&mut kept, room);
+        }
+        let joined = send_and_join(&mut kept.recent.after(room, after));
+        joined
+    }
+
+    /// Keeps message `id` of `room` and sends it to the room's members and the watcher.
+    fn deliver(&self, kept: &mut Kept, room: &str, id: u64, text: &Arc<str>) {
+        kept.recent
+            .record(room, id, Arc::clone(text), |r| self.members(r) > 0);
+        let event = Event::new(text.to_string()).id(id.to_string());
+        self.fan_out(room, || {
+            (
+                super::rooms::encode(&Message::Text(text.to_string())),
+                Some(event.shared()),
+            )
+        });
+        if let Some(watch) = &kept.watcher {
+            watch(room, id, text);
+        }
+    }
+
+    fn kept(&self) -> MutexGuard<'_, Kept> {
+        // A panic while holding this lock leaves at worst a history without its last line.
+        self.kept_lock().lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The next id of a server alone.
+fn next_local(kept: &mut Kept) -> u64 {
+    kept.last_id += 1;
+    kept.last_id
+}
+
+#[cfg(feature = "redis")]
+impl Rooms {
+    /// Message `id` posted on another instance: delivered as a post here, unless this
+    /// instance's copy of the room already holds it.
+    pub(crate) fn receive_posted(&self, room: &str, id: u64, text: &str) {
+        let mut kept = self.kept();
+        if !kept.recent.holds(room, id) {
+            self.deliver(&mut kept, room, id, &Arc::from(text));
+        }
+    }
+
+    /// `room` is followed from now on: delivers what the fleet's history holds past this
+    /// instance's copy (what was posted between a member's join and the subscription).
+    pub(crate) fn catch_up(&self, room: &str) {
+        let (Some(link), per_room) = (self.fleet_link(), self.kept().settings.per_room) else {
+            return;
+        };
+        if per_room == 0 {
+            return;
+        }
+        let Some(fleets) = link.history(room, per_room) else {
+            return;
+        };
+        let mut kept = self.kept();
+        let ours: Vec<Entry> = kept.recent.lines(room).cloned().collect();
+        for (id, text) in after_last_common(&fleets, &ours) {
+            self.deliver(&mut kept, room, *id, text);
+        }
+    }
+
+    /// Makes this instance's copy of `room` the fleet's history, followed by this instance's
+    /// own posts that Redis has not taken yet; keeps the copy when Redis does not answer.
+    fn fill_from_fleet(&self, kept: &mut Kept, room: &str) {
+        let per_room = kept.settings.per_room;
+        let Some(link) = self.fleet_link().filter(|_| per_room > 0) else {
+            return;
+        };
+        let Some(fleets) = link.history(room, per_room) else {
+            return;
+        };
+        if fleets.is_empty() {
+            return; // Redis lost it, or never had it: what this instance holds is all there is
+        }
+        let ours: Vec<Entry> = kept.recent.lines(room).cloned().collect();
+        let shared = ours.iter().any(|(id, _)| fleets.iter().any(|(f, _)| f == id));
+        let mut merged = fleets.clone();
+        if shared {
+            merged.extend(after_last_common(&ours, &fleets).into_iter().cloned());
+        }
+        kept.recent.replace(room, merged, |r| self.members(r) > 0);
+    }
+}
