@@ -14,7 +14,18 @@ and nginx, all on free ports of 127.0.0.1 (tests/interop/fleet_procs.py), then c
 3. Redis stopped: each instance still delivers to its own members and answers HTTP (pages,
    figures, and POSTs, counted locally), and counts the failures in /api/stats;
 4. Redis started again on its port: a message from one instance reaches a member on the other
-   within 10 s (the time it took is printed).
+   within 10 s (the time it took is printed);
+5. history across the fleet: messages posted on one instance are the history a member joining
+   on the other gets first (same ids, in order, once); an event stream resuming after one of
+   those ids and a long-poll after it get the rest; a member joining the other instance while
+   messages are posted gets every message from its join on exactly once, in order;
+6. presence: `/api/rooms?room=R` on either instance counts both instances' members; an
+   instance killed with SIGKILL stops counting within `web::fleet::EXPIRY` (3 s) and a little;
+   restarted on its port it serves the room's history at once;
+7. with Redis down, `/api/rooms` answers with the instance's own count and says so
+   (`fleet_local_reads`); with Redis back (its data saved and read back), a member joining
+   a room on the instance that never had it gets the history written before the outage, and
+   presence sums both instances again.
 
 Every wait is bounded; every process is stopped by its PID. A missing program (redis-server,
 nginx, Python's websockets) is a failure. Exits 1 if any check failed.
@@ -23,6 +34,7 @@ import http.client
 import json
 import socket
 import sys
+import threading
 import time
 import warnings
 
@@ -39,6 +51,8 @@ except ImportError:
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 RESUME_WITHIN = 10.0
+# web::fleet::EXPIRY, and the time for the other instance to notice.
+PRESENCE_GONE_WITHIN = 3.0 + 2.0
 results = []
 
 
@@ -50,12 +64,30 @@ def check(name, ok, detail=""):
 class Member:
     """A chat member connected through nginx from source address `source`."""
 
-    def __init__(self, procs, room, name, source="127.0.0.1"):
-        sock = socket.create_connection(("127.0.0.1", procs.nginx_port), timeout=5,
+    def __init__(self, procs, room, name, source="127.0.0.1", port=None):
+        """Through nginx, or straight to the instance on `port`."""
+        port = port or procs.nginx_port
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5,
                                         source_address=(source, 0))
-        self.ws = connect(f"ws://127.0.0.1:{procs.nginx_port}/ws?room={room}&name={name}",
+        self.ws = connect(f"ws://127.0.0.1:{port}/ws?room={room}&name={name}",
                           sock=sock, compression=None, open_timeout=5, close_timeout=2)
         self.name = name
+
+    def messages(self, seconds, until=None):
+        """(id, text) of the messages received within `seconds`, or until `until` of them."""
+        got = []
+        end = time.time() + seconds
+        while until is None or len(got) < until:
+            left = end - time.time()
+            if left <= 0:
+                break
+            try:
+                frame = json.loads(self.ws.recv(timeout=left))
+            except TimeoutError:
+                break
+            if "id" in frame:
+                got.append((frame["id"], frame["text"]))
+        return got
 
     def send(self, text):
         self.ws.send(text)
@@ -113,9 +145,10 @@ def join_on_each(procs, room, names, source="127.0.0.1"):
     return placed
 
 
-def post(procs, room, text, source="127.0.0.1"):
-    """POST /api/messages through nginx from `source`: (status, body)."""
-    conn = http.client.HTTPConnection("127.0.0.1", procs.nginx_port, timeout=5,
+def post(procs, room, text, source="127.0.0.1", port=None):
+    """POST /api/messages through nginx (or to the instance on `port`) from `source`:
+    (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port or procs.nginx_port, timeout=5,
                                       source_address=(source, 0))
     try:
         conn.request("POST", f"/api/messages?room={room}&name=api", body=text.encode(),
@@ -124,6 +157,139 @@ def post(procs, room, text, source="127.0.0.1"):
         return r.status, r.read()
     finally:
         conn.close()
+
+
+def post_id(port, room, text, caller):
+    """POST to the instance on `port` as `caller` (the X-Forwarded-For entry nginx would
+    add); the message's id (fails the scenario otherwise)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("POST", f"/api/messages?room={room}&name=api", body=text.encode(),
+                     headers={"X-Forwarded-For": caller})
+        r = conn.getresponse()
+        body = r.read()
+        if r.status != 201:
+            raise RuntimeError(f"POST to :{port} answered {r.status} {body!r}")
+        return json.loads(body)["id"]
+    finally:
+        conn.close()
+
+
+def get(port, path, headers=None, read=None):
+    """GET from the instance on `port`: (status, body); `read` bytes at most (a stream)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, (r.read(read) if read else r.read())
+    finally:
+        conn.close()
+
+
+def sse_ids(port, room, last_event_id, want, seconds=3.0):
+    """The ids of the first `want` events of /sse?room=R resumed after `last_event_id`."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=seconds)
+    sock.sendall((f"GET /sse?room={room} HTTP/1.1\r\nHost: x\r\n"
+                  f"Last-Event-ID: {last_event_id}\r\n\r\n").encode())
+    data = b""
+    end = time.time() + seconds
+    ids = []
+    while len(ids) < want and time.time() < end:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            break
+        if not chunk:
+            break
+        data += chunk
+        ids = [int(line[4:]) for line in data.decode(errors="replace").split("\n")
+               if line.startswith("id: ")]
+    sock.close()
+    return ids
+
+
+def members_of(port, room):
+    return get_json(f"http://127.0.0.1:{port}/api/rooms?room={room}")["members"]
+
+
+def wait_members(ports, room, want, seconds):
+    """Seconds until `/api/rooms` says `want` on every port, or None."""
+    start = time.time()
+    while time.time() - start < seconds:
+        if all(members_of(p, room) == want for p in ports):
+            return time.time() - start
+        time.sleep(0.05)
+    return None
+
+
+def history_across(procs):
+    (_, a), (_, b) = procs.chats
+    ids = [post_id(a, "hist", f"h{i}", f"127.0.2.{i + 1}") for i in range(3)]
+    on_b = Member(procs, "hist", "late", port=b)
+    got = on_b.messages(3.0, until=3)
+    check("a member joining on the other instance gets the history first, same ids, in order",
+          got == [(i, f"h{n}") for n, i in enumerate(ids)], f"got {got}, posted {ids}")
+    extra = on_b.messages(0.5)
+    check("... and each message once", extra == [], f"then {extra}")
+    check("an event stream on the other instance resumes after Last-Event-ID with the same ids",
+          sse_ids(b, "hist", ids[0], 2) == ids[1:], f"want {ids[1:]}")
+    status, body = get(b, f"/poll?room=hist&after={ids[0]}")
+    polled = [m["id"] for m in json.loads(body)["messages"]] if status == 200 else status
+    check("a long-poll on the other instance after the first id gets the rest", polled == ids[1:],
+          f"got {polled}")
+    on_a = Member(procs, "hist", "here", port=a)
+    got = on_a.messages(3.0, until=3)
+    check("the posting instance's own member gets the same history", [i for i, _ in got] == ids,
+          f"got {got}")
+    on_a.close()
+    on_b.close()
+
+
+def history_under_traffic(procs):
+    (_, a), (_, b) = procs.chats
+    posted = []
+
+    def poster():
+        for i in range(40):
+            posted.append(post_id(a, "busy", f"t{i}", f"127.0.3.{i + 1}"))
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=poster)
+    thread.start()
+    end = time.time() + 10
+    # Past the 20 messages the history holds: the member's first are from the history.
+    while len(posted) < 25 and thread.is_alive() and time.time() < end:
+        time.sleep(0.005)
+    joined = Member(procs, "busy", "mid", port=b)
+    thread.join(30)
+    got = [i for i, _ in joined.messages(4.0)]
+    joined.close()
+    tail_ok = bool(got) and got == posted[posted.index(got[0]):] if got and got[0] in posted else False
+    check("a member joining while messages are posted elsewhere gets each from its history on, "
+          "once, in order", tail_ok and len(got) >= 20 + 40 - 25,
+          f"got {len(got)}: {got[:3]}..{got[-3:]}; posted {len(posted)}")
+
+
+def presence(procs):
+    (_, a), (_, b) = procs.chats
+    members = [Member(procs, "pres", f"p{i}", port=p) for i, p in enumerate([a, a, b])]
+    took = wait_members([a, b], "pres", 3, 3.0)
+    check("/api/rooms on either instance counts both instances' members",
+          took is not None, f"{members_of(a, 'pres')} and {members_of(b, 'pres')}, want 3"
+          if took is None else f"within {took:.2f} s")
+    post_id(a, "restart", "before the restart", "127.0.4.1")
+    procs.kill_chat(b)
+    gone = wait_members([a], "pres", 2, PRESENCE_GONE_WITHIN)
+    check(f"an instance killed with SIGKILL stops counting within {PRESENCE_GONE_WITHIN:.0f} s",
+          gone is not None, "never" if gone is None else f"after {gone:.2f} s")
+    procs.start_chat(port=b)
+    fresh = Member(procs, "restart", "back", port=b)
+    got = fresh.messages(2.0, until=1)
+    check("the restarted instance serves the room's history at once",
+          [t for _, t in got] == ["before the restart"], f"got {got}")
+    fresh.close()
+    for m in members[:2]:
+        m.close()
 
 
 def settle_subscriptions():
@@ -187,6 +353,10 @@ def rate_limit_across(procs):
 
 
 def redis_down(procs):
+    (_, a), _ = procs.chats
+    for i in range(2):
+        post_id(a, "kept", f"kept {i}", f"127.0.5.{i + 1}")
+    time.sleep(0.3)  # the publisher thread writes it to Redis
     procs.stop_redis()
     check("redis-server stopped", redis_command(procs.redis_port, "PING") is None)
     # Two members on each instance: a message from one reaches the other on the same instance.
@@ -205,6 +375,13 @@ def redis_down(procs):
     status, _ = post(procs, "down", "posted while Redis is down", source="127.0.0.9")
     check("a POST is answered while Redis is down (the local count decides)", status == 201,
           str(status))
+    (_, a), (_, b) = procs.chats
+    on_a = members_of(a, "down")
+    check("/api/rooms answers with the instance's own count while Redis is down",
+          on_a == len(placed.get(0, [])), f"{on_a}")
+    s = get_json(f"http://127.0.0.1:{a}/api/stats")
+    check("... and says so in its figures", s.get("fleet_local_reads", 0) > 0,
+          f"fleet_local_reads {s.get('fleet_local_reads')}")
     conn = http.client.HTTPConnection("127.0.0.1", procs.nginx_port, timeout=5)
     conn.request("GET", "/")
     page = conn.getresponse()
@@ -237,6 +414,16 @@ def redis_back(procs, placed):
     got = placed[0][1].texts(1.5)
     check("after the restart, the other direction delivers exactly once",
           got.count("back the other way") == 1, f"got {got}")
+    (_, a), (_, b) = procs.chats
+    late = Member(procs, "kept", "late", port=b)
+    got = [t for _, t in late.messages(2.0, until=2)]
+    check("with Redis back, history written before the outage reaches a member on the other "
+          "instance", got == ["kept 0", "kept 1"], f"got {got}")
+    late.close()
+    took = wait_members([a, b], "down", 4, 4.0)
+    check("with Redis back, presence sums both instances again", took is not None,
+          f"{members_of(a, 'down')} on one, {members_of(b, 'down')} on the other, want 4"
+          if took is None else f"within {took:.2f} s")
 
 
 def main():
@@ -254,6 +441,9 @@ def main():
         procs.start_nginx()
         print(f"fleet_nginx: redis :{procs.redis_port}, chats :{a} :{b}, nginx :{procs.nginx_port}")
         exactly_once(procs)
+        history_across(procs)
+        history_under_traffic(procs)
+        presence(procs)
         rate_limit_across(procs)
         placed = redis_down(procs)
         redis_back(procs, placed)

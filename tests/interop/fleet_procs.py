@@ -84,12 +84,13 @@ class Procs:
 
     # Redis -----------------------------------------------------------------------------
     def start_redis(self, port=None):
-        """Starts redis-server (on `port`, else a free one), no persistence; waits for PING."""
+        """Starts redis-server (on `port`, else a free one); waits for PING. It saves its data
+        in the temporary directory when stopped and reads it back when started again there."""
         for _ in range(3):
             self.redis_port = port or free_port()
             self.redis = subprocess.Popen(
                 [self.redis_server, "--port", str(self.redis_port), "--bind", "127.0.0.1",
-                 "--save", "", "--appendonly", "no", "--dir", self.tmp,
+                 "--save", "3600 1", "--appendonly", "no", "--dir", self.tmp,
                  "--protected-mode", "no", "--daemonize", "no"],
                 stdin=subprocess.DEVNULL, stdout=self.log("redis.log"), stderr=subprocess.STDOUT)
             end = time.time() + 10
@@ -107,9 +108,11 @@ class Procs:
         self.redis = None
 
     # chat instances ----------------------------------------------------------------------
-    def start_chat(self, workers=2, redis=True):
+    def start_chat(self, workers=2, redis=True, port=None):
+        """Starts a chat instance (on `port`, else a free one); its port."""
+        wanted = port
         for _ in range(3):
-            port = free_port()
+            port = wanted or free_port()
             args = [self.chat_bin, "--port", str(port), "--workers", str(workers)]
             if redis:
                 args += ["--redis", f"redis://127.0.0.1:{self.redis_port}/"]
@@ -120,6 +123,14 @@ class Procs:
                 return port
             stop(proc)
         raise RuntimeError(f"the chat did not start; see the logs in {self.tmp}")
+
+    def kill_chat(self, port):
+        """SIGKILL to the chat instance on `port` (no goodbye to anyone); waits for its end."""
+        for proc, p in self.chats:
+            if p == port and proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        self.chats = [(proc, p) for proc, p in self.chats if p != port]
 
     # nginx ---------------------------------------------------------------------------------
     def start_nginx(self):
