@@ -21,7 +21,7 @@ use web::http::{
     param, query_of, text_response, wrap, Header, RateLimit, Request, Response, Server,
     ServerHandle,
 };
-use web::ws::{client_frame, Message, Ws, WsHandler};
+use web::ws::{client_frame, History, Message, Rooms, Ws, WsHandler};
 use wire::fake_redis::{fake_redis, Fake};
 use wire::wait_until;
 use wire::ws::Client;
@@ -113,6 +113,42 @@ impl WsHandler for Relay {
     fn message(&self, ws: &mut Ws<'_>, room: &mut String, msg: Message) {
         ws.publish(room, &msg);
     }
+}
+
+/// Members join `?room=` with its history; a text message is posted to that room.
+struct Keeper;
+
+impl WsHandler for Keeper {
+    type State = String;
+
+    fn accept(&self, req: &Request) -> Result<String, Response> {
+        Ok(param(query_of(req.path()), "room"))
+    }
+
+    fn open(&self, ws: &mut Ws<'_>, room: &mut String) {
+        ws.join_with_history(room);
+    }
+
+    fn message(&self, ws: &mut Ws<'_>, room: &mut String, msg: Message) {
+        if let Message::Text(text) = msg {
+            ws.rooms().post(room, |id| format!("{id} {text}"));
+        }
+    }
+}
+
+/// An instance whose rooms keep their last 5 messages, and its rooms.
+fn keeping(fleet: &Fleet) -> (ServerHandle, Rooms) {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .fleet(fleet)
+        .history(History::new(5))
+        .websocket("/", Keeper);
+    let rooms = server.rooms();
+    let handle = server
+        .spawn(|_req| text_response(404, "WebSocket only\n"))
+        .unwrap();
+    (handle, rooms)
 }
 
 fn instance(fleet: &Fleet) -> ServerHandle {
@@ -336,6 +372,125 @@ fn with_redis_unreachable_an_instance_serves_its_own_members_and_never_waits_on_
     }
     assert!(f.stats().local_decisions >= 4);
     assert!(!f.stats().subscribed);
+    server.shutdown().unwrap();
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn a_posted_message_has_one_id_and_one_history_on_every_instance() {
+    let redis = Redis::start();
+    let (fa, fb) = (fleet(&redis, "hist"), fleet(&redis, "hist"));
+    let ((a, _), (b, _)) = (keeping(&fa), keeping(&fb));
+    let mut poster = member(&a, "r");
+    // Seven posted on A; B has never had the room: its member gets the fleet's last five.
+    let mut said = Vec::new();
+    for i in 0..7 {
+        poster.send(&client_frame(&format!("m{i}")));
+        said.push(text_of(&mut poster));
+    }
+    wait_until(Duration::from_secs(5), "the history written", || {
+        redis.command(&["LLEN", "hist:history:r"]).as_deref() == Some(":5")
+    });
+    let mut late = member(&b, "r");
+    let history: Vec<String> = (0..5).map(|_| text_of(&mut late)).collect();
+    assert_eq!(
+        history,
+        said[2..],
+        "the same texts with the same ids, in order"
+    );
+    // From now on B's member gets A's posts live, once each.
+    wait_until(Duration::from_secs(5), "B subscribed", || {
+        redis.subscribers("hist:room:r") == ":2"
+    });
+    poster.send(&client_frame("live"));
+    let live = text_of(&mut poster);
+    assert_eq!(text_of(&mut late), live);
+    // Ids from the fleet's counter: one block per instance, all different.
+    let ids: Vec<u64> = said
+        .iter()
+        .chain([&live])
+        .map(|t| t.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let mut other = member(&b, "r");
+    let kept: Vec<String> = (0..5).map(|_| text_of(&mut other)).collect();
+    assert_eq!(kept.last(), Some(&live), "B's own copy is the fleet's");
+    drop((poster, late, other));
+    a.shutdown().unwrap();
+    b.shutdown().unwrap();
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn presence_counts_every_instance_and_forgets_one_that_stopped_reporting() {
+    let redis = Redis::start();
+    let (fa, fb) = (fleet(&redis, "pres"), fleet(&redis, "pres"));
+    let ((a, rooms_a), (b, rooms_b)) = (keeping(&fa), keeping(&fb));
+    let members = [member(&a, "p"), member(&a, "p"), member(&b, "p")];
+    wait_until(Duration::from_secs(4), "both instances counted", || {
+        rooms_a.members_everywhere("p") == 3 && rooms_b.members_everywhere("p") == 3
+    });
+    // An instance that reports once and never again (as one killed would).
+    redis.command(&["HSET", "pres:presence:00000000000000ff", "p", "10"]);
+    redis.command(&["PEXPIRE", "pres:presence:00000000000000ff", "300"]);
+    redis.command(&["SADD", "pres:instances", "00000000000000ff"]);
+    assert_eq!(rooms_a.members_everywhere("p"), 13);
+    wait_until(
+        Duration::from_secs(3),
+        "the silent instance forgotten",
+        || rooms_a.members_everywhere("p") == 3,
+    );
+    assert_eq!(
+        redis
+            .command(&["SISMEMBER", "pres:instances", "00000000000000ff"])
+            .as_deref(),
+        Some(":0"),
+        "taken out of the instances' set"
+    );
+    // A stopping instance says goodbye: its members stop counting at once.
+    drop(members);
+    wait_until(Duration::from_secs(4), "the members gone", || {
+        rooms_a.members_everywhere("p") == 0
+    });
+    let _b_members = member(&b, "p");
+    wait_until(Duration::from_secs(4), "B's member counted", || {
+        rooms_a.members_everywhere("p") == 1
+    });
+    drop(_b_members);
+    b.shutdown().unwrap();
+    assert_eq!(rooms_a.members_everywhere("p"), 0);
+    assert_eq!(fa.stats().local_reads, 0);
+    a.shutdown().unwrap();
+}
+
+#[test]
+fn with_redis_unreachable_a_join_gets_the_instance_s_own_history_within_the_timeout() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let f = Fleet::new(&format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .timeout(Duration::from_millis(20));
+    let (server, rooms) = keeping(&f);
+    let mut poster = member(&server, "r");
+    poster.send(&client_frame("one"));
+    let one = text_of(&mut poster);
+    drop(poster);
+    wait_until(Duration::from_secs(5), "the room empty", || {
+        rooms.members("r") == 0
+    });
+    let begun = Instant::now();
+    let mut late = member(&server, "r");
+    assert_eq!(text_of(&mut late), one, "this instance's own copy");
+    assert!(
+        begun.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        begun.elapsed()
+    );
+    assert!(f.stats().local_reads >= 1 && server.stats().fleet_local_reads >= 1);
+    assert_eq!(rooms.members_everywhere("r"), 1, "counted here only");
+    drop(late);
     server.shutdown().unwrap();
 }
 

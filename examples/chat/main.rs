@@ -238,9 +238,11 @@ fn serve() -> std::io::Result<()> {
         .get::<String>("--allow-origin")?
         .map_or(Origins::SameHost, |o| Origins::parse(&o));
     let fleet = fleet(options.get("--redis")?)?;
-    let server = options
-        .server(8080)?
-        .history(History::new(HISTORY).rooms(HISTORY_ROOMS).bytes(HISTORY_BYTES));
+    let server = options.server(8080)?.history(
+        History::new(HISTORY)
+            .rooms(HISTORY_ROOMS)
+            .bytes(HISTORY_BYTES),
+    );
     let rooms = server.rooms();
     let control = server.control();
     control.shutdown_on_signals()?;

@@ -57,7 +57,11 @@ pub(crate) fn parse_entry(bytes: &[u8]) -> Option<Entry> {
 /// write are passed over).
 pub(crate) fn read(conn: &mut resp::Conn, key: &[u8], n: usize) -> io::Result<Vec<Entry>> {
     let last = i64::try_from(n).unwrap_or(i64::MAX);
-    let cmd = redis::cmd("LRANGE").arg(key).arg(-last).arg(-1).get_packed_command();
+    let cmd = redis::cmd("LRANGE")
+        .arg(key)
+        .arg(-last)
+        .arg(-1)
+        .get_packed_command();
     match conn.query(&cmd, 1)?.pop() {
         Some(redis::Value::Array(items)) => Ok(items
             .iter()
@@ -163,7 +167,12 @@ mod tests {
 
     #[test]
     fn entries_read_back_and_foreign_ones_are_passed_over() {
-        for (id, text) in [(0, ""), (1, "hi"), (u64::MAX, "a b  c"), (42, "ünï {\"x\":1}")] {
+        for (id, text) in [
+            (0, ""),
+            (1, "hi"),
+            (u64::MAX, "a b  c"),
+            (42, "ünï {\"x\":1}"),
+        ] {
             let bytes = entry(id, text);
             assert_eq!(parse_entry(&bytes), Some((id, Arc::from(text))), "{id}");
         }
@@ -201,7 +210,10 @@ mod tests {
         while ids.next < ids.end {
             ids.take();
         }
-        assert!(ids.take() > next_own, "after the block: own ids, still growing");
+        assert!(
+            ids.take() > next_own,
+            "after the block: own ids, still growing"
+        );
         // The counter's ids stay below the instance's own until 2094.
         assert!(now_spread() < OWN && (2094 - 2025) * 365 * 86_400_000u64 << SPREAD < OWN);
     }

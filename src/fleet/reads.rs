@@ -34,17 +34,23 @@ impl Reads {
         read: impl FnOnce(&mut resp::Conn) -> io::Result<T>,
     ) -> Option<T> {
         let counters = &fleet.counters;
-        let paused = *self.paused_until.lock().unwrap_or_else(PoisonError::into_inner);
+        let paused = *self
+            .paused_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if paused.is_some_and(|until| Instant::now() < until) {
             Counters::add(&counters.local_reads, 1);
             return None;
         }
-        let kept = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let kept = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
         let conn = match kept {
             Some(conn) => Ok(conn),
-            None => resp::Conn::open(fleet.client.get_connection_info(), fleet.timeout).inspect(
-                |_| Counters::add(&counters.connections, 1),
-            ),
+            None => resp::Conn::open(fleet.client.get_connection_info(), fleet.timeout)
+                .inspect(|_| Counters::add(&counters.connections, 1)),
         };
         match conn.and_then(|mut conn| read(&mut conn).map(|v| (v, conn))) {
             Ok((value, conn)) => {
@@ -57,8 +63,10 @@ impl Reads {
             Err(_) => {
                 Counters::add(&counters.errors, 1);
                 Counters::add(&counters.local_reads, 1);
-                *self.paused_until.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some(Instant::now() + RETRY);
+                *self
+                    .paused_until
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now() + RETRY);
                 None
             }
         }

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::link::Changed;
 use super::envelope::Carried;
+use super::link::Changed;
 use super::{envelope, names, pause, resp, Counters, Fleet};
 use crate::ws::Rooms;
 

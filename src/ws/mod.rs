@@ -41,9 +41,9 @@ pub use frame::{
     apply_mask, parse_frame_head, write_frame, FrameHead, Role, FIXED_MASK, OP_BINARY, OP_CLOSE,
     OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
 };
-pub use history::{History, HISTORY_BYTES, HISTORY_ROOMS, KEEP_FOR};
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
 pub(crate) use handshake::{check_upgrade, extensions_of, switching_protocols};
+pub use history::{History, HISTORY_BYTES, HISTORY_ROOMS, KEEP_FOR};
 pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
 pub(crate) use rooms::{local_members, Joined};

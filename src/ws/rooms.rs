@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use reactor::{ConnId, Remote};
 
 use super::app::{Message, WsCommand};
-use super::history::{History, Kept};
 use super::frame::{write_frame, OP_BINARY, OP_TEXT};
+use super::history::{History, Kept};
 
 /// Default limit on the rooms one WebSocket connection may be in at once
 /// ([`Server::max_rooms`](crate::http::Server::max_rooms)).

@@ -337,7 +337,9 @@ impl Rooms {
             return; // Redis lost it, or never had it: what this instance holds is all there is
         }
         let ours: Vec<Entry> = kept.recent.lines(room).cloned().collect();
-        let shared = ours.iter().any(|(id, _)| fleets.iter().any(|(f, _)| f == id));
+        let shared = ours
+            .iter()
+            .any(|(id, _)| fleets.iter().any(|(f, _)| f == id));
         let mut merged = fleets.clone();
         if shared {
             merged.extend(after_last_common(&ours, &fleets).into_iter().cloned());

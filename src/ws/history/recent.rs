@@ -263,7 +263,9 @@ mod merge_tests {
     use super::*;
 
     fn entries(ids: &[u64]) -> Vec<Entry> {
-        ids.iter().map(|&id| (id, format!("m{id}").into())).collect()
+        ids.iter()
+            .map(|&id| (id, format!("m{id}").into()))
+            .collect()
     }
 
     #[test]
@@ -286,7 +288,10 @@ mod merge_tests {
         ];
         for &(a, b, want) in cases {
             let (a_e, b_e) = (entries(a), entries(b));
-            let got: Vec<u64> = after_last_common(&a_e, &b_e).iter().map(|(id, _)| *id).collect();
+            let got: Vec<u64> = after_last_common(&a_e, &b_e)
+                .iter()
+                .map(|(id, _)| *id)
+                .collect();
             assert_eq!(got, want, "a {a:?} b {b:?}");
         }
     }
