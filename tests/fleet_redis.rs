@@ -422,6 +422,44 @@ fn a_posted_message_has_one_id_and_one_history_on_every_instance() {
 
 #[test]
 #[ignore = "needs redis-server (run by .ci/run)"]
+fn a_followed_room_receives_the_other_instances_posts_without_members() {
+    let redis = Redis::start();
+    let (fa, fb) = (fleet(&redis, "follow"), fleet(&redis, "follow"));
+    let ((a, rooms_a), (b, rooms_b)) = (keeping(&fa), keeping(&fb));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let seen = std::sync::Arc::clone(&seen);
+        rooms_b.watch(move |room, id, text| {
+            seen.lock()
+                .unwrap()
+                .push((room.to_owned(), id, text.to_owned()))
+        });
+    }
+    let follow = rooms_b.follow("f");
+    assert_eq!(rooms_b.members("f"), 0, "a follower is no member");
+    assert!(rooms_b.list().is_empty());
+    wait_until(Duration::from_secs(5), "B subscribed", || {
+        redis.subscribers("follow:room:f") == ":1"
+    });
+    let id = rooms_a.post("f", |id| format!("{id} posted on A"));
+    wait_until(Duration::from_secs(5), "B's watcher saw it", || {
+        !seen.lock().unwrap().is_empty()
+    });
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("f".to_owned(), id, format!("{id} posted on A"))]
+    );
+    assert_eq!(rooms_b.since("f", 0, || {}).len(), 1, "and keeps it");
+    drop(follow);
+    wait_until(Duration::from_secs(5), "B unsubscribed", || {
+        redis.subscribers("follow:room:f") == ":0"
+    });
+    a.shutdown().unwrap();
+    b.shutdown().unwrap();
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
 fn presence_counts_every_instance_and_forgets_one_that_stopped_reporting() {
     let redis = Redis::start();
     let (fa, fb) = (fleet(&redis, "pres"), fleet(&redis, "pres"));

@@ -261,7 +261,7 @@ fn serve() -> std::io::Result<()> {
     }
     let _ = &fleet;
     let limiter = limit.limiter();
-    let polls = Arc::new(Polls::default());
+    let polls = Arc::new(Polls::new(rooms.clone()));
     {
         // Every message that reaches a room here, from this instance or another, answers the
         // room's long-polls.

@@ -1,24 +1,40 @@
 //! Long-polls waiting for a room's next message: `GET /poll?room=R&after=ID` with nothing newer
 //! in the room parks its request (a deferred reply, no thread) until a message is said in R or
-//! 25 s pass (204), or the server stops (204 at once).
+//! 25 s pass (204), or the server stops (204 at once). While polls wait for a room, this
+//! instance follows it (`web::ws::Follow`): in a fleet, messages said on other instances wake
+//! them too.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use web::http::{Reply, Response};
+use web::ws::{Follow, Rooms};
 
 /// How long a poll waits for a message.
 pub const POLL_WAIT: Duration = Duration::from_secs(25);
 
+/// The polls waiting in one room, and the room followed meanwhile.
+struct Waiting {
+    polls: Vec<(Instant, Reply)>,
+    _follow: Follow,
+}
+
 /// The polls waiting, per room.
-#[derive(Default)]
 pub struct Polls {
-    waiting: Mutex<HashMap<String, Vec<(Instant, Reply)>>>,
+    rooms: Rooms,
+    waiting: Mutex<HashMap<String, Waiting>>,
 }
 
 impl Polls {
-    fn waiting(&self) -> MutexGuard<'_, HashMap<String, Vec<(Instant, Reply)>>> {
+    pub fn new(rooms: Rooms) -> Polls {
+        Polls {
+            rooms,
+            waiting: Mutex::default(),
+        }
+    }
+
+    fn waiting(&self) -> MutexGuard<'_, HashMap<String, Waiting>> {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -26,14 +42,18 @@ impl Polls {
     pub fn wait(&self, room: &str, reply: Reply, until: Instant) {
         self.waiting()
             .entry(room.to_owned())
-            .or_default()
+            .or_insert_with(|| Waiting {
+                polls: Vec::new(),
+                _follow: self.rooms.follow(room),
+            })
+            .polls
             .push((until, reply));
     }
 
     /// A message was said in `room`: every poll waiting there gets `answer`.
     pub fn wake(&self, room: &str, answer: impl Fn() -> Response) {
-        let woken = self.waiting().remove(room).unwrap_or_default();
-        for (_, reply) in woken {
+        let woken = self.waiting().remove(room);
+        for (_, reply) in woken.map(|w| w.polls).unwrap_or_default() {
             reply.send(answer());
         }
     }
@@ -43,7 +63,7 @@ impl Polls {
     pub fn sweep(&self, now: Instant, stopping: bool, none: impl Fn() -> Response) -> usize {
         let mut due = Vec::new();
         let mut waiting = self.waiting();
-        waiting.retain(|_, polls| {
+        waiting.retain(|_, Waiting { polls, .. }| {
             let mut i = 0;
             while i < polls.len() {
                 if stopping || polls[i].0 <= now || !polls[i].1.is_open() {
@@ -54,7 +74,7 @@ impl Polls {
             }
             !polls.is_empty()
         });
-        let left = waiting.values().map(Vec::len).sum();
+        let left = waiting.values().map(|w| w.polls.len()).sum();
         drop(waiting);
         for reply in due {
             if reply.is_open() {

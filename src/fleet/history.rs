@@ -215,6 +215,6 @@ mod tests {
             "after the block: own ids, still growing"
         );
         // The counter's ids stay below the instance's own until 2094.
-        assert!(now_spread() < OWN && (2094 - 2025) * 365 * 86_400_000u64 << SPREAD < OWN);
+        assert!(now_spread() < OWN && ((2094 - 2025) * 365 * 86_400_000u64) << SPREAD < OWN);
     }
 }

@@ -1,4 +1,5 @@
-//! The subscriber thread: one subscription per room that has members on this instance, and
+//! The subscriber thread: one subscription per room that has members (or a
+//! [`Follow`](crate::ws::Follow)) on this instance, and
 //! what other instances publish there handed to the workers' fan-out (its own echo dropped).
 //!
 //! It looks at the rooms whose local membership changed every [`POLL`] (between two waits
@@ -59,7 +60,7 @@ fn session(
         // (Un)subscriptions are sent without waiting: their confirmations arrive among the
         // messages and are passed over.
         for room in pending.drain() {
-            let wanted = rooms.members(&room) > 0;
+            let wanted = rooms.followed(&room);
             let channel = names::room_channel(&fleet.prefix, &room);
             if wanted && !subscribed.contains(&room) {
                 con.send(&redis::cmd("SUBSCRIBE").arg(channel).get_packed_command())?;

@@ -47,7 +47,7 @@ pub use history::{History, HISTORY_BYTES, HISTORY_ROOMS, KEEP_FOR};
 pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
 pub(crate) use rooms::{local_members, Joined};
-pub use rooms::{Rooms, MAX_ROOMS};
+pub use rooms::{Follow, Rooms, MAX_ROOMS};
 pub(crate) use seat::{join_back, Joining, Seat};
 pub(crate) use strand::{write_out, LiveApp, LiveConn, Route, Timeouts, WsSettings};
 pub use strand::{CLOSE_TIMEOUT, WS_HIGH_WATER, WS_MAX_BACKLOG};

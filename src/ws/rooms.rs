@@ -69,9 +69,11 @@ struct Shared {
     kept: Mutex<Kept>,
 }
 
-/// How many members of one room each worker has.
+/// How many members of one room each worker has, and how many [`Follow`]s it has.
 struct Count {
     per_worker: Box<[AtomicUsize]>,
+    /// Changed under the counts' lock only.
+    followers: AtomicUsize,
 }
 
 impl Count {
@@ -80,6 +82,49 @@ impl Count {
             .iter()
             .map(|c| c.load(Ordering::Acquire))
             .sum()
+    }
+
+    /// Neither members nor followers: the room is forgotten.
+    fn idle(&self) -> bool {
+        self.total() == 0 && self.followers.load(Ordering::Acquire) == 0
+    }
+}
+
+/// This instance follows a room while this is held: in a fleet it receives the room's
+/// messages from the other instances (they reach [`Rooms::watch`] and the room's history)
+/// although the room may have no members here — what a long-poll waiting for the room's next
+/// message needs. It is not a member: it gets no message itself and is not counted in
+/// [`Rooms::members`]. Dropping it stops following (unless members or other `Follow`s
+/// remain).
+///
+/// ```
+/// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
+/// let follow = rooms.follow("news");
+/// assert_eq!(rooms.members("news"), 0);
+/// drop(follow);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[must_use = "the room is followed only while this is held"]
+pub struct Follow {
+    rooms: Rooms,
+    room: Arc<str>,
+}
+
+impl std::fmt::Debug for Follow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follow").field("room", &self.room).finish()
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        let mut counts = self.rooms.shared.counts();
+        if let Some(count) = counts.get(&self.room) {
+            let _ = count
+                .followers
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        }
+        self.rooms.forget_if_idle(&mut counts, &self.room);
     }
 }
 
@@ -253,43 +298,83 @@ impl Rooms {
             .counts()
             .iter()
             .map(|(name, c)| (name.to_string(), c.total()))
+            .filter(|(_, n)| *n > 0)
             .collect();
         rooms.sort();
         rooms
     }
 
-    /// The rooms that have members now.
+    /// The rooms that have members or followers now.
     #[cfg(feature = "redis")]
     pub(crate) fn names(&self) -> Vec<Arc<str>> {
         self.shared.counts().keys().cloned().collect()
     }
 
+    /// Whether `room` has members or followers now.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // the fleet's concern
+    pub(crate) fn followed(&self, room: &str) -> bool {
+        self.shared.counts().contains_key(room)
+    }
+
+    /// Follows `room` while the [`Follow`] is held (see there).
+    pub fn follow(&self, room: &str) -> Follow {
+        let mut counts = self.shared.counts();
+        let (name, count) = self.entry(&mut counts, room, 0);
+        count.followers.fetch_add(1, Ordering::AcqRel);
+        Follow {
+            rooms: self.clone(),
+            room: name,
+        }
+    }
+
     /// Counts a member of `room` on `worker` (publishes sent from now on go to that worker);
     /// the room's shared name.
     pub(crate) fn count_in(&self, room: &str, worker: u32) -> Arc<str> {
-        let workers = self.shared.remote.get().map_or(1, |r| r.workers());
         let mut counts = self.shared.counts();
-        let (name, count) = match counts.get_key_value(room) {
-            Some((name, count)) => (Arc::clone(name), Arc::clone(count)),
-            None => {
-                let name: Arc<str> = room.into();
-                let count = Arc::new(Count {
-                    per_worker: (0..workers.max(worker as usize + 1))
-                        .map(|_| AtomicUsize::new(0))
-                        .collect(),
-                });
-                counts.insert(Arc::clone(&name), Arc::clone(&count));
-                #[cfg(feature = "redis")]
-                if let Some(fleet) = self.shared.fleet.get() {
-                    fleet.changed(&name);
-                }
-                (name, count)
-            }
-        };
+        let (name, count) = self.entry(&mut counts, room, worker);
         if let Some(c) = count.per_worker.get(worker as usize) {
             c.fetch_add(1, Ordering::AcqRel);
         }
         name
+    }
+
+    /// `room`'s name and counts, made (and, in a fleet, followed) if it had none, with room
+    /// for `worker`.
+    fn entry(
+        &self,
+        counts: &mut HashMap<Arc<str>, Arc<Count>>,
+        room: &str,
+        worker: u32,
+    ) -> (Arc<str>, Arc<Count>) {
+        if let Some((name, count)) = counts.get_key_value(room) {
+            return (Arc::clone(name), Arc::clone(count));
+        }
+        let workers = self.shared.remote.get().map_or(1, |r| r.workers());
+        let name: Arc<str> = room.into();
+        let count = Arc::new(Count {
+            per_worker: (0..workers.max(worker as usize + 1))
+                .map(|_| AtomicUsize::new(0))
+                .collect(),
+            followers: AtomicUsize::new(0),
+        });
+        counts.insert(Arc::clone(&name), Arc::clone(&count));
+        #[cfg(feature = "redis")]
+        if let Some(fleet) = self.shared.fleet.get() {
+            fleet.changed(&name);
+        }
+        (name, count)
+    }
+
+    /// Forgets `room` (and, in a fleet, stops following it) if it has neither members nor
+    /// followers.
+    fn forget_if_idle(&self, counts: &mut HashMap<Arc<str>, Arc<Count>>, room: &str) {
+        if counts.get(room).is_some_and(|c| c.idle()) {
+            let _gone = counts.remove_entry(room);
+            #[cfg(feature = "redis")]
+            if let (Some(fleet), Some((name, _))) = (self.shared.fleet.get(), &_gone) {
+                fleet.changed(name);
+            }
+        }
     }
 
     /// Makes `id` (a connection of the calling worker thread) receive what its worker fans out
@@ -307,14 +392,8 @@ impl Rooms {
             if let Some(c) = count.per_worker.get(id.worker() as usize) {
                 let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
             }
-            if count.total() == 0 {
-                let _gone = counts.remove_entry(room);
-                #[cfg(feature = "redis")]
-                if let (Some(fleet), Some((name, _))) = (self.shared.fleet.get(), &_gone) {
-                    fleet.changed(name);
-                }
-            }
         }
+        self.forget_if_idle(&mut counts, room);
     }
 }
 

@@ -18,7 +18,8 @@ and nginx, all on free ports of 127.0.0.1 (tests/interop/fleet_procs.py), then c
 5. history across the fleet: messages posted on one instance are the history a member joining
    on the other gets first (same ids, in order, once); an event stream resuming after one of
    those ids and a long-poll after it get the rest; a member joining the other instance while
-   messages are posted gets every message from its join on exactly once, in order;
+   messages are posted gets every message from its join on exactly once, in order; a
+   long-poll and an event stream on the other instance get a post live;
 6. presence: `/api/rooms?room=R` on either instance counts both instances' members; an
    instance killed with SIGKILL stops counting within `web::fleet::EXPIRY` (3 s) and a little;
    restarted on its port it serves the room's history at once;
@@ -243,6 +244,35 @@ def history_across(procs):
           f"got {got}")
     on_a.close()
     on_b.close()
+    # A long-poll on an instance with no member of the room, woken by a post on the other.
+    first = post_id(a, "lp", "first", "127.0.2.9")
+    result = {}
+
+    def long_poll():
+        result["reply"] = get(b, f"/poll?room=lp&after={first}")
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    time.sleep(0.5)
+    woke = post_id(a, "lp", "wake", "127.0.2.10")
+    poller.join(10)
+    status, body = result.get("reply", (None, b""))
+    polled = [(m["id"], m["text"]) for m in json.loads(body)["messages"]] if status == 200 else status
+    check("a long-poll on the other instance is answered by a post on the first",
+          polled == [(woke, "wake")], f"got {polled}")
+    # An event stream on the other instance gets a post on the first live, with its id.
+    sock = socket.create_connection(("127.0.0.1", b), timeout=5)
+    sock.sendall(b"GET /sse?room=live HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.recv(4096)  # the head
+    time.sleep(0.3)  # subscribed within about 100 ms
+    live = post_id(a, "live", "streamed", "127.0.2.11")
+    data = b""
+    end = time.time() + 3
+    while b"streamed" not in data and time.time() < end:
+        data += sock.recv(4096)
+    sock.close()
+    check("an event stream on the other instance gets the post live, with the same id",
+          f"id: {live}\n".encode() in data and b"streamed" in data, repr(data[-200:]))
 
 
 def history_under_traffic(procs):

@@ -193,7 +193,10 @@ impl Rooms {
     /// there are none, calls `or_wait` before the next message can be posted (in the same
     /// critical section: a long-poll registered there misses nothing).
     ///
-    /// "After" means behind that message when the history holds it, else of greater ids.
+    /// "After" means behind that message when the history holds it, else of greater ids. In a
+    /// fleet, a room this instance does not follow is first read from Redis (as a join is);
+    /// a caller that waits should hold a [`Follow`](crate::ws::Follow) of the room meanwhile,
+    /// so that messages posted on other instances reach it.
     ///
     /// ```
     /// let rooms = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(5)).rooms();
@@ -203,7 +206,12 @@ impl Rooms {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn since(&self, room: &str, after: u64, or_wait: impl FnOnce()) -> Vec<(u64, Arc<str>)> {
-        let kept = self.kept();
+        #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
+        let mut kept = self.kept();
+        #[cfg(feature = "redis")]
+        if !self.followed(room) {
+            self.fill_from_fleet(&mut kept, room);
+        }
         let newer: Vec<(u64, Arc<str>)> = kept.recent.after(room, after).cloned().collect();
         if newer.is_empty() {
             or_wait();
@@ -247,8 +255,8 @@ impl Rooms {
     }
 
     /// Hands `room`'s history after message `after` to `send_and_join` (which sends it and
-    /// joins the room), in the history's critical section; what it returned. A room without
-    /// members here is first read from the fleet's history, if there is a fleet.
+    /// joins the room), in the history's critical section; what it returned. A room this
+    /// instance does not follow is first read from the fleet's history, if there is a fleet.
     pub(crate) fn join_recent(
         &self,
         room: &str,
@@ -258,7 +266,7 @@ impl Rooms {
         #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
         let mut kept = self.kept();
         #[cfg(feature = "redis")]
-        if self.members(room) == 0 {
+        if !self.followed(room) {
             self.fill_from_fleet(&mut kept, room);
         }
         let joined = send_and_join(&mut kept.recent.after(room, after));
