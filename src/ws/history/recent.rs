@@ -94,16 +94,13 @@ impl Recent {
     /// else those of greater ids (an id older than the room's memory, or 0 for all).
     pub(crate) fn after(&self, room: &str, id: u64) -> impl Iterator<Item = &Entry> {
         let lines = self.rooms.get(room).map(|r| &r.lines);
-        let skip = lines.map_or(0, |lines| {
-            match lines.iter().position(|(line_id, _)| *line_id == id) {
-                Some(at) => at + 1,
-                None => lines
-                    .iter()
-                    .position(|(line_id, _)| *line_id > id)
-                    .unwrap_or(lines.len()),
-            }
-        });
-        lines.into_iter().flatten().skip(skip)
+        let held = lines.and_then(|l| l.iter().position(|(line_id, _)| *line_id == id));
+        let skip = held.map_or(0, |at| at + 1);
+        lines
+            .into_iter()
+            .flatten()
+            .skip(skip)
+            .filter(move |(line_id, _)| held.is_some() || *line_id > id)
     }
 
     /// Makes `lines` (oldest first) what `room` remembers, as if each had been recorded.
@@ -307,9 +304,9 @@ mod merge_tests {
             (10, &[50, 70]),
             (70, &[]),
             (0, &[90, 10, 50, 70]),
-            // Not held: the first greater id and all behind it.
-            (60, &[70]),
-            (20, &[90, 10, 50, 70]),
+            // Not held: the greater ids.
+            (60, &[90, 70]),
+            (20, &[90, 50, 70]),
             (100, &[]),
         ];
         for &(after, want) in cases {
