@@ -25,6 +25,18 @@
 //! Redis: publishing is a `try_send` into the queue, and a full queue drops the message for
 //! other instances (counted in [`ServerStats::fleet_dropped`](crate::http::ServerStats)).
 //!
+//! **History and presence.** With [`Server::history`](crate::http::Server::history), a
+//! message posted with [`Rooms::post`](crate::ws::Rooms::post) has the same id on every
+//! instance and is written to the room's list in Redis by the publisher thread, in the round
+//! trip of its `PUBLISH`; a member joining a room its instance does not follow yet reads that
+//! list first, and the subscription catches up on what was posted between the two (see
+//! `web::ws::History`). The publisher thread also writes this instance's members per room
+//! every [`BEAT`], expiring after [`EXPIRY`];
+//! [`Rooms::members_everywhere`](crate::ws::Rooms::members_everywhere) sums them. These reads
+//! — a join's history, a count — are the only Redis I/O on a worker, each bounded by
+//! [`Fleet::timeout`]; after one fails, reads answer from this instance's own figures for 1 s
+//! without trying (counted in [`FleetStats::local_reads`]).
+//!
 //! **Rate limits.** See [`RateLimit::fleet`]: a worker decides at once on this instance's
 //! count and what the others had counted as last heard, and never waits on Redis; the
 //! limiter's counter thread reports what was admitted (`INCRBY`, pipelined) and gives Redis
@@ -38,7 +50,7 @@
 //!
 //! **When Redis is unreachable or slow** each instance goes on serving its own clients: local
 //! room delivery continues, messages for other instances are dropped (not queued, so none
-//! arrives late), rate limits fall back to this instance's own count (a caller spread over
+//! arrives late), histories and member counts are this instance's own, rate limits fall back to this instance's own count (a caller spread over
 //! `n` instances may then get up to `n` times its allowance), and every failure is counted in
 //! [`ServerStats`](crate::http::ServerStats). Each thread reconnects with a backoff doubling
 //! from 100 ms to 2 s; once Redis is back, rooms cross instances again within about 2 s.
@@ -73,7 +85,7 @@ pub(crate) use names::Bucket;
 pub use presence::{BEAT, EXPIRY};
 
 /// Default time the rate limit's counter thread gives Redis for the answer to one batch of
-/// counts (workers never wait for it).
+/// counts, and a worker's read of a room's history or members is given.
 pub const TIMEOUT: Duration = Duration::from_millis(50);
 
 /// Default room messages waiting for the publisher thread; past it they are dropped.

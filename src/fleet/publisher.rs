@@ -1,7 +1,8 @@
 //! The publisher thread: `PUBLISH`es what this instance's rooms hand it, in the order handed,
-//! a batch of what is waiting per round trip (one pipeline). While Redis is unreachable it
-//! drops what arrives (counted) instead of keeping it, so no message reaches other instances
-//! late.
+//! a batch of what is waiting per round trip (one pipeline), a posted message with the write to
+//! its room's history list. While Redis is unreachable it drops what arrives (counted) instead
+//! of keeping it, so no message reaches other instances late. Between batches it keeps the
+//! workers' block of message ids filled and writes this instance's presence.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,7 +13,11 @@
 //!
 //! **Across instances.** With a `web::fleet::Fleet` (`--features redis`), a
 //! publish also reaches the room's members on every other instance (see the module
-//! `web::fleet`), and the room's presence figures stay this instance's own.
+//! `web::fleet`); [`Rooms::members`] counts this instance's members,
+//! [`Rooms::members_everywhere`] every instance's.
+//!
+//! **History.** With [`Server::history`](crate::http::Server::history), rooms keep their
+//! recent messages: see [`Rooms::post`] and the `history` module's notes.
 //!
 //! Slow members get no special treatment: a published frame is queued like any other output,
 //! and a member whose unsent output passes [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG) is

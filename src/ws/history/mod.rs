@@ -12,7 +12,7 @@
 //! also kept in Redis (written with the publish, by the publisher thread; see
 //! `web::fleet`), and each instance keeps its own copy of the rooms it follows. A member
 //! joining a room that has no other members on its instance is sent the fleet's history
-//! (one Redis read, at most [`Fleet::timeout`](crate::fleet::Fleet::timeout); past it, or
+//! (one Redis read, at most `web::fleet::Fleet::timeout`; past it, or
 //! while Redis is down, this instance's copy, counted in `FleetStats::local_reads`), so every
 //! instance, a restarted one too, serves the same recent messages.
 
@@ -234,10 +234,10 @@ impl Rooms {
     }
 
     /// How many members `room` has on every instance of the fleet: this instance's now, and
-    /// the others' as they last reported them (within [`BEAT`](crate::fleet::BEAT); an
+    /// the others' as they last reported them (within `web::fleet::BEAT`; an
     /// instance gone without a goodbye stops counting within
-    /// [`EXPIRY`](crate::fleet::EXPIRY)). One Redis read of at most
-    /// [`Fleet::timeout`](crate::fleet::Fleet::timeout); without a fleet, or when Redis did
+    /// `web::fleet::EXPIRY`). One Redis read of at most
+    /// `web::fleet::Fleet::timeout`; without a fleet, or when Redis did
     /// not answer (counted in `FleetStats::local_reads`), this instance's [`members`](Rooms::members).
     ///
     /// ```
