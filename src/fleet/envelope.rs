@@ -180,4 +180,25 @@ mod tests {
             Ok((1, Carried::Message(Message::Binary(vec![0xff, 0xfe]))))
         );
     }
+
+    proptest::proptest! {
+        /// Any bytes decode or are refused, never a panic; what decodes encodes back to the
+        /// same bytes.
+        #[test]
+        fn any_bytes_decode_or_are_refused(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            if let Ok((from, carried)) = decode(&bytes) {
+                let again = match &carried {
+                    Carried::Message(msg) => encode(from, msg),
+                    Carried::Posted(id, text) => encode_posted(from, *id, text),
+                };
+                proptest::prop_assert_eq!(again, bytes);
+            }
+        }
+
+        #[test]
+        fn posted_messages_round_trip(from: u64, id: u64, text in ".{0,40}") {
+            let carried = decode(&encode_posted(from, id, &text));
+            proptest::prop_assert_eq!(carried, Ok((from, Carried::Posted(id, text))));
+        }
+    }
 }

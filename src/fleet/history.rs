@@ -217,4 +217,24 @@ mod tests {
         // The counter's ids stay below the instance's own until 2094.
         assert!(now_spread() < OWN && ((2094 - 2025) * 365 * 86_400_000u64) << SPREAD < OWN);
     }
+
+    proptest::proptest! {
+        /// Any bytes in a history list are read as an entry or passed over, never a panic; an
+        /// entry read writes back to the same bytes.
+        #[test]
+        fn any_list_entry_is_read_or_passed_over(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48)) {
+            if let Some((id, text)) = parse_entry(&bytes) {
+                // Leading zeros are read but not written.
+                let canonical = !bytes.starts_with(b"0") || bytes.starts_with(b"0 ");
+                if canonical {
+                    proptest::prop_assert_eq!(entry(id, &text), bytes);
+                }
+            }
+        }
+
+        #[test]
+        fn entries_round_trip(id: u64, text in ".{0,40}") {
+            proptest::prop_assert_eq!(parse_entry(&entry(id, &text)), Some((id, Arc::from(text.as_str()))));
+        }
+    }
 }

@@ -337,4 +337,27 @@ mod merge_tests {
         assert!(!h.has("r"));
         assert_eq!(h.bytes, 0);
     }
+
+    proptest::proptest! {
+        /// Merging the fleet's copy with this instance's never repeats a message: the fleet's
+        /// list followed by what only this instance holds past their last common message
+        /// holds every id once, and so does a copy caught up with what it lacks.
+        #[test]
+        fn merges_hold_each_message_once(
+            fleet in proptest::sample::subsequence((1u64..40).collect::<Vec<_>>(), 0..20),
+            ours in proptest::sample::subsequence((1u64..40).collect::<Vec<_>>(), 0..20),
+        ) {
+            let (fleet, ours) = (entries(&fleet), entries(&ours));
+            let mut filled: Vec<u64> = fleet.iter().map(|(id, _)| *id).collect();
+            filled.extend(after_last_common(&ours, &fleet).iter().map(|(id, _)| *id));
+            let mut caught: Vec<u64> = ours.iter().map(|(id, _)| *id).collect();
+            caught.extend(after_last_common(&fleet, &ours).iter().map(|(id, _)| *id));
+            for ids in [filled, caught] {
+                let mut unique = ids.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                proptest::prop_assert_eq!(unique.len(), ids.len(), "{:?}", ids);
+            }
+        }
+    }
 }
