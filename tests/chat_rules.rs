@@ -123,3 +123,43 @@ fn the_figures_count_rooms_and_name_none() {
     assert!(!body.contains("secret-room-name"), "{body}");
     assert!(body.contains("\"rooms\":1"), "{body}");
 }
+
+#[test]
+fn a_room_s_members_are_counted_by_name() {
+    let chat = Chat::start(&[]);
+    let (_, _one) = chat.upgrade("/ws?room=counted&name=a", &[]);
+    let (_, _two) = chat.upgrade("/ws?room=counted&name=b", &[]);
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", chat.port)).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /sse?room=counted HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    )
+    .unwrap();
+    let mut head = [0u8; 64];
+    assert!(std::io::Read::read(&mut stream, &mut head).unwrap() > 0);
+    let mut body = String::new();
+    for _ in 0..100 {
+        let (status, b) = chat.ask("GET /api/rooms?room=counted", &[], "");
+        assert_eq!(status, 200);
+        body = b;
+        if body == r#"{"room":"counted","members":3}"# {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        body, r#"{"room":"counted","members":3}"#,
+        "WebSocket and SSE members"
+    );
+    let (status, body) = chat.ask("GET /api/rooms?room=nobody", &[], "");
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"room":"nobody","members":0}"#)
+    );
+    assert_eq!(
+        chat.ask("GET /api/rooms", &[], "").0,
+        400,
+        "a room is needed"
+    );
+    assert_eq!(chat.ask("POST /api/rooms?room=x", &[], "").0, 405);
+}
