@@ -96,8 +96,11 @@ impl Drop for Redis {
     }
 }
 
-/// Members join `?room=`; a text message is published to that room.
-struct Relay;
+/// Members join `?room=`; a text message is published to that room — or, when `posting`, members
+/// join with the room's history and a text message is posted.
+struct Relay {
+    posting: bool,
+}
 
 impl WsHandler for Relay {
     type State = String;
@@ -107,31 +110,21 @@ impl WsHandler for Relay {
     }
 
     fn open(&self, ws: &mut Ws<'_>, room: &mut String) {
-        ws.join(room);
+        if self.posting {
+            ws.join_with_history(room);
+        } else {
+            ws.join(room);
+        }
     }
 
     fn message(&self, ws: &mut Ws<'_>, room: &mut String, msg: Message) {
-        ws.publish(room, &msg);
-    }
-}
-
-/// Members join `?room=` with its history; a text message is posted to that room.
-struct Keeper;
-
-impl WsHandler for Keeper {
-    type State = String;
-
-    fn accept(&self, req: &Request) -> Result<String, Response> {
-        Ok(param(query_of(req.path()), "room"))
-    }
-
-    fn open(&self, ws: &mut Ws<'_>, room: &mut String) {
-        ws.join_with_history(room);
-    }
-
-    fn message(&self, ws: &mut Ws<'_>, room: &mut String, msg: Message) {
-        if let Message::Text(text) = msg {
-            ws.rooms().post(room, |id| format!("{id} {text}"));
+        match msg {
+            Message::Text(text) if self.posting => {
+                ws.rooms().post(room, |id| format!("{id} {text}"));
+            }
+            msg => {
+                ws.publish(room, &msg);
+            }
         }
     }
 }
@@ -143,7 +136,7 @@ fn keeping(fleet: &Fleet) -> (ServerHandle, Rooms) {
         .workers(2)
         .fleet(fleet)
         .history(History::new(5))
-        .websocket("/", Keeper);
+        .websocket("/", Relay { posting: true });
     let rooms = server.rooms();
     let handle = server
         .spawn(|_req| text_response(404, "WebSocket only\n"))
@@ -156,7 +149,7 @@ fn instance(fleet: &Fleet) -> ServerHandle {
         .unwrap()
         .workers(2)
         .fleet(fleet)
-        .websocket("/", Relay)
+        .websocket("/", Relay { posting: false })
         .spawn(|_req| text_response(404, "WebSocket only\n"))
         .unwrap()
 }

@@ -22,20 +22,17 @@ pub(crate) const MAX_CALLER: usize = 64;
 
 /// The pub/sub channel of `room`.
 pub(crate) fn room_channel(prefix: &str, room: &str) -> Vec<u8> {
-    let mut name = Vec::with_capacity(prefix.len() + 6 + room.len());
-    name.extend_from_slice(prefix.as_bytes());
-    name.extend_from_slice(b":room:");
-    name.extend_from_slice(room.as_bytes());
-    name
+    of_room(prefix, b":room:", room)
+}
+
+/// `{prefix}{kind}{room}`: a room name is used as it is (Redis names are binary-safe).
+fn of_room(prefix: &str, kind: &[u8], room: &str) -> Vec<u8> {
+    [prefix.as_bytes(), kind, room.as_bytes()].concat()
 }
 
 /// The list of `room`'s recent messages.
 pub(crate) fn history_key(prefix: &str, room: &str) -> Vec<u8> {
-    let mut name = Vec::with_capacity(prefix.len() + 9 + room.len());
-    name.extend_from_slice(prefix.as_bytes());
-    name.extend_from_slice(b":history:");
-    name.extend_from_slice(room.as_bytes());
-    name
+    of_room(prefix, b":history:", room)
 }
 
 /// The counter the fleet's message ids are taken from.
