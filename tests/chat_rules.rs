@@ -122,6 +122,11 @@ fn the_figures_count_rooms_and_name_none() {
     assert_eq!(status, 200);
     assert!(!body.contains("secret-room-name"), "{body}");
     assert!(body.contains("\"rooms\":1"), "{body}");
+    // A handful of connections says nothing about the cost of one: no figure.
+    assert!(
+        body.contains(r#""bytes_per_added_connection":null"#),
+        "{body}"
+    );
 }
 
 #[test]

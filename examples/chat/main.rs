@@ -32,7 +32,9 @@
 //!   (`{"messages":[…]}`), or the next message said in R within 25 s, or `204` when none came;
 //! - `GET /api/rooms?room=R`: `{"room":R,"members":N}`, N the room's members (WebSocket and
 //!   event streams) on every instance of the fleet;
-//! - `GET /api/stats`: the server's figures as JSON (counts only: no room names);
+//! - `GET /api/stats`: the server's figures as JSON (counts only: no room names), among them
+//!   `bytes_per_added_connection`: the growth of the process's memory since the figures were
+//!   first asked for, divided by the connections opened since (`null` below 100 of them);
 //! - SIGINT or SIGTERM: graceful stop (members get close 1001, streams end, polls get 204),
 //!   exit 0.
 //!
@@ -46,7 +48,7 @@
 //! `/api/stats` (`fleet_local_reads`).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use web::http::{
@@ -280,11 +282,11 @@ fn serve() -> std::io::Result<()> {
     let server = server
         .websocket("/ws", Arc::clone(&chat))
         .sse("/sse", Arc::clone(&chat));
-    let baseline = rss_bytes();
+    let baseline = Arc::new(OnceLock::new());
     let sweeper_control = control.clone();
     let app = {
         let chat = Arc::clone(&chat);
-        move |req: Request| route(&chat, &control, baseline, req)
+        move |req: Request| route(&chat, &control, &baseline, req)
     };
     eprintln!(
         "chat: {}://{}/",
@@ -333,7 +335,7 @@ fn fleet(url: Option<String>) -> std::io::Result<Option<std::convert::Infallible
     }
 }
 
-fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Response {
+fn route(chat: &Chat, control: &Control, baseline: &Baseline, req: Request) -> Response {
     let query = query_of(req.path());
     match (req.method(), path_of(req.path())) {
         ("GET" | "HEAD", "/") => html_response(200, PAGE),
@@ -390,17 +392,30 @@ fn route(chat: &Chat, control: &Control, baseline: u64, req: Request) -> Respons
     }
 }
 
+/// The process's memory and open connections when the figures were first asked for: what
+/// "bytes per added connection" counts from (the workers' stacks and first buffers are in it,
+/// so they are not counted as any connection's).
+type Baseline = OnceLock<(u64, u64)>;
+
+/// Fewer connections added than this and the growth per connection is the allocator's noise
+/// (a page is 4 096 bytes): the figure is `null`.
+const MIN_ADDED: u64 = 100;
+
 /// The server's figures: what the library reports, and this process's memory.
-fn stats_json(chat: &Chat, control: &Control, baseline: u64) -> String {
+fn stats_json(chat: &Chat, control: &Control, baseline: &Baseline) -> String {
     let s = control.stats();
     let rss = rss_bytes();
-    let per_connection = rss
-        .saturating_sub(baseline)
-        .checked_div(s.open_connections as u64)
-        .unwrap_or(0);
+    let open = s.open_connections as u64;
+    let &(rss0, open0) = baseline.get_or_init(|| (rss, open));
+    let added = open.saturating_sub(open0);
+    let per_connection = if added >= MIN_ADDED {
+        (rss.saturating_sub(rss0) / added).to_string()
+    } else {
+        "null".to_owned()
+    };
     let rooms = chat.rooms.list().len();
     format!(
-        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_connection":{per_connection},"connections":{},"event_streams":{},"out_of_descriptors":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"fleet_local_reads":{},"rooms":{rooms}}}"#,
+        r#"{{"open_connections":{},"websockets":{},"requests":{},"held_bytes":{},"rss_bytes":{rss},"bytes_per_added_connection":{per_connection},"connections_added":{added},"connections":{},"event_streams":{},"out_of_descriptors":{},"fleet_errors":{},"fleet_dropped":{},"fleet_local_decisions":{},"fleet_local_reads":{},"rooms":{rooms}}}"#,
         s.open_connections,
         s.websockets,
         s.requests,
