@@ -1,0 +1,382 @@
+//! Connections as a client makes them: one request (or handshake) completed on each, then held.
+//! Only to 127.0.0.0/8; source addresses are spread over 127.0.0.2–127.0.0.250 so that tens
+//! of thousands of connections never run out of ports.
+
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use sha1::{Digest, Sha1};
+
+/// What is done on a connection before it is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One keep-alive `GET`, its whole reply read.
+    Http,
+    /// A WebSocket upgrade, its `101` (and accept key) checked.
+    Ws,
+    /// A Server-Sent Events `GET`, its `200 text/event-stream` head read.
+    Sse,
+    /// A TLS handshake, then one keep-alive `GET` through it.
+    Tls,
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Kind, String> {
+        match s {
+            "http" => Ok(Kind::Http),
+            "ws" => Ok(Kind::Ws),
+            "sse" => Ok(Kind::Sse),
+            "tls" => Ok(Kind::Tls),
+            _ => Err(format!("--kind is http, ws, sse or tls, not {s:?}")),
+        }
+    }
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Http => "http",
+            Kind::Ws => "ws",
+            Kind::Sse => "sse",
+            Kind::Tls => "tls",
+        }
+    }
+}
+
+/// Where connections go: a loopback address, the `Host` to name, the target.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: SocketAddrV4,
+    pub host: String,
+    pub path: String,
+}
+
+impl Target {
+    /// `http://127.0.0.1:8080/path` (also `ws`, `https`, `wss`; `localhost` is 127.0.0.1).
+    /// Anything off 127.0.0.0/8 is refused: load goes to this host only.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| format!("not a URL: {url:?}"))?;
+        let default_port = match scheme {
+            "http" | "ws" => 80,
+            "https" | "wss" => 443,
+            _ => {
+                return Err(format!(
+                    "the scheme is http, https, ws or wss, not {scheme:?}"
+                ))
+            }
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(at) => (&rest[..at], &rest[at..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>().map_err(|_| format!("not a port: {p:?}"))?,
+            ),
+            None => (authority, default_port),
+        };
+        let ip: Ipv4Addr = if host == "localhost" {
+            Ipv4Addr::LOCALHOST
+        } else {
+            host.parse()
+                .map_err(|_| format!("{host:?}: give an address of 127.0.0.0/8"))?
+        };
+        if ip.octets()[0] != 127 {
+            return Err(format!(
+                "{ip} is not on 127.0.0.0/8: web-bench loads this host only"
+            ));
+        }
+        if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!("the path {path:?} holds spaces or control bytes"));
+        }
+        Ok(Target {
+            addr: SocketAddrV4::new(ip, port),
+            host: authority.to_owned(),
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// A connection held open.
+pub enum Held {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Held {
+    /// The socket under it.
+    pub fn socket(&self) -> &TcpStream {
+        match self {
+            Held::Plain(s) => s,
+            Held::Tls(t) => &t.sock,
+        }
+    }
+}
+
+/// The `n`-th source address of the spread.
+pub fn source(n: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, 0, 2 + (n % 249) as u8)
+}
+
+/// A TCP connection from `src` (any port) to `to`.
+pub fn connect_from(src: Ipv4Addr, to: SocketAddrV4, timeout: Duration) -> io::Result<TcpStream> {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    // The port is chosen at connect(2), per destination: sources × ports are not exhausted.
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor, and an int option of the size given.
+    let set = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&sock),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if set != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    sock.bind(&SocketAddr::from(SocketAddrV4::new(src, 0)).into())?;
+    sock.connect_timeout(&SocketAddr::from(to).into(), timeout)?;
+    sock.set_tcp_nodelay(true)?;
+    let stream: TcpStream = sock.into();
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    Ok(stream)
+}
+
+/// Opens connection `n` to `target` and completes one request or handshake of `kind` on it.
+pub fn open(
+    kind: Kind,
+    target: &Target,
+    n: usize,
+    tls: &Arc<rustls::ClientConfig>,
+    timeout: Duration,
+) -> io::Result<Held> {
+    let mut stream = connect_from(source(n), target.addr, timeout)?;
+    match kind {
+        Kind::Http => {
+            get(&mut stream, target)?;
+            Ok(Held::Plain(stream))
+        }
+        Kind::Ws => {
+            upgrade(&mut stream, target)?;
+            Ok(Held::Plain(stream))
+        }
+        Kind::Sse => {
+            let request = format!(
+                "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+                target.path, target.host
+            );
+            stream.write_all(request.as_bytes())?;
+            let head = read_head(&mut stream, &mut Vec::new())?;
+            let lower = head.to_ascii_lowercase();
+            if !head.starts_with("HTTP/1.1 200") || !lower.contains("text/event-stream") {
+                return Err(refused("an event stream", &head));
+            }
+            Ok(Held::Plain(stream))
+        }
+        Kind::Tls => {
+            let name = rustls::pki_types::ServerName::try_from(target.addr.ip().to_string())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let conn =
+                rustls::ClientConnection::new(Arc::clone(tls), name).map_err(io::Error::other)?;
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            get(&mut tls, target)?;
+            Ok(Held::Tls(Box::new(tls)))
+        }
+    }
+}
+
+/// One `GET` on `s` and its whole reply (a `Content-Length` body, or none).
+pub fn get(s: &mut (impl Read + Write), target: &Target) -> io::Result<()> {
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        target.path, target.host
+    );
+    s.write_all(request.as_bytes())?;
+    let mut rest = Vec::new();
+    let head = read_head(s, &mut rest)?;
+    if !head.starts_with("HTTP/1.1 2") {
+        return Err(refused("a 2xx reply", &head));
+    }
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })
+        .ok_or_else(|| refused("a Content-Length", &head))?;
+    let mut body = rest.len();
+    let mut buf = [0u8; 4096];
+    while body < length {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        body += n;
+    }
+    Ok(())
+}
+
+/// A WebSocket upgrade of `s`; its `101` and accept key checked.
+pub fn upgrade(s: &mut TcpStream, target: &Target) -> io::Result<()> {
+    let key = "dGhlIHNhbXBsZSBub25jZQ==";
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        target.path, target.host
+    );
+    s.write_all(request.as_bytes())?;
+    let head = read_head(s, &mut Vec::new())?;
+    let accept = base64::engine::general_purpose::STANDARD.encode(
+        Sha1::new()
+            .chain_update(key)
+            .chain_update("258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
+            .finalize(),
+    );
+    if !head.starts_with("HTTP/1.1 101") || !head.contains(&accept) {
+        return Err(refused("a 101 with the accept key", &head));
+    }
+    Ok(())
+}
+
+/// Reads up to the end of a reply's head: the head (as text), and what came after it in
+/// `rest`. At most 64 KiB.
+fn read_head(s: &mut impl Read, rest: &mut Vec<u8>) -> io::Result<String> {
+    let mut got = Vec::with_capacity(512);
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            rest.extend_from_slice(&got[end + 4..]);
+            got.truncate(end);
+            return Ok(String::from_utf8_lossy(&got).into_owned());
+        }
+        if got.len() > 64 * 1024 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a head over 64 KiB",
+            ));
+        }
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+fn refused(wanted: &str, head: &str) -> io::Error {
+    let first = head.lines().next().unwrap_or("");
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("wanted {wanted}, got {first:?}"),
+    )
+}
+
+/// A TLS client that accepts any certificate: the server is on this host, and what is measured
+/// is its memory, not its identity.
+pub fn tls_config() -> Arc<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map(|b| {
+            b.dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+                .with_no_client_auth()
+        });
+    match config {
+        Ok(c) => Arc::new(c),
+        // ring offers the default versions: this does not happen.
+        Err(e) => panic!("no TLS client: {e}"),
+    }
+}
+
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_a_loopback_target_or_are_refused() {
+        let t = Target::parse("http://127.0.0.1:8080/x?y=1").unwrap();
+        assert_eq!(
+            (t.addr.to_string().as_str(), t.path.as_str()),
+            ("127.0.0.1:8080", "/x?y=1")
+        );
+        assert_eq!(Target::parse("ws://localhost:9").unwrap().path, "/");
+        assert_eq!(Target::parse("https://127.0.0.5").unwrap().addr.port(), 443);
+        for bad in [
+            "http://10.0.0.1:80/",
+            "http://example.com/",
+            "ftp://127.0.0.1/",
+            "127.0.0.1:80",
+            "http://127.0.0.1:99999/",
+            "http://127.0.0.1/a b",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sources_stay_on_loopback_and_spread() {
+        assert_eq!(source(0), Ipv4Addr::new(127, 0, 0, 2));
+        assert_eq!(source(248), Ipv4Addr::new(127, 0, 0, 250));
+        assert_eq!(source(249), source(0));
+    }
+}

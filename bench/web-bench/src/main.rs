@@ -1,0 +1,147 @@
+//! `web-bench`: what a connection costs a server, and how servers compare. Everything it
+//! loads is on 127.0.0.0/8; every run is bounded in time and count.
+//!
+//! ```sh
+//! cargo run --release -p web-bench -- idle --help
+//! cargo run --release -p web-bench -- idle --pid 1234 --url http://127.0.0.1:8080/ -n 10000
+//! cargo run --release -p web-bench -- compare --help
+//! ```
+
+mod args;
+mod compare;
+mod conns;
+mod idle;
+mod load;
+mod peers;
+mod procfs;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use args::{Opt, Refused};
+
+const ABOUT: &str = "web-bench: what a connection costs a server, and how servers compare.\n\
+\n\
+Commands:\n  \
+  idle      the memory an idle connection costs a running server\n  \
+  compare   web against other Rust servers, side by side, in one run\n\
+\n\
+`web-bench COMMAND --help` says more. Everything runs against 127.0.0.0/8 only.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let ran = match args.first().map(String::as_str) {
+        Some("idle") => idle_command(&args[1..]),
+        Some("compare") => compare::command(&args[1..]),
+        Some("--help" | "-h" | "help") => Err(Refused::Help(ABOUT.to_owned())),
+        Some(other) => Err(Refused::Usage(format!(
+            "unknown command {other:?}\n\n{ABOUT}"
+        ))),
+        None => Err(Refused::Usage(ABOUT.to_owned())),
+    };
+    match ran {
+        Ok(code) => code,
+        Err(Refused::Help(text)) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(Refused::Usage(text)) => {
+            eprintln!("web-bench: {text}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+const IDLE_ABOUT: &str = "web-bench idle: the memory an idle connection costs a running server.\n\
+\n\
+Reads the server's resident memory (its process and descendants) once steady, opens N\n\
+connections (sources spread over 127.0.0.2-250), completes one request or handshake on each,\n\
+holds them idle, reads the memory again once steady: (held - before) / N is the user-space\n\
+cost of one idle connection. As root it also reads /proc/slabinfo: the kernel's growth per\n\
+connection (both ends of each loopback connection). Then it closes them and reads what the\n\
+server gave back. It raises its descriptor limit as far as the hard limit allows and says\n\
+when N is capped by it.\n\
+\n\
+Example: web-bench idle --pid $(pidof hello) --url http://127.0.0.1:8080/ -n 10000";
+
+const IDLE_OPTS: &[Opt] = &[
+    Opt { name: "--pid", value: Some("PID"), help: "the server's process (needed)" },
+    Opt { name: "--url", value: Some("URL"), help: "where to connect: http|ws|https|wss://127.x.x.x:PORT/PATH (needed)" },
+    Opt { name: "-n", value: Some("N"), help: "connections to hold (default 10000, at most 1000000)" },
+    Opt { name: "--kind", value: Some("KIND"), help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET); default from the URL" },
+    Opt { name: "--json", value: Some("FILE"), help: "where the record goes (default target/web-bench/idle-KIND.json)" },
+    Opt { name: "--svg", value: Some("FILE"), help: "also draw the result as a chart" },
+    Opt { name: "--budget", value: Some("SECONDS"), help: "longest the run may take (default 600)" },
+];
+
+fn idle_command(args: &[String]) -> Result<ExitCode, Refused> {
+    let given = args::parse(args, IDLE_OPTS, IDLE_ABOUT)?;
+    let url: String = given.need("--url")?;
+    let target = conns::Target::parse(&url).map_err(Refused::Usage)?;
+    let kind = match given.get::<conns::Kind>("--kind")? {
+        Some(k) => k,
+        None if url.starts_with("ws") => conns::Kind::Ws,
+        None if url.starts_with("https") => conns::Kind::Tls,
+        None => conns::Kind::Http,
+    };
+    let n: usize = given.get_or("-n", 10_000)?;
+    if !(1..=1_000_000).contains(&n) {
+        return Err(Refused::Usage("-n is 1 to 1000000".into()));
+    }
+    let plan = idle::Plan {
+        pid: given.need("--pid")?,
+        target,
+        kind,
+        n,
+        budget: Duration::from_secs(given.get_or("--budget", 600)?),
+        timeout: Duration::from_secs(10),
+    };
+    let json: PathBuf = given.get_or(
+        "--json",
+        PathBuf::from(format!("target/web-bench/idle-{}.json", kind.name())),
+    )?;
+    let svg: Option<PathBuf> = given.get("--svg")?;
+    let mut progress = report::Progress::new();
+    let record = match idle::measure(&plan, &mut progress) {
+        Ok(r) => r,
+        Err(e) => {
+            progress.done();
+            eprintln!("web-bench idle: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    print!("{}", idle::describe(&record));
+    if let Err(e) = report::write_json(&json, &record) {
+        eprintln!("web-bench idle: writing {json:?}: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("record: {}", json.display());
+    if let Some(svg) = svg {
+        let mut bars = vec![(
+            "user space".to_owned(),
+            record["bytes_per_connection"].as_f64().unwrap_or(0.0),
+        )];
+        if let Some(k) = record["kernel"]["bytes_per_connection_both_ends"].as_f64() {
+            bars.push(("kernel, both ends".to_owned(), k));
+        }
+        let panel = report::Panel {
+            title: format!("an idle {} connection", kind.name()),
+            unit: "bytes, log scale".into(),
+            log: true,
+            bars,
+        };
+        if let Err(e) = report::svg(&svg, "web-bench idle", &[panel]) {
+            eprintln!("web-bench idle: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+        println!("chart: {}", svg.display());
+    }
+    let held = record["held"].as_u64().unwrap_or(0);
+    Ok(if held == 0 || record["failed"].as_u64().unwrap_or(0) > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
