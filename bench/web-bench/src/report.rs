@@ -151,9 +151,9 @@ fn draw_panel(
         chart.draw_series(panel.bars.iter().enumerate().map(|(i, (_, v))| {
             let mut r = Rectangle::new(
                 [(lo, bar(i)), (v.max(lo), SegmentValue::Exact(i + 1))],
-                BLUE.mix(0.6).filled(),
+                colour(&panel.bars[i].0).filled(),
             );
-            r.set_margin(4, 4, 0, 0);
+            r.set_margin(3, 3, 0, 0);
             r
         }))?;
     } else {
@@ -166,13 +166,22 @@ fn draw_panel(
         chart.draw_series(panel.bars.iter().enumerate().map(|(i, (_, v))| {
             let mut r = Rectangle::new(
                 [(0.0, bar(i)), (*v, SegmentValue::Exact(i + 1))],
-                BLUE.mix(0.6).filled(),
+                colour(&panel.bars[i].0).filled(),
             );
-            r.set_margin(4, 4, 0, 0);
+            r.set_margin(3, 3, 0, 0);
             r
         }))?;
     }
     Ok(())
+}
+
+/// `web`'s bars stand out.
+fn colour(label: &str) -> RGBAColor {
+    if label == "web" {
+        RGBColor(232, 89, 12).mix(0.85)
+    } else {
+        RGBColor(47, 111, 237).mix(0.55)
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! `Hello, World!` from hyper 1 on one current-thread tokio runtime, plain or over
+//! `Hello, World!` from hyper 1 on one current-thread tokio runtime (keep-alive, hyper's own
+//! `pipeline_flush` for pipelined clients, TCP_NODELAY), plain or over
 //! tokio-rustls (`--cert FILE --key FILE`, PEM; TLS 1.3 and 1.2, ALPN http/1.1), on
 //! 127.0.0.1:`--port`; `--plain-port P` also serves plain HTTP on the same thread. The peer of
 //! `web`'s TLS speed figures.
@@ -79,12 +80,14 @@ async fn serve(port: u16, tls: Option<tokio_rustls::TlsAcceptor>) {
                     Some(acceptor) => {
                         if let Ok(stream) = acceptor.accept(stream).await {
                             let _ = http1::Builder::new()
+                                .pipeline_flush(true)
                                 .serve_connection(TokioIo::new(stream), service)
                                 .await;
                         }
                     }
                     None => {
                         let _ = http1::Builder::new()
+                            .pipeline_flush(true)
                             .serve_connection(TokioIo::new(stream), service)
                             .await;
                     }
