@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# web-bench against the examples, briefly: `idle` holds 1 000 connections of each kind
+# (keep-alive HTTP to examples/hello, WebSocket to examples/ws_echo, event streams to the
+# chat's /sse) and its record must say they were all held, none failed, and each cost the
+# server between 1 and 2 000 bytes; `--help` of both commands answers. Every server is started
+# here on a free port of 127.0.0.1 and stopped by its PID.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source tests/interop/procs.sh
+
+cargo build --release -p web-bench
+cargo build --release --example hello --example ws_echo --example chat
+bench=target/release/web-bench
+$bench idle --help >/dev/null
+$bench compare --help >/dev/null
+
+out=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do stop_pid "$pid"; done
+    rm -rf "$out"
+}
+trap cleanup EXIT
+
+# run NAME BINARY SCHEME TARGET KIND: starts BINARY on a free port with one worker, measures
+# 1 000 idle connections of KIND, checks the record.
+run() {
+    local name=$1 binary=$2 scheme=$3 target=$4 kind=$5
+    local port
+    port=$(free_port)
+    local pid
+    "$binary" --port "$port" --workers 1 >"$out/$name.log" 2>&1 &
+    pid=$!
+    pids+=("$pid")
+    for _ in $(seq 100); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
+        sleep 0.1
+    done
+    timeout 300 $bench idle --pid "$pid" --url "$scheme://127.0.0.1:$port$target" --kind "$kind" -n 1000 \
+        --json "$out/$name.json" --svg "$out/$name.svg" | sed "s/^/$name: /"
+    check "$name"
+    stop_pid "$pid"
+}
+
+check() {
+    local name=$1
+    python3 - "$out/$name.json" "$name" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+name = sys.argv[2]
+bad = []
+if r["held"] != 1000: bad.append(f"held {r['held']} of 1000")
+if r["failed"]: bad.append(f"{r['failed']} failed: {r['first_error']}")
+b = r["bytes_per_connection"]
+if b is None or not 1 <= b <= 2000: bad.append(f"{b} bytes per connection")
+if r["closed_by_server"]: bad.append(f"{r['closed_by_server']} closed by the server")
+if bad:
+    sys.exit(f"web_bench: FAIL {name}: " + "; ".join(bad))
+print(f"ok   web-bench idle against {name}: {b:.1f} B per idle connection")
+PY
+    [[ -s $out/$name.svg ]] || { echo "web_bench: FAIL $name: no chart" >&2; exit 1; }
+}
+
+run hello target/release/examples/hello http / http
+run ws_echo target/release/examples/ws_echo ws / ws
+run chat_sse target/release/examples/chat http "/sse?room=bench" sse
+echo "web_bench: passed"
