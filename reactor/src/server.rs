@@ -109,18 +109,12 @@ impl<S: Service> Reactor<S> {
     /// socket already listens on fails with [`io::ErrorKind::AddrInUse`]: the first socket is
     /// made with [`bind_exclusive`](crate::bind_exclusive).
     ///
-    /// # Dup or `SO_REUSEPORT`: measured, `SO_REUSEPORT` spreads better
+    /// # Dup or `SO_REUSEPORT`: `SO_REUSEPORT` spreads better
     ///
     /// `tests/listener_spread.rs` (`cargo test -p web-reactor --release --test listener_spread
-    /// -- --ignored --nocapture`), 2 workers on the project's 2-core machine (shared with other
-    /// work, so noisy), 3 rounds each. *Churn*: 4 client threads × 1 000 times (connect, one echo
-    /// round trip, close). *Held*: 2 000 connections opened one after another and kept open.
-    /// Figures are the busiest worker's share of the connections accepted (50% is perfect):
-    ///
-    /// | listeners | churn 4 × 1 000 | 2 000 held |
-    /// |---|---|---|
-    /// | one listener `dup`ed per worker ([`Reactor::new`]) | 51.1%, 55.5%, 57.6% (65.8% in an earlier run) | 50.8%, 51.4%, 66.0% (1 319 vs 681) |
-    /// | one `SO_REUSEPORT` socket per worker ([`Reactor::bind`]) | 50.1%, 50.2%, 50.4% | 50.1%, 50.5%, 50.6% |
+    /// -- --ignored --nocapture`) measures the busiest worker's share of connections accepted
+    /// both ways, under churn and with connections held: one `SO_REUSEPORT` socket per worker
+    /// stays within a point of an even split, a shared listener drifts by up to 16 points.
     ///
     /// With a shared listener every worker's poll is woken for each connection (edge-triggered,
     /// no `EPOLLEXCLUSIVE`) and whichever runs first takes it, so the split drifts with

@@ -1,12 +1,12 @@
 //! The two system calls of the busy path, made directly: `recv(2)` and `send(2)` on a
 //! connection's socket. Through `std` and `mio` each costs two extra layers of calls a request
-//! (`<&mio::TcpStream as Read>` → `<&std::TcpStream as Read>` → the socket wrapper), ~25
-//! instructions each under callgrind; these make the same call with the same flags.
+//! (`<&mio::TcpStream as Read>` → `<&std::TcpStream as Read>` → the socket wrapper); these make
+//! the same call with the same flags.
 //!
 //! On Linux they go through `syscall(2)`: glibc's `recv` and `send` are thread-cancellation
 //! points, and in a process with threads each brackets the call with
-//! `__pthread_enable_asynccancel`/`__pthread_disable_asynccancel` (~60 instructions a request
-//! under callgrind, about a tenth of the server's own time on a keep-alive request). Rust never
+//! `__pthread_enable_asynccancel`/`__pthread_disable_asynccancel` (a tenth of the server's own
+//! time on a keep-alive request, see docs/PERFORMANCE.md). Rust never
 //! cancels a thread, so the plain system call does the same thing. (One consequence: a
 //! shim that interposes on the C library's `recv`/`send` through `LD_PRELOAD` no longer sees
 //! these two calls.)

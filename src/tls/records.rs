@@ -75,8 +75,8 @@ impl Keys {
     }
 
     /// The expanded key for one batch of records: from the worker's cache of the keys its
-    /// busiest connections used last, else made (AES-GCM takes 170–240 ns to expand: cheaper
-    /// than keeping the 560 expanded bytes for every idle connection).
+    /// busiest connections used last, else made (expanding a key is cheaper than keeping the
+    /// expanded bytes for every idle connection).
     pub(crate) fn expand(&self) -> Option<LessSafeKey> {
         EXPANDED.with_borrow_mut(|cache| cache.get(self.algorithm, &self.key))
     }
