@@ -144,6 +144,16 @@ fn keeping(fleet: &Fleet) -> (ServerHandle, Rooms) {
     (handle, rooms)
 }
 
+/// Two instances keeping history, of one fleet on `redis` with `prefix`: each server, its
+/// rooms, and its fleet.
+fn two_keeping(redis: &Redis, prefix: &str) -> [(ServerHandle, Rooms, Fleet); 2] {
+    [0, 1].map(|_| {
+        let f = fleet(redis, prefix);
+        let (server, rooms) = keeping(&f);
+        (server, rooms, f)
+    })
+}
+
 fn instance(fleet: &Fleet) -> ServerHandle {
     Server::bind("127.0.0.1:0")
         .unwrap()
@@ -372,8 +382,7 @@ fn with_redis_unreachable_an_instance_serves_its_own_members_and_never_waits_on_
 #[ignore = "needs redis-server (run by .ci/run)"]
 fn a_posted_message_has_one_id_and_one_history_on_every_instance() {
     let redis = Redis::start();
-    let (fa, fb) = (fleet(&redis, "hist"), fleet(&redis, "hist"));
-    let ((a, _), (b, _)) = (keeping(&fa), keeping(&fb));
+    let [(a, _, _), (b, _, _)] = two_keeping(&redis, "hist");
     let mut poster = member(&a, "r");
     // Seven posted on A; B has never had the room: its member gets the fleet's last five.
     let mut said = Vec::new();
@@ -417,8 +426,7 @@ fn a_posted_message_has_one_id_and_one_history_on_every_instance() {
 #[ignore = "needs redis-server (run by .ci/run)"]
 fn a_followed_room_receives_the_other_instances_posts_without_members() {
     let redis = Redis::start();
-    let (fa, fb) = (fleet(&redis, "follow"), fleet(&redis, "follow"));
-    let ((a, rooms_a), (b, rooms_b)) = (keeping(&fa), keeping(&fb));
+    let [(a, rooms_a, _), (b, rooms_b, _)] = two_keeping(&redis, "follow");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     {
         let seen = std::sync::Arc::clone(&seen);
@@ -455,8 +463,7 @@ fn a_followed_room_receives_the_other_instances_posts_without_members() {
 #[ignore = "needs redis-server (run by .ci/run)"]
 fn presence_counts_every_instance_and_forgets_one_that_stopped_reporting() {
     let redis = Redis::start();
-    let (fa, fb) = (fleet(&redis, "pres"), fleet(&redis, "pres"));
-    let ((a, rooms_a), (b, rooms_b)) = (keeping(&fa), keeping(&fb));
+    let [(a, rooms_a, fa), (b, rooms_b, _)] = two_keeping(&redis, "pres");
     let members = [member(&a, "p"), member(&a, "p"), member(&b, "p")];
     wait_until(Duration::from_secs(4), "both instances counted", || {
         rooms_a.members_everywhere("p") == 3 && rooms_b.members_everywhere("p") == 3

@@ -579,8 +579,7 @@ fn chart(path: &std::path::Path, summary: &[Value], idle: &[Value]) -> std::io::
                         "WebSocket"
                     }
                 ),
-                unit: "bytes each, log scale".into(),
-                log: true,
+                unit: "bytes each".into(),
                 bars,
             });
         }
@@ -600,7 +599,6 @@ fn chart(path: &std::path::Path, summary: &[Value], idle: &[Value]) -> std::io::
             panels.push(Panel {
                 title: sc.name.to_owned(),
                 unit: "per server core-s, × best peer".into(),
-                log: false,
                 bars,
             });
         }

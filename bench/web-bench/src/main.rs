@@ -128,8 +128,7 @@ fn idle_command(args: &[String]) -> Result<ExitCode, Refused> {
         }
         let panel = report::Panel {
             title: format!("an idle {} connection", kind.name()),
-            unit: "bytes, log scale".into(),
-            log: true,
+            unit: "bytes".into(),
             bars,
         };
         if let Err(e) = report::svg(&svg, "web-bench idle", &[panel]) {

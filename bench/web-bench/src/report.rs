@@ -73,12 +73,11 @@ pub fn table(head: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// One group of bars of a chart: a title, its unit, whether its axis is logarithmic, and the
-/// bars (label, value).
+/// One group of bars of a chart (on a logarithmic axis: bytes from tens to hundreds of
+/// thousands, ratios from a tenth to twice): a title, its unit, and the bars (label, value).
 pub struct Panel {
     pub title: String,
     pub unit: String,
-    pub log: bool,
     pub bars: Vec<(String, f64)>,
 }
 
@@ -119,7 +118,7 @@ fn draw_panel(
         .map(|(_, v)| *v)
         .fold(f64::MIN_POSITIVE, f64::max);
     let labels: Vec<String> = panel.bars.iter().map(|(l, _)| l.clone()).collect();
-    let caption = format!("{} ({})", panel.title, panel.unit);
+    let caption = format!("{} ({}, log scale)", panel.title, panel.unit);
     let mut builder = ChartBuilder::on(area);
     builder
         .caption(caption, ("sans-serif", 16))
@@ -133,45 +132,28 @@ fn draw_panel(
         }
         SegmentValue::Last => String::new(),
     };
-    if panel.log {
-        let lo = panel
-            .bars
-            .iter()
-            .map(|(_, v)| *v)
-            .filter(|v| *v > 0.0)
-            .fold(max, f64::min)
-            / 2.0;
-        let mut chart =
-            builder.build_cartesian_2d((lo..max * 3.0).log_scale(), (0..n).into_segmented())?;
-        chart
-            .configure_mesh()
-            .y_label_formatter(&label_of)
-            .x_desc(panel.unit.as_str())
-            .draw()?;
-        chart.draw_series(panel.bars.iter().enumerate().map(|(i, (_, v))| {
-            let mut r = Rectangle::new(
-                [(lo, bar(i)), (v.max(lo), SegmentValue::Exact(i + 1))],
-                colour(&panel.bars[i].0).filled(),
-            );
-            r.set_margin(3, 3, 0, 0);
-            r
-        }))?;
-    } else {
-        let mut chart = builder.build_cartesian_2d(0.0..max * 1.15, (0..n).into_segmented())?;
-        chart
-            .configure_mesh()
-            .y_label_formatter(&label_of)
-            .x_desc(panel.unit.as_str())
-            .draw()?;
-        chart.draw_series(panel.bars.iter().enumerate().map(|(i, (_, v))| {
-            let mut r = Rectangle::new(
-                [(0.0, bar(i)), (*v, SegmentValue::Exact(i + 1))],
-                colour(&panel.bars[i].0).filled(),
-            );
-            r.set_margin(3, 3, 0, 0);
-            r
-        }))?;
-    }
+    let lo = panel
+        .bars
+        .iter()
+        .map(|(_, v)| *v)
+        .filter(|v| *v > 0.0)
+        .fold(max, f64::min)
+        / 2.0;
+    let mut chart =
+        builder.build_cartesian_2d((lo..max * 3.0).log_scale(), (0..n).into_segmented())?;
+    chart
+        .configure_mesh()
+        .y_label_formatter(&label_of)
+        .x_desc(panel.unit.as_str())
+        .draw()?;
+    chart.draw_series(panel.bars.iter().enumerate().map(|(i, (label, v))| {
+        let mut r = Rectangle::new(
+            [(lo, bar(i)), (v.max(lo), SegmentValue::Exact(i + 1))],
+            colour(label).filled(),
+        );
+        r.set_margin(3, 3, 0, 0);
+        r
+    }))?;
     Ok(())
 }
 
@@ -203,13 +185,11 @@ mod tests {
             Panel {
                 title: "idle".into(),
                 unit: "bytes".into(),
-                log: true,
                 bars: vec![("web".into(), 55.0), ("hyper".into(), 10_700.0)],
             },
             Panel {
                 title: "speed".into(),
                 unit: "× best".into(),
-                log: false,
                 bars: vec![("web".into(), 1.02)],
             },
         ];
