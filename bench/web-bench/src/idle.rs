@@ -92,6 +92,14 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
         }
     }
     let open_seconds = opening.elapsed().as_secs_f64();
+    if !procfs::alive(pid) {
+        progress.done();
+        return Err(io::Error::other(format!(
+            "the server exited after {} connections ({})",
+            held.len(),
+            first_error.as_deref().unwrap_or("no error seen")
+        )));
+    }
     progress.line(&format!(
         "{} open; waiting for the memory to settle",
         held.len()
