@@ -532,6 +532,29 @@ fn with_redis_unreachable_a_join_gets_the_instance_s_own_history_within_the_time
     server.shutdown().unwrap();
 }
 
+#[test]
+fn a_slow_redis_holds_a_join_or_a_count_no_longer_than_the_timeout() {
+    // Every reply 300 ms late; the fleet gives reads 40 ms.
+    let (url, stop) = fake_redis(Fake::Slow(Duration::from_millis(300)));
+    let f = Fleet::new(&url).unwrap().timeout(Duration::from_millis(40));
+    let (server, rooms) = keeping(&f);
+    for round in 0..3 {
+        let room = format!("slow{round}");
+        let begun = Instant::now();
+        let mut joined = member(&server, &room);
+        joined.send(&client_frame("here"));
+        assert!(text_of(&mut joined).ends_with(" here"));
+        let counted = rooms.members_everywhere(&room);
+        let took = begun.elapsed();
+        assert_eq!(counted, 1, "this instance's own count");
+        assert!(took < Duration::from_millis(400), "round {round}: {took:?}");
+        drop(joined);
+    }
+    assert!(f.stats().local_reads >= 2, "{:?}", f.stats());
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    server.shutdown().unwrap();
+}
+
 /// This process's resident memory.
 fn rss() -> u64 {
     std::fs::read_to_string("/proc/self/status")

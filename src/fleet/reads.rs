@@ -1,6 +1,6 @@
 //! Reads from Redis on a caller's thread — a room's history when a member joins a room this
-//! instance was not following, a room's members on every instance — each bounded by
-//! [`Fleet::timeout`](super::Fleet::timeout), connection included.
+//! instance was not following, a room's members on every instance — each within one deadline of
+//! [`Fleet::timeout`](super::Fleet::timeout), a connection made for it included.
 //!
 //! A few connections are kept for reuse. A read that fails or times out drops its connection
 //! and counts an error; for [`RETRY`] after it every read is answered "not now" at once, so a
@@ -34,6 +34,8 @@ impl Reads {
         read: impl FnOnce(&mut resp::Conn) -> io::Result<T>,
     ) -> Option<T> {
         let counters = &fleet.counters;
+        // One deadline for the whole read, a connection made for it included.
+        let deadline = Instant::now() + fleet.timeout;
         let paused = *self
             .paused_until
             .lock()
@@ -52,7 +54,15 @@ impl Reads {
             None => resp::Conn::open(fleet.client.get_connection_info(), fleet.timeout)
                 .inspect(|_| Counters::add(&counters.connections, 1)),
         };
-        match conn.and_then(|mut conn| read(&mut conn).map(|v| (v, conn))) {
+        let within = |mut conn: resp::Conn| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            conn.set_timeout(left);
+            read(&mut conn).map(|v| (v, conn))
+        };
+        match conn.and_then(within) {
             Ok((value, conn)) => {
                 let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
                 if idle.len() < KEEP {
