@@ -29,7 +29,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(75);
 /// Default time the socket may take none of a pending reply before the connection is closed.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default most open connections (more wait in the listen backlog).
-pub const MAX_CONNECTIONS: usize = 100_000;
+pub const MAX_CONNECTIONS: usize = reactor::DEFAULT_MAX_CONNECTIONS;
 /// Default time a graceful shutdown waits for requests in flight.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time, after the last reply, the server reads and drops what a client still sends
