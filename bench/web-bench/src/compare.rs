@@ -447,6 +447,9 @@ fn geo_mean(v: &[Option<f64>]) -> Option<f64> {
 /// Per server: bytes per idle connection and its ratio to the best real peer of its kind.
 fn idle_summary(idles: &[Value]) -> Vec<Value> {
     let mut rows = Vec::new();
+    if idles.is_empty() {
+        return rows; // idle was not measured
+    }
     for speaks in [Speaks::Http, Speaks::Ws] {
         let of = |p: &Peer| {
             idles
