@@ -201,6 +201,37 @@ fn since_and_watch_see_what_was_posted() {
 }
 
 #[test]
+fn a_room_followed_before_the_server_runs_still_reaches_members_on_every_worker() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .history(History::new(5))
+        .websocket("/ws", Arc::new(Chat));
+    let rooms = server.rooms();
+    let follow = rooms.follow("early");
+    let server = server.spawn(|_req| text_response(404, "")).unwrap();
+    let port = server.local_addr().port();
+    let mut members: Vec<Client> = (0..8)
+        .map(|_| Client::connect_to(port, "/ws?room=early"))
+        .collect();
+    wait_until(Duration::from_secs(5), "all eight counted", || {
+        rooms.members("early") == 8
+    });
+    post(&rooms, "early", 0);
+    for c in &mut members {
+        assert_eq!(texts(c, 1), ["0:1"]);
+    }
+    drop(follow);
+    assert_eq!(
+        rooms.members("early"),
+        8,
+        "the follow gone, the members stay"
+    );
+    drop(members);
+    server.shutdown().unwrap();
+}
+
+#[test]
 fn a_server_without_history_keeps_nothing_but_still_numbers_its_posts() {
     let server = Server::bind("127.0.0.1:0").unwrap();
     let rooms = server.rooms();

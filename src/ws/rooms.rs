@@ -351,7 +351,29 @@ impl Rooms {
         worker: u32,
     ) -> (Arc<str>, Arc<Count>) {
         if let Some((name, count)) = counts.get_key_value(room) {
-            return (Arc::clone(name), Arc::clone(count));
+            if (worker as usize) < count.per_worker.len() {
+                return (Arc::clone(name), Arc::clone(count));
+            }
+            // Made before the server ran (a `Follow`), for fewer workers: made again with room
+            // for every worker, the counts carried over.
+            let name = Arc::clone(name);
+            let workers = self.shared.remote.get().map_or(1, |r| r.workers());
+            let per_worker: Box<[AtomicUsize]> = (0..workers.max(worker as usize + 1))
+                .map(|w| {
+                    AtomicUsize::new(
+                        count
+                            .per_worker
+                            .get(w)
+                            .map_or(0, |c| c.load(Ordering::Acquire)),
+                    )
+                })
+                .collect();
+            let bigger = Arc::new(Count {
+                per_worker,
+                followers: AtomicUsize::new(count.followers.load(Ordering::Acquire)),
+            });
+            counts.insert(Arc::clone(&name), Arc::clone(&bigger));
+            return (name, bigger);
         }
         let workers = self.shared.remote.get().map_or(1, |r| r.workers());
         let name: Arc<str> = room.into();
