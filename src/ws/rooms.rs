@@ -350,42 +350,34 @@ impl Rooms {
         room: &str,
         worker: u32,
     ) -> (Arc<str>, Arc<Count>) {
-        if let Some((name, count)) = counts.get_key_value(room) {
+        let known = counts
+            .get_key_value(room)
+            .map(|(name, count)| (Arc::clone(name), Arc::clone(count)));
+        if let Some((name, count)) = &known {
             if (worker as usize) < count.per_worker.len() {
                 return (Arc::clone(name), Arc::clone(count));
             }
-            // Made before the server ran (a `Follow`), for fewer workers: made again with room
-            // for every worker, the counts carried over.
-            let name = Arc::clone(name);
-            let workers = self.shared.remote.get().map_or(1, |r| r.workers());
-            let per_worker: Box<[AtomicUsize]> = (0..workers.max(worker as usize + 1))
-                .map(|w| {
-                    AtomicUsize::new(
-                        count
-                            .per_worker
-                            .get(w)
-                            .map_or(0, |c| c.load(Ordering::Acquire)),
-                    )
-                })
-                .collect();
-            let bigger = Arc::new(Count {
-                per_worker,
-                followers: AtomicUsize::new(count.followers.load(Ordering::Acquire)),
-            });
-            counts.insert(Arc::clone(&name), Arc::clone(&bigger));
-            return (name, bigger);
         }
+        // New, or made before the server ran (a `Follow`) for fewer workers: made with room for
+        // every worker, what was counted carried over.
         let workers = self.shared.remote.get().map_or(1, |r| r.workers());
-        let name: Arc<str> = room.into();
+        let slots = workers.max(worker as usize + 1);
+        let before = known.as_ref().map(|(_, count)| &**count);
         let count = Arc::new(Count {
-            per_worker: (0..workers.max(worker as usize + 1))
-                .map(|_| AtomicUsize::new(0))
+            per_worker: (0..slots)
+                .map(|w| {
+                    let n = before.and_then(|c| c.per_worker.get(w));
+                    AtomicUsize::new(n.map_or(0, |n| n.load(Ordering::Acquire)))
+                })
                 .collect(),
-            followers: AtomicUsize::new(0),
+            followers: AtomicUsize::new(before.map_or(0, |c| c.followers.load(Ordering::Acquire))),
         });
+        let name = known
+            .as_ref()
+            .map_or_else(|| Arc::from(room), |(name, _)| Arc::clone(name));
         counts.insert(Arc::clone(&name), Arc::clone(&count));
         #[cfg(feature = "redis")]
-        if let Some(fleet) = self.shared.fleet.get() {
+        if let (None, Some(fleet)) = (&known, self.shared.fleet.get()) {
             fleet.changed(&name);
         }
         (name, count)

@@ -63,7 +63,7 @@ pub fn run(
     for i in 0..conns {
         let mut std = conns::connect_from(conns::source(i), target.addr, Duration::from_secs(5))?;
         if let Ask::Ws { .. } = ask {
-            upgrade(&mut std, target)?;
+            conns::upgrade(&mut std, target)?;
         }
         std.set_nonblocking(true)?;
         let mut sock = TcpStream::from_std(std);
@@ -243,10 +243,6 @@ pub fn masked_frame(payload: &[u8], binary: bool) -> Vec<u8> {
     f.extend_from_slice(&mask);
     f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
     f
-}
-
-fn upgrade(s: &mut std::net::TcpStream, target: &Target) -> io::Result<()> {
-    conns::upgrade(s, target)
 }
 
 fn bad(what: &str) -> io::Error {
