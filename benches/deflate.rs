@@ -18,8 +18,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use web::http::{param, query_of, text_response, Request, Response, Server};
-use web::ws::{write_frame, Deflate, Message, Ws, WsHandler};
+use web::http::{Request, Response, Server, param, query_of, text_response};
+use web::ws::{Deflate, Message, Ws, WsHandler, write_frame};
 
 mod chat_lines;
 mod child;
@@ -191,12 +191,13 @@ fn main() {
         ("kept 12 bits", true, Some(12), 40),
     ];
     for (name, deflate, keep, messages) in kinds {
-        match keep {
-            // Read by the child this starts (it inherits the environment).
-            Some(bits) => std::env::set_var("DEFLATE_BENCH_KEEP", bits.to_string()),
-            None => std::env::remove_var("DEFLATE_BENCH_KEEP"),
-        }
-        child::run("DEFLATE_BENCH_SERVER", serve, |port, _| {
+        // Read by the child.
+        let bits = keep.map(|b| b.to_string());
+        let vars: Vec<(&str, &str)> = bits
+            .iter()
+            .map(|b| ("DEFLATE_BENCH_KEEP", b.as_str()))
+            .collect();
+        child::run_with("DEFLATE_BENCH_SERVER", &vars, serve, |port, _| {
             idle(port, limit, name, deflate, messages)
         });
     }
@@ -236,7 +237,9 @@ fn idle(port: u16, limit: u64, name: &str, deflate: bool, messages: usize) {
 }
 
 fn run(port: u16, limit: u64) {
-    println!("permessage-deflate: server with Deflate::default() (level 6, no context takeover), 2 workers");
+    println!(
+        "permessage-deflate: server with Deflate::default() (level 6, no context takeover), 2 workers"
+    );
     let lines: Vec<String> = (0..64).map(chat_line).collect();
     let average = lines.iter().map(String::len).sum::<usize>() / lines.len();
     println!(
@@ -323,7 +326,13 @@ fn run(port: u16, limit: u64) {
     let empty = stats(port);
     for i in 0..PUBLISHES {
         let line = &lines[i % lines.len()];
-        http(port, &format!("POST /publish?room=none HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}", line.len()));
+        http(
+            port,
+            &format!(
+                "POST /publish?room=none HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
+                line.len()
+            ),
+        );
     }
     println!(
         "   (the publish request alone, to an empty room: {:.3} ms of server CPU)",

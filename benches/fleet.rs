@@ -28,8 +28,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use web::fleet::Fleet;
@@ -37,8 +37,8 @@ use web::fleet::Fleet;
 #[path = "../tests/wire/fake_redis.rs"]
 #[allow(dead_code)]
 mod fake_redis;
-use web::http::{text_response, wrap, Header, RateLimit, Request, Response, Server, ServerHandle};
-use web::ws::{ws_handshake_request, ws_take, Message, Rooms, Ws, WsHandler};
+use web::http::{Header, RateLimit, Request, Response, Server, ServerHandle, text_response, wrap};
+use web::ws::{Message, Rooms, Ws, WsHandler, ws_handshake_request, ws_take};
 
 /// Members of the room in the throughput phase.
 const MEMBERS: usize = 20;
@@ -69,7 +69,9 @@ fn main() {
 
 /// GET / latency with the rate limit counting in a Redis 40 ms late, against no fleet.
 fn slow_redis() {
-    println!("\n4. a slow Redis: GET / p50/p99 over 8 keep-alive connections, 2 workers, Redis answering 40 ms late vs no fleet");
+    println!(
+        "\n4. a slow Redis: GET / p50/p99 over 8 keep-alive connections, 2 workers, Redis answering 40 ms late vs no fleet"
+    );
     let (url, stop) = fake_redis::fake_redis(fake_redis::Fake::Slow(Duration::from_millis(40)));
     let fleet = Fleet::new(&url).unwrap();
     let limited = |fleet: Option<&Fleet>| {
@@ -143,7 +145,9 @@ fn get_latencies(port: u16) -> Vec<u64> {
 // --- 1. throughput --------------------------------------------------------------------------
 
 fn throughput(redis: &Redis) {
-    println!("\n1. throughput: {BURST} messages of 100 bytes published as fast as possible to a room of {MEMBERS} members");
+    println!(
+        "\n1. throughput: {BURST} messages of 100 bytes published as fast as possible to a room of {MEMBERS} members"
+    );
     let one = Instance::start(None);
     report("one instance, no fleet", burst(&[&one], None));
     drop(one);
@@ -281,16 +285,20 @@ fn latency(redis: &Redis) {
 // --- 3. rate limits -----------------------------------------------------------------------------
 
 fn rate_limits(redis: &Redis) {
-    println!("\n3. rate limits: one counted POST through RateLimit::new(10^9, 10^9, 1), called in this process");
+    println!(
+        "\n3. rate limits: one counted POST through RateLimit::new(10^9, 10^9, 1), called in this process"
+    );
     let local: App = Arc::new(wrap(
         vec![RateLimit::new(1_000_000_000, 1_000_000_000, 1).layer()],
         |_req| text_response(201, ""),
     ));
     let fleet = redis.fleet("bench-rate");
     let shared: App = Arc::new(wrap(
-        vec![RateLimit::new(1_000_000_000, 1_000_000_000, 1)
-            .fleet(&fleet)
-            .layer()],
+        vec![
+            RateLimit::new(1_000_000_000, 1_000_000_000, 1)
+                .fleet(&fleet)
+                .layer(),
+        ],
         |_req| text_response(201, ""),
     ));
     let ready = Instant::now();

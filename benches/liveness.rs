@@ -14,8 +14,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
-use web::http::{text_response, Request, Response, Server};
-use web::ws::{write_frame, ws_handshake_request, Message, Ws, WsHandler, FIXED_MASK, OP_PONG};
+use web::http::{Request, Response, Server, text_response};
+use web::ws::{FIXED_MASK, Message, OP_PONG, Ws, WsHandler, write_frame, ws_handshake_request};
 
 mod child;
 
@@ -163,10 +163,12 @@ fn main() {
     child::raise_open_files();
     const PERIOD: Duration = Duration::from_secs(10);
     for pings_on in [true, false] {
-        if !pings_on {
-            std::env::set_var("LIVENESS_BENCH_PINGS", "0");
-        }
-        child::run("LIVENESS_BENCH_SERVER", serve, |port, _| {
+        let vars: &[(&str, &str)] = if pings_on {
+            &[]
+        } else {
+            &[("LIVENESS_BENCH_PINGS", "0")]
+        };
+        child::run_with("LIVENESS_BENCH_SERVER", vars, serve, |port, _| {
             let (_, rss_before) = stats(port);
             let mut held = Held::new();
             held.open(port, n);

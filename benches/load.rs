@@ -20,7 +20,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Server};
+use web::http::{Server, text_response};
 
 const IDLE: usize = 19_000;
 const FRESH: usize = 2_000;

@@ -23,11 +23,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use web::http::{
-    defer, param, path_of, query_of, text_response, with_header, Pool, Reply, Request, Response,
-    Server,
+    Pool, Reply, Request, Response, Server, defer, param, path_of, query_of, text_response,
+    with_header,
 };
 use web::sse::{Event, Sse, SseHandler};
-use web::ws::{ws_handshake_request, ConnId, Message, Ws, WsHandler};
+use web::ws::{ConnId, Message, Ws, WsHandler, ws_handshake_request};
 
 mod child;
 

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use web::http::{decoded, encoded, response_bytes, text_response, HeadParser};
+use web::http::{HeadParser, decoded, encoded, response_bytes, text_response};
 
 /// A typical browser request head: 12 header lines, about 500 bytes.
 const BROWSER_HEAD: &[u8] = b"GET /static/app/main.css?v=20261121 HTTP/1.1\r\n\

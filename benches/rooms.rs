@@ -17,8 +17,8 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use web::http::{param, query_of, text_response, Request, Response, Server};
-use web::ws::{client_frame, ws_handshake_request, ConnId, Message, Rooms, Ws, WsHandler};
+use web::http::{Request, Response, Server, param, query_of, text_response};
+use web::ws::{ConnId, Message, Rooms, Ws, WsHandler, client_frame, ws_handshake_request};
 
 /// Publishes sent so far by the sustained phase.
 static PUBLISHED: AtomicU64 = AtomicU64::new(0);

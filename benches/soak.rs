@@ -41,8 +41,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Request, Response, Server};
-use web::ws::{client_frame, ws_handshake_request, Message, Ws, WsHandler};
+use web::http::{Request, Response, Server, text_response};
+use web::ws::{Message, Ws, WsHandler, client_frame, ws_handshake_request};
 
 struct Echo;
 
@@ -237,17 +237,27 @@ fn main() {
     );
     #[cfg(feature = "redis")]
     let _fakes = if std::env::var_os("SOAK_SERVER").is_none() {
-        use fake_redis::{fake_redis, Fake};
+        use fake_redis::{Fake, fake_redis};
         let (hostile, stop_hostile) = fake_redis(Fake::HugeBulk);
         let (slow, stop_slow) = fake_redis(Fake::Slow(Duration::from_millis(40)));
-        // The child inherits them.
-        std::env::set_var(HOSTILE_REDIS, hostile);
-        std::env::set_var(SLOW_REDIS, slow);
-        Some((stop_hostile, stop_slow))
+        Some((hostile, slow, stop_hostile, stop_slow))
     } else {
         None
     };
-    let ok = child::run("SOAK_SERVER", serve, |port, server| {
+    // The fake servers' addresses, for the child.
+    #[cfg(feature = "redis")]
+    let vars: Vec<(&str, &str)> = _fakes
+        .iter()
+        .flat_map(|(hostile, slow, ..)| {
+            [
+                (HOSTILE_REDIS, hostile.as_str()),
+                (SLOW_REDIS, slow.as_str()),
+            ]
+        })
+        .collect();
+    #[cfg(not(feature = "redis"))]
+    let vars: Vec<(&str, &str)> = Vec::new();
+    let ok = child::run_with("SOAK_SERVER", &vars, serve, |port, server| {
         run(port, server, length, warm)
     });
     if !ok {

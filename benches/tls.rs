@@ -23,14 +23,14 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use web::http::{text_response, Request, Response, Server};
-use web::ws::{write_frame, ws_handshake_request, Message, Ws, WsHandler, FIXED_MASK, OP_TEXT};
+use web::http::{Request, Response, Server, text_response};
+use web::ws::{FIXED_MASK, Message, OP_TEXT, Ws, WsHandler, write_frame, ws_handshake_request};
 
 mod child;
 
@@ -253,17 +253,16 @@ fn main() {
         ("WSS", true, Dialer::ws),
     ];
     for (kind, tls, open) in kinds {
-        if tls {
-            std::env::set_var("TLS_BENCH_CERT", &cert);
-            std::env::set_var("TLS_BENCH_KEY", &key);
+        let (cert_path, key_path) = (cert.to_string_lossy(), key.to_string_lossy());
+        let vars: &[(&str, &str)] = if tls {
+            &[("TLS_BENCH_CERT", &cert_path), ("TLS_BENCH_KEY", &key_path)]
         } else {
-            std::env::remove_var("TLS_BENCH_CERT");
-            std::env::remove_var("TLS_BENCH_KEY");
-        }
+            &[]
+        };
         let dialer = Dialer {
             tls: tls.then(|| Arc::clone(&config)),
         };
-        child::run("TLS_BENCH_SERVER", serve, |port, _| {
+        child::run_with("TLS_BENCH_SERVER", vars, serve, |port, _| {
             idle(&dialer, port, kind, n, open)
         });
     }

@@ -7,7 +7,7 @@
 //! curl -d 'hi' http://127.0.0.1:8080/x?y=1
 //! ```
 
-use web::http::{text_response, Request, Response};
+use web::http::{Request, Response, text_response};
 
 mod cli;
 

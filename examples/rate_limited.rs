@@ -11,7 +11,7 @@
 //! (1), `--reads N` (100), `--hops H` (1: one proxy in front), `--no-limit` (the same handler,
 //! unwrapped: the benchmark's baseline).
 
-use web::http::{rate_limits, text_response, wrap, Request, Response};
+use web::http::{Request, Response, rate_limits, text_response, wrap};
 
 mod cli;
 

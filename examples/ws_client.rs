@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use std::process::ExitCode;
 
-use web::ws::{Message, WsConnect, WsReader, NORMAL};
+use web::ws::{Message, NORMAL, WsConnect, WsReader};
 
 mod cli;
 

@@ -13,7 +13,7 @@
 //! `--deflate` offers permessage-deflate (`Server::deflate`, no state per connection) to
 //! clients that ask for it; `--max-message` then limits a message's inflated size.
 
-use web::http::{text_response, with_header, Request, Response};
+use web::http::{Request, Response, text_response, with_header};
 use web::ws::{Message, Ws, WsHandler};
 
 mod cli;

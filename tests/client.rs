@@ -7,8 +7,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use web::http::{
-    ask, content_length, get, get_all, read_response, response_body, status_of, text_response,
-    Client, Header, Response, Server,
+    Client, Header, Response, Server, ask, content_length, get, get_all, read_response,
+    response_body, status_of, text_response,
 };
 
 /// A server that reads one request head and answers with `reply`, written in pieces of

@@ -6,11 +6,11 @@
 mod wire;
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use web::http::{defer, text_response, with_header, Client, Request, Server, ServerHandle};
+use web::http::{Client, Request, Server, ServerHandle, defer, text_response, with_header};
 use wire::wait_until;
 
 /// The server's accepted connections once its figures have caught up (they are published once

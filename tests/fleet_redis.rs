@@ -18,11 +18,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use web::fleet::Fleet;
 use web::http::{
-    param, query_of, text_response, wrap, Header, RateLimit, Request, Response, Server,
-    ServerHandle,
+    Header, RateLimit, Request, Response, Server, ServerHandle, param, query_of, text_response,
+    wrap,
 };
-use web::ws::{client_frame, History, Message, Rooms, Ws, WsHandler};
-use wire::fake_redis::{fake_redis, Fake};
+use web::ws::{History, Message, Rooms, Ws, WsHandler, client_frame};
+use wire::fake_redis::{Fake, fake_redis};
 use wire::wait_until;
 use wire::ws::Client;
 

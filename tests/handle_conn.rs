@@ -8,8 +8,8 @@ use std::net::{Shutdown, TcpListener};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use web::http::{handle_conn, text_response, Request, Response};
-use wire::{echo, Client};
+use web::http::{Request, Response, handle_conn, text_response};
+use wire::{Client, echo};
 
 fn handler(req: Request) -> Response {
     match req.path() {

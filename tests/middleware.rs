@@ -4,13 +4,13 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 use web::http::{
-    ask, cookie, handle_conn, header, header_in, layer, parse_reply_head, response_body, status_of,
-    text_response, with_header, wrap, Header, Layer, Request, Response, Server,
+    Header, Layer, Request, Response, Server, ask, cookie, handle_conn, header, header_in, layer,
+    parse_reply_head, response_body, status_of, text_response, with_header, wrap,
 };
 
 /// A layer that appends `name` to the `x-trail` request header going down and to the `X-Trail`

@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use web::http::{
-    decoded, encoded, parse_reply_head, parse_request, response_body, ChunkedDecoder, HeadParser,
-    ParseError, RequestHead,
+    ChunkedDecoder, HeadParser, ParseError, RequestHead, decoded, encoded, parse_reply_head,
+    parse_request, response_body,
 };
 
 /// Feeds `raw` to a fresh parser in the pieces `cuts` gives (offsets, sorted), as a server does

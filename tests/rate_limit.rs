@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use web::http::{
-    ask, header_in, json_response, parse_reply_head, rate_limit, rate_limits, response_body,
-    status_of, text_response, wrap, Header, Layer, RateLimit, Server, ServerHandle,
+    Header, Layer, RateLimit, Server, ServerHandle, ask, header_in, json_response,
+    parse_reply_head, rate_limit, rate_limits, response_body, status_of, text_response, wrap,
 };
 
 /// The wall-clock second now.
@@ -105,9 +105,11 @@ fn over_the_allowance_the_reply_is_429_with_retry_after_1_and_a_text_body() {
         (10..100).contains(&body.len()) && body.ends_with(b"\n"),
         "{body:?}"
     );
-    assert!(String::from_utf8(body)
-        .unwrap()
-        .contains("Too Many Requests"));
+    assert!(
+        String::from_utf8(body)
+            .unwrap()
+            .contains("Too Many Requests")
+    );
 }
 
 #[test]

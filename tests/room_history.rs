@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use web::http::{param, query_of, text_response, Request, Response, Server, ServerHandle};
+use web::http::{Request, Response, Server, ServerHandle, param, query_of, text_response};
 use web::sse::{Sse, SseHandler};
 use web::ws::{History, Message, Rooms, Ws, WsHandler};
 use wire::wait_until;

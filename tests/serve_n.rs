@@ -4,10 +4,10 @@ mod wire;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use web::http::{accept_n, serve_n, text_response, Request, Response, Server};
+use web::http::{Request, Response, Server, accept_n, serve_n, text_response};
 use wire::Client;
 
 /// A handler answering its path, and the number of times it ran.

@@ -5,11 +5,11 @@ mod wire;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use web::http::{serve_taking, text_response, Request, Response, Server, ServerHandle};
-use wire::{wait_until, Client};
+use web::http::{Request, Response, Server, ServerHandle, serve_taking, text_response};
+use wire::{Client, wait_until};
 
 /// What the thread that took a connection found.
 #[derive(Debug)]

@@ -7,8 +7,8 @@ use std::io::{ErrorKind, Read};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Server};
-use wire::{wait_until, Client};
+use web::http::{Server, text_response};
+use wire::{Client, wait_until};
 
 const BIG: usize = 100 << 20;
 
@@ -57,7 +57,11 @@ fn a_100_mb_reply_to_a_slow_reader_does_not_hold_up_other_connections() {
 
     let mut slow = Client::connect(addr);
     slow.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until(
+        Duration::from_secs(10),
+        "the reply waits for the reader",
+        || server.stats().held_bytes > 0,
+    );
     sample(&mut most_held);
     let head = read_head(&mut slow);
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
@@ -188,8 +192,12 @@ fn requests_pipelined_behind_a_large_reply_are_answered_after_it_in_order() {
     }
     batch.push_str("GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /end HTTP/1.1\r\nHost: t\r\n\r\n");
     c.send(batch);
-    // Read slowly at first, so the requests behind the big reply wait for it.
-    std::thread::sleep(Duration::from_millis(200));
+    // Read only once the big reply waits for us, so the requests behind it wait for it.
+    wait_until(
+        Duration::from_secs(10),
+        "the reply waits for the reader",
+        || server.stats().held_bytes > 0,
+    );
     let head = read_head(&mut c);
     assert!(head.contains("\r\nContent-Length: 8388608\r\n"), "{head}");
     read_body(&mut c, 8 << 20, 64 * 1024, b'g');
@@ -246,7 +254,12 @@ fn a_large_reply_with_connection_close_is_written_whole_before_the_close() {
         .unwrap();
     let mut c = Client::connect(server.local_addr());
     c.send("GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    std::thread::sleep(Duration::from_millis(200)); // the socket fills before we read
+    // The socket fills before we read.
+    wait_until(
+        Duration::from_secs(10),
+        "the reply waits for the reader",
+        || server.stats().held_bytes > 0,
+    );
     let head = read_head(&mut c);
     assert!(head.contains("\r\nConnection: close\r\n"), "{head}");
     read_body(&mut c, 8 << 20, 64 * 1024, b'c');
@@ -270,7 +283,12 @@ fn a_client_half_closing_behind_a_large_reply_still_gets_every_reply() {
          GET /b HTTP/1.1\r\nHost: t\r\n\r\n",
     );
     c.stream.shutdown(std::net::Shutdown::Write).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // The end of the client's input is read while the big reply waits for it.
+    wait_until(
+        Duration::from_secs(10),
+        "the reply waits for the reader",
+        || server.stats().held_bytes > 0,
+    );
     assert_eq!(c.reply().text(), "/a");
     assert_eq!(c.reply().body.len(), 8 << 20);
     assert_eq!(c.reply().text(), "/b");

@@ -6,7 +6,7 @@ mod wire;
 use std::time::Duration;
 
 use web::http::{Server, ServerHandle};
-use wire::{echo, Client};
+use wire::{Client, echo};
 
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 

@@ -5,8 +5,8 @@ mod wire;
 
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Server};
-use wire::{wait_until, Client};
+use web::http::{Server, text_response};
+use wire::{Client, wait_until};
 
 #[test]
 fn two_thousand_idle_keep_alive_connections_hold_no_bytes_and_a_fresh_request_is_quick() {

@@ -10,7 +10,7 @@ use std::process::{ChildStdout, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Server};
+use web::http::{Server, text_response};
 
 #[test]
 fn a_control_taken_before_the_start_reads_the_figures_of_its_own_server() {

@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use web::http::{defer, text_response, Reply, Request, Response, Server, ServerHandle};
-use wire::{wait_until, Client};
+use web::http::{Reply, Request, Response, Server, ServerHandle, defer, text_response};
+use wire::{Client, wait_until};
 
 /// A server whose `/later` requests hand their `Reply` (with the path) to the test.
 fn start(server: Server) -> (ServerHandle, mpsc::Receiver<(String, Reply)>) {

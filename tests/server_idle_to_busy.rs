@@ -12,10 +12,10 @@ mod wire;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Request, Response, Server, ServerHandle};
+use web::http::{Request, Response, Server, ServerHandle, text_response};
 use web::ws::{write_frame, ws_handshake_request};
 use wire::ws::Echo;
-use wire::Client;
+use wire::{Client, wait_until};
 
 /// `/echo` answers the request's body; anything else its path.
 fn handler(req: Request) -> Response {
@@ -36,7 +36,8 @@ fn start(idle_timeout: Duration) -> ServerHandle {
         .unwrap()
 }
 
-/// Lets the server read, answer and go idle (or park) on what it has.
+/// Lets the server read what was sent on its own before more comes (so that the pieces are
+/// separate reads): no state to poll tells that a read happened.
 fn settle() {
     std::thread::sleep(Duration::from_millis(100));
 }
@@ -150,14 +151,22 @@ fn large_bodies_both_ways_with_requests_behind_them_arrive_whole_and_in_order() 
             writer.write_all(chunk).unwrap();
         }
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // Read once the server holds the first reply back.
+    wait_until(
+        Duration::from_secs(10),
+        "the first reply waits for the reader",
+        || server.stats().held_bytes > 0,
+    );
     assert_eq!(c.reply().body, body_a);
     assert_eq!(c.reply().text(), "/small");
     assert_eq!(c.reply().body, body_b);
     assert_eq!(c.reply().text(), "/small");
     sending.join().unwrap();
-    settle();
-    assert_eq!(server.stats().held_bytes, 0, "idle again, holding nothing");
+    wait_until(
+        Duration::from_secs(5),
+        "idle again, holding nothing",
+        || server.stats().held_bytes == 0,
+    );
     assert_eq!(c.get("/after").text(), "/after");
     drop(server);
 }

@@ -5,8 +5,8 @@ mod wire;
 
 use std::time::Duration;
 
-use web::http::{text_response, with_header, Request, Response, Server, ServerHandle};
-use wire::{echo, wait_until, Client};
+use web::http::{Request, Response, Server, ServerHandle, text_response, with_header};
+use wire::{Client, echo, wait_until};
 
 fn start(handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> ServerHandle {
     Server::bind("127.0.0.1:0")

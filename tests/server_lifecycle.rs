@@ -3,12 +3,12 @@
 mod wire;
 
 use std::net::TcpStream;
-use std::sync::mpsc;
 use std::sync::Mutex;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Request, Response, Server, ServerHandle};
-use wire::{wait_until, Client};
+use web::http::{Request, Response, Server, ServerHandle, text_response};
+use wire::{Client, wait_until};
 
 /// How long the `/slow` handler takes.
 const SLOW: Duration = Duration::from_millis(300);
@@ -201,9 +201,16 @@ fn shutdown_during_a_large_reply_finishes_it_then_closes_promptly() {
         .unwrap();
     let mut c = Client::connect(server.local_addr());
     c.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
-    std::thread::sleep(Duration::from_millis(100)); // the reply is under way, the socket full
+    wait_until(
+        Duration::from_secs(10),
+        "the reply is under way, the socket full",
+        || server.stats().held_bytes > 0,
+    );
+    let addr = server.local_addr();
     let done = shutdown_in_background(server);
-    std::thread::sleep(Duration::from_millis(100));
+    wait_until(Duration::from_secs(5), "the server stops listening", || {
+        TcpStream::connect(addr).is_err()
+    });
     let r = c.reply();
     assert_eq!(r.body.len(), 8 << 20, "the reply in flight is finished");
     let finished = Instant::now();
@@ -230,8 +237,8 @@ fn shutdown_during_a_large_reply_finishes_it_then_closes_promptly() {
 #[test]
 fn a_graceful_stop_answers_every_request_it_executed_and_resets_none() {
     use std::io::{ErrorKind, Read, Write};
-    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     let executed = Arc::new(AtomicU64::new(0));
     let counted = Arc::clone(&executed);
@@ -288,7 +295,9 @@ fn a_graceful_stop_answers_every_request_it_executed_and_resets_none() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until(Duration::from_secs(10), "every client is under way", || {
+        executed.load(Ordering::SeqCst) >= 200
+    });
     server.shutdown().unwrap();
     let mut answered = 0;
     for client in clients {

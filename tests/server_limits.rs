@@ -6,7 +6,7 @@ mod wire;
 use std::time::Duration;
 
 use web::http::{Server, ServerHandle};
-use wire::{echo, Client};
+use wire::{Client, echo};
 
 const MAX_HEAD: usize = 1024;
 const MAX_HEADERS: usize = 8;

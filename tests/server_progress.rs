@@ -6,7 +6,7 @@ mod wire;
 use std::time::Duration;
 
 use web::http::{Server, ServerHandle};
-use wire::{echo, Client};
+use wire::{Client, echo};
 
 fn start() -> ServerHandle {
     Server::bind("127.0.0.1:0")

@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use web::http::{
-    defer, text_response, BodySender, Pool, Reply, Request, Server, ServerHandle, STREAM_WINDOW,
+    BodySender, Pool, Reply, Request, STREAM_WINDOW, Server, ServerHandle, defer, text_response,
 };
-use wire::{wait_until, Client};
+use wire::{Client, wait_until};
 
 /// A server whose `/stream...` requests hand their `Reply` (with the path) to the test.
 fn start() -> (ServerHandle, mpsc::Receiver<(String, Reply)>) {

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use web::http::{Server, ServerHandle};
-use wire::{echo, Client};
+use wire::{Client, echo};
 
 const HEADER_TIMEOUT: Duration = Duration::from_millis(300);
 const IDLE_TIMEOUT: Duration = Duration::from_millis(300);

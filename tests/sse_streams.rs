@@ -6,10 +6,10 @@ mod wire;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{mpsc, Mutex};
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Request, Response, Server, ServerHandle};
+use web::http::{Request, Response, Server, ServerHandle, text_response};
 use web::sse::{Event, Sse, SseHandler, SseSender};
 use web::ws::{ConnId, Message};
 use wire::wait_until;

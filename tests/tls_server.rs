@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use web::http::{defer, text_response, Client, Request, Response, Server, ServerHandle};
+use web::http::{Client, Request, Response, Server, ServerHandle, defer, text_response};
 use web::tls::{ClientTls, ServerTls};
 use web::ws::{Message, Ws, WsConnect, WsHandler};
 use wire::certs::TestCa;
@@ -383,10 +383,12 @@ fn reloaded_certificates_serve_new_connections_and_leave_open_ones_alone() {
             .text(),
         "/1"
     );
-    assert!(client(&new_ca)
-        .request("GET", &url(&server, "/2"))
-        .send()
-        .is_err());
+    assert!(
+        client(&new_ca)
+            .request("GET", &url(&server, "/2"))
+            .send()
+            .is_err()
+    );
 
     let new = new_ca.leaf(&["localhost"]);
     control
@@ -412,10 +414,12 @@ fn reloaded_certificates_serve_new_connections_and_leave_open_ones_alone() {
     );
     assert_eq!(server.stats().connections, before);
     // New connections no longer present the old certificate.
-    assert!(client(&old_ca)
-        .request("GET", &url(&server, "/5"))
-        .send()
-        .is_err());
+    assert!(
+        client(&old_ca)
+            .request("GET", &url(&server, "/5"))
+            .send()
+            .is_err()
+    );
 }
 
 #[test]

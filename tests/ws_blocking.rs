@@ -11,16 +11,16 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::{mpsc, Mutex};
+use std::sync::{Mutex, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use web::http::{text_response, Server, ServerHandle};
+use web::http::{Server, ServerHandle, text_response};
 use web::ws::{
-    accept_key, client_frame, client_frame_bin, fill, header_value, write_frame, ws_accept,
-    ws_close, ws_frame, ws_frame_bin, ws_frame_op, ws_handshake_request, ws_read, ws_take,
-    ws_wanted, ws_write, ws_write_bin, Decoder, Event, Role, FIXED_MASK, OP_BINARY, OP_CLOSE,
-    OP_PING, OP_TEXT,
+    Decoder, Event, FIXED_MASK, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, Role, accept_key,
+    client_frame, client_frame_bin, fill, header_value, write_frame, ws_accept, ws_close, ws_frame,
+    ws_frame_bin, ws_frame_op, ws_handshake_request, ws_read, ws_take, ws_wanted, ws_write,
+    ws_write_bin,
 };
 
 /// How long any single read may wait before the test fails.
@@ -49,18 +49,22 @@ fn note(size: usize) {
 unsafe impl GlobalAlloc for Tracking {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         note(layout.size());
-        System.alloc(layout)
+        // SAFETY: the caller's contract for `alloc`, passed on unchanged.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         note(layout.size());
-        System.alloc_zeroed(layout)
+        // SAFETY: the caller's contract for `alloc_zeroed`, passed on unchanged.
+        unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         note(new_size);
-        System.realloc(ptr, layout, new_size)
+        // SAFETY: the caller's contract for `realloc`, passed on unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        // SAFETY: the caller's contract for `dealloc`, passed on unchanged.
+        unsafe { System.dealloc(ptr, layout) }
     }
 }
 
@@ -852,9 +856,11 @@ fn ws_accept_takes_case_and_lists_in_its_stride() {
         .replace("Sec-WebSocket-Version", "SEC-WEBSOCKET-VERSION");
     let (accepted, got) = accept_once(raw.as_bytes());
     assert!(accepted);
-    assert!(String::from_utf8(got)
-        .unwrap()
-        .contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+    assert!(
+        String::from_utf8(got)
+            .unwrap()
+            .contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n")
+    );
 }
 
 #[test]

@@ -7,10 +7,10 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use web::http::{text_response, Request, Response, Server, ServerHandle};
+use web::http::{Request, Response, Server, ServerHandle, text_response};
 use web::ws::{
-    accept_key, header_value, write_frame, ConnId, Message, Ws, WsConnect, WsHandler, NORMAL,
-    OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
+    ConnId, Message, NORMAL, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Ws,
+    WsConnect, WsHandler, accept_key, header_value, write_frame,
 };
 
 /// Echoes; greets with the request's cookie; `close 4000` makes the server close with 4000;

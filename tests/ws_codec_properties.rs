@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use web::ws::{
-    apply_mask, is_valid_code, parse_close, parse_frame_head, write_frame, Decoder, Event, Role,
-    Utf8Check, INVALID_DATA, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
+    Decoder, Event, INVALID_DATA, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
+    Role, Utf8Check, apply_mask, is_valid_code, parse_close, parse_frame_head, write_frame,
 };
 
 /// A position in a sequence of any length, as a fraction of that length (proptest's `Index`

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 mod wire;
 
-use web::http::{text_response, Server, ServerHandle};
+use web::http::{Server, ServerHandle, text_response};
 use web::ws::{Deflate, Message, Ws, WsHandler};
-use wire::ws::{masked, Client};
+use wire::ws::{Client, masked};
 
 const OFFER: &str = "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits";
 const AGREED: &str = "permessage-deflate; server_no_context_takeover; client_no_context_takeover";

@@ -6,8 +6,8 @@ mod wire;
 
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Server};
-use web::ws::{write_frame, FIXED_MASK, OP_CLOSE};
+use web::http::{Server, text_response};
+use web::ws::{FIXED_MASK, OP_CLOSE, write_frame};
 use wire::ws::{Client, Echo};
 
 fn server(close_timeout: Duration) -> web::http::ServerHandle {

@@ -5,12 +5,12 @@
 mod wire;
 
 use std::io::Read;
-use std::sync::mpsc;
 use std::sync::Mutex;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use web::http::{text_response, Server, ServerHandle};
-use web::ws::{write_frame, ConnId, Message, Ws, WsHandler, FIXED_MASK, OP_PING, OP_PONG, OP_TEXT};
+use web::http::{Server, ServerHandle, text_response};
+use web::ws::{ConnId, FIXED_MASK, Message, OP_PING, OP_PONG, OP_TEXT, Ws, WsHandler, write_frame};
 use wire::wait_until;
 use wire::ws::Client;
 

@@ -8,7 +8,7 @@ mod wire;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use web::http::{text_response, Server};
+use web::http::{Server, text_response};
 use web::ws::{ConnId, Message, Ws, WsHandler};
 use wire::wait_until;
 use wire::ws::Client;

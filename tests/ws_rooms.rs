@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use web::http::{
-    param, query_of, text_response, Client as HttpClient, Request, Response, Server, ServerHandle,
+    Client as HttpClient, Request, Response, Server, ServerHandle, param, query_of, text_response,
 };
-use web::ws::{client_frame, ConnId, Message, Ws, WsHandler};
+use web::ws::{ConnId, Message, Ws, WsHandler, client_frame};
 use wire::wait_until;
 use wire::ws::{Client, Echo};
 

@@ -7,8 +7,8 @@ mod wire;
 
 use std::time::Duration;
 
-use web::http::{text_response, Request, Response, Server, ServerHandle};
-use web::ws::{write_frame, Message, Ws, WsHandler};
+use web::http::{Request, Response, Server, ServerHandle, text_response};
+use web::ws::{Message, Ws, WsHandler, write_frame};
 use wire::wait_until;
 use wire::ws::Client;
 

@@ -3,9 +3,9 @@
 
 use base64::Engine as _;
 use web::ws::{
-    accept_key, apply_mask, client_frame, client_frame_bin, header_value, parse_frame_head,
-    ws_frame, ws_frame_bin, ws_frame_op, ws_handshake_request, ws_wanted, Decoder, Event, Role,
-    FIXED_MASK, OP_BINARY, OP_TEXT,
+    Decoder, Event, FIXED_MASK, OP_BINARY, OP_TEXT, Role, accept_key, apply_mask, client_frame,
+    client_frame_bin, header_value, parse_frame_head, ws_frame, ws_frame_bin, ws_frame_op,
+    ws_handshake_request, ws_wanted,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -360,9 +360,11 @@ fn lengths_incomplete_until_the_whole_head_is_in() {
                 "len {len} cut {cut}"
             );
         }
-        assert!(parse_frame_head(&frame[..head_len], Role::Server)
-            .unwrap()
-            .is_some());
+        assert!(
+            parse_frame_head(&frame[..head_len], Role::Server)
+                .unwrap()
+                .is_some()
+        );
     }
 }
 
@@ -372,6 +374,11 @@ fn ws_handshake_request_sends_host_and_path_as_one_line_each() {
     let text = String::from_utf8(req).unwrap();
     let head = text.strip_suffix("\r\n\r\n").unwrap();
     assert!(!head.contains("\r\n\r\n"), "{text}");
-    assert!(text.starts_with("GET /a%20b%0D%0A%0D%0AGET%20/other%20HTTP/1.1 HTTP/1.1\r\nHost: h%0D%0AX-Evil:%201\r\n"), "{text}");
+    assert!(
+        text.starts_with(
+            "GET /a%20b%0D%0A%0D%0AGET%20/other%20HTTP/1.1 HTTP/1.1\r\nHost: h%0D%0AX-Evil:%201\r\n"
+        ),
+        "{text}"
+    );
     assert_eq!(head.split("\r\n").count(), 6, "{text}");
 }

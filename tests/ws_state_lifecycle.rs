@@ -13,10 +13,10 @@ use std::time::Duration;
 
 mod wire;
 
-use web::http::{param, query_of, text_response, Request, Response, Server, ServerHandle};
-use web::ws::{write_frame, ws_handshake_request, ConnId, Message, Ws, WsHandler};
+use web::http::{Request, Response, Server, ServerHandle, param, query_of, text_response};
+use web::ws::{ConnId, Message, Ws, WsHandler, write_frame, ws_handshake_request};
 use wire::wait_until;
-use wire::ws::{masked, Client};
+use wire::ws::{Client, masked};
 
 /// What happened to the state of each connection, by the name it connected with.
 #[derive(Default)]

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 mod wire;
 
-use web::http::{text_response, Server, ServerHandle};
+use web::http::{Server, ServerHandle, text_response};
 use web::ws::{
-    broadcast, client_frame, client_frame_bin, ws_handshake_request, Message, Ws, WsHandler,
-    WsSender,
+    Message, Ws, WsHandler, WsSender, broadcast, client_frame, client_frame_bin,
+    ws_handshake_request,
 };
-use wire::ws::{masked, Client};
+use wire::ws::{Client, masked};
 
 /// Echoes; `broadcast:<text>` sends `<text>` to every open connection; `close:<code>` closes;
 /// `count` answers how many connections are open.

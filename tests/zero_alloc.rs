@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use web::http::{text_response, Server};
+use web::http::{Server, text_response};
 
 struct Counting;
 

@@ -12,12 +12,24 @@ use std::process::{Child, Command, Stdio};
 /// In the parent: starts the child, runs `measure` with its port and process, stops the child;
 /// returns what `measure` returned (a panic in it is passed on after the child is stopped).
 pub fn run<T>(env: &str, serve: impl FnOnce(), measure: impl FnOnce(u16, &mut Child) -> T) -> T {
+    run_with(env, &[], serve, measure)
+}
+
+/// [`run`], with `vars` set in the child's environment (and only there: the parent's own
+/// environment is never changed while its threads may read it).
+pub fn run_with<T>(
+    env: &str,
+    vars: &[(&str, &str)],
+    serve: impl FnOnce(),
+    measure: impl FnOnce(u16, &mut Child) -> T,
+) -> T {
     if std::env::var_os(env).is_some() {
         serve();
         std::process::exit(0);
     }
     let mut child = Command::new(std::env::current_exe().expect("this program's path"))
         .env(env, "1")
+        .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -52,8 +52,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use web::http::{
-    defer, html_response, json_response, path_of, query_of, text_response, wrap, Control,
-    RateLimit, RateLimiter, Request, Response,
+    Control, RateLimit, RateLimiter, Request, Response, defer, html_response, json_response,
+    path_of, query_of, text_response, wrap,
 };
 use web::sse::{Sse, SseHandler};
 use web::ws::{History, Message, Rooms, Ws, WsHandler};
@@ -63,8 +63,8 @@ mod cli;
 mod polls;
 mod rules;
 
-use polls::{Polls, POLL_WAIT};
-use rules::{check_name, text_param, Origins, MAX_TEXT};
+use polls::{POLL_WAIT, Polls};
+use rules::{MAX_TEXT, Origins, check_name, text_param};
 
 /// The page, with its script and chart; no external resources.
 const PAGE: &str = include_str!("page.html");

@@ -81,9 +81,9 @@ pub use config::{
 };
 pub use conn_id::ConnId;
 pub use io::{Io, Layer, Output, Read, Received, Socket};
-pub use listen::{bind_exclusive, bind_reuseport, LISTEN_BACKLOG};
+pub use listen::{LISTEN_BACKLOG, bind_exclusive, bind_reuseport};
 pub use next::{Handover, Next, Wake};
-pub use remote::{Remote, INBOX_LIMIT};
+pub use remote::{INBOX_LIMIT, Remote};
 pub use server::{Handle, MsgOf, Reactor};
 pub use stats::{Stats, WorkerStats};
 pub use strand::{Service, Strand};

@@ -3,8 +3,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::stats::{Stats, WorkerStats};
 use crate::ConnId;
+use crate::stats::{Stats, WorkerStats};
 
 /// Per-worker figures, written by the worker once per loop turn, read by anyone.
 #[derive(Default)]

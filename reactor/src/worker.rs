@@ -2,7 +2,7 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::time::{Duration, Instant};
 
@@ -10,7 +10,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
-use crate::conn_id::{split_token, LISTENER, WAKER};
+use crate::conn_id::{LISTENER, WAKER, split_token};
 use crate::io::{READ_CLOSED, READ_READY, WRITE_READY};
 use crate::remote::{To, WorkerShared};
 use crate::trim::{self, Trim};
@@ -194,11 +194,11 @@ impl<S: Service> Worker<S> {
         let mut events = Events::with_capacity(self.config.events_capacity);
         loop {
             let timeout = self.timeout();
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    // Never spin on a failing poll.
-                    std::thread::sleep(Duration::from_millis(10));
-                }
+            if let Err(e) = self.poll.poll(&mut events, timeout)
+                && e.kind() != io::ErrorKind::Interrupted
+            {
+                // Never spin on a failing poll.
+                std::thread::sleep(Duration::from_millis(10));
             }
             self.now = Instant::now();
             let mut listener_ready = false;

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reactor::{Config, ConnId, Io, Next, Reactor, Read, Service, Strand, Wake, TIMER_TICK};
+use reactor::{Config, ConnId, Io, Next, Reactor, Read, Service, Strand, TIMER_TICK, Wake};
 
 /// What the strand saw: its id, the deadline it first set, every deadline it read back.
 #[derive(Default)]

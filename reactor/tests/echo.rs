@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{start, wait_until, Client, LineEcho};
+use common::{Client, LineEcho, start, wait_until};
 use reactor::{Config, ConnId};
 
 const IDLE: Duration = Duration::from_secs(30);

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{cpu_time, start, wait_until, Client};
+use common::{Client, cpu_time, start, wait_until};
 use reactor::Config;
 
 fn open_descriptors() -> usize {

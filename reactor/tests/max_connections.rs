@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{cpu_time, start, wait_until, Client};
+use common::{Client, cpu_time, start, wait_until};
 use reactor::Config;
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{start, Client};
+use common::{Client, start};
 use reactor::Config;
 
 const IDLE: Duration = Duration::from_secs(30);

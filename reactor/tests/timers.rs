@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{start, wait_until, Client};
+use common::{Client, start, wait_until};
 use reactor::Config;
 
 #[test]

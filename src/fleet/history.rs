@@ -108,7 +108,10 @@ pub(crate) fn take_block(conn: &mut resp::Conn, key: &str) -> io::Result<(u64, u
     pipe.cmd("INCRBY").arg(key).arg(BLOCK);
     let replies = conn.query(&pipe.get_packed_pipeline(), 2)?;
     match replies.as_slice() {
-        [redis::Value::Okay | redis::Value::Nil, redis::Value::Int(end)] => {
+        [
+            redis::Value::Okay | redis::Value::Nil,
+            redis::Value::Int(end),
+        ] => {
             let end = u64::try_from(*end).map_err(|_| io::Error::other("ids below zero"))?;
             Ok((end.saturating_sub(BLOCK) + 1, end + 1))
         }

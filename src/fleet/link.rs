@@ -4,13 +4,13 @@
 use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::history::{self, Ids};
 use super::reads::Reads;
-use super::{envelope, names, presence, publisher, subscriber, Counters, Fleet};
+use super::{Counters, Fleet, envelope, names, presence, publisher, subscriber};
 use crate::ws::history::Entry;
 use crate::ws::{Message, Rooms};
 

@@ -74,8 +74,8 @@ mod subscriber;
 
 use std::hash::BuildHasher;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub(crate) use counters::Counters;

@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::link::{Outgoing, Shared};
-use super::{history, names, presence, resp, Counters, Fleet};
+use super::{Counters, Fleet, history, names, presence, resp};
 use crate::ws::Rooms;
 
 /// Most messages sent in one round trip.

@@ -15,15 +15,15 @@
 //! instance takes in full before any answer returns, `n` times its allowance (as when Redis is
 //! unreachable and each instance's own count decides).
 
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::names::{rate_key, Bucket};
+use super::names::{Bucket, rate_key};
 use super::{Counters, Fleet};
 
 /// Reports that may wait for the counter thread; past it they are dropped (counted).

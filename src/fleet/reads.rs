@@ -11,7 +11,7 @@ use std::io;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{resp, Counters, Fleet};
+use super::{Counters, Fleet, resp};
 
 /// How long reads are answered "not now" after one failed.
 pub(crate) const RETRY: Duration = Duration::from_secs(1);

@@ -102,7 +102,7 @@ impl Conn {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
                     "the fleet speaks to Redis over TCP or a Unix socket",
-                ))
+                ));
             }
         };
         let mut conn = Conn {
@@ -170,7 +170,7 @@ impl Conn {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    return Ok(None)
+                    return Ok(None);
                 }
                 Err(e) => return Err(e),
             }

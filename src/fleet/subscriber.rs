@@ -10,13 +10,13 @@
 //! all rooms that have local members.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::envelope::Carried;
 use super::link::Changed;
-use super::{envelope, names, pause, resp, Counters, Fleet};
+use super::{Counters, Fleet, envelope, names, pause, resp};
 use crate::ws::Rooms;
 
 /// Longest wait for a message before looking at membership changes and the stop flag.
@@ -77,22 +77,24 @@ fn session(
             continue;
         };
         let (channel, payload) = match parts.as_slice() {
-            [redis::Value::BulkString(kind), redis::Value::BulkString(channel), redis::Value::BulkString(payload)]
-                if kind == b"message" =>
-            {
-                (channel, payload)
-            }
+            [
+                redis::Value::BulkString(kind),
+                redis::Value::BulkString(channel),
+                redis::Value::BulkString(payload),
+            ] if kind == b"message" => (channel, payload),
             // A subscription's confirmation: from now on the room's messages arrive here.
-            [redis::Value::BulkString(kind), redis::Value::BulkString(channel), redis::Value::Int(_)]
-                if kind == b"subscribe" =>
-            {
+            [
+                redis::Value::BulkString(kind),
+                redis::Value::BulkString(channel),
+                redis::Value::Int(_),
+            ] if kind == b"subscribe" => {
                 if let Some(room) = names::room_of(&fleet.prefix, channel) {
                     rooms.catch_up(room);
                 }
                 continue;
             }
             [redis::Value::BulkString(kind), _, redis::Value::Int(_)] if kind == b"unsubscribe" => {
-                continue
+                continue;
             }
             _ => {
                 Counters::add(&counters.errors, 1);

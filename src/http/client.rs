@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
-use super::fetch::{RequestBuilder, SharedIdle, CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST};
-use super::fields::{frames_body, ConnectionOptions};
+use super::fetch::{CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST, RequestBuilder, SharedIdle};
+use super::fields::{ConnectionOptions, frames_body};
 use super::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
 use super::message::Header;
-use super::reply::{parse_reply_head, ReplyFraming, ReplyHead};
+use super::reply::{ReplyFraming, ReplyHead, parse_reply_head};
 use super::wire::Wire;
 
 /// Default time to establish a connection.
@@ -473,7 +473,7 @@ impl<W: Wire> Reader<'_, W> {
                 Err(Failure::Io(e))
                     if e.kind() == io::ErrorKind::UnexpectedEof && reply.is_empty() =>
                 {
-                    return Err(Failure::ClosedBeforeReply)
+                    return Err(Failure::ClosedBeforeReply);
                 }
                 other => other?,
             };
@@ -627,7 +627,10 @@ pub(crate) fn request_bytes(
     }
     for h in headers {
         if !is_token(h.name.as_bytes()) || !h.value.bytes().all(is_field_byte) {
-            return Err(invalid(format!("header {:?}: {:?} cannot be sent (a name must be a token; a value may not hold CR, LF or other control bytes)", h.name, h.value)));
+            return Err(invalid(format!(
+                "header {:?}: {:?} cannot be sent (a name must be a token; a value may not hold CR, LF or other control bytes)",
+                h.name, h.value
+            )));
         }
         if frames_body(&h.name) {
             return Err(invalid(format!(

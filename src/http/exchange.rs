@@ -119,7 +119,7 @@ impl RequestReader {
                     return Step::Refuse {
                         error,
                         head_only: self.head.refused_head(),
-                    }
+                    };
                 }
                 Ok(Some(head)) => {
                     if let Framing::Length(n) = head.framing {

@@ -9,7 +9,7 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::client::{is_stale, keeps_alive, request_bytes, Client, Failure};
+use super::client::{Client, Failure, is_stale, keeps_alive, request_bytes};
 use super::message::Header;
 use super::reply::{parse_reply_head, response_body};
 use super::url::{Schemes, Url};

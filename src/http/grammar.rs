@@ -250,7 +250,7 @@ pub(crate) fn field_line_parts(line: &[u8], name_len: usize) -> Result<(&[u8], &
             return Err(match line.first() {
                 Some(b' ' | b'\t') => ParseError::ObsFold,
                 _ => ParseError::HeaderName,
-            })
+            });
         }
         Some(b':') => {}
         Some(b' ' | b'\t') => return Err(ParseError::SpaceBeforeColon),

@@ -8,7 +8,7 @@
 //! as opaque data (RFC 9110 §5.5); the target must be UTF-8 (refused with 400 otherwise).
 
 use super::error::ParseError;
-use super::fields::{valid_host, ConnectionOptions, ContentLength, TransferCodings};
+use super::fields::{ConnectionOptions, ContentLength, TransferCodings, valid_host};
 use super::grammar::{field_line_parts, find_control, is_token, lower_field_name};
 use super::message::pool::{self, Parts};
 use super::message::{Line, Request, Span};
@@ -512,11 +512,7 @@ fn check_target(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
         _ if method == b"CONNECT" => true,
         _ => is_absolute_form(target),
     };
-    if ok {
-        Ok(())
-    } else {
-        Err(ParseError::Target)
-    }
+    if ok { Ok(()) } else { Err(ParseError::Target) }
 }
 
 /// `absolute-URI` starts with `scheme ":"`, `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.

@@ -28,38 +28,38 @@ pub(crate) mod wire;
 
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use client::{
-    ask, get, get_all, read_response, Client, CLIENT_CONNECT_TIMEOUT, CLIENT_READ_TIMEOUT,
-    CLIENT_WRITE_TIMEOUT, MAX_REPLY,
+    CLIENT_CONNECT_TIMEOUT, CLIENT_READ_TIMEOUT, CLIENT_WRITE_TIMEOUT, Client, MAX_REPLY, ask, get,
+    get_all, read_response,
 };
 pub use cookie::{cookie, cookie_decoded, cookie_in};
 pub use date::http_date;
 pub use error::ParseError;
-pub use fetch::{ClientResponse, RequestBuilder, CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST};
+pub use fetch::{CLIENT_IDLE_TIMEOUT, ClientResponse, MAX_IDLE_PER_HOST, RequestBuilder};
 pub use head::{
-    Framing, HeadLimits, HeadParser, RequestHead, Version, MAX_HEADERS, MAX_HEAD_BYTES,
+    Framing, HeadLimits, HeadParser, MAX_HEAD_BYTES, MAX_HEADERS, RequestHead, Version,
 };
 pub use message::{
-    html_response, json_response, set_cookie, text_response, with_header, Body, Header, HeaderRef,
-    Headers, Request, Response, HTML, JSON, TEXT,
+    Body, HTML, Header, HeaderRef, Headers, JSON, Request, Response, TEXT, html_response,
+    json_response, set_cookie, text_response, with_header,
 };
-pub use middleware::{layer, wrap, Layer, Next};
+pub use middleware::{Layer, Next, layer, wrap};
 pub use query::{decoded, encoded, param, params, path_of, query_of};
 pub use rate_limit::{
-    client_of, rate_limit, rate_limits, RateLimit, RateLimiter, ANYONE, MAX_CALLERS, SHARDS,
-    UNKNOWN_CALLER,
+    ANYONE, MAX_CALLERS, RateLimit, RateLimiter, SHARDS, UNKNOWN_CALLER, client_of, rate_limit,
+    rate_limits,
 };
 pub use render::response_bytes;
 pub use reply::{
-    content_length, parse_reply_head, response_body, status_of, ReplyFraming, ReplyHead,
+    ReplyFraming, ReplyHead, content_length, parse_reply_head, response_body, status_of,
 };
 pub use request::{header, header_in, parse_request};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{
-    accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n, serve_taking,
-    BodySender, Control, Pool, Reply, Server, ServerHandle, ServerStats, DRAIN_TIMEOUT,
-    HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, PING_INTERVAL,
-    REPLY_TIMEOUT, STREAM_WINDOW, WRITE_TIMEOUT,
+    BodySender, Control, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY,
+    MAX_CONNECTIONS, PING_INTERVAL, Pool, REPLY_TIMEOUT, Reply, STREAM_WINDOW, Server,
+    ServerHandle, ServerStats, WRITE_TIMEOUT, accept_forever, accept_n, defer, handle_conn, serve,
+    serve_at, serve_n, serve_taking,
 };
 pub use later::HttpMsg;
 pub use status::status_text;

@@ -10,14 +10,14 @@
 //! With `--features redis`, [`RateLimit::fleet`] counts in Redis instead, across every
 //! instance of a fleet, the local count standing in when Redis does not answer in time.
 
-use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::message::{text_response, with_header, Request, Response};
-use super::middleware::{layer, Layer};
+use super::message::{Request, Response, text_response, with_header};
+use super::middleware::{Layer, layer};
 
 /// The caller's name with `hops` = 0: everyone shares one bucket.
 pub const ANYONE: &str = "anyone";
@@ -651,11 +651,7 @@ impl Limiter {
             .iter()
             .map(|s| {
                 let t = lock(&s.0);
-                if t.window == now {
-                    t.callers.len()
-                } else {
-                    0
-                }
+                if t.window == now { t.callers.len() } else { 0 }
             })
             .sum()
     }
@@ -850,8 +846,8 @@ mod tests {
 
     #[test]
     fn over_the_allowance_the_answer_is_429_with_retry_after_and_the_handler_is_not_called() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let calls = Arc::new(AtomicUsize::new(0));
         let seen = Arc::clone(&calls);
         let app = wrap(vec![rate_limits(0, 0, 1)], move |_req| {

@@ -352,7 +352,7 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::{json_response, set_cookie, text_response, with_header, Header};
+    use crate::http::{Header, json_response, set_cookie, text_response, with_header};
     use std::time::Duration;
 
     const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
@@ -446,11 +446,26 @@ mod tests {
     #[test]
     fn bodiless_statuses_and_odd_codes() {
         let cases = [
-            (204, "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
-            (304, "HTTP/1.1 304 Not Modified\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n"),
-            (103, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
-            (42, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
-            (299, "HTTP/1.1 299 \r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"),
+            (
+                204,
+                "HTTP/1.1 204 No Content\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n",
+            ),
+            (
+                304,
+                "HTTP/1.1 304 Not Modified\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\n",
+            ),
+            (
+                103,
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n",
+            ),
+            (
+                42,
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n",
+            ),
+            (
+                299,
+                "HTTP/1.1 299 \r\nContent-Type: text/plain\r\nContent-Length: 4\r\n",
+            ),
         ];
         for (status, start) in cases {
             let text = render(&text_response(status, "body"), true);

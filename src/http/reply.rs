@@ -106,9 +106,21 @@ impl<'a> Iterator for Lines<'a> {
 /// before an empty reason may be missing.
 fn parse_status_line(line: &[u8]) -> Option<u16> {
     match line {
-        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor, b' ', a, b, c, rest @ ..]
-            if minor.is_ascii_digit() && matches!(rest.first(), None | Some(b' ')) =>
-        {
+        [
+            b'H',
+            b'T',
+            b'T',
+            b'P',
+            b'/',
+            b'1',
+            b'.',
+            minor,
+            b' ',
+            a,
+            b,
+            c,
+            rest @ ..,
+        ] if minor.is_ascii_digit() && matches!(rest.first(), None | Some(b' ')) => {
             let code = parse_digits(&[*a, *b, *c])?;
             u16::try_from(code).ok().filter(|c| *c >= 100)
         }

@@ -11,7 +11,7 @@ use crate::http::stream_framing::StreamFraming;
 use crate::http::{Request, Response};
 
 use super::deferred::Exchange;
-use super::dispatch::{answer, timeout_reply, App, Stop, Streamed, Turn};
+use super::dispatch::{App, Stop, Streamed, Turn, answer, timeout_reply};
 use super::limits::Limits;
 use super::streamed::ThreadPiece;
 
@@ -122,7 +122,7 @@ fn serve_blocking(
                     io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
                 ) =>
             {
-                return Ok(served)
+                return Ok(served);
             }
             Err(e) => return Err(e),
         }

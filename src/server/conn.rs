@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
-use crate::ws::{local_members, LiveConn, WsCommand};
+use crate::ws::{LiveConn, WsCommand, local_members};
 
 use super::dispatch::Shared;
 use super::http_strand::HttpStrand;

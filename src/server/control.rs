@@ -7,9 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::ws::WsCommand;
 
+use super::ServerStats;
 use super::dispatch::Counter;
 use super::signals;
-use super::ServerStats;
 
 /// Reads a server's figures and stops it, from any thread; cheap to clone. Take it with
 /// [`Server::control`](super::Server::control) before the server starts: until then

@@ -10,12 +10,12 @@
 use std::cell::{Cell, RefCell};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{Arc, OnceLock, mpsc};
 
 use reactor::{ConnId, Remote};
 
 use crate::http::later::{Delivery, HttpMsg};
-use crate::http::{text_response, Response};
+use crate::http::{Response, text_response};
 use crate::ws::WsCommand;
 
 use super::streamed::{BodySender, Later};
@@ -343,11 +343,11 @@ impl Reply {
 
 impl Drop for Reply {
     fn drop(&mut self) {
-        if let To::Conn { replies, id, seq } = &self.to {
-            if replies.wanted(*id, *seq) {
-                let what = Delivery::Dropped;
-                deliver(replies, *id, HttpMsg { seq: *seq, what });
-            }
+        if let To::Conn { replies, id, seq } = &self.to
+            && replies.wanted(*id, *seq)
+        {
+            let what = Delivery::Dropped;
+            deliver(replies, *id, HttpMsg { seq: *seq, what });
         }
     }
 }

@@ -5,24 +5,24 @@
 //! stopped and why.
 
 use std::os::fd::RawFd;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use crate::http::exchange::{empty_lines, RequestReader, Step, CONTINUE};
+use crate::http::exchange::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
-use crate::http::{path_of, text_response, Body, ParseError, Request, Response, Version};
+use crate::http::{Body, ParseError, Request, Response, Version, path_of, text_response};
 use crate::ws::{
-    agree, check_upgrade, extensions_of, switching_protocols, LiveApp, LiveConn, WsCommand,
-    WsSettings,
+    LiveApp, LiveConn, WsCommand, WsSettings, agree, check_upgrade, extensions_of,
+    switching_protocols,
 };
 
-use super::deferred::{answering, dropped_reply, late_reply, Deferral, Exchange, Replies, Wait};
+use super::deferred::{Deferral, Exchange, Replies, Wait, answering, dropped_reply, late_reply};
 use super::limits::Limits;
 use super::streamed::{Later, ThreadStream};
-use super::taken::{hand_over, DynTaken};
+use super::taken::{DynTaken, hand_over};
 
 /// A handler as the server stores it.
 pub(crate) type DynHandler = dyn Fn(Request) -> Response + Send + Sync;
@@ -402,10 +402,10 @@ fn dispatch(
         (None, _) => {}
         // A handler that panicked after deferring is answered 500 now.
         (Some(Deferral::Conn(seq)), true) => {
-            if let Exchange::Conn(id) = turn.exchange {
-                if let Some(replies) = app.replies {
-                    replies.close(id, seq);
-                }
+            if let Exchange::Conn(id) = turn.exchange
+                && let Some(replies) = app.replies
+            {
+                replies.close(id, seq);
             }
         }
         (Some(Deferral::Conn(seq)), false) => {

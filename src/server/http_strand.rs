@@ -10,21 +10,21 @@
 //! is decided by [`dispatch`](super::dispatch), shared with the blocking `handle_conn`.
 
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use reactor::{Io, Next, Read};
 
+use crate::http::Response;
 use crate::http::exchange::RequestReader;
 use crate::http::later::{Delivery, HttpMsg};
 use crate::http::render::{has_body, render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
-use crate::http::Response;
 use crate::ws::WsCommand;
 
-use super::deferred::{dropped_reply, late_reply, Exchange, Wait};
-use super::dispatch::{answer, timeout_reply, Answered, Shared, Stop, Turn, Upgrade};
+use super::deferred::{Exchange, Wait, dropped_reply, late_reply};
+use super::dispatch::{Answered, Shared, Stop, Turn, Upgrade, answer, timeout_reply};
 use super::output::Output;
 use super::streamed::{StreamStart, Streaming};
 
@@ -490,7 +490,7 @@ impl Busy {
                 Ok(true) if self.state != State::Serving => return self.linger(conn, io),
                 Ok(true) => {}
                 Ok(false) if self.state != State::Serving || self.held_back() => {
-                    return self.park(conn, io, progressed, false, true)
+                    return self.park(conn, io, progressed, false, true);
                 }
                 Ok(false) => {}
             }
@@ -534,7 +534,7 @@ impl Busy {
                         drained = !io.read_ready();
                     }
                     Read::WouldBlock if finished && conn.shared.shutting_down() => {
-                        return self.linger(conn, io)
+                        return self.linger(conn, io);
                     }
                     Read::WouldBlock => {
                         let write = self.output.has_pending();

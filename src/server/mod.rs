@@ -36,8 +36,8 @@ mod ticks;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use reactor::{Config, Reactor};
@@ -45,13 +45,13 @@ use reactor::{Config, Reactor};
 use crate::http::{Request, Response};
 use crate::sse::{SseHandler, SseRoute};
 use crate::ws::{
-    LiveApp, OutputBudget, Rooms, Route, Timeouts, WsCommand, WsHandler, WsSettings, MAX_MESSAGE,
+    LiveApp, MAX_MESSAGE, OutputBudget, Rooms, Route, Timeouts, WsCommand, WsHandler, WsSettings,
 };
 
 pub use blocking::handle_conn;
 use conn::HttpService;
 pub use control::Control;
-pub use deferred::{defer, Reply};
+pub use deferred::{Reply, defer};
 use dispatch::{Counter, DynHandler, LiveRoute, Shared};
 pub(crate) use limits::Limits;
 pub use limits::{

@@ -3,15 +3,15 @@
 //! deferred replies ([`defer`](super::defer)).
 
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use crate::http::{text_response, with_header, Response};
+use crate::http::{Response, text_response, with_header};
 
 use std::io::Read;
 
-use super::deferred::{defer, Reply};
+use super::deferred::{Reply, defer};
 
 type Job = Box<dyn FnOnce() + Send>;
 

@@ -17,7 +17,7 @@ use reactor::ConnId;
 use crate::http::later::{Delivery, HttpMsg};
 use crate::http::stream_framing::{PastLength, StreamFraming};
 
-use super::deferred::{deliver, Replies};
+use super::deferred::{Replies, deliver};
 
 /// Bytes of a streamed body the server holds at most for one response (sent and not yet
 /// written to the socket); a [`BodySender`] past it waits until the client reads.
@@ -329,11 +329,7 @@ impl BodySender {
             Sink::Thread(tx) => tx.send(ThreadPiece::End).is_ok(),
             Sink::Nowhere => false,
         };
-        if sent {
-            Ok(())
-        } else {
-            Err(not_wanted())
-        }
+        if sent { Ok(()) } else { Err(not_wanted()) }
     }
 
     /// Takes at most a piece of `buf`, or fails when it would pass the announced length.
@@ -405,11 +401,10 @@ impl Drop for BodySender {
         if let Sink::Conn {
             replies, id, seq, ..
         } = &self.sink
+            && replies.wanted(*id, *seq)
         {
-            if replies.wanted(*id, *seq) {
-                let what = Delivery::Abort;
-                deliver(replies, *id, HttpMsg { seq: *seq, what });
-            }
+            let what = Delivery::Abort;
+            deliver(replies, *id, HttpMsg { seq: *seq, what });
         }
         // A thread's channel disconnects as the sender drops: it cuts the body there.
     }

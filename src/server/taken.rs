@@ -4,7 +4,7 @@
 use std::mem::ManuallyDrop;
 use std::net::TcpStream;
 use std::os::fd::{FromRawFd, RawFd};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The hook as the server stores it: `taken(conn, raw)`.
 pub(crate) type DynTaken = dyn Fn(&TcpStream, &[u8]) -> bool + Send + Sync;

@@ -7,6 +7,6 @@ mod event;
 mod strand;
 
 pub use app::{Sse, SseHandler, SseSender};
-pub(crate) use event::data_event;
 pub use event::Event;
+pub(crate) use event::data_event;
 pub(crate) use strand::SseRoute;

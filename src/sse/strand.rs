@@ -18,8 +18,8 @@ use reactor::{ConnId, Io, Next, Read, Remote};
 use super::app::{Sse, SseHandler};
 use super::event::HEARTBEAT;
 use crate::http::{Request, Response};
-use crate::ws::{join_back, write_out, Joined, Joining, LiveApp, LiveConn, Outbox, Seat};
-use crate::ws::{Timeouts, WsCommand, WsSettings, WS_MAX_BACKLOG};
+use crate::ws::{Joined, Joining, LiveApp, LiveConn, Outbox, Seat, join_back, write_out};
+use crate::ws::{Timeouts, WS_MAX_BACKLOG, WsCommand, WsSettings};
 
 /// A route's application: its handler and, from the first stream on, what every stream of the
 /// route shares.

@@ -7,9 +7,9 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
+use rustls::ServerConfig;
 use rustls::server::{ClientHello, ProducesTickets, ResolvesServerCert, StoresServerSessions};
 use rustls::sign::CertifiedKey;
-use rustls::ServerConfig;
 
 use super::pem;
 

@@ -216,10 +216,10 @@ impl Session {
             };
             if let Engine::Rustls(conn) = &mut self.engine {
                 let status = conn.process_tls_records(seen);
-                if let Ok(ConnectionState::EncodeTlsData(mut alert)) = status.state {
-                    if let Ok(n) = alert.encode(out) {
-                        let _ = socket.send(&out[..n]);
-                    }
+                if let Ok(ConnectionState::EncodeTlsData(mut alert)) = status.state
+                    && let Ok(n) = alert.encode(out)
+                {
+                    let _ = socket.send(&out[..n]);
                 }
             }
         }
@@ -259,40 +259,49 @@ impl Session {
             let state = match status.state {
                 Ok(state) => state,
                 Err(e) => {
-                    return Err(self.fail(socket, out, Seen::These(&mut incoming[start..]), e))
+                    return Err(self.fail(socket, out, Seen::These(&mut incoming[start..]), e));
                 }
             };
             match state {
                 ConnectionState::ReadTraffic(mut records) => {
                     while let Some(record) = records.next_record() {
-                        let record = record.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                        let record =
+                            record.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                         let payload = record.payload;
                         // Fits: a record's plaintext is shorter than its ciphertext, and
                         // `incoming` is no longer than `into` (see `Layer::read`).
                         let Some(to) = into.get_mut(plain..plain + payload.len()) else {
-                            return Err(io::Error::other("a TLS record larger than its ciphertext"));
+                            return Err(io::Error::other(
+                                "a TLS record larger than its ciphertext",
+                            ));
                         };
                         to.copy_from_slice(payload);
                         plain += payload.len();
                         discard += record.discard;
                     }
                 }
-                ConnectionState::EncodeTlsData(mut data) => match data.encode(&mut out[encoded..]) {
-                    Ok(n) => encoded += n,
-                    Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size })) => {
-                        return Err(io::Error::other(format!(
-                            "a TLS handshake message of {required_size} bytes does not fit the buffer"
-                        )))
+                ConnectionState::EncodeTlsData(mut data) => {
+                    match data.encode(&mut out[encoded..]) {
+                        Ok(n) => encoded += n,
+                        Err(EncodeError::InsufficientSize(InsufficientSizeError {
+                            required_size,
+                        })) => {
+                            return Err(io::Error::other(format!(
+                                "a TLS handshake message of {required_size} bytes does not fit the buffer"
+                            )));
+                        }
+                        Err(EncodeError::AlreadyEncoded) => {}
                     }
-                    Err(EncodeError::AlreadyEncoded) => {}
-                },
+                }
                 ConnectionState::TransmitTlsData(data) => {
                     data.done();
                     let sealed = std::mem::take(&mut encoded);
                     self.send(socket, &out[..sealed])?;
                 }
                 ConnectionState::PeerClosed => self.phase = Phase::PeerClosed,
-                ConnectionState::BlockedHandshake | ConnectionState::WriteTraffic(_) | ConnectionState::Closed => {
+                ConnectionState::BlockedHandshake
+                | ConnectionState::WriteTraffic(_)
+                | ConnectionState::Closed => {
                     start += discard;
                     let handshaking = match &self.engine {
                         Engine::Rustls(conn) => conn.is_handshaking(),
@@ -385,53 +394,55 @@ impl Layer for Session {
     fn read(&mut self, socket: &mut Socket<'_>, into: &mut [u8]) -> Received {
         match self.phase {
             Phase::Failed | Phase::Closing(_) => {
-                return Received::Error(io::Error::new(io::ErrorKind::InvalidData, "TLS failed"))
+                return Received::Error(io::Error::new(io::ErrorKind::InvalidData, "TLS failed"));
             }
             Phase::PeerClosed => return Received::Closed,
             Phase::Handshaking(_) | Phase::Open => {}
         }
-        with_buffers(|buffers| loop {
-            let Buffers { incoming, outgoing } = buffers;
-            // No more ciphertext than `into` holds: all the plaintext it makes fits there, so
-            // rustls is never left holding plaintext the strand has not read.
-            let incoming = &mut incoming[..into.len().min(INCOMING)];
-            let kept = self.kept.len();
-            if kept >= incoming.len() {
-                return Received::Error(
-                    self.failed("a TLS handshake message larger than the read buffer"),
-                );
-            }
-            incoming[..kept].copy_from_slice(&self.kept);
-            let end = match socket.recv(&mut incoming[kept..]) {
-                Received::Data(n) => kept + n,
-                other => return other,
-            };
-            if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
-                return Received::Error(self.refuse_plain_http(socket));
-            }
-            let opened = match &mut self.engine {
-                Engine::Own(_) => self.open_own(socket, &mut incoming[..end], outgoing, into),
-                _ => self.decrypt(socket, &mut incoming[..end], outgoing, into),
-            };
-            let (plain, used) = match opened {
-                Ok(done) => done,
-                Err(e) => return Received::Error(e),
-            };
-            self.kept.clear();
-            if used < end {
-                self.kept.extend_from_slice(&incoming[used..end]);
-            } else {
-                self.kept = Vec::new();
-                self.take_over_records();
-            }
-            if plain > 0 {
-                return Received::Data(plain);
-            }
-            if self.phase == Phase::PeerClosed {
-                return Received::Closed;
-            }
-            if !socket.read_ready() {
-                return Received::WouldBlock;
+        with_buffers(|buffers| {
+            loop {
+                let Buffers { incoming, outgoing } = buffers;
+                // No more ciphertext than `into` holds: all the plaintext it makes fits there, so
+                // rustls is never left holding plaintext the strand has not read.
+                let incoming = &mut incoming[..into.len().min(INCOMING)];
+                let kept = self.kept.len();
+                if kept >= incoming.len() {
+                    return Received::Error(
+                        self.failed("a TLS handshake message larger than the read buffer"),
+                    );
+                }
+                incoming[..kept].copy_from_slice(&self.kept);
+                let end = match socket.recv(&mut incoming[kept..]) {
+                    Received::Data(n) => kept + n,
+                    other => return other,
+                };
+                if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
+                    return Received::Error(self.refuse_plain_http(socket));
+                }
+                let opened = match &mut self.engine {
+                    Engine::Own(_) => self.open_own(socket, &mut incoming[..end], outgoing, into),
+                    _ => self.decrypt(socket, &mut incoming[..end], outgoing, into),
+                };
+                let (plain, used) = match opened {
+                    Ok(done) => done,
+                    Err(e) => return Received::Error(e),
+                };
+                self.kept.clear();
+                if used < end {
+                    self.kept.extend_from_slice(&incoming[used..end]);
+                } else {
+                    self.kept = Vec::new();
+                    self.take_over_records();
+                }
+                if plain > 0 {
+                    return Received::Data(plain);
+                }
+                if self.phase == Phase::PeerClosed {
+                    return Received::Closed;
+                }
+                if !socket.read_ready() {
+                    return Received::WouldBlock;
+                }
             }
         })
     }
@@ -443,10 +454,10 @@ impl Layer for Session {
                 return Err(io::Error::new(
                     io::ErrorKind::NotConnected,
                     "the TLS handshake is not done",
-                ))
+                ));
             }
             Phase::Failed | Phase::Closing(_) => {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "TLS failed"))
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "TLS failed"));
             }
         }
         if !self.flush(socket)? {
@@ -560,7 +571,7 @@ impl Session {
                     return Err(io::Error::other(format!(
                         "{} bytes of records do not fit the buffer",
                         e.required_size
-                    )))
+                    )));
                 }
                 Ok(Some(Err(e))) => return Err(io::Error::other(e)),
             }

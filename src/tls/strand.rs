@@ -2,14 +2,14 @@
 //! run over a [`Session`] that stands between it and the socket. The one place that knows
 //! when TLS holds a connection open, for how long, and what closes it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
 use super::server_config::Configs;
-use super::session::{release_buffers, Session};
+use super::session::{Session, release_buffers};
 
 /// How long a client has to finish its handshake by default; see
 /// [`Server::handshake_timeout`](crate::http::Server::handshake_timeout).

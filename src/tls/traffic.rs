@@ -3,11 +3,11 @@
 //! What arrives is opened in place, what the peer is owed in return (its key update answered,
 //! a refused renegotiation) is sealed at once.
 
+use rustls::ProtocolVersion;
 use rustls::kernel::KernelConnection;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
-use rustls::ProtocolVersion;
 
-use super::records::{self, Keys, RecordError, Version, ALERT, APPLICATION_DATA, HANDSHAKE};
+use super::records::{self, ALERT, APPLICATION_DATA, HANDSHAKE, Keys, RecordError, Version};
 
 /// The alerts this side sends (RFC 8446 §6).
 const CLOSE_NOTIFY: [u8; 2] = [1, 0];
@@ -124,7 +124,7 @@ impl Traffic {
                         return Err(Broken {
                             alert: done.sealed,
                             why: "the peer sent a fatal alert",
-                        })
+                        });
                     }
                 },
                 (HANDSHAKE, Version::Tls13) => match incoming[plain] {
@@ -152,7 +152,7 @@ impl Traffic {
                                     done.sealed,
                                     DECODE_ERROR,
                                     "a key that cannot be made",
-                                ))
+                                ));
                             }
                         };
                         if request {
@@ -187,7 +187,7 @@ impl Traffic {
                             done.sealed,
                             UNEXPECTED_MESSAGE,
                             "an unexpected handshake message",
-                        ))
+                        ));
                     }
                 },
                 (HANDSHAKE, Version::Tls12)
@@ -207,7 +207,7 @@ impl Traffic {
                         done.sealed,
                         UNEXPECTED_MESSAGE,
                         "an unexpected TLS record",
-                    ))
+                    ));
                 }
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use reactor::{ConnId, Remote};
 
 use super::frame::{OP_BINARY, OP_TEXT};
-use super::rooms::{encode, Rooms};
+use super::rooms::{Rooms, encode};
 use crate::http::{Request, Response};
 
 /// A whole message.

@@ -3,12 +3,12 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 
-use super::close::{close_payload, NORMAL};
+use super::close::{NORMAL, close_payload};
 use super::frame::{
-    apply_mask, write_frame, FrameHead, FIXED_MASK, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT,
+    FIXED_MASK, FrameHead, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, apply_mask, write_frame,
 };
 use super::handshake::{upgrade_reply, ws_wanted};
-use crate::http::{parse_reply_head, MAX_HEAD_BYTES};
+use crate::http::{MAX_HEAD_BYTES, parse_reply_head};
 
 /// Largest frame payload [`ws_take`] accepts: the specification's 64 KiB. A frame announcing
 /// more is an `InvalidData` error (nothing is allocated for it); close such a connection with
@@ -65,7 +65,7 @@ pub fn fill(conn: &mut TcpStream, mut buf: Vec<u8>, want: usize) -> io::Result<V
                     io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
                 ) =>
             {
-                break
+                break;
             }
             Err(e) => return Err(e),
         }
@@ -221,7 +221,7 @@ pub fn ws_read(conn: &mut TcpStream) -> io::Result<String> {
             _ => {
                 return String::from_utf8(payload).map_err(|_| {
                     io::Error::new(io::ErrorKind::InvalidData, "text frame is not UTF-8")
-                })
+                });
             }
         }
     }

@@ -10,8 +10,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Default limit on the output queued for all WebSocket connections of a server together
 /// ([`Server::max_queued_output`](crate::http::Server::max_queued_output)).

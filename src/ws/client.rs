@@ -18,14 +18,14 @@ use super::app::Message;
 use super::close::close_payload;
 use super::decoder::{Decoder, Event, MAX_MESSAGE};
 use super::deflate::{
-    accept_response, client_codecs, ClientAgreed, OwnCompressor, CLIENT_OFFER, RSV1,
+    CLIENT_OFFER, ClientAgreed, OwnCompressor, RSV1, accept_response, client_codecs,
 };
-use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
+use super::frame::{OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Role, write_frame};
 use super::handshake::{accept_key, random_16};
 use crate::http::grammar::{is_field_byte, is_token};
 use crate::http::url::{Schemes, Url};
 use crate::http::wire::{self, Conn};
-use crate::http::{parse_reply_head, Header};
+use crate::http::{Header, parse_reply_head};
 
 /// Default time to connect and complete the opening handshake ([`WsConnect::timeout`]).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -362,7 +362,7 @@ impl WsConnect {
             (false, false) => {
                 return Err(invalid_data(
                     "the server chose an extension the client did not offer",
-                ))
+                ));
             }
             (true, false) => accept_response(&extensions).map_err(|why| invalid_data(&why))?,
         };
@@ -372,7 +372,7 @@ impl WsConnect {
             Some(p) => {
                 return Err(invalid_data(&format!(
                     "the server chose subprotocol {p:?}, which the client did not offer"
-                )))
+                )));
             }
         };
         Ok((protocol, agreed))

@@ -6,11 +6,11 @@
 //! message is handed over whole, and the few bytes of a frame head split across reads are kept
 //! inline.
 
-use super::close::{parse_close, INVALID_DATA, PROTOCOL_ERROR, TOO_BIG};
-use super::deflate::{inflate, Inflater};
+use super::close::{INVALID_DATA, PROTOCOL_ERROR, TOO_BIG, parse_close};
+use super::deflate::{Inflater, inflate};
 use super::frame::{
-    apply_mask, parse_head, FrameHead, Role, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING,
-    OP_PONG, OP_TEXT,
+    FrameHead, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Role, apply_mask,
+    parse_head,
 };
 use super::utf8::Utf8Check;
 
@@ -223,10 +223,10 @@ impl Decoder {
     /// Reads a frame head, keeping a partial one inline.
     fn read_head(&mut self, input: &[u8]) -> Result<(usize, Option<FrameHead>), u16> {
         let deflate = self.deflate();
-        if self.head_len == 0 {
-            if let Some(head) = parse_head(input, self.role, deflate)? {
-                return Ok((head.head_len, Some(head)));
-            }
+        if self.head_len == 0
+            && let Some(head) = parse_head(input, self.role, deflate)?
+        {
+            return Ok((head.head_len, Some(head)));
         }
         // Split across reads: gather the head's bytes (at most 14) inline.
         let had = usize::from(self.head_len);

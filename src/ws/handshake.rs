@@ -7,7 +7,7 @@ use sha1::{Digest, Sha1};
 use crate::http::fields::has_token;
 use crate::http::grammar::is_sendable_target_byte;
 use crate::http::{
-    response_bytes, text_response, with_header, HeadLimits, HeadParser, Request, Response, Version,
+    HeadLimits, HeadParser, Request, Response, Version, response_bytes, text_response, with_header,
 };
 
 /// The GUID RFC 6455 §1.3 appends to the key before hashing.
@@ -228,7 +228,10 @@ mod tests {
     #[test]
     fn the_rfc_example_is_accepted() {
         let reply = String::from_utf8(upgrade_reply(GOOD.as_bytes()).unwrap()).unwrap();
-        assert_eq!(reply, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n");
+        assert_eq!(
+            reply,
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+        );
         let lists = GOOD
             .replace("Upgrade: websocket", "Upgrade: foo, WebSocket")
             .replace("Connection: Upgrade", "Connection: keep-alive, upgrade");

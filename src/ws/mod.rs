@@ -19,36 +19,36 @@ mod seat;
 mod strand;
 mod utf8;
 
-pub use app::{broadcast, Message, Ws, WsCommand, WsHandler, WsSender};
+pub use app::{Message, Ws, WsCommand, WsHandler, WsSender, broadcast};
 pub use blocking::{
-    client_frame, client_frame_bin, fill, ws_accept, ws_close, ws_frame, ws_frame_bin, ws_frame_op,
-    ws_read, ws_take, ws_write, ws_write_bin, MAX_FRAME,
+    MAX_FRAME, client_frame, client_frame_bin, fill, ws_accept, ws_close, ws_frame, ws_frame_bin,
+    ws_frame_op, ws_read, ws_take, ws_write, ws_write_bin,
 };
-pub(crate) use budget::OutputBudget;
 pub use budget::MAX_QUEUED_OUTPUT;
-pub use client::{connect, WsClient, WsConnect, WsReader, WsWriter, CONNECT_TIMEOUT};
+pub(crate) use budget::OutputBudget;
+pub use client::{CONNECT_TIMEOUT, WsClient, WsConnect, WsReader, WsWriter, connect};
 pub use close::{
-    close_payload, is_valid_code, parse_close, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL,
-    POLICY, PROTOCOL_ERROR, TOO_BIG,
+    GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG,
+    close_payload, is_valid_code, parse_close,
 };
 pub use decoder::{Decoder, Event, MAX_MESSAGE};
 #[cfg(not(feature = "deflate"))]
 pub(crate) use deflate::Deflate;
-pub(crate) use deflate::{agree, Agreed};
+pub(crate) use deflate::{Agreed, agree};
 #[cfg(feature = "deflate")]
 pub use deflate::{Deflate, LEVEL, MIN_SIZE};
 pub use frame::{
-    apply_mask, parse_frame_head, write_frame, FrameHead, Role, FIXED_MASK, OP_BINARY, OP_CLOSE,
-    OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
+    FIXED_MASK, FrameHead, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Role,
+    apply_mask, parse_frame_head, write_frame,
 };
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
 pub(crate) use handshake::{check_upgrade, extensions_of, switching_protocols};
-pub use history::{History, HISTORY_BYTES, HISTORY_ROOMS, KEEP_FOR};
+pub use history::{HISTORY_BYTES, HISTORY_ROOMS, History, KEEP_FOR};
 pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
-pub(crate) use rooms::{local_members, Joined};
-pub use rooms::{Follow, Rooms, MAX_ROOMS};
-pub(crate) use seat::{join_back, Joining, Seat};
-pub(crate) use strand::{write_out, LiveApp, LiveConn, Route, Timeouts, WsSettings};
+pub use rooms::{Follow, MAX_ROOMS, Rooms};
+pub(crate) use rooms::{Joined, local_members};
+pub(crate) use seat::{Joining, Seat, join_back};
 pub use strand::{CLOSE_TIMEOUT, WS_HIGH_WATER, WS_MAX_BACKLOG};
+pub(crate) use strand::{LiveApp, LiveConn, Route, Timeouts, WsSettings, write_out};
 pub use utf8::Utf8Check;

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use reactor::{ConnId, Remote};
 
 use super::app::{Message, WsCommand};
-use super::frame::{write_frame, OP_BINARY, OP_TEXT};
+use super::frame::{OP_BINARY, OP_TEXT, write_frame};
 use super::history::{History, Kept};
 
 /// Default limit on the rooms one WebSocket connection may be in at once
@@ -353,10 +353,10 @@ impl Rooms {
         let known = counts
             .get_key_value(room)
             .map(|(name, count)| (Arc::clone(name), Arc::clone(count)));
-        if let Some((name, count)) = &known {
-            if (worker as usize) < count.per_worker.len() {
-                return (Arc::clone(name), Arc::clone(count));
-            }
+        if let Some((name, count)) = &known
+            && (worker as usize) < count.per_worker.len()
+        {
+            return (Arc::clone(name), Arc::clone(count));
         }
         // New, or made before the server ran (a `Follow`) for fewer workers: made with room for
         // every worker, what was counted carried over.
@@ -406,10 +406,10 @@ impl Rooms {
         // During a worker thread's teardown the thread-local may be gone: nothing to fan out to.
         let _ = LOCAL.try_with(|local| local.borrow_mut().leave(room, id));
         let mut counts = self.shared.counts();
-        if let Some(count) = counts.get(room) {
-            if let Some(c) = count.per_worker.get(id.worker() as usize) {
-                let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-            }
+        if let Some(count) = counts.get(room)
+            && let Some(c) = count.per_worker.get(id.worker() as usize)
+        {
+            let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         }
         self.forget_if_idle(&mut counts, room);
     }
@@ -802,11 +802,11 @@ mod tests {
         }
         assert_eq!(lists(), before + 1, "one list for a thousand members");
         let first = members[0].0.clone();
-        assert!(members.iter().all(|j| j
-            .0
-            .as_ref()
-            .zip(first.as_ref())
-            .is_some_and(|(a, b)| Arc::ptr_eq(a, b))));
+        assert!(members.iter().all(|j| {
+            j.0.as_ref()
+                .zip(first.as_ref())
+                .is_some_and(|(a, b)| Arc::ptr_eq(a, b))
+        }));
         drop(first);
         members[0].push("games".into());
         assert_eq!(lists(), before + 2);

@@ -20,13 +20,13 @@ use reactor::{ConnId, Io, Next, Read, Remote};
 
 use super::app::{Message, Ws, WsCommand, WsHandler};
 use super::budget::OutputBudget;
-use super::close::{close_payload, GOING_AWAY, POLICY};
+use super::close::{GOING_AWAY, POLICY, close_payload};
 use super::decoder::{Decoder, Event};
-use super::deflate::{queue_owned, queue_shared, worker_inflater, Agreed, History, SLOTS};
-use super::frame::{write_frame, Role, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
+use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
+use super::frame::{OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Role, write_frame};
 use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
-use super::seat::{join_back, Joining, Seat};
+use super::seat::{Joining, Seat, join_back};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
 pub const WS_HIGH_WATER: usize = 256 * 1024;
@@ -551,7 +551,7 @@ impl<H: WsHandler> WsStrand<H> {
                 Ok(true) if self.closing() == Closing::Lingering => return self.linger(io),
                 Ok(true) => {}
                 Ok(false) if self.pending() > WS_HIGH_WATER => {
-                    return self.park(io.now(), progressed, false)
+                    return self.park(io.now(), progressed, false);
                 }
                 Ok(false) => {}
             }

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use web::http::{
-    parse_reply_head, text_response, ReplyFraming, Request, Response, Server, ServerHandle,
+    ReplyFraming, Request, Response, Server, ServerHandle, parse_reply_head, text_response,
 };
 
 /// How long a connection may take to end after the client's last byte and end of stream.
@@ -128,7 +128,7 @@ pub fn read_to_end(c: &mut TcpStream) -> Result<Vec<u8>, String> {
             Ok(n) => out.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {
-                return Ok(out)
+                return Ok(out);
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             Err(e) => return Err(e.to_string()),
@@ -150,7 +150,7 @@ pub fn check_replies(out: &[u8]) -> Result<usize, String> {
             return Err(format!(
                 "a reply that does not parse ({e:?}): {:?}",
                 shown()
-            ))
+            ));
         }
     };
     let rest = &out[head.len..];

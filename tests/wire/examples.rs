@@ -25,6 +25,21 @@ pub fn examples_dir() -> &'static PathBuf {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
         let mut build = Command::new(env!("CARGO"));
+        // Without what cargo set for this test alone: build scripts that watch these (ring's
+        // does) would otherwise be rebuilt here, and again by the next `cargo test`.
+        const SET_FOR_THIS_TEST: [&str; 5] = [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+        ];
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if name.starts_with("CARGO_PKG_") || SET_FOR_THIS_TEST.contains(&name.as_ref()) {
+                build.env_remove(name.as_ref());
+            }
+        }
         build.args(["build", "--quiet", "--manifest-path"]);
         build.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
         for name in EXAMPLES {

@@ -18,7 +18,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use web::http::{parse_reply_head, Header, ReplyFraming};
+use web::http::{Header, ReplyFraming, parse_reply_head};
 
 /// How long any single read may wait before the test fails.
 pub const READ_LIMIT: Duration = Duration::from_secs(5);

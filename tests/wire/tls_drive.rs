@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use web::http::ServerHandle;
 
-use super::drive::{check_replies, pieces, read_to_end, send, END_WITHIN};
+use super::drive::{END_WITHIN, check_replies, pieces, read_to_end, send};
 
 /// A one-worker TLS server with small limits; a client configuration that trusts it.
 pub struct TlsTarget {

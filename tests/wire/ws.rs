@@ -5,7 +5,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use web::ws::{write_frame, ws_handshake_request, Message, Ws, WsHandler};
+use web::ws::{Message, Ws, WsHandler, write_frame, ws_handshake_request};
 
 /// A WebSocket application that echoes every message, for tests that need one beside another.
 pub struct Echo;

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::args::{self, Opt, Refused};
 use crate::conns::Kind;

@@ -68,7 +68,7 @@ impl Target {
             _ => {
                 return Err(format!(
                     "the scheme is http, https, ws or wss, not {scheme:?}"
-                ))
+                ));
             }
         };
         let (authority, path) = match rest.find('/') {

@@ -12,7 +12,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::conns::{self, Held, Kind, Target};
 use crate::procfs;

@@ -112,7 +112,7 @@ pub fn run(
                             return Err(io::Error::new(
                                 ErrorKind::UnexpectedEof,
                                 "the server closed a connection",
-                            ))
+                            ));
                         }
                         Ok(n) => c.input.extend_from_slice(&buf[..n]),
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,

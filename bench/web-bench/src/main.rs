@@ -67,13 +67,41 @@ when N is capped by it.\n\
 Example: web-bench idle --pid $(pidof hello) --url http://127.0.0.1:8080/ -n 10000";
 
 const IDLE_OPTS: &[Opt] = &[
-    Opt { name: "--pid", value: Some("PID"), help: "the server's process (needed)" },
-    Opt { name: "--url", value: Some("URL"), help: "where to connect: http|ws|https|wss://127.x.x.x:PORT/PATH (needed)" },
-    Opt { name: "-n", value: Some("N"), help: "connections to hold (default 10000, at most 1000000)" },
-    Opt { name: "--kind", value: Some("KIND"), help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET); default from the URL" },
-    Opt { name: "--json", value: Some("FILE"), help: "where the record goes (default target/web-bench/idle-KIND.json)" },
-    Opt { name: "--svg", value: Some("FILE"), help: "also draw the result as a chart" },
-    Opt { name: "--budget", value: Some("SECONDS"), help: "longest the run may take (default 600)" },
+    Opt {
+        name: "--pid",
+        value: Some("PID"),
+        help: "the server's process (needed)",
+    },
+    Opt {
+        name: "--url",
+        value: Some("URL"),
+        help: "where to connect: http|ws|https|wss://127.x.x.x:PORT/PATH (needed)",
+    },
+    Opt {
+        name: "-n",
+        value: Some("N"),
+        help: "connections to hold (default 10000, at most 1000000)",
+    },
+    Opt {
+        name: "--kind",
+        value: Some("KIND"),
+        help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET); default from the URL",
+    },
+    Opt {
+        name: "--json",
+        value: Some("FILE"),
+        help: "where the record goes (default target/web-bench/idle-KIND.json)",
+    },
+    Opt {
+        name: "--svg",
+        value: Some("FILE"),
+        help: "also draw the result as a chart",
+    },
+    Opt {
+        name: "--budget",
+        value: Some("SECONDS"),
+        help: "longest the run may take (default 600)",
+    },
 ];
 
 fn idle_command(args: &[String]) -> Result<ExitCode, Refused> {

@@ -131,10 +131,12 @@ fn limits_give_414_and_431() {
     };
     let exact = "GET / HTTP/1.1\r\nHost: a\r\nX: 01234567890123456789012345678901\r\n\r\n";
     assert_eq!(exact.len(), 64);
-    assert!(HeadParser::new(limits)
-        .parse(exact.as_bytes())
-        .unwrap()
-        .is_some());
+    assert!(
+        HeadParser::new(limits)
+            .parse(exact.as_bytes())
+            .unwrap()
+            .is_some()
+    );
     let over = "GET / HTTP/1.1\r\nHost: a\r\nX: 012345678901234567890123456789012\r\n\r\n";
     assert_eq!(
         HeadParser::new(limits).parse(over.as_bytes()),
@@ -153,7 +155,9 @@ fn accepted_forms() {
     let h = head("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
     assert_eq!(h.request.path(), "example.com:443");
 
-    let h = head("GET / HTTP/1.1\r\nHost: a\r\nAccept: x\r\nAccept: y\r\nX-Empty:\r\nX-Ows: \t v  w \t\r\n\r\n");
+    let h = head(
+        "GET / HTTP/1.1\r\nHost: a\r\nAccept: x\r\nAccept: y\r\nX-Empty:\r\nX-Ows: \t v  w \t\r\n\r\n",
+    );
     let pairs: Vec<(&str, &str)> = h
         .request
         .headers()
@@ -329,10 +333,11 @@ fn a_shorter_buffer_than_before_starts_over_instead_of_panicking() {
     let mut p = HeadParser::default();
     assert_eq!(p.parse(b"GET / HTTP/1.1\r\nHost: a\r\n"), Ok(None));
     assert_eq!(p.parse(b"GET"), Ok(None));
-    assert!(p
-        .parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-        .unwrap()
-        .is_some());
+    assert!(
+        p.parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[test]

@@ -10,6 +10,6 @@ pub use header::{Header, HeaderRef};
 pub use request::{Headers, Request};
 pub(crate) use request::{Line, Span};
 pub use response::{
-    html_response, json_response, set_cookie, text_response, with_header, Body, Response, HTML,
-    JSON, TEXT,
+    Body, HTML, JSON, Response, TEXT, html_response, json_response, set_cookie, text_response,
+    with_header,
 };

@@ -5,9 +5,9 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::codec::compress;
 use super::Agreed;
-use crate::ws::frame::{parse_head, write_frame, write_head, Role, OP_BINARY, OP_TEXT};
+use super::codec::compress;
+use crate::ws::frame::{OP_BINARY, OP_TEXT, Role, parse_head, write_frame, write_head};
 use crate::ws::outbox::Outbox;
 
 /// RSV1: the message is compressed (RFC 7692 §6).
@@ -204,7 +204,7 @@ fn whole_message(frame: &[u8]) -> Option<(u8, &[u8])> {
 #[cfg(all(test, feature = "deflate"))]
 mod tests {
     use super::*;
-    use crate::ws::deflate::{inflate, Inflater};
+    use crate::ws::deflate::{Inflater, inflate};
 
     fn agreed(takeover: bool) -> Agreed {
         Agreed {

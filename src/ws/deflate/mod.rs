@@ -56,9 +56,9 @@ mod codec {
 mod frames;
 mod offer;
 
-pub(crate) use codec::{client_codecs, inflate, worker_inflater, Inflater, OwnCompressor};
-pub(crate) use frames::{queue_message, queue_owned, queue_shared, History, RSV1};
-pub(crate) use offer::{accept_response, agree, ClientAgreed, CLIENT_OFFER};
+pub(crate) use codec::{Inflater, OwnCompressor, client_codecs, inflate, worker_inflater};
+pub(crate) use frames::{History, RSV1, queue_message, queue_owned, queue_shared};
+pub(crate) use offer::{CLIENT_OFFER, ClientAgreed, accept_response, agree};
 
 /// The compression level used unless set ([`Deflate::level`]): zlib's default, the usual
 /// balance of ratio and speed.

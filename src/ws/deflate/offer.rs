@@ -224,20 +224,68 @@ mod tests {
     fn offers_and_what_the_server_answers() {
         let none = "";
         let cases: &[ServerCase<'_>] = &[
-            (&["permessage-deflate"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover", 15, false))),
-            (&["permessage-deflate; client_max_window_bits"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover", 15, false))),
-            (&["Permessage-Deflate; Server_Max_Window_Bits=10"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10", 10, false))),
-            (&["permessage-deflate; server_max_window_bits=\"8\""], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=8", 8, false))),
-            (&["permessage-deflate; client_no_context_takeover; server_no_context_takeover"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover", 15, false))),
+            (
+                &["permessage-deflate"],
+                Some((
+                    "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                    15,
+                    false,
+                )),
+            ),
+            (
+                &["permessage-deflate; client_max_window_bits"],
+                Some((
+                    "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                    15,
+                    false,
+                )),
+            ),
+            (
+                &["Permessage-Deflate; Server_Max_Window_Bits=10"],
+                Some((
+                    "permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10",
+                    10,
+                    false,
+                )),
+            ),
+            (
+                &["permessage-deflate; server_max_window_bits=\"8\""],
+                Some((
+                    "permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=8",
+                    8,
+                    false,
+                )),
+            ),
+            (
+                &["permessage-deflate; client_no_context_takeover; server_no_context_takeover"],
+                Some((
+                    "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                    15,
+                    false,
+                )),
+            ),
             // The first offer we can honour wins, across extensions and lines.
-            (&["x-webkit-deflate-frame", "permessage-deflate; server_max_window_bits=16, permessage-deflate; client_max_window_bits=9"], Some(("permessage-deflate; server_no_context_takeover; client_no_context_takeover", 15, false))),
+            (
+                &[
+                    "x-webkit-deflate-frame",
+                    "permessage-deflate; server_max_window_bits=16, permessage-deflate; client_max_window_bits=9",
+                ],
+                Some((
+                    "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                    15,
+                    false,
+                )),
+            ),
             // Declined: no extension, never a failed handshake.
             (&["permessage-deflate; server_max_window_bits"], None),
             (&["permessage-deflate; server_max_window_bits=7"], None),
             (&["permessage-deflate; server_max_window_bits=08"], None),
             (&["permessage-deflate; client_max_window_bits=16"], None),
             (&["permessage-deflate; server_no_context_takeover=1"], None),
-            (&["permessage-deflate; client_no_context_takeover; client_no_context_takeover"], None),
+            (
+                &["permessage-deflate; client_no_context_takeover; client_no_context_takeover"],
+                None,
+            ),
             (&["permessage-deflate; mystery"], None),
             (&["x-webkit-deflate-frame"], None),
             (&[none], None),

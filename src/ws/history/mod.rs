@@ -25,8 +25,8 @@ use std::time::Duration;
 use recent::after_last_common;
 pub(crate) use recent::{Entry, Recent};
 
-use super::rooms::Rooms;
 use super::Message;
+use super::rooms::Rooms;
 use crate::sse::Event;
 
 /// Default rooms whose history an instance keeps.
@@ -269,8 +269,8 @@ impl Rooms {
         if !self.followed(room) {
             self.fill_from_fleet(&mut kept, room);
         }
-        let joined = send_and_join(&mut kept.recent.after(room, after));
-        joined
+
+        send_and_join(&mut kept.recent.after(room, after))
     }
 
     /// Keeps message `id` of `room` and sends it to the room's members and the watcher.
