@@ -10,6 +10,7 @@ use super::error::ParseError;
 use super::fetch::{CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST, RequestBuilder, SharedIdle};
 use super::fields::{ConnectionOptions, frames_body};
 use super::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
+use super::head::Version;
 use super::message::Header;
 use super::reply::{ReplyFraming, ReplyHead, parse_reply_head};
 use super::wire::Wire;
@@ -577,8 +578,7 @@ pub(crate) fn keeps_alive(reply: &[u8]) -> bool {
     for h in head.headers.iter().filter(|h| h.name == "connection") {
         options.note(h.value.as_bytes());
     }
-    let http11 = !reply.starts_with(b"HTTP/1.0");
-    options.persists(http11) && head.framing != ReplyFraming::UntilClose
+    options.persists(head.version == Version::Http11) && head.framing != ReplyFraming::UntilClose
 }
 
 /// The bytes of a request: request line, `Host`, the given headers, `Content-Length` when there
@@ -819,6 +819,8 @@ mod tests {
                 true,
             ),
             (b"HTTP/1.1 200 OK\r\n\r\nto the end", false),
+            // HTTP/1.x for x > 1 is read as 1.1 (RFC 9110 §6.2).
+            (b"HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n", true),
         ];
         for (reply, keep) in cases {
             assert_eq!(keeps_alive(reply), *keep, "{reply:?}");

@@ -5,6 +5,7 @@ use super::chunked;
 use super::error::ParseError;
 use super::fields::{ContentLength, TransferCodings};
 use super::grammar::{check_field_value, find_lf, parse_digits, split_field_line};
+use super::head::Version;
 use super::message::Header;
 
 /// How the body of a reply is delimited (RFC 9112 §6.3).
@@ -34,6 +35,8 @@ pub enum ReplyFraming {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplyHead {
+    /// The version of the status line (`HTTP/1.x` with x > 1 read as 1.1).
+    pub version: Version,
     /// The status code.
     pub status: u16,
     /// The header lines, names lower-cased.
@@ -59,7 +62,7 @@ pub fn parse_reply_head(raw: &[u8]) -> Result<Option<ReplyHead>, ParseError> {
     let Some(status_line) = lines.next() else {
         return Ok(None);
     };
-    let status = parse_status_line(status_line).ok_or(ParseError::StatusLine)?;
+    let (version, status) = parse_status_line(status_line).ok_or(ParseError::StatusLine)?;
     let mut headers = Vec::new();
     loop {
         let Some(line) = lines.next() else {
@@ -79,6 +82,7 @@ pub fn parse_reply_head(raw: &[u8]) -> Result<Option<ReplyHead>, ParseError> {
     }
     let framing = reply_framing(status, &headers)?;
     Ok(Some(ReplyHead {
+        version,
         status,
         headers,
         len: lines.at,
@@ -104,7 +108,7 @@ impl<'a> Iterator for Lines<'a> {
 
 /// `status-line = HTTP-version SP status-code SP [ reason-phrase ]` (RFC 9112 §4); the space
 /// before an empty reason may be missing.
-fn parse_status_line(line: &[u8]) -> Option<u16> {
+fn parse_status_line(line: &[u8]) -> Option<(Version, u16)> {
     match line {
         [
             b'H',
@@ -122,7 +126,12 @@ fn parse_status_line(line: &[u8]) -> Option<u16> {
             rest @ ..,
         ] if minor.is_ascii_digit() && matches!(rest.first(), None | Some(b' ')) => {
             let code = parse_digits(&[*a, *b, *c])?;
-            u16::try_from(code).ok().filter(|c| *c >= 100)
+            let status = u16::try_from(code).ok().filter(|c| *c >= 100)?;
+            let version = match minor {
+                b'0' => Version::Http10,
+                _ => Version::Http11,
+            };
+            Some((version, status))
         }
         _ => None,
     }
@@ -170,7 +179,7 @@ fn length_of(headers: &[Header]) -> Result<Option<u64>, ParseError> {
 /// ```
 pub fn status_of(raw: &[u8]) -> Option<u16> {
     let line = &raw[..find_lf(raw).unwrap_or(raw.len())];
-    parse_status_line(line.strip_suffix(b"\r").unwrap_or(line))
+    parse_status_line(line.strip_suffix(b"\r").unwrap_or(line)).map(|(_, status)| status)
 }
 
 /// The `Content-Length` of a raw reply; `None` when the head is incomplete or malformed, or the

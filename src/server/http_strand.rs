@@ -93,11 +93,25 @@ struct Ctx {
 /// What one read and answer came to, for the resume loop.
 #[derive(Default)]
 struct Outcome {
+    /// Requests answered.
     completed: usize,
+    /// The connection's request budget is spent: our side shuts once the replies are out.
     spent: bool,
-    taken: bool,
-    failed: bool,
-    upgraded: bool,
+    leaves: Leaves,
+}
+
+/// Whether the connection leaves this strand after the read (the `Stop`s that end HTTP here).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum Leaves {
+    /// It stays: more requests, or the end of the replies.
+    #[default]
+    No,
+    /// Upgraded to WebSocket: `Conn` turns the strand into a WebSocket one.
+    Upgraded,
+    /// The `taken` hook took the socket.
+    Taken,
+    /// The `taken` hook failed: closed at once.
+    Failed,
 }
 
 /// One HTTP/1.1 connection: the server it serves, and what it is doing — nothing at all
@@ -345,12 +359,12 @@ impl Busy {
             }
             Stop::Upgrade(upgrade) => {
                 self.upgrade = Some(upgrade);
-                outcome.upgraded = true;
+                outcome.leaves = Leaves::Upgraded;
             }
             Stop::Deferred(wait) => *conn.wait = Some(wait),
-            Stop::Taken => outcome.taken = true,
+            Stop::Taken => outcome.leaves = Leaves::Taken,
             // (A streamed reply reaches a strand as messages, never as a `Stop`.)
-            Stop::Failed | Stop::Streamed(_) => outcome.failed = true,
+            Stop::Failed | Stop::Streamed(_) => outcome.leaves = Leaves::Failed,
         }
         used
     }
@@ -379,7 +393,7 @@ impl Busy {
 
     /// Whether unused input still matters (the connection goes on serving).
     fn keeps_input(&self, outcome: &Outcome) -> bool {
-        self.state == State::Serving && !outcome.taken && !outcome.upgraded && !outcome.failed
+        self.state == State::Serving && outcome.leaves == Leaves::No
     }
 
     /// Answers what `input` holds (after backpressure eased, or with more bytes).
@@ -551,15 +565,12 @@ impl Busy {
                     Read::Error(_) => return Next::Close,
                 }
             }
-            if outcome.taken {
-                return Next::release(drop);
-            }
-            if outcome.failed {
-                return Next::Close;
-            }
-            if outcome.upgraded {
+            match outcome.leaves {
+                Leaves::Taken => return Next::release(drop),
+                Leaves::Failed => return Next::Close,
                 // `Conn` turns this strand into a WebSocket one before anything else runs.
-                return Next::sleep();
+                Leaves::Upgraded => return Next::sleep(),
+                Leaves::No => {}
             }
             if outcome.spent {
                 io.remote().shutdown();
