@@ -7,17 +7,10 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 
+use crate::flags::Flags;
 use crate::sys;
 use crate::wheel::{Clock, Link};
 use crate::{ConnId, Remote};
-
-/// The socket has readiness to read that no read has consumed yet.
-pub(crate) const READ_READY: u8 = 1;
-/// The socket has readiness to write that no write has consumed yet.
-pub(crate) const WRITE_READY: u8 = 2;
-/// The peer closed its side (or the socket failed): a short read is then no proof that nothing
-/// more is owed — the end of stream may sit behind the data, and no new edge will announce it.
-pub(crate) const READ_CLOSED: u8 = 32;
 
 /// In an entry's `quiet` byte: something arrived from the peer since the last liveness sweep.
 pub(crate) const HEARD: u8 = 0x80;
@@ -84,7 +77,7 @@ pub enum Read<'a> {
 pub struct Io<'a, M> {
     pub(crate) stream: &'a mut TcpStream,
     pub(crate) scratch: &'a mut [u8],
-    pub(crate) ready: &'a mut u8,
+    pub(crate) ready: &'a mut Flags,
     /// [`HEARD`], and the liveness sweeps in a row that found the peer silent.
     pub(crate) quiet: &'a mut u8,
     pub(crate) now: Instant,
@@ -253,7 +246,7 @@ impl<'a, M> Io<'a, M> {
     /// }
     /// ```
     pub fn read_ready(&self) -> bool {
-        *self.ready & READ_READY != 0
+        self.ready.has(Flags::READ_READY)
     }
 
     /// The connection's [`Output`].
@@ -451,7 +444,7 @@ pub trait Layer {
 /// ```
 pub struct Socket<'a> {
     stream: &'a TcpStream,
-    ready: &'a mut u8,
+    ready: &'a mut Flags,
     quiet: &'a mut u8,
 }
 
@@ -470,19 +463,20 @@ impl Socket<'_> {
                 Ok(0) => return Received::Closed,
                 Ok(n) => {
                     *self.quiet |= HEARD;
-                    if n < buf.len() && DRAINED_BY_SHORT_READ && *self.ready & READ_CLOSED == 0 {
+                    if n < buf.len() && DRAINED_BY_SHORT_READ && !self.ready.has(Flags::READ_CLOSED)
+                    {
                         // The read emptied the socket's receive queue: bytes arriving from now
                         // on raise a new readiness edge, so no read is owed before parking.
-                        *self.ready &= !READ_READY;
+                        self.ready.clear(Flags::READ_READY);
                     } else {
                         // More may wait behind these bytes, and no edge would announce it.
-                        *self.ready |= READ_READY;
+                        self.ready.set(Flags::READ_READY);
                     }
                     return Received::Data(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    *self.ready &= !READ_READY;
+                    self.ready.clear(Flags::READ_READY);
                     return Received::WouldBlock;
                 }
                 Err(e) => return Received::Error(e),
@@ -498,7 +492,7 @@ impl Socket<'_> {
     /// }
     /// ```
     pub fn read_ready(&self) -> bool {
-        *self.ready & READ_READY != 0
+        self.ready.has(Flags::READ_READY)
     }
 
     /// Marks the socket as possibly readable: a layer that stopped short of what it has
@@ -510,7 +504,7 @@ impl Socket<'_> {
     /// }
     /// ```
     pub fn set_read_ready(&mut self) {
-        *self.ready |= READ_READY;
+        self.ready.set(Flags::READ_READY);
     }
 
     /// Sends what the socket takes now; see [`Output::write`].
@@ -529,7 +523,7 @@ impl Socket<'_> {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    *self.ready &= !WRITE_READY;
+                    self.ready.clear(Flags::WRITE_READY);
                     return Ok(0);
                 }
                 Err(e) => return Err(e),
@@ -553,7 +547,7 @@ impl Socket<'_> {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    *self.ready &= !WRITE_READY;
+                    self.ready.clear(Flags::WRITE_READY);
                     return Ok(0);
                 }
                 Err(e) => return Err(e),

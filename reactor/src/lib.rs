@@ -62,6 +62,7 @@
 
 mod config;
 mod conn_id;
+mod flags;
 mod io;
 mod listen;
 mod next;

@@ -11,21 +11,11 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
 use crate::conn_id::{LISTENER, WAKER, split_token};
-use crate::io::{READ_CLOSED, READ_READY, WRITE_READY};
+use crate::flags::Flags;
 use crate::remote::{To, WorkerShared};
 use crate::trim::{self, Trim};
 use crate::wheel::{Clock, Link, Links, Wheel};
 use crate::{Config, ConnId, Io, Next, Remote, Service, Strand, Wake};
-
-/// The strand wants to be resumed when readable.
-const WANT_READ: u8 = 4;
-/// The strand wants to be resumed when writable.
-const WANT_WRITE: u8 = 8;
-/// Counted in `parked`: last `Next` was a `Park` without `write`.
-const PARKED: u8 = 16;
-/// In `again`, not yet resumed: a strand handed many messages in one turn (a publish each) is
-/// listed once, not once per message.
-const AGAIN: u8 = 64;
 
 type Msg<S> = <<S as Service>::Strand as Strand>::Msg;
 
@@ -36,7 +26,7 @@ pub(crate) struct Entry<T> {
     stream: TcpStream,
     generation: u32,
     link: Link,
-    flags: u8,
+    flags: Flags,
     /// Liveness: [`HEARD`](crate::io::HEARD) and the count of silent sweeps (see
     /// [`Io::silent_sweeps`]).
     quiet: u8,
@@ -271,15 +261,15 @@ impl<S: Service> Worker<S> {
             return; // stale: the key belongs to a newer connection now
         }
         if event.is_readable() || event.is_read_closed() || event.is_error() {
-            entry.flags |= READ_READY;
+            entry.flags.set(Flags::READ_READY);
         }
         if event.is_read_closed() || event.is_error() {
-            entry.flags |= READ_CLOSED;
+            entry.flags.set(Flags::READ_CLOSED);
         }
         if event.is_writable() || event.is_write_closed() || event.is_error() {
-            entry.flags |= WRITE_READY;
+            entry.flags.set(Flags::WRITE_READY);
         }
-        if let Some(wake) = wanted(entry.flags) {
+        if let Some(wake) = entry.flags.wanted() {
             self.call(key, |strand, io| strand.resume(io, wake));
         }
     }
@@ -297,8 +287,8 @@ impl<S: Service> Worker<S> {
             if entry.generation != generation {
                 continue;
             }
-            entry.flags &= !AGAIN;
-            if let Some(wake) = wanted(entry.flags) {
+            entry.flags.clear(Flags::AGAIN);
+            if let Some(wake) = entry.flags.wanted() {
                 self.call(key, |strand, io| strand.resume(io, wake));
             }
         }
@@ -450,7 +440,7 @@ impl<S: Service> Worker<S> {
             generation,
             link: Link::new(),
             // Nothing is known yet: let the first read find out.
-            flags: READ_READY | WRITE_READY,
+            flags: Flags::READ_READY | Flags::WRITE_READY,
             quiet: 0,
         });
         if self.slab.capacity() != capacity {
@@ -507,15 +497,15 @@ impl<S: Service> Worker<S> {
                 let after = entry.strand.held_bytes();
                 self.held = self.held.saturating_sub(before).saturating_add(after);
                 self.trim.held(self.held);
-                let was_parked = entry.flags & PARKED != 0;
-                let mut flags = entry.flags & (READ_READY | WRITE_READY | READ_CLOSED | AGAIN);
+                let was_parked = entry.flags.has(Flags::PARKED);
+                let mut flags = entry.flags.only(Flags::TOLD);
                 if read {
-                    flags |= WANT_READ;
+                    flags.set(Flags::WANT_READ);
                 }
                 if write {
-                    flags |= WANT_WRITE;
+                    flags.set(Flags::WANT_WRITE);
                 } else {
-                    flags |= PARKED;
+                    flags.set(Flags::PARKED);
                 }
                 entry.flags = flags;
                 match (was_parked, !write) {
@@ -524,8 +514,8 @@ impl<S: Service> Worker<S> {
                     _ => {}
                 }
                 let generation = entry.generation;
-                if wanted(flags).is_some() && flags & AGAIN == 0 {
-                    entry.flags |= AGAIN;
+                if flags.wanted().is_some() && !flags.has(Flags::AGAIN) {
+                    entry.flags.set(Flags::AGAIN);
                     self.again.push((key, generation));
                 }
                 match deadline {
@@ -578,7 +568,7 @@ impl<S: Service> Worker<S> {
             generation,
             ..
         } = self.slab.remove(key as usize);
-        if flags & PARKED != 0 {
+        if flags.has(Flags::PARKED) {
             self.parked -= 1;
         }
         let held_now = strand.held_bytes();
@@ -650,18 +640,6 @@ impl<S: Service> Worker<S> {
         c.out_of_descriptors.store(self.out_of_descriptors, Relaxed);
         c.dropped_messages.store(self.dropped, Relaxed);
         c.panics.store(self.panics, Relaxed);
-    }
-}
-
-/// The wake a strand is owed: readiness it wants that has been recorded.
-fn wanted(flags: u8) -> Option<Wake> {
-    let read = flags & WANT_READ != 0 && flags & READ_READY != 0;
-    let write = flags & WANT_WRITE != 0 && flags & WRITE_READY != 0;
-    match (read, write) {
-        (true, true) => Some(Wake::Both),
-        (true, false) => Some(Wake::Readable),
-        (false, true) => Some(Wake::Writable),
-        (false, false) => None,
     }
 }
 
