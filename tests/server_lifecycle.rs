@@ -238,8 +238,10 @@ fn shutdown_during_a_large_reply_finishes_it_then_closes_promptly() {
 fn a_graceful_stop_answers_every_request_it_executed_and_resets_none() {
     use std::io::{ErrorKind, Read, Write};
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+    // Clients that have had a reply: the stop comes when every one is under way.
+    let under_way = Arc::new(AtomicUsize::new(0));
     let executed = Arc::new(AtomicU64::new(0));
     let counted = Arc::clone(&executed);
     let server = Server::bind("127.0.0.1:0")
@@ -253,6 +255,7 @@ fn a_graceful_stop_answers_every_request_it_executed_and_resets_none() {
     let addr = server.local_addr();
     let clients: Vec<_> = (0..8)
         .map(|_| {
+            let under_way = Arc::clone(&under_way);
             std::thread::spawn(move || {
                 let mut c = TcpStream::connect(addr).unwrap();
                 c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -283,6 +286,9 @@ fn a_graceful_stop_answers_every_request_it_executed_and_resets_none() {
                         "reply" => replies += 1,
                         other => return (replies, other),
                     }
+                    if replies == 1 {
+                        under_way.fetch_add(1, Ordering::SeqCst);
+                    }
                     if String::from_utf8_lossy(&buf[..got]).contains("Connection: close") {
                         let mut rest = [0u8; 16];
                         return match c.read(&mut rest) {
@@ -296,7 +302,7 @@ fn a_graceful_stop_answers_every_request_it_executed_and_resets_none() {
         })
         .collect();
     wait_until(Duration::from_secs(10), "every client is under way", || {
-        executed.load(Ordering::SeqCst) >= 200
+        under_way.load(Ordering::SeqCst) == 8
     });
     server.shutdown().unwrap();
     let mut answered = 0;

@@ -43,13 +43,10 @@ impl ConnId {
         }
     }
 
-    /// Rebuilds an id from its parts (say, an id stored as integers). An id that names no live
-    /// connection is harmless: messages sent to it are dropped.
-    ///
-    /// ```
-    /// let id = reactor::ConnId::from_parts(1, 42, 7);
-    /// assert_eq!((id.worker(), id.key(), id.generation()), (1, 42, 7));
-    /// ```
+    /// Makes an id from its parts, for the tests of crates built on the reactor (ids come from
+    /// the reactor; a made-up one names no connection, and messages sent to it are dropped).
+    /// Not part of the API.
+    #[doc(hidden)]
     pub const fn from_parts(worker: u32, key: u32, generation: u32) -> ConnId {
         ConnId::new(worker, key, generation)
     }

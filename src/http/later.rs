@@ -10,7 +10,7 @@ use crate::server::StreamStart;
 /// A deferred reply on its way to its connection (inside
 /// [`WsCommand::Http`](crate::ws::WsCommand::Http)); made by [`Reply`](crate::http::Reply) only.
 #[derive(Clone, Debug)]
-pub struct HttpMsg {
+pub(crate) struct HttpMsg {
     pub(crate) seq: NonZeroU32,
     pub(crate) what: Delivery,
 }

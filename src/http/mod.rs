@@ -45,8 +45,7 @@ pub use message::{
 pub use middleware::{Layer, Next, layer, wrap};
 pub use query::{decoded, encoded, param, params, path_of, query_of};
 pub use rate_limit::{
-    ANYONE, MAX_CALLERS, RateLimit, RateLimiter, SHARDS, UNKNOWN_CALLER, client_of, rate_limit,
-    rate_limits,
+    ANYONE, MAX_CALLERS, RateLimit, RateLimiter, UNKNOWN_CALLER, client_of, rate_limit, rate_limits,
 };
 pub use render::response_bytes;
 pub use reply::{
@@ -61,5 +60,5 @@ pub use crate::server::{
     ServerHandle, ServerStats, WRITE_TIMEOUT, accept_forever, accept_n, defer, handle_conn, serve,
     serve_at, serve_n, serve_taking,
 };
-pub use later::HttpMsg;
+pub(crate) use later::HttpMsg;
 pub use status::status_text;

@@ -1,7 +1,7 @@
 //! Per-caller rate limiting: [`rate_limits`], [`rate_limit`], the caller's name ([`client_of`]),
 //! and the [`RateLimit`] builder behind them.
 //!
-//! The count is kept per caller in a table split into [`SHARDS`] parts, each behind its own
+//! The count is kept per caller in a table split into 64 parts, each behind its own
 //! `Mutex`: a request locks only the part its caller hashes to, for one lookup and one increment,
 //! so workers serving different callers rarely meet, and the count stays exact across all workers.
 //! The table is emptied at the first request of each new second and holds at most
@@ -32,7 +32,7 @@ pub const UNKNOWN_CALLER: &str = "unknown";
 pub const MAX_CALLERS: usize = 100_000;
 
 /// Parts of the caller table, each behind its own lock.
-pub const SHARDS: usize = 64;
+pub(crate) const SHARDS: usize = 64;
 
 /// The 429 body.
 const TOO_MANY: &str = "Too Many Requests: retry in a second.\n";
@@ -204,7 +204,7 @@ impl RateLimit {
     }
 
     /// The most callers counted separately in one second (default [`MAX_CALLERS`]); the table is
-    /// split into [`SHARDS`] parts of `n / SHARDS` callers each (rounded up).
+    /// split into 64 parts of `n / 64` callers each (rounded up).
     ///
     /// A caller first seen in a second when its part of the table is full is counted in one
     /// **overflow bucket** shared by all such callers for the rest of that second: together they

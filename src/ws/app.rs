@@ -122,21 +122,12 @@ impl<T: WsHandler> WsHandler for Arc<T> {
     }
 }
 
-/// What other threads send to WebSocket connections (through [`WsSender`], [`broadcast`] and
-/// [`Rooms::publish`]).
-///
-/// ```
-/// use web::ws::{Message, WsCommand};
-/// let cmd = WsCommand::Send(Message::Text("hi".into()));
-/// assert!(matches!(cmd, WsCommand::Send(_)));
-/// ```
+/// What other threads send to a worker's connections (through [`WsSender`], [`broadcast`],
+/// [`Rooms::publish`], deferred replies and SSE senders): the worker's message type, internal.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
-pub enum WsCommand {
+pub(crate) enum WsCommand {
     /// Send a message.
     Send(Message),
-    /// Send an already encoded frame.
-    Frame(Arc<[u8]>),
     /// To a worker: send `frame` to those of `ids` it serves (what [`broadcast`] sends, one per
     /// worker).
     FanOut {

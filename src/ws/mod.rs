@@ -19,7 +19,8 @@ mod seat;
 mod strand;
 mod utf8;
 
-pub use app::{Message, Ws, WsCommand, WsHandler, WsSender, broadcast};
+pub(crate) use app::WsCommand;
+pub use app::{Message, Ws, WsHandler, WsSender, broadcast};
 pub use blocking::{
     MAX_FRAME, client_frame, client_frame_bin, fill, ws_accept, ws_close, ws_frame, ws_frame_bin,
     ws_frame_op, ws_read, ws_take, ws_write, ws_write_bin,

@@ -641,9 +641,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                     };
                     queue_owned(&mut b.out, opcode, bytes, deflate.as_ref(), &mut b.history)
                 }
-                WsCommand::Frame(frame)
-                | WsCommand::FanOut { frame, .. }
-                | WsCommand::Publish { frame, .. } => {
+                WsCommand::FanOut { frame, .. } | WsCommand::Publish { frame, .. } => {
                     let b = self.b();
                     queue_shared(&mut b.out, &frame, deflate.as_ref(), &mut b.history)
                 }
