@@ -138,7 +138,9 @@ impl<S: Service> Worker<S> {
     ) -> Worker<S> {
         let now = Instant::now();
         let clock = Clock::new(now);
-        trim::share_one_arena();
+        if config.share_one_arena {
+            trim::share_one_arena();
+        }
         Worker {
             index: index as u32,
             poll,

@@ -105,6 +105,7 @@ pub struct Server {
     limits: Limits,
     max_connections: usize,
     drain_timeout: Duration,
+    share_one_arena: bool,
     reply_timeout: Duration,
     budget: Option<u64>,
     taken: Option<Box<DynTaken>>,
@@ -192,6 +193,7 @@ impl Server {
             limits: Limits::default(),
             max_connections: MAX_CONNECTIONS,
             drain_timeout: DRAIN_TIMEOUT,
+            share_one_arena: true,
             reply_timeout: REPLY_TIMEOUT,
             budget: None,
             taken: None,
@@ -309,6 +311,23 @@ impl Server {
     /// ```
     pub fn write_timeout(mut self, d: Duration) -> Server {
         self.limits.write_timeout = d;
+        self
+    }
+
+    /// Whether the server makes every thread of the process allocate from glibc's main arena
+    /// (`mallopt(M_ARENA_MAX, 1)`, set once when the first worker starts; default `true`).
+    /// Then the memory a burst of large bodies took goes back to the system when the workers go
+    /// idle; with an arena per thread it stays resident. The setting is the whole process's:
+    /// a program that embeds the server and whose own threads allocate heavily in parallel may
+    /// turn it off. No effect where the allocator is not glibc's.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.share_one_arena(false);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn share_one_arena(mut self, on: bool) -> Server {
+        self.share_one_arena = on;
         self
     }
 
@@ -710,7 +729,8 @@ impl Server {
         let config = Config::default()
             .workers(workers)
             .max_connections(self.max_connections)
-            .drain_deadline(self.drain_timeout);
+            .drain_deadline(self.drain_timeout)
+            .share_one_arena(self.share_one_arena);
         let budget = OutputBudget::new(self.max_queued_output);
         self.control.attach_budget(Arc::clone(&budget));
         let replies = deferred::Replies::new(workers, self.max_connections);
