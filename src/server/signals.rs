@@ -10,7 +10,8 @@
 //! signal's default action (the process ends at once, killed by that signal), as if the
 //! library had never installed a handler.
 
-use std::io;
+use std::io::{self, Read};
+use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -29,17 +30,47 @@ extern "C" fn on_signal(signal: libc::c_int) {
     if fd >= 0 {
         // SIGINT and SIGTERM (2 and 15) fit in a byte.
         let byte = signal as u8;
-        // SAFETY: errno_location and write(2) are async-signal-safe; the write reads one byte
-        // from a live local, into a descriptor that is never closed and never blocks
-        // (O_NONBLOCK): a full pipe (thousands of signals unread) or any error is ignored, as
-        // the bytes already pending wake the watcher. errno is put back, since the interrupted
-        // code may be about to read its own.
+        // SAFETY: finding errno and write(2) are async-signal-safe; `errno` points at this
+        // thread's errno, valid for as long as the thread runs; the write reads one byte from
+        // a live local, into a descriptor that is never closed and never blocks (O_NONBLOCK):
+        // a full pipe (thousands of signals unread) or any error is ignored, as the bytes
+        // already pending wake the watcher. errno is put back, since the interrupted code may
+        // be about to read its own.
         unsafe {
-            let errno = libc::__errno_location();
+            let errno = errno();
             let saved = *errno;
             libc::write(fd, (&byte as *const u8).cast(), 1);
             *errno = saved;
         }
+    }
+}
+
+/// Where the calling thread's errno lives: the one thing std has no portable way to set, under
+/// the name each C library gives it.
+///
+/// # Safety
+/// Calls the C library's own function, which has no preconditions; the pointer is the calling
+/// thread's and must not outlive it.
+unsafe fn errno() -> *mut libc::c_int {
+    #[cfg(any(target_os = "linux", target_os = "redox", target_os = "emscripten"))]
+    // SAFETY: no preconditions (see above).
+    unsafe {
+        libc::__errno_location()
+    }
+    #[cfg(any(
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "dragonfly"
+    ))]
+    // SAFETY: no preconditions (see above).
+    unsafe {
+        libc::__error()
+    }
+    #[cfg(any(target_os = "android", target_os = "netbsd", target_os = "openbsd"))]
+    // SAFETY: no preconditions (see above).
+    unsafe {
+        libc::__errno()
     }
 }
 
@@ -57,25 +88,20 @@ pub(crate) fn on_stop_signal(callback: Callback) -> io::Result<()> {
 }
 
 fn install() -> Result<(), i32> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2(2) writes two descriptors into the two-element array it is given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO));
-    }
-    let (read_fd, write_fd) = (fds[0], fds[1]);
-    // SAFETY: fcntl(2) on the descriptor pipe2 just gave us; no pointers.
+    let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    // Both ends close on exec; the writing end is kept for the process's life (the handler
+    // may run at any time), so its descriptor is taken out of its owner.
+    let (reader, writer) = io::pipe().map_err(errno)?;
+    let write_fd = writer.into_raw_fd();
+    // SAFETY: fcntl(2) on the descriptor the pipe just gave us; no pointers.
     if unsafe { libc::fcntl(write_fd, libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
-        return Err(io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO));
+        return Err(errno(io::Error::last_os_error()));
     }
     WAKE_FD.store(write_fd, Ordering::Relaxed);
     std::thread::Builder::new()
         .name("web-signals".into())
-        .spawn(move || watch(read_fd))
-        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        .spawn(move || watch(reader))
+        .map_err(errno)?;
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: `sigaction` is given a zeroed struct with a valid handler address and an
         // empty mask; `on_signal` only does async-signal-safe work (one write(2)).
@@ -87,9 +113,7 @@ fn install() -> Result<(), i32> {
             libc::sigaction(signal, &action, std::ptr::null_mut()) != 0
         };
         if failed {
-            return Err(io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO));
+            return Err(errno(io::Error::last_os_error()));
         }
     }
     Ok(())
@@ -97,13 +121,17 @@ fn install() -> Result<(), i32> {
 
 /// Waits for signal numbers on the pipe; runs every callback for each. When none had anything
 /// left to stop, the signal gets its default action.
-fn watch(read_fd: libc::c_int) {
+fn watch(mut reader: io::PipeReader) {
     let mut buf = [0u8; 64];
     loop {
-        // SAFETY: read(2) into a live 64-byte buffer, at most its length.
-        let n = unsafe { libc::read(read_fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            let signals = buf.get(..n as usize).unwrap_or(&[]);
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        {
+            let signals = buf.get(..n).unwrap_or(&[]);
             for &signal in signals {
                 let callbacks = CALLBACKS.lock().unwrap_or_else(|e| e.into_inner());
                 // Every callback runs (no short-circuit): each server is told to stop.
@@ -112,10 +140,6 @@ fn watch(read_fd: libc::c_int) {
                     default_action(libc::c_int::from(signal));
                 }
             }
-        } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
-        } else {
-            return;
         }
     }
 }

@@ -199,22 +199,20 @@ fn sendable(part: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// 16 random bytes from the operating system (for a fresh key), with a time-and-counter
-/// fallback should it fail (a key need only be unpredictable enough to defeat caches).
+/// 16 unpredictable bytes (for a fresh key: RFC 6455 asks for a random nonce, so that caches
+/// and intermediaries cannot take one connection for another). Made with std's portable
+/// randomness: SipHash under the keys std draws from the operating system for each thread
+/// (`RandomState`), over a process-wide counter, so no two keys repeat.
 pub(crate) fn random_16() -> [u8; 16] {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut bytes = [0u8; 16];
-    // SAFETY: getrandom(2) writes at most `bytes.len()` bytes into the live buffer it is given.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != 16 {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let mut sha = Sha1::new();
-        sha.update(now.to_le_bytes());
-        sha.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-        bytes.copy_from_slice(&sha.finalize()[..16]);
+    for half in bytes.chunks_exact_mut(8) {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        half.copy_from_slice(&hasher.finish().to_le_bytes());
     }
     bytes
 }
@@ -222,6 +220,17 @@ pub(crate) fn random_16() -> [u8; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_keys_do_not_repeat_and_use_every_byte() {
+        let keys: std::collections::HashSet<[u8; 16]> = (0..10_000).map(|_| random_16()).collect();
+        assert_eq!(keys.len(), 10_000);
+        // Every byte position takes many values (not a counter in plain sight).
+        for at in 0..16 {
+            let values: std::collections::HashSet<u8> = keys.iter().map(|k| k[at]).collect();
+            assert!(values.len() > 200, "byte {at}: {} values", values.len());
+        }
+    }
 
     const GOOD: &str = "GET /chat HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
 
