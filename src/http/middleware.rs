@@ -118,7 +118,7 @@ mod tests {
 
     use super::*;
     use crate::http::message::{text_response, with_header};
-    use crate::http::request::header;
+    use crate::http::header;
 
     /// A layer that writes `name` to `log` on the way in and on the way out.
     fn tracing(name: &'static str, log: &Arc<Mutex<Vec<String>>>) -> Layer {
@@ -222,6 +222,6 @@ mod tests {
     }
 
     fn header_of<'a>(res: &'a Response, name: &str) -> &'a str {
-        crate::http::request::header_in(&res.headers, name)
+        crate::http::header_in(&res.headers, name)
     }
 }

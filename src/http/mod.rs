@@ -8,7 +8,6 @@ mod client;
 pub(crate) mod cookie;
 mod date;
 mod error;
-pub(crate) mod exchange;
 mod fetch;
 pub(crate) mod fields;
 pub(crate) mod grammar;
@@ -16,11 +15,11 @@ mod head;
 pub(crate) mod later;
 pub(crate) mod message;
 mod middleware;
+mod parse_request;
 pub(crate) mod query;
 mod rate_limit;
 pub(crate) mod render;
 mod reply;
-mod request;
 mod status;
 pub(crate) mod stream_framing;
 pub(crate) mod url;
@@ -39,10 +38,11 @@ pub use head::{
     Framing, HeadLimits, HeadParser, MAX_HEAD_BYTES, MAX_HEADERS, RequestHead, Version,
 };
 pub use message::{
-    Body, HTML, Header, HeaderRef, Headers, JSON, Request, Response, TEXT, html_response,
-    json_response, set_cookie, text_response, with_header,
+    Body, HTML, Header, HeaderRef, Headers, JSON, Request, Response, TEXT, header, header_in,
+    html_response, json_response, set_cookie, text_response, with_header,
 };
 pub use middleware::{Layer, Next, layer, wrap};
+pub use parse_request::parse_request;
 pub use query::{decoded, encoded, param, params, path_of, query_of};
 pub use rate_limit::{
     ANYONE, MAX_CALLERS, RateLimit, RateLimiter, UNKNOWN_CALLER, client_of, rate_limit, rate_limits,
@@ -51,7 +51,6 @@ pub use render::response_bytes;
 pub use reply::{
     ReplyFraming, ReplyHead, content_length, parse_reply_head, response_body, status_of,
 };
-pub use request::{header, header_in, parse_request};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{

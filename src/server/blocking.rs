@@ -5,7 +5,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::http::exchange::RequestReader;
+use super::exchange::RequestReader;
 use crate::http::render::{has_body, render, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
 use crate::http::{Request, Response};

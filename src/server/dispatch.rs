@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use crate::http::exchange::{CONTINUE, RequestReader, Step, empty_lines};
+use super::exchange::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
 use crate::http::{Body, ParseError, Request, Response, Version, path_of, text_response};

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use reactor::{Io, Next, Read};
 
+use super::exchange::RequestReader;
 use crate::http::Response;
-use crate::http::exchange::RequestReader;
 use crate::http::later::{Delivery, HttpMsg};
 use crate::http::render::{has_body, render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;

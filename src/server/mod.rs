@@ -25,6 +25,7 @@ pub(crate) mod conn;
 mod control;
 mod deferred;
 mod dispatch;
+mod exchange;
 mod http_strand;
 mod limits;
 mod output;

@@ -1,5 +1,7 @@
-//! Header lines: the owned [`Header`] a program builds, and the [`HeaderRef`] views of a received
-//! request's header lines.
+//! Header lines: the owned [`Header`] a program builds, the [`HeaderRef`] views of a received
+//! request's header lines, and the specification's lookups [`header`] and [`header_in`].
+
+use super::Request;
 
 /// One header line a program builds: a name and a value, both text.
 ///
@@ -108,5 +110,56 @@ impl std::fmt::Debug for HeaderRef<'_> {
             self.name,
             String::from_utf8_lossy(self.value)
         )
+    }
+}
+
+/// The value of the request's header `name`, compared without regard to case; `""` when absent
+/// (absent and empty are indistinguishable). When the header appears more than once, the first
+/// line wins. A value that is not valid UTF-8 (obs-text) reads as `""` here: read its bytes with
+/// [`Request::header_bytes`].
+///
+/// ```
+/// use web::http::{header, Header, Request};
+/// let req = Request::new("GET", "/", vec![Header::new("content-type", "text/plain")], "");
+/// assert_eq!(header(&req, "Content-Type"), "text/plain");
+/// assert_eq!(header(&req, "accept"), "");
+/// ```
+pub fn header<'a>(req: &'a Request, name: &str) -> &'a str {
+    req.header(name)
+}
+
+/// The same lookup as [`header`] over a header list.
+///
+/// ```
+/// use web::http::{header_in, Header};
+/// let hs = vec![Header::new("X-A", "1"), Header::new("x-a", "2")];
+/// assert_eq!(header_in(&hs, "x-A"), "1");
+/// ```
+pub fn header_in<'a>(headers: &'a [Header], name: &str) -> &'a str {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name))
+        .map_or("", |h| h.value.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lookup_is_case_blind_and_absent_is_empty() {
+        let req = crate::http::parse_request(
+            b"GET / HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nAccept: a\r\nAccept: b\r\n\r\n",
+        )
+        .unwrap();
+        let cases = [
+            ("HOST", "h"),
+            ("x-empty", ""),
+            ("missing", ""),
+            ("accept", "a"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(header(&req, name), want, "{name}");
+        }
     }
 }

@@ -6,7 +6,7 @@ pub(crate) mod pool;
 mod request;
 mod response;
 
-pub use header::{Header, HeaderRef};
+pub use header::{Header, HeaderRef, header, header_in};
 pub use request::{Headers, Request};
 pub(crate) use request::{Line, Span};
 pub use response::{

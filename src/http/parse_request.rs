@@ -1,9 +1,9 @@
-//! Reading a request: [`parse_request`] and the header lookups.
+//! A request from raw bytes: [`parse_request`].
 
 use super::chunked;
 use super::error::ParseError;
 use super::head::{Framing, HeadParser};
-use super::message::{Header, Request};
+use super::message::Request;
 
 /// Splits raw request text into method, target (with its query), headers (names lower-cased)
 /// and body.
@@ -49,38 +49,10 @@ pub fn parse_request(raw: &[u8]) -> Result<Request, ParseError> {
     Ok(request)
 }
 
-/// The value of the request's header `name`, compared without regard to case; `""` when absent
-/// (absent and empty are indistinguishable). When the header appears more than once, the first
-/// line wins. A value that is not valid UTF-8 (obs-text) reads as `""` here: read its bytes with
-/// [`Request::header_bytes`].
-///
-/// ```
-/// use web::http::{header, Header, Request};
-/// let req = Request::new("GET", "/", vec![Header::new("content-type", "text/plain")], "");
-/// assert_eq!(header(&req, "Content-Type"), "text/plain");
-/// assert_eq!(header(&req, "accept"), "");
-/// ```
-pub fn header<'a>(req: &'a Request, name: &str) -> &'a str {
-    req.header(name)
-}
-
-/// The same lookup as [`header`] over a header list.
-///
-/// ```
-/// use web::http::{header_in, Header};
-/// let hs = vec![Header::new("X-A", "1"), Header::new("x-a", "2")];
-/// assert_eq!(header_in(&hs, "x-A"), "1");
-/// ```
-pub fn header_in<'a>(headers: &'a [Header], name: &str) -> &'a str {
-    headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case(name))
-        .map_or("", |h| h.value.as_str())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::{Header, header};
 
     type Case = (&'static [u8], Result<&'static [u8], ParseError>);
 
@@ -128,22 +100,5 @@ mod tests {
         let req = parse_request(raw).unwrap();
         assert_eq!(header(&req, "x-late"), "");
         assert_eq!(req.headers().len(), 2);
-    }
-
-    #[test]
-    fn header_lookup_is_case_blind_and_absent_is_empty() {
-        let req = parse_request(
-            b"GET / HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nAccept: a\r\nAccept: b\r\n\r\n",
-        )
-        .unwrap();
-        let cases = [
-            ("HOST", "h"),
-            ("x-empty", ""),
-            ("missing", ""),
-            ("accept", "a"),
-        ];
-        for (name, want) in cases {
-            assert_eq!(header(&req, name), want, "{name}");
-        }
     }
 }

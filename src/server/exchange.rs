@@ -1,11 +1,10 @@
 //! Reading requests from a byte stream, I/O-free: [`RequestReader`] turns received bytes into
-//! whole requests (head and body). The server's dispatch (`crate::server::dispatch`) drives it
+//! whole requests (head and body). The server's dispatch (`dispatch.rs`) drives it
 //! for both the reactor strand and the blocking [`handle_conn`](crate::http::handle_conn).
 
-use super::chunked::ChunkedDecoder;
-use super::error::ParseError;
-use super::head::{Framing, HeadLimits, HeadParser, RequestHead, Version};
-use super::message::Request;
+use crate::http::{
+    ChunkedDecoder, Framing, HeadLimits, HeadParser, ParseError, Request, RequestHead, Version,
+};
 
 /// Bytes of body that extend a request's deadline by another header timeout: a body must
 /// arrive at 1 KiB per header timeout at least (100 B/s with the defaults).
