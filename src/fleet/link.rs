@@ -12,7 +12,7 @@ use super::history::{self, Ids};
 use super::reads::Reads;
 use super::{Counters, Fleet, envelope, names, presence, publisher, subscriber};
 use crate::ws::history::Entry;
-use crate::ws::{Message, Rooms};
+use crate::ws::{Instances, Message, Rooms};
 
 /// A message for other instances: the channel and the envelope, and for a posted message
 /// the write to its room's history.
@@ -57,10 +57,10 @@ pub(crate) struct RoomsLink {
     shared: Arc<Shared>,
 }
 
-impl RoomsLink {
+impl Instances for RoomsLink {
     /// Hands `msg` to the publisher thread for the other instances' members of `room`; drops
     /// it (counted) when the queue is full or the threads have stopped.
-    pub(crate) fn publish(&self, room: &str, msg: &Message) {
+    fn publish(&self, room: &str, msg: &Message) {
         self.send(Outgoing {
             channel: names::room_channel(&self.fleet.prefix, room),
             envelope: envelope::encode(self.fleet.instance, msg),
@@ -70,14 +70,7 @@ impl RoomsLink {
 
     /// Hands posted message `id` to the publisher thread: for the other instances' members
     /// of `room`, and for the room's history in Redis (its last `keep` messages, kept `ttl`).
-    pub(crate) fn post(
-        &self,
-        room: &str,
-        id: u64,
-        text: &str,
-        keep: usize,
-        ttl: std::time::Duration,
-    ) {
+    fn post(&self, room: &str, id: u64, text: &str, keep: usize, ttl: std::time::Duration) {
         let history = (keep > 0).then(|| Kept {
             key: names::history_key(&self.fleet.prefix, room),
             entry: history::entry(id, text),
@@ -91,17 +84,8 @@ impl RoomsLink {
         });
     }
 
-    fn send(&self, out: Outgoing) {
-        match self.queue.try_send(out) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                Counters::add(&self.fleet.counters.dropped, 1);
-            }
-        }
-    }
-
     /// The next message id (the same message has it on every instance).
-    pub(crate) fn take_id(&self) -> u64 {
+    fn take_id(&self) -> u64 {
         self.shared
             .ids
             .lock()
@@ -111,7 +95,7 @@ impl RoomsLink {
 
     /// `room`'s last `n` messages in Redis, oldest first; `None` when Redis did not answer
     /// within the fleet's timeout (counted as a local read).
-    pub(crate) fn history(&self, room: &str, n: usize) -> Option<Vec<Entry>> {
+    fn history(&self, room: &str, n: usize) -> Option<Vec<Entry>> {
         let key = names::history_key(&self.fleet.prefix, room);
         self.shared
             .reads
@@ -120,7 +104,7 @@ impl RoomsLink {
 
     /// The members of `room` on the other instances, as they last reported them; `None` when
     /// Redis did not answer within the fleet's timeout (counted as a local read).
-    pub(crate) fn others(&self, room: &str) -> Option<usize> {
+    fn others(&self, room: &str) -> Option<usize> {
         let fleet = &self.fleet;
         self.shared.reads.read(fleet, |conn| {
             presence::others(conn, &fleet.prefix, fleet.instance, room)
@@ -129,9 +113,22 @@ impl RoomsLink {
 
     /// `room`'s first local member joined or its last left: the subscriber subscribes or
     /// unsubscribes (it reads the room's membership itself, so the last change wins).
-    pub(crate) fn changed(&self, room: &Arc<str>) {
+    fn changed(&self, room: &Arc<str>) {
         let mut changed = self.changed.0.lock().unwrap_or_else(|e| e.into_inner());
         changed.insert(Arc::clone(room));
+    }
+}
+
+impl RoomsLink {
+    /// Queues `out` for the publisher thread; drops it (counted) when the queue is full or
+    /// the threads have stopped.
+    fn send(&self, out: Outgoing) {
+        match self.queue.try_send(out) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                Counters::add(&self.fleet.counters.dropped, 1);
+            }
+        }
     }
 }
 

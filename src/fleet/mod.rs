@@ -80,7 +80,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) use counters::Counters;
 pub use counters::FleetStats;
-pub(crate) use link::{RoomsLink, Running};
+pub(crate) use link::Running;
 pub(crate) use names::Bucket;
 pub use presence::{BEAT, EXPIRY};
 

@@ -117,8 +117,8 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::http::message::{text_response, with_header};
     use crate::http::header;
+    use crate::http::message::{text_response, with_header};
 
     /// A layer that writes `name` to `log` on the way in and on the way out.
     fn tracing(name: &'static str, log: &Arc<Mutex<Vec<String>>>) -> Layer {

@@ -812,7 +812,7 @@ impl Server {
         let fleet = match &self.fleet {
             Some(fleet) => {
                 let (link, threads) = fleet.serve_rooms(&self.rooms)?;
-                self.rooms.attach_fleet(link);
+                self.rooms.attach_fleet(Box::new(link));
                 Some(threads)
             }
             None => None,

@@ -13,6 +13,8 @@ mod deflate;
 mod frame;
 mod handshake;
 pub(crate) mod history;
+#[cfg(feature = "redis")]
+mod instances;
 mod outbox;
 mod rooms;
 mod seat;
@@ -45,6 +47,8 @@ pub use frame::{
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
 pub(crate) use handshake::{check_upgrade, extensions_of, switching_protocols};
 pub use history::{HISTORY_BYTES, HISTORY_ROOMS, History, KEEP_FOR};
+#[cfg(feature = "redis")]
+pub(crate) use instances::Instances;
 pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
 pub use rooms::{Follow, MAX_ROOMS, Rooms};

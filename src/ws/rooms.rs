@@ -68,7 +68,7 @@ struct Shared {
     counts: Mutex<HashMap<Arc<str>, Arc<Count>>>,
     /// The other instances, when the server has a fleet.
     #[cfg(feature = "redis")]
-    fleet: OnceLock<crate::fleet::RoomsLink>,
+    fleet: OnceLock<Box<dyn super::Instances>>,
     /// The rooms' recent messages (see `history`).
     kept: Mutex<Kept>,
 }
@@ -154,14 +154,14 @@ impl Rooms {
 
     /// Joins the registry to the other instances of a fleet.
     #[cfg(feature = "redis")]
-    pub(crate) fn attach_fleet(&self, link: crate::fleet::RoomsLink) {
+    pub(crate) fn attach_fleet(&self, link: Box<dyn super::Instances>) {
         let _ = self.shared.fleet.set(link);
     }
 
     /// The fleet, when the server has one and runs.
     #[cfg(feature = "redis")]
-    pub(crate) fn fleet_link(&self) -> Option<&crate::fleet::RoomsLink> {
-        self.shared.fleet.get()
+    pub(crate) fn fleet_link(&self) -> Option<&dyn super::Instances> {
+        self.shared.fleet.get().map(|link| &**link)
     }
 
     /// How much history to keep from now on (what was kept is forgotten; the watcher stays).
