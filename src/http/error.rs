@@ -1,6 +1,10 @@
-//! Why a message was refused, and — in one place — the status code each reason is answered with.
+//! Why a message was refused, and — in one place — the status code each reason is answered with:
+//! [`ParseError`] for what the parsers refuse, [`Refusal`] for every answer the library gives in
+//! place of the application's.
 
 use std::fmt;
+
+use super::message::{Response, text_response, with_header};
 
 /// A reason the request parser, the chunked decoder or the reply parser refused its input.
 ///
@@ -180,5 +184,142 @@ impl std::error::Error for ParseError {}
 impl From<ParseError> for std::io::Error {
     fn from(e: ParseError) -> std::io::Error {
         std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+    }
+}
+
+/// Every answer the library itself gives instead of the application's: the table of their
+/// statuses and reasons. (A rate limit's 429 is the application's middleware, configured
+/// there.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal<'a> {
+    /// A request that could not be read: the status [`ParseError::status`] gives.
+    Malformed(ParseError),
+    /// 408: a request not whole within the header timeout.
+    Timeout,
+    /// 500: the handler, or an application's accept callback, panicked.
+    Panicked,
+    /// 500: a deferred request's `Reply` was dropped unanswered.
+    ReplyDropped,
+    /// 503: a deferred request's reply did not come within the reply timeout.
+    ReplyLate,
+    /// 503: an upgrade to a WebSocket route of a server not serving WebSocket (no workers).
+    NoWebSocket,
+    /// 503: a request for an event-stream route of a server not serving them (no workers).
+    NoEventStreams,
+    /// 400: an upgrade request that breaks RFC 6455 §4.2.1, with what is wrong.
+    BadUpgrade(&'a str),
+    /// 426: an upgrade for a WebSocket version other than 13 (RFC 9110 §15.5.22: the answer
+    /// names the protocol, and RFC 6455 §4.4 the versions served).
+    WebSocketVersion,
+}
+
+impl Refusal<'_> {
+    /// The status code.
+    pub(crate) fn status(self) -> u16 {
+        match self {
+            Refusal::Malformed(e) => e.status(),
+            Refusal::Timeout => 408,
+            Refusal::Panicked | Refusal::ReplyDropped => 500,
+            Refusal::ReplyLate | Refusal::NoWebSocket | Refusal::NoEventStreams => 503,
+            Refusal::BadUpgrade(_) => 400,
+            Refusal::WebSocketVersion => 426,
+        }
+    }
+
+    /// The response: the status, a one-line `text/plain` reason, and the headers the status
+    /// calls for.
+    pub(crate) fn response(self) -> Response {
+        let reason = match self {
+            Refusal::Malformed(e) => e.reason(),
+            Refusal::Timeout => "request timeout",
+            Refusal::Panicked => "internal server error",
+            Refusal::ReplyDropped => "the reply was dropped unanswered",
+            Refusal::ReplyLate => "the reply did not come in time",
+            Refusal::NoWebSocket => "WebSocket is not served here",
+            Refusal::NoEventStreams => "event streams are not served here",
+            Refusal::BadUpgrade(reason) => reason,
+            Refusal::WebSocketVersion => "only WebSocket version 13 is supported",
+        };
+        let response = text_response(self.status(), format!("{reason}\n"));
+        match self {
+            Refusal::WebSocketVersion => with_header(
+                with_header(response, "Upgrade", "websocket"),
+                "Sec-WebSocket-Version",
+                "13",
+            ),
+            _ => response,
+        }
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+
+    /// (refusal, status, body, header lines)
+    type Case = (
+        Refusal<'static>,
+        u16,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    );
+
+    #[test]
+    fn each_refusal_has_its_status_reason_and_headers() {
+        let cases: [Case; 9] = [
+            (
+                Refusal::Malformed(ParseError::MissingHost),
+                400,
+                "HTTP/1.1 request without Host\n",
+                &[],
+            ),
+            (Refusal::Timeout, 408, "request timeout\n", &[]),
+            (Refusal::Panicked, 500, "internal server error\n", &[]),
+            (
+                Refusal::ReplyDropped,
+                500,
+                "the reply was dropped unanswered\n",
+                &[],
+            ),
+            (
+                Refusal::ReplyLate,
+                503,
+                "the reply did not come in time\n",
+                &[],
+            ),
+            (
+                Refusal::NoWebSocket,
+                503,
+                "WebSocket is not served here\n",
+                &[],
+            ),
+            (
+                Refusal::NoEventStreams,
+                503,
+                "event streams are not served here\n",
+                &[],
+            ),
+            (Refusal::BadUpgrade("no key"), 400, "no key\n", &[]),
+            (
+                Refusal::WebSocketVersion,
+                426,
+                "only WebSocket version 13 is supported\n",
+                &[("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13")],
+            ),
+        ];
+        for (refusal, status, body, headers) in cases {
+            let res = refusal.response();
+            assert_eq!(
+                (res.status, res.body.as_slice()),
+                (status, body.as_bytes()),
+                "{refusal:?}"
+            );
+            let got: Vec<(&str, &str)> = res
+                .headers
+                .iter()
+                .map(|h| (h.name.as_str(), h.value.as_str()))
+                .collect();
+            assert_eq!(got, headers, "{refusal:?}");
+        }
     }
 }

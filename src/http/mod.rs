@@ -33,6 +33,7 @@ pub use client::{
 pub use cookie::{cookie, cookie_decoded, cookie_in};
 pub use date::http_date;
 pub use error::ParseError;
+pub(crate) use error::Refusal;
 pub use fetch::{CLIENT_IDLE_TIMEOUT, ClientResponse, MAX_IDLE_PER_HOST, RequestBuilder};
 pub use head::{
     Framing, HeadLimits, HeadParser, MAX_HEAD_BYTES, MAX_HEADERS, RequestHead, Version,

@@ -11,9 +11,10 @@ use crate::http::stream_framing::StreamFraming;
 use crate::http::{Request, Response};
 
 use super::deferred::Exchange;
-use super::dispatch::{App, Stop, Streamed, Turn, answer, timeout_reply};
+use super::dispatch::{App, Stop, Streamed, Turn, answer};
 use super::limits::Limits;
 use super::streamed::ThreadPiece;
+use crate::http::Refusal;
 
 /// Serves request after request on an accepted connection, blocking, until one side asks to
 /// stop (a `Connection: close`, an HTTP/1.0 request without keep-alive, end of stream, a
@@ -105,7 +106,7 @@ fn serve_blocking(
                     let head_only = reader.is_head();
                     render(
                         &mut out,
-                        timeout_reply(),
+                        Refusal::Timeout.response(),
                         false,
                         head_only,
                         Instant::now(),

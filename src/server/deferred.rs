@@ -14,8 +14,8 @@ use std::sync::{Arc, OnceLock, mpsc};
 
 use reactor::{ConnId, Remote};
 
+use crate::http::Response;
 use crate::http::later::{Delivery, HttpMsg};
-use crate::http::{Response, text_response};
 use crate::ws::WsCommand;
 
 use super::streamed::{BodySender, Later};
@@ -357,14 +357,4 @@ pub(crate) fn deliver(replies: &Replies, id: ConnId, msg: HttpMsg) -> bool {
         .remote
         .get()
         .is_some_and(|remote| remote.send(id, WsCommand::Http(msg)))
-}
-
-/// The response to a deferred request whose `Reply` was dropped unanswered.
-pub(crate) fn dropped_reply() -> Response {
-    text_response(500, "the reply was dropped unanswered\n")
-}
-
-/// The response to a deferred request whose reply did not come in time.
-pub(crate) fn late_reply() -> Response {
-    text_response(503, "the reply did not come in time\n")
 }

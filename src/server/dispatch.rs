@@ -13,13 +13,13 @@ use std::time::Instant;
 use super::exchange::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
-use crate::http::{Body, ParseError, Request, Response, Version, path_of, text_response};
+use crate::http::{Body, Refusal, Request, Response, Version, path_of};
 use crate::ws::{
     LiveApp, LiveConn, WsCommand, WsSettings, agree, check_upgrade, extensions_of,
     switching_protocols,
 };
 
-use super::deferred::{Deferral, Exchange, Replies, Wait, answering, dropped_reply, late_reply};
+use super::deferred::{Deferral, Exchange, Replies, Wait, answering};
 use super::limits::Limits;
 use super::streamed::{Later, ThreadStream};
 use super::taken::{DynTaken, hand_over};
@@ -293,7 +293,7 @@ fn answer_each(
             Step::Refuse { error, head_only } => {
                 render(
                     turn.out,
-                    refusal(error),
+                    Refusal::Malformed(error).response(),
                     false,
                     head_only,
                     turn.now,
@@ -430,8 +430,10 @@ fn dispatch(
                     });
                     return Dispatched::Stop(Stop::Streamed(stream));
                 }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => late_reply(),
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => dropped_reply(),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Refusal::ReplyLate.response(),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    Refusal::ReplyDropped.response()
+                }
             });
         }
         (Some(Deferral::Blocking(_)), true) => {}
@@ -459,7 +461,7 @@ fn upgrade(
     let head_only = request.method_is("HEAD");
     let decided = check_upgrade(request, version).and_then(|accept| {
         let (Some(settings), Some(remote)) = (app.ws_settings, app.remote) else {
-            return Err(text_response(503, "WebSocket is not served here\n"));
+            return Err(Refusal::NoWebSocket.response());
         };
         let (agreed, response) = match &settings.deflate {
             Some(deflate) => agree(&extensions_of(request), deflate).unzip(),
@@ -468,7 +470,7 @@ fn upgrade(
         let conn = catch_unwind(AssertUnwindSafe(|| {
             route.app.accept(request, settings, remote, agreed)
         }))
-        .unwrap_or_else(|_| Err(text_response(500, "internal server error\n")))?;
+        .unwrap_or_else(|_| Err(Refusal::Panicked.response()))?;
         Ok((accept, response, conn))
     });
     match decided {
@@ -495,8 +497,8 @@ fn open_stream(app: &App<'_>, route: &LiveRoute, request: &Request, turn: &mut T
         (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
             route.app.accept(request, settings, remote, None)
         }))
-        .unwrap_or_else(|_| Err(text_response(500, "internal server error\n"))),
-        _ => Err(text_response(503, "event streams are not served here\n")),
+        .unwrap_or_else(|_| Err(Refusal::Panicked.response())),
+        _ => Err(Refusal::NoEventStreams.response()),
     };
     match decided {
         Ok(conn) => {
@@ -538,26 +540,13 @@ fn respond(
 
 /// What a request whose handler panicked gets: a 500 that closes.
 fn panic_reply() -> Response {
-    crate::http::with_header(
-        text_response(500, "internal server error\n"),
-        "Connection",
-        "close",
-    )
-}
-
-/// The reply a refused request gets: its status and a one-line reason (it closes).
-pub(crate) fn refusal(e: ParseError) -> Response {
-    text_response(e.status(), format!("{}\n", e.reason()))
-}
-
-/// The reply to a request that did not arrive whole in time (it closes).
-pub(crate) fn timeout_reply() -> Response {
-    text_response(408, "request timeout\n")
+    crate::http::with_header(Refusal::Panicked.response(), "Connection", "close")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::text_response;
 
     #[test]
     fn a_panicking_handler_gets_a_500_that_closes() {

@@ -23,10 +23,11 @@ use crate::http::render::{has_body, render, render_in_place, render_stream_head}
 use crate::http::stream_framing::StreamFraming;
 use crate::ws::WsCommand;
 
-use super::deferred::{Exchange, Wait, dropped_reply, late_reply};
-use super::dispatch::{Answered, Shared, Stop, Turn, Upgrade, answer, timeout_reply};
+use super::deferred::{Exchange, Wait};
+use super::dispatch::{Answered, Shared, Stop, Turn, Upgrade, answer};
 use super::output::Output;
 use super::streamed::{StreamStart, Streaming};
+use crate::http::Refusal;
 
 /// Output queued beyond which a strand stops reading until the socket takes it.
 const HIGH_WATER: usize = 64 * 1024;
@@ -590,7 +591,7 @@ impl Busy {
             (Delivery::Dropped, None) => {
                 let replies = &conn.shared.replies;
                 replies.dropped.fetch_add(1, Ordering::Relaxed);
-                self.send_reply(conn, io, wait, dropped_reply());
+                self.send_reply(conn, io, wait, Refusal::ReplyDropped.response());
             }
             (Delivery::Stream(start), None) => self.start_stream(conn, io, wait, start),
             (Delivery::Piece(piece), Some(stream)) => {
@@ -690,7 +691,7 @@ impl Busy {
                     return Next::Close;
                 }
                 // The deferred reply did not come in time: the server answers it.
-                self.send_reply(conn, io, wait, late_reply());
+                self.send_reply(conn, io, wait, Refusal::ReplyLate.response());
                 self.run(conn, io)
             }
             (Timer::Request, State::Serving, None) if !self.output.has_pending() => {
@@ -699,7 +700,14 @@ impl Busy {
                 self.input = Vec::new();
                 self.reader = None;
                 let (out, _) = self.output.buffer();
-                render(out, timeout_reply(), false, head_only, io.now(), usize::MAX);
+                render(
+                    out,
+                    Refusal::Timeout.response(),
+                    false,
+                    head_only,
+                    io.now(),
+                    usize::MAX,
+                );
                 self.state = State::Closing;
                 self.run(conn, io)
             }

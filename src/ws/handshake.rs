@@ -6,9 +6,7 @@ use sha1::{Digest, Sha1};
 
 use crate::http::fields::has_token;
 use crate::http::grammar::is_sendable_target_byte;
-use crate::http::{
-    HeadLimits, HeadParser, Request, Response, Version, response_bytes, text_response, with_header,
-};
+use crate::http::{HeadLimits, HeadParser, Refusal, Request, Response, Version, response_bytes};
 
 /// The GUID RFC 6455 §1.3 appends to the key before hashing.
 const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -104,7 +102,7 @@ pub fn upgrade_reply(request_raw: &[u8]) -> Result<Vec<u8>, Vec<u8>> {
 
 /// A 400 refusal of an upgrade, with its reason.
 fn bad(reason: &str) -> Response {
-    text_response(400, format!("{reason}\n"))
+    Refusal::BadUpgrade(reason).response()
 }
 
 /// The checks of RFC 6455 §4.2.1 on an upgrade request: `Ok` with the `Sec-WebSocket-Accept`
@@ -131,10 +129,7 @@ pub(crate) fn check_upgrade(req: &Request, version: Version) -> Result<String, R
         return Err(bad("Sec-WebSocket-Key must be 16 bytes in base64"));
     }
     if req.header("sec-websocket-version").trim() != "13" {
-        // RFC 9110 §15.5.22: a 426 names the protocol to upgrade to.
-        let refusal = text_response(426, "only WebSocket version 13 is supported\n");
-        let refusal = with_header(refusal, "Upgrade", "websocket");
-        return Err(with_header(refusal, "Sec-WebSocket-Version", "13"));
+        return Err(Refusal::WebSocketVersion.response());
     }
     Ok(accept_key(key))
 }
