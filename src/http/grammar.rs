@@ -103,6 +103,58 @@ pub(crate) fn find_lf(buf: &[u8]) -> Option<usize> {
         .map(|i| base + i)
 }
 
+/// The lines of what a peer sent, read leniently (RFC 9112 §2.2: a recipient may take a bare LF
+/// for a line end): each ends at LF, the CR before it removed. The one way the library splits
+/// raw heads it does not serve — replies, raw requests handed to the specification's helpers.
+/// (The server's own request parser, `head.rs`, is strict and reads bytes one state at a time.)
+#[derive(Clone, Debug)]
+pub(crate) struct Lines<'a> {
+    buf: &'a [u8],
+    /// Where the next line starts.
+    at: usize,
+    /// Whether the bytes after the last LF are a line too.
+    with_tail: bool,
+}
+
+impl<'a> Lines<'a> {
+    /// Only lines an LF ends: what follows the last LF is left (see [`Lines::at`]).
+    pub(crate) fn terminated(buf: &'a [u8]) -> Lines<'a> {
+        Lines {
+            buf,
+            at: 0,
+            with_tail: false,
+        }
+    }
+
+    /// Every line, the bytes after the last LF included when there are any.
+    pub(crate) fn all(buf: &'a [u8]) -> Lines<'a> {
+        Lines {
+            buf,
+            at: 0,
+            with_tail: true,
+        }
+    }
+
+    /// Bytes taken by the lines read so far, their line ends included.
+    pub(crate) fn at(&self) -> usize {
+        self.at
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.buf.get(self.at..)?;
+        let (line, taken) = match find_lf(rest) {
+            Some(lf) => (&rest[..lf], lf + 1),
+            None if self.with_tail && !rest.is_empty() => (rest, rest.len()),
+            None => return None,
+        };
+        self.at += taken;
+        Some(line.strip_suffix(b"\r").unwrap_or(line))
+    }
+}
+
 /// The position of the first control byte (below 0x20, or DEL) in `buf` at or after `from`:
 /// sixteen bytes at a time with SSE2 on x86_64 (part of its baseline), eight at a time
 /// elsewhere.
@@ -311,6 +363,26 @@ pub(crate) fn each_with_two_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_end_at_lf_with_or_without_cr_and_the_tail_is_a_line_only_when_asked() {
+        // (input, terminated lines and where they end, all lines)
+        let cases: [(&[u8], &[&[u8]], usize, &[&[u8]]); 6] = [
+            (b"", &[], 0, &[]),
+            (b"a\r\nb\nc", &[b"a", b"b"], 5, &[b"a", b"b", b"c"]),
+            (b"a\r\n\r\n", &[b"a", b""], 5, &[b"a", b""]),
+            (b"\n\n", &[b"", b""], 2, &[b"", b""]),
+            (b"a\rb\r", &[], 0, &[b"a\rb"]),
+            (b"x\r\r\n", &[b"x\r"], 4, &[b"x\r"]),
+        ];
+        for (input, terminated, end, all) in cases {
+            let mut lines = Lines::terminated(input);
+            let got: Vec<&[u8]> = lines.by_ref().collect();
+            assert_eq!((got.as_slice(), lines.at()), (terminated, end), "{input:?}");
+            let got: Vec<&[u8]> = Lines::all(input).collect();
+            assert_eq!(got.as_slice(), all, "{input:?}");
+        }
+    }
 
     #[test]
     fn find_lf_finds_the_first_newline_at_every_position() {

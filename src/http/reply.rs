@@ -4,7 +4,7 @@
 use super::chunked;
 use super::error::ParseError;
 use super::fields::{ContentLength, TransferCodings};
-use super::grammar::{check_field_value, find_lf, parse_digits, split_field_line};
+use super::grammar::{Lines, check_field_value, parse_digits, split_field_line};
 use super::head::Version;
 use super::message::Header;
 
@@ -58,7 +58,7 @@ pub struct ReplyHead {
 /// assert_eq!((head.status, head.framing, head.len), (200, ReplyFraming::Length(5), 38));
 /// ```
 pub fn parse_reply_head(raw: &[u8]) -> Result<Option<ReplyHead>, ParseError> {
-    let mut lines = Lines { buf: raw, at: 0 };
+    let mut lines = Lines::terminated(raw);
     let Some(status_line) = lines.next() else {
         return Ok(None);
     };
@@ -85,25 +85,9 @@ pub fn parse_reply_head(raw: &[u8]) -> Result<Option<ReplyHead>, ParseError> {
         version,
         status,
         headers,
-        len: lines.at,
+        len: lines.at(),
         framing,
     }))
-}
-
-/// Lines ending in LF (the CR before it, if any, removed).
-struct Lines<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Iterator for Lines<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let rest = &self.buf[self.at..];
-        let lf = find_lf(rest)?;
-        self.at += lf + 1;
-        Some(rest[..lf].strip_suffix(b"\r").unwrap_or(&rest[..lf]))
-    }
 }
 
 /// `status-line = HTTP-version SP status-code SP [ reason-phrase ]` (RFC 9112 §4); the space
@@ -178,8 +162,8 @@ fn length_of(headers: &[Header]) -> Result<Option<u64>, ParseError> {
 /// assert_eq!(web::http::status_of(b"garbage"), None);
 /// ```
 pub fn status_of(raw: &[u8]) -> Option<u16> {
-    let line = &raw[..find_lf(raw).unwrap_or(raw.len())];
-    parse_status_line(line.strip_suffix(b"\r").unwrap_or(line)).map(|(_, status)| status)
+    let line = Lines::all(raw).next()?;
+    parse_status_line(line).map(|(_, status)| status)
 }
 
 /// The `Content-Length` of a raw reply; `None` when the head is incomplete or malformed, or the

@@ -5,7 +5,7 @@ use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
 use crate::http::fields::has_token;
-use crate::http::grammar::is_sendable_target_byte;
+use crate::http::grammar::{Lines, is_sendable_target_byte};
 use crate::http::{HeadLimits, HeadParser, Refusal, Request, Response, Version, response_bytes};
 
 /// The GUID RFC 6455 §1.3 appends to the key before hashing.
@@ -37,8 +37,7 @@ pub fn header_value(raw: &[u8], name: &str) -> String {
 /// the first empty line. Empty lines before the request line are skipped, as the server's parser
 /// skips them (RFC 9112 §2.2), so these helpers and [`upgrade_reply`] read the same lines.
 fn field_lines(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
-    raw.split(|&b| b == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+    Lines::all(raw)
         .skip_while(|line| line.is_empty())
         .skip(1)
         .take_while(|line| !line.is_empty())
