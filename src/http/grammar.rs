@@ -367,7 +367,13 @@ mod tests {
     #[test]
     fn lines_end_at_lf_with_or_without_cr_and_the_tail_is_a_line_only_when_asked() {
         // (input, terminated lines and where they end, all lines)
-        let cases: [(&[u8], &[&[u8]], usize, &[&[u8]]); 6] = [
+        type Case = (
+            &'static [u8],
+            &'static [&'static [u8]],
+            usize,
+            &'static [&'static [u8]],
+        );
+        let cases: [Case; 6] = [
             (b"", &[], 0, &[]),
             (b"a\r\nb\nc", &[b"a", b"b"], 5, &[b"a", b"b", b"c"]),
             (b"a\r\n\r\n", &[b"a", b""], 5, &[b"a", b""]),
