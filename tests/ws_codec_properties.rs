@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use web::ws::{
-    Decoder, Event, INVALID_DATA, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
-    Role, Utf8Check, apply_mask, is_valid_code, parse_close, parse_frame_head, write_frame,
+    Decoder, Event, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Role,
+    Utf8Check, WsError, apply_mask, is_valid_code, parse_close, parse_frame_head, write_frame,
 };
 
 /// A position in a sequence of any length, as a fraction of that length (proptest's `Index`
@@ -249,7 +249,7 @@ fn decode(
     max: usize,
     wire: &[u8],
     cuts: &[usize],
-) -> Result<(Vec<Event>, Decoder), u16> {
+) -> Result<(Vec<Event>, Decoder), WsError> {
     let mut d = Decoder::new(role, max);
     let mut events = Vec::new();
     let mut from = 0;
@@ -508,7 +508,7 @@ proptest! {
                 prop_assert_eq!(code, u16::from_be_bytes([bytes[0], bytes[1]]));
                 prop_assert_eq!(reason.as_bytes(), &bytes[2..]);
             }
-            Err(code) => prop_assert!(code == 1002 || code == 1007, "{code}"),
+            Err(e) => prop_assert!(e == WsError::Protocol || e == WsError::InvalidData, "{e}"),
         }
     }
 }
@@ -516,7 +516,7 @@ proptest! {
 /// Between the small and the large limit: messages may or may not fit.
 const MAX_SMALL: usize = 64;
 
-fn events_until_error(role: Role, bytes: &[u8], cuts: &[usize]) -> (Vec<Event>, Option<u16>) {
+fn events_until_error(role: Role, bytes: &[u8], cuts: &[usize]) -> (Vec<Event>, Option<WsError>) {
     let mut d = Decoder::new(role, MAX_SMALL);
     let mut events = Vec::new();
     let mut from = 0;
@@ -651,9 +651,9 @@ proptest! {
             }
         }
         let whole = decode(Role::Server, MAX, &wire, &[]).err();
-        prop_assert_eq!(whole, Some(INVALID_DATA));
+        prop_assert_eq!(whole, Some(WsError::InvalidData));
         let split = decode(Role::Server, MAX, &wire, &cut_points(wire.len(), &read_cuts)).err();
-        prop_assert_eq!(split, Some(INVALID_DATA));
+        prop_assert_eq!(split, Some(WsError::InvalidData));
     }
 
     /// A message whose only fault is a code point left unfinished at its very end.
@@ -666,8 +666,8 @@ proptest! {
     ) {
         let data = [before.as_bytes(), &tail].concat();
         let wire = encode_unchecked_text(&Msg::Fragmented { text: true, data, cuts, controls: vec![] }, &mut key_source(9));
-        prop_assert_eq!(decode(Role::Server, MAX, &wire, &[]).err(), Some(INVALID_DATA));
-        prop_assert_eq!(decode(Role::Server, MAX, &wire, &cut_points(wire.len(), &read_cuts)).err(), Some(INVALID_DATA));
+        prop_assert_eq!(decode(Role::Server, MAX, &wire, &[]).err(), Some(WsError::InvalidData));
+        prop_assert_eq!(decode(Role::Server, MAX, &wire, &cut_points(wire.len(), &read_cuts)).err(), Some(WsError::InvalidData));
     }
 }
 

@@ -15,7 +15,7 @@ pub fn events(mut d: Decoder, pieces: &[&[u8]]) -> (Vec<Event>, Option<u16>) {
                     }
                     rest = &rest[used..];
                 }
-                Err(code) => return (seen, Some(code)),
+                Err(broken) => return (seen, Some(broken.code())),
             }
         }
     }

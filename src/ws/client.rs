@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use super::app::Message;
-use super::close::close_payload;
+use super::close::{WsError, close_payload};
 use super::decoder::{Decoder, Event, MAX_MESSAGE};
 use super::deflate::{
     CLIENT_OFFER, ClientAgreed, OwnCompressor, RSV1, accept_response, client_codecs,
@@ -702,7 +702,7 @@ impl WsReader {
             while !self.pending.is_empty() {
                 let (used, event) = match self.decoder.next(&self.pending) {
                     Ok(step) => step,
-                    Err(code) => return Err(self.broken(code)),
+                    Err(broken) => return Err(self.broken(broken)),
                 };
                 self.pending.drain(..used);
                 match event {
@@ -757,13 +757,13 @@ impl WsReader {
     }
 
     /// The server broke the protocol: it gets the close code that earns, the connection ends.
-    fn broken(&mut self, code: u16) -> io::Error {
-        let _ = self.writer.close(code, "");
-        self.ended = Some(code);
+    fn broken(&mut self, broken: WsError) -> io::Error {
+        let _ = self.writer.close(broken.code(), "");
+        self.ended = Some(broken.code());
         self.writer.shutdown();
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("the server broke the WebSocket protocol; closed with {code}"),
+            format!("the server broke the WebSocket protocol: {broken}"),
         )
     }
 

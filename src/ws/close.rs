@@ -15,6 +15,61 @@ pub const TOO_BIG: u16 = 1009;
 /// 1011: the server met an unexpected condition.
 pub const INTERNAL_ERROR: u16 = 1011;
 
+/// Why a WebSocket peer's input was refused, each with the close code it earns (RFC 6455 §7.4):
+/// the one place a broken rule meets its code.
+///
+/// ```
+/// use web::ws::{parse_frame_head, Role, WsError};
+/// // A server refuses unmasked frames: clients must mask.
+/// let err = parse_frame_head(&[0x81, 0x02], Role::Server).unwrap_err();
+/// assert_eq!((err, err.code()), (WsError::Protocol, 1002));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WsError {
+    /// 1002: a frame or message breaks the protocol (masking, reserved bits, an unknown
+    /// opcode, a control frame's rules, fragmentation, a close frame's payload).
+    Protocol,
+    /// 1007: a text message or close reason that is not UTF-8, or compressed data that does
+    /// not decompress.
+    InvalidData,
+    /// 1009: a message larger than the limit.
+    TooBig,
+}
+
+impl WsError {
+    /// The close code to close the connection with.
+    ///
+    /// ```
+    /// assert_eq!(web::ws::WsError::TooBig.code(), 1009);
+    /// ```
+    pub fn code(self) -> u16 {
+        match self {
+            WsError::Protocol => PROTOCOL_ERROR,
+            WsError::InvalidData => INVALID_DATA,
+            WsError::TooBig => TOO_BIG,
+        }
+    }
+}
+
+impl std::fmt::Display for WsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WsError::Protocol => "WebSocket protocol error (close 1002)",
+            WsError::InvalidData => "invalid WebSocket data (close 1007)",
+            WsError::TooBig => "WebSocket message too big (close 1009)",
+        })
+    }
+}
+
+impl std::error::Error for WsError {}
+
+impl From<WsError> for std::io::Error {
+    fn from(e: WsError) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+    }
+}
+
 /// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1011 and the later
 /// registered 1012–1014, and 3000–4999 (registered and private use). 1004–1006 and 1015 are
 /// reserved never to be sent; anything else is unassigned.
@@ -46,23 +101,23 @@ pub fn close_payload(code: u16) -> Vec<u8> {
 }
 
 /// A close frame's payload taken apart: `Ok(None)` when empty, `Ok(Some((code, reason)))`, or
-/// the close code the frame earns: 1002 for a one-byte payload or an invalid code, 1007 for a
-/// reason that is not UTF-8.
+/// what the frame broke: [`WsError::Protocol`] (1002) for a one-byte payload or an invalid code,
+/// [`WsError::InvalidData`] (1007) for a reason that is not UTF-8.
 ///
 /// ```
 /// assert_eq!(web::ws::parse_close(&[0x03, 0xe8, b'o', b'k']), Ok(Some((1000, "ok"))));
 /// assert_eq!(web::ws::parse_close(&[]), Ok(None));
 /// ```
-pub fn parse_close(payload: &[u8]) -> Result<Option<(u16, &str)>, u16> {
+pub fn parse_close(payload: &[u8]) -> Result<Option<(u16, &str)>, WsError> {
     match payload {
         [] => Ok(None),
-        [_] => Err(PROTOCOL_ERROR),
+        [_] => Err(WsError::Protocol),
         [hi, lo, reason @ ..] => {
             let code = u16::from_be_bytes([*hi, *lo]);
             if !is_valid_code(code) {
-                return Err(PROTOCOL_ERROR);
+                return Err(WsError::Protocol);
             }
-            let reason = std::str::from_utf8(reason).map_err(|_| INVALID_DATA)?;
+            let reason = std::str::from_utf8(reason).map_err(|_| WsError::InvalidData)?;
             Ok(Some((code, reason)))
         }
     }
@@ -74,22 +129,22 @@ mod tests {
 
     #[test]
     fn close_payloads() {
-        type Case = (&'static [u8], Result<Option<(u16, &'static str)>, u16>);
+        type Case = (&'static [u8], Result<Option<(u16, &'static str)>, WsError>);
         let cases: &[Case] = &[
             (b"", Ok(None)),
-            (&[0x03], Err(PROTOCOL_ERROR)),
+            (&[0x03], Err(WsError::Protocol)),
             (&[0x03, 0xe8], Ok(Some((1000, "")))),
             (&[0x03, 0xe8, b'b', b'y', b'e'], Ok(Some((1000, "bye")))),
             (&[0x0b, 0xb8], Ok(Some((3000, "")))),
             (&[0x13, 0x87], Ok(Some((4999, "")))),
-            (&[0x03, 0xec], Err(PROTOCOL_ERROR)), // 1004
-            (&[0x03, 0xed], Err(PROTOCOL_ERROR)), // 1005
-            (&[0x03, 0xee], Err(PROTOCOL_ERROR)), // 1006
-            (&[0x03, 0xf7], Err(PROTOCOL_ERROR)), // 1015
-            (&[0x03, 0xe7], Err(PROTOCOL_ERROR)), // 999
-            (&[0x07, 0xd0], Err(PROTOCOL_ERROR)), // 2000
-            (&[0x13, 0x88], Err(PROTOCOL_ERROR)), // 5000
-            (&[0x03, 0xe8, 0xff], Err(INVALID_DATA)),
+            (&[0x03, 0xec], Err(WsError::Protocol)), // 1004
+            (&[0x03, 0xed], Err(WsError::Protocol)), // 1005
+            (&[0x03, 0xee], Err(WsError::Protocol)), // 1006
+            (&[0x03, 0xf7], Err(WsError::Protocol)), // 1015
+            (&[0x03, 0xe7], Err(WsError::Protocol)), // 999
+            (&[0x07, 0xd0], Err(WsError::Protocol)), // 2000
+            (&[0x13, 0x88], Err(WsError::Protocol)), // 5000
+            (&[0x03, 0xe8, 0xff], Err(WsError::InvalidData)),
         ];
         for (payload, want) in cases {
             assert_eq!(parse_close(payload), *want, "{payload:?}");

@@ -6,7 +6,7 @@
 //! message is handed over whole, and the few bytes of a frame head split across reads are kept
 //! inline.
 
-use super::close::{INVALID_DATA, PROTOCOL_ERROR, TOO_BIG, parse_close};
+use super::close::{WsError, parse_close};
 use super::deflate::{Inflater, inflate};
 use super::frame::{
     FrameHead, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Role, apply_mask,
@@ -159,9 +159,9 @@ impl Decoder {
     }
 
     /// Reads from `input` until one event is complete or the input is used up. Returns the
-    /// bytes consumed and the event, if one completed; call again with the rest. `Err(code)`:
-    /// the peer broke a rule and the connection is to be closed with `code` (1002 protocol
-    /// error, 1007 text that is not UTF-8, 1009 message too big).
+    /// bytes consumed and the event, if one completed; call again with the rest. `Err`:
+    /// the peer broke a rule, and the connection is to be closed with the [`WsError`]'s code
+    /// (1002 protocol error, 1007 text that is not UTF-8, 1009 message too big).
     ///
     /// ```
     /// use web::ws::{Decoder, Event, Role, ws_frame};
@@ -169,7 +169,7 @@ impl Decoder {
     /// let frame = ws_frame("from server");
     /// assert_eq!(d.next(&frame), Ok((frame.len(), Some(Event::Text("from server".into())))));
     /// ```
-    pub fn next(&mut self, input: &[u8]) -> Result<(usize, Option<Event>), u16> {
+    pub fn next(&mut self, input: &[u8]) -> Result<(usize, Option<Event>), WsError> {
         let mut at = 0;
         loop {
             let frame = match self.frame {
@@ -202,7 +202,7 @@ impl Decoder {
                     && !self.compressed
                     && !self.utf8.feed(&self.data[start..])
                 {
-                    return Err(INVALID_DATA);
+                    return Err(WsError::InvalidData);
                 }
             }
             let read = frame.read + take as u64;
@@ -221,7 +221,7 @@ impl Decoder {
     }
 
     /// Reads a frame head, keeping a partial one inline.
-    fn read_head(&mut self, input: &[u8]) -> Result<(usize, Option<FrameHead>), u16> {
+    fn read_head(&mut self, input: &[u8]) -> Result<(usize, Option<FrameHead>), WsError> {
         let deflate = self.deflate();
         if self.head_len == 0
             && let Some(head) = parse_head(input, self.role, deflate)?
@@ -246,12 +246,12 @@ impl Decoder {
     }
 
     /// The rules a frame head must meet in the light of the message in progress.
-    fn start_frame(&mut self, head: FrameHead) -> Result<(), u16> {
+    fn start_frame(&mut self, head: FrameHead) -> Result<(), WsError> {
         match head.opcode {
-            OP_TEXT | OP_BINARY if self.message.is_some() => return Err(PROTOCOL_ERROR),
-            OP_CONTINUATION if self.message.is_none() => return Err(PROTOCOL_ERROR),
+            OP_TEXT | OP_BINARY if self.message.is_some() => return Err(WsError::Protocol),
+            OP_CONTINUATION if self.message.is_none() => return Err(WsError::Protocol),
             // RSV1 marks a message's first frame only (RFC 7692 §6.1).
-            OP_CONTINUATION if head.rsv1 => return Err(PROTOCOL_ERROR),
+            OP_CONTINUATION if head.rsv1 => return Err(WsError::Protocol),
             OP_TEXT | OP_BINARY => {
                 self.message = Some(head.opcode);
                 self.utf8 = Utf8Check::default();
@@ -267,7 +267,7 @@ impl Decoder {
                 self.max_message
             };
             if total > max as u64 {
-                return Err(TOO_BIG);
+                return Err(WsError::TooBig);
             }
             // Never more than the limit, nor more than 64 KiB ahead of the data that arrives,
             // whatever length the peer announced.
@@ -276,7 +276,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn finish_frame(&mut self, head: FrameHead) -> Result<Option<Event>, u16> {
+    fn finish_frame(&mut self, head: FrameHead) -> Result<Option<Event>, WsError> {
         if head.is_control() {
             let mut payload = std::mem::take(&mut self.control);
             if let Some(key) = head.mask {
@@ -288,7 +288,7 @@ impl Decoder {
                 OP_CLOSE => Event::Close(
                     parse_close(&payload)?.map(|(code, reason)| (code, reason.to_owned())),
                 ),
-                _ => return Err(PROTOCOL_ERROR),
+                _ => return Err(WsError::Protocol),
             }));
         }
         if !head.fin {
@@ -302,9 +302,9 @@ impl Decoder {
         Ok(Some(match self.message.take() {
             Some(OP_TEXT) => {
                 if !compressed && !self.utf8.is_complete() {
-                    return Err(INVALID_DATA);
+                    return Err(WsError::InvalidData);
                 }
-                Event::Text(String::from_utf8(data).map_err(|_| INVALID_DATA)?)
+                Event::Text(String::from_utf8(data).map_err(|_| WsError::InvalidData)?)
             }
             _ => Event::Binary(data),
         }))
@@ -313,11 +313,11 @@ impl Decoder {
 
 impl Decoder {
     /// A whole compressed message's data, inflated within the message limit.
-    fn inflate(&mut self, data: &[u8]) -> Result<Vec<u8>, u16> {
+    fn inflate(&mut self, data: &[u8]) -> Result<Vec<u8>, WsError> {
         match self.inflater.as_mut() {
             Some(inflater) => inflate(inflater, data, self.max_message),
             // Unreachable: RSV1 is refused unless an inflater is there.
-            None => Err(PROTOCOL_ERROR),
+            None => Err(WsError::Protocol),
         }
     }
 }
@@ -335,7 +335,7 @@ mod tests {
         out
     }
 
-    fn decode_all(wire: &[u8], max: usize) -> Result<Vec<Event>, u16> {
+    fn decode_all(wire: &[u8], max: usize) -> Result<Vec<Event>, WsError> {
         let mut d = Decoder::new(Role::Server, max);
         let mut at = 0;
         let mut events = Vec::new();
@@ -397,32 +397,32 @@ mod tests {
 
     #[test]
     fn broken_rules_earn_their_close_codes() {
-        let cases: &[(Vec<u8>, u16)] = &[
-            (frame(0x00, b"x"), PROTOCOL_ERROR), // continuation without a message
+        let cases: &[(Vec<u8>, WsError)] = &[
+            (frame(0x00, b"x"), WsError::Protocol), // continuation without a message
             (
                 [frame(0x01, b"a"), frame(0x81, b"b")].concat(),
-                PROTOCOL_ERROR,
+                WsError::Protocol,
             ), // new message inside one
             (
                 [frame(0x02, b"a"), frame(0x82, b"b")].concat(),
-                PROTOCOL_ERROR,
+                WsError::Protocol,
             ),
-            (frame(0x81, b"\xff"), INVALID_DATA),
+            (frame(0x81, b"\xff"), WsError::InvalidData),
             (
                 [frame(0x01, b"\xe2\x82"), frame(0x80, b"")].concat(),
-                INVALID_DATA,
+                WsError::InvalidData,
             ), // unfinished code point
-            (frame(0x88, &[0x03]), PROTOCOL_ERROR),
-            (frame(0x88, &[0x03, 0xed]), PROTOCOL_ERROR),
-            (frame(0x88, &[0x03, 0xe8, 0xff]), INVALID_DATA),
-            (frame(0x82, &[0; 101]), TOO_BIG),
+            (frame(0x88, &[0x03]), WsError::Protocol),
+            (frame(0x88, &[0x03, 0xed]), WsError::Protocol),
+            (frame(0x88, &[0x03, 0xe8, 0xff]), WsError::InvalidData),
+            (frame(0x82, &[0; 101]), WsError::TooBig),
             (
                 [frame(0x02, &[0; 60]), frame(0x80, &[0; 41])].concat(),
-                TOO_BIG,
+                WsError::TooBig,
             ),
             (
                 vec![0x81, 0x05, b'h', b'e', b'l', b'l', b'o'],
-                PROTOCOL_ERROR,
+                WsError::Protocol,
             ), // unmasked
         ];
         for (wire, code) in cases {
@@ -434,14 +434,14 @@ mod tests {
     fn invalid_text_fails_before_the_message_ends() {
         let mut d = Decoder::new(Role::Server, 100);
         let first = frame(0x01, b"ok\xf4\x90");
-        assert_eq!(d.next(&first), Err(INVALID_DATA));
+        assert_eq!(d.next(&first), Err(WsError::InvalidData));
     }
 
     #[test]
     fn a_huge_announced_length_allocates_nothing() {
         let mut d = Decoder::new(Role::Server, 1 << 20);
         let head = [0x82, 0xff, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4]; // 4 GiB
-        assert_eq!(d.next(&head), Err(TOO_BIG));
+        assert_eq!(d.next(&head), Err(WsError::TooBig));
         assert_eq!(d.held_bytes(), 0);
     }
 

@@ -13,7 +13,7 @@
 //! +-------------------------------+-------------------------------+
 //! ```
 
-use super::close::PROTOCOL_ERROR;
+use super::close::WsError;
 
 /// Continuation frame.
 pub const OP_CONTINUATION: u8 = 0x0;
@@ -75,7 +75,7 @@ impl FrameHead {
 /// ```
 /// use web::ws::{parse_frame_head, Role};
 /// // A server refuses unmasked frames (close 1002): clients must mask.
-/// assert_eq!(parse_frame_head(&[0x81, 0x02], Role::Server), Err(1002));
+/// assert_eq!(parse_frame_head(&[0x81, 0x02], Role::Server), Err(web::ws::WsError::Protocol));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -85,8 +85,8 @@ pub enum Role {
     Client,
 }
 
-/// Parses a frame head from the start of `buf`: `Ok(None)` while incomplete, `Err(code)` with
-/// the close code the frame earns when it breaks RFC 6455 §5: 1002 for a frame masked the wrong
+/// Parses a frame head from the start of `buf`: `Ok(None)` while incomplete, an error when
+/// the frame breaks RFC 6455 §5 ([`WsError::Protocol`](crate::ws::WsError), 1002): a frame masked the wrong
 /// way for `role`, set RSV bits (no extension is negotiated), an unknown opcode, a fragmented or
 /// longer-than-125-byte control frame, or a 64-bit length with its top bit set.
 ///
@@ -97,13 +97,17 @@ pub enum Role {
 /// assert_eq!((head.fin, head.opcode, head.len, head.head_len), (true, OP_TEXT, 2, 6));
 /// assert_eq!(parse_frame_head(&frame[..1], Role::Server), Ok(None));
 /// ```
-pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, u16> {
+pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, WsError> {
     parse_head(buf, role, false)
 }
 
 /// [`parse_frame_head`], with RSV1 allowed on data frames when `deflate` (permessage-deflate
 /// was agreed; whether the frame may carry it is the message's rule, checked by the decoder).
-pub(crate) fn parse_head(buf: &[u8], role: Role, deflate: bool) -> Result<Option<FrameHead>, u16> {
+pub(crate) fn parse_head(
+    buf: &[u8],
+    role: Role,
+    deflate: bool,
+) -> Result<Option<FrameHead>, WsError> {
     let (Some(&b0), Some(&b1)) = (buf.first(), buf.get(1)) else {
         return Ok(None);
     };
@@ -114,14 +118,14 @@ pub(crate) fn parse_head(buf: &[u8], role: Role, deflate: bool) -> Result<Option
     let control = opcode & 0x8 != 0;
     let reserved = if deflate && !control { 0x30 } else { 0x70 };
     if b0 & reserved != 0 || !matches!(opcode, 0x0..=0x2 | 0x8..=0xA) {
-        return Err(PROTOCOL_ERROR);
+        return Err(WsError::Protocol);
     }
     if masked != (role == Role::Server) {
-        return Err(PROTOCOL_ERROR);
+        return Err(WsError::Protocol);
     }
     let short = u64::from(b1 & 0x7f);
     if control && (!fin || short > 125) {
-        return Err(PROTOCOL_ERROR);
+        return Err(WsError::Protocol);
     }
     let (len, mut at) = match short {
         126 => match buf.get(2..4) {
@@ -134,7 +138,7 @@ pub(crate) fn parse_head(buf: &[u8], role: Role, deflate: bool) -> Result<Option
                 bytes.copy_from_slice(b);
                 let len = u64::from_be_bytes(bytes);
                 if len >> 63 != 0 {
-                    return Err(PROTOCOL_ERROR);
+                    return Err(WsError::Protocol);
                 }
                 (len, 10)
             }
@@ -322,7 +326,11 @@ mod tests {
             (&[0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0], Role::Server), // 64-bit length, top bit set
         ];
         for (buf, role) in cases {
-            assert_eq!(parse_frame_head(buf, *role), Err(PROTOCOL_ERROR), "{buf:?}");
+            assert_eq!(
+                parse_frame_head(buf, *role),
+                Err(WsError::Protocol),
+                "{buf:?}"
+            );
         }
     }
 
@@ -331,7 +339,7 @@ mod tests {
         let compressed = [0xc1, 0x80, 0, 0, 0, 0];
         assert_eq!(
             parse_frame_head(&compressed, Role::Server),
-            Err(PROTOCOL_ERROR)
+            Err(WsError::Protocol)
         );
         let head = parse_head(&compressed, Role::Server, true)
             .unwrap()
@@ -345,7 +353,7 @@ mod tests {
         ] {
             assert_eq!(
                 parse_head(&refused, Role::Server, true),
-                Err(PROTOCOL_ERROR),
+                Err(WsError::Protocol),
                 "{refused:?}"
             );
         }

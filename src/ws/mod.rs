@@ -31,7 +31,7 @@ pub use budget::MAX_QUEUED_OUTPUT;
 pub(crate) use budget::OutputBudget;
 pub use client::{CONNECT_TIMEOUT, WsClient, WsConnect, WsReader, WsWriter, connect};
 pub use close::{
-    GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG,
+    GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG, WsError,
     close_payload, is_valid_code, parse_close,
 };
 pub use decoder::{Decoder, Event, MAX_MESSAGE};

@@ -430,11 +430,11 @@ impl<H: WsHandler> WsStrand<H> {
     fn take(&mut self, mut bytes: &[u8], id: ConnId) {
         while !bytes.is_empty() && self.closing() != Closing::Done {
             match self.b().decoder.next(bytes) {
-                Err(code) => {
+                Err(broken) => {
                     // A broken rule: close with its code, read nothing more.
-                    self.queue_close(code);
+                    self.queue_close(broken.code());
                     self.b().closing = Closing::Done;
-                    self.tell(id, Some(code));
+                    self.tell(id, Some(broken.code()));
                     return;
                 }
                 Ok((used, event)) => {

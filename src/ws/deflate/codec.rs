@@ -10,7 +10,7 @@ use std::cell::RefCell;
 
 use zlib_rs::{Deflate as Compressor, DeflateFlush, Inflate, InflateFlush, Status};
 
-use crate::ws::close::{INVALID_DATA, TOO_BIG};
+use crate::ws::close::WsError;
 
 /// The end of a sync flush, left off every compressed message.
 const TAIL: [u8; 4] = [0, 0, 0xff, 0xff];
@@ -178,7 +178,11 @@ impl Inflater {
 /// Inflates one message's `data` (its frames' payloads, without the tail): the message, or the
 /// close code it earns — 1009 as soon as it passes `max` bytes (having held no more than that),
 /// 1007 when it is not valid DEFLATE.
-pub(crate) fn inflate(inflater: &mut Inflater, data: &[u8], max: usize) -> Result<Vec<u8>, u16> {
+pub(crate) fn inflate(
+    inflater: &mut Inflater,
+    data: &[u8],
+    max: usize,
+) -> Result<Vec<u8>, WsError> {
     match inflater {
         Inflater::Shared => WORKER.with(|w| {
             let mut w = w.borrow_mut();
@@ -197,7 +201,7 @@ pub(crate) fn inflate(inflater: &mut Inflater, data: &[u8], max: usize) -> Resul
     }
 }
 
-fn inflate_with(d: &mut Inflate, data: &[u8], max: usize) -> Result<Vec<u8>, u16> {
+fn inflate_with(d: &mut Inflate, data: &[u8], max: usize) -> Result<Vec<u8>, WsError> {
     let limit = max.saturating_add(1);
     let mut out: Vec<u8> = Vec::new();
     let mut ended = false;
@@ -208,12 +212,12 @@ fn inflate_with(d: &mut Inflate, data: &[u8], max: usize) -> Result<Vec<u8>, u16
                 return if input.is_empty() || input == TAIL {
                     Ok(out)
                 } else {
-                    Err(INVALID_DATA)
+                    Err(WsError::InvalidData)
                 };
             }
             if out.len() == out.capacity() {
                 if out.len() >= limit {
-                    return Err(TOO_BIG);
+                    return Err(WsError::TooBig);
                 }
                 let grow = (data.len().saturating_mul(4))
                     .max(out.capacity())
@@ -229,12 +233,12 @@ fn inflate_with(d: &mut Inflate, data: &[u8], max: usize) -> Result<Vec<u8>, u16
             out.truncate(at + wrote);
             input = input.get(used..).unwrap_or_default();
             match status {
-                Err(_) => return Err(INVALID_DATA),
+                Err(_) => return Err(WsError::InvalidData),
                 Ok(Status::StreamEnd) => ended = true,
                 Ok(_) => {}
             }
             if out.len() >= limit {
-                return Err(TOO_BIG);
+                return Err(WsError::TooBig);
             }
             let full = out.len() == out.capacity();
             if input.is_empty() && !full {
@@ -242,7 +246,7 @@ fn inflate_with(d: &mut Inflate, data: &[u8], max: usize) -> Result<Vec<u8>, u16
             }
             if used == 0 && wrote == 0 && !full {
                 // Input left and room to write, yet no progress: not DEFLATE.
-                return Err(INVALID_DATA);
+                return Err(WsError::InvalidData);
             }
         }
     }
@@ -314,7 +318,7 @@ mod tests {
         for max in [0, 1, 1000, 65_536, (10 << 20) - 1] {
             assert_eq!(
                 inflate(&mut Inflater::Shared, &bomb, max),
-                Err(TOO_BIG),
+                Err(WsError::TooBig),
                 "{max}"
             );
         }
@@ -335,7 +339,7 @@ mod tests {
         ];
         for data in cases {
             let got = inflate(&mut Inflater::Shared, data, 1000);
-            assert_eq!(got, Err(INVALID_DATA), "{data:?}");
+            assert_eq!(got, Err(WsError::InvalidData), "{data:?}");
         }
         // And the worker's decompressor still works after each.
         let ok = squeeze(&[b'z'; 100], 15).unwrap();

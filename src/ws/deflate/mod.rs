@@ -31,7 +31,7 @@ mod codec {
         false
     }
 
-    pub(crate) fn inflate(inflater: &mut Inflater, _: &[u8], _: usize) -> Result<Vec<u8>, u16> {
+    pub(crate) fn inflate(inflater: &mut Inflater, _: &[u8], _: usize) -> Result<Vec<u8>, WsError> {
         match *inflater {}
     }
 
