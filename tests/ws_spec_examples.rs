@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use web::ws::{
-    Decoder, Event, FIXED_MASK, OP_BINARY, OP_TEXT, Role, accept_key, apply_mask, client_frame,
+    Decoder, Event, FIXED_MASK, Opcode, Role, accept_key, apply_mask, client_frame,
     client_frame_bin, header_value, parse_frame_head, ws_frame, ws_frame_bin, ws_frame_op,
     ws_handshake_request, ws_wanted,
 };
@@ -297,7 +297,7 @@ fn server_frames_decode_7_16_64_bit_lengths() {
             .expect("complete");
         assert_eq!(
             (head.fin, head.opcode, head.mask, head.len, head.head_len),
-            (true, OP_BINARY, None, len as u64, 1 + want.len()),
+            (true, Opcode::Binary, None, len as u64, 1 + want.len()),
             "len {len}"
         );
         let mut d = Decoder::new(Role::Client, 1 << 20);
@@ -321,7 +321,7 @@ fn client_frames_decode_7_16_64_bit_lengths() {
             (head.fin, head.opcode, head.mask, head.len, head.head_len),
             (
                 true,
-                OP_BINARY,
+                Opcode::Binary,
                 Some(FIXED_MASK),
                 len as u64,
                 1 + want.len() + 4
@@ -338,7 +338,7 @@ fn client_frames_decode_7_16_64_bit_lengths() {
         let text = "z".repeat(len);
         let frame = client_frame(&text);
         let head = parse_frame_head(&frame, Role::Server).unwrap().unwrap();
-        assert_eq!((head.opcode, head.len), (OP_TEXT, len as u64));
+        assert_eq!((head.opcode, head.len), (Opcode::Text, len as u64));
         let mut d = Decoder::new(Role::Server, 1 << 20);
         assert_eq!(
             d.next(&frame),

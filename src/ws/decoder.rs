@@ -8,10 +8,7 @@
 
 use super::close::{WsError, parse_close};
 use super::deflate::{Inflater, inflate};
-use super::frame::{
-    FrameHead, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Role, apply_mask,
-    parse_head,
-};
+use super::frame::{FrameHead, Opcode, Role, apply_mask, parse_head};
 use super::utf8::Utf8Check;
 
 /// Default largest message, in bytes (the specification's 64 KiB).
@@ -65,7 +62,7 @@ pub struct Decoder {
     head_len: u8,
     frame: Option<Frame>,
     /// The message being reassembled: its opcode (text or binary) and data so far.
-    message: Option<u8>,
+    message: Option<Opcode>,
     data: Vec<u8>,
     utf8: Utf8Check,
     /// The payload of a control frame split across reads.
@@ -198,7 +195,7 @@ impl Decoder {
                 if let Some(key) = frame.head.mask {
                     apply_mask(&mut self.data[start..], key, frame.read as usize);
                 }
-                if self.message == Some(OP_TEXT)
+                if self.message == Some(Opcode::Text)
                     && !self.compressed
                     && !self.utf8.feed(&self.data[start..])
                 {
@@ -248,11 +245,13 @@ impl Decoder {
     /// The rules a frame head must meet in the light of the message in progress.
     fn start_frame(&mut self, head: FrameHead) -> Result<(), WsError> {
         match head.opcode {
-            OP_TEXT | OP_BINARY if self.message.is_some() => return Err(WsError::Protocol),
-            OP_CONTINUATION if self.message.is_none() => return Err(WsError::Protocol),
+            Opcode::Text | Opcode::Binary if self.message.is_some() => {
+                return Err(WsError::Protocol);
+            }
+            Opcode::Continuation if self.message.is_none() => return Err(WsError::Protocol),
             // RSV1 marks a message's first frame only (RFC 7692 §6.1).
-            OP_CONTINUATION if head.rsv1 => return Err(WsError::Protocol),
-            OP_TEXT | OP_BINARY => {
+            Opcode::Continuation if head.rsv1 => return Err(WsError::Protocol),
+            Opcode::Text | Opcode::Binary => {
                 self.message = Some(head.opcode);
                 self.utf8 = Utf8Check::default();
                 self.compressed = head.rsv1;
@@ -283,9 +282,9 @@ impl Decoder {
                 apply_mask(&mut payload, key, 0);
             }
             return Ok(Some(match head.opcode {
-                OP_PING => Event::Ping(payload),
-                OP_PONG => Event::Pong(payload),
-                OP_CLOSE => Event::Close(
+                Opcode::Ping => Event::Ping(payload),
+                Opcode::Pong => Event::Pong(payload),
+                Opcode::Close => Event::Close(
                     parse_close(&payload)?.map(|(code, reason)| (code, reason.to_owned())),
                 ),
                 _ => return Err(WsError::Protocol),
@@ -300,7 +299,7 @@ impl Decoder {
             data = self.inflate(&data)?;
         }
         Ok(Some(match self.message.take() {
-            Some(OP_TEXT) => {
+            Some(Opcode::Text) => {
                 if !compressed && !self.utf8.is_complete() {
                     return Err(WsError::InvalidData);
                 }

@@ -28,6 +28,66 @@ pub const OP_PING: u8 = 0x9;
 /// Pong frame.
 pub const OP_PONG: u8 = 0xA;
 
+/// A frame's opcode (RFC 6455 §5.2) with its rules: which opcodes exist (the others are
+/// refused, 1002) and which are control frames. The `OP_*` numbers are the same opcodes as
+/// bytes, for the specification's functions that take one.
+///
+/// ```
+/// use web::ws::Opcode;
+/// assert_eq!(Opcode::from_u8(0x9), Some(Opcode::Ping));
+/// assert!(Opcode::Ping.is_control() && !Opcode::Text.is_control());
+/// assert_eq!(Opcode::from_u8(0x3), None); // reserved
+/// assert_eq!(Opcode::Close.as_u8(), web::ws::OP_CLOSE);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Opcode {
+    /// 0x0: the next frame of a fragmented message.
+    Continuation,
+    /// 0x1: the first frame of a text message.
+    Text,
+    /// 0x2: the first frame of a binary message.
+    Binary,
+    /// 0x8: close.
+    Close,
+    /// 0x9: ping.
+    Ping,
+    /// 0xA: pong.
+    Pong,
+}
+
+impl Opcode {
+    /// The opcode of these four bits; `None` for the reserved ones (0x3–0x7, 0xB–0xF).
+    pub fn from_u8(bits: u8) -> Option<Opcode> {
+        Some(match bits {
+            OP_CONTINUATION => Opcode::Continuation,
+            OP_TEXT => Opcode::Text,
+            OP_BINARY => Opcode::Binary,
+            OP_CLOSE => Opcode::Close,
+            OP_PING => Opcode::Ping,
+            OP_PONG => Opcode::Pong,
+            _ => return None,
+        })
+    }
+
+    /// The opcode's four bits.
+    pub fn as_u8(self) -> u8 {
+        match self {
+            Opcode::Continuation => OP_CONTINUATION,
+            Opcode::Text => OP_TEXT,
+            Opcode::Binary => OP_BINARY,
+            Opcode::Close => OP_CLOSE,
+            Opcode::Ping => OP_PING,
+            Opcode::Pong => OP_PONG,
+        }
+    }
+
+    /// Whether frames of this opcode are control frames (close, ping, pong: never fragmented,
+    /// at most 125 bytes, allowed between the frames of a message).
+    pub fn is_control(self) -> bool {
+        matches!(self, Opcode::Close | Opcode::Ping | Opcode::Pong)
+    }
+}
+
 /// The fixed mask key of [`client_frame`](crate::ws::client_frame) and
 /// [`client_frame_bin`](crate::ws::client_frame_bin). A client library should use a fresh random
 /// key per frame (RFC 6455 §5.3); these two functions are the specification's, for tests.
@@ -38,14 +98,14 @@ pub const FIXED_MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 /// ```
 /// use web::ws::{parse_frame_head, Role, ws_frame};
 /// let head = parse_frame_head(&ws_frame("hi"), Role::Client).unwrap().unwrap();
-/// assert_eq!((head.opcode, head.len, head.fin), (web::ws::OP_TEXT, 2, true));
+/// assert_eq!((head.opcode, head.len, head.fin), (web::ws::Opcode::Text, 2, true));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameHead {
     /// FIN: the last frame of a message.
     pub fin: bool,
     /// The opcode (low four bits of the first byte).
-    pub opcode: u8,
+    pub opcode: Opcode,
     /// The masking key, when the frame is masked.
     pub mask: Option<[u8; 4]>,
     /// Payload length.
@@ -66,7 +126,7 @@ impl FrameHead {
     /// assert!(ping.is_control());
     /// ```
     pub fn is_control(&self) -> bool {
-        self.opcode & 0x8 != 0
+        self.opcode.is_control()
     }
 }
 
@@ -91,10 +151,10 @@ pub enum Role {
 /// longer-than-125-byte control frame, or a 64-bit length with its top bit set.
 ///
 /// ```
-/// use web::ws::{parse_frame_head, Role, OP_TEXT};
+/// use web::ws::{parse_frame_head, Opcode, Role};
 /// let frame = web::ws::client_frame("hi");
 /// let head = parse_frame_head(&frame, Role::Server).unwrap().unwrap();
-/// assert_eq!((head.fin, head.opcode, head.len, head.head_len), (true, OP_TEXT, 2, 6));
+/// assert_eq!((head.fin, head.opcode, head.len, head.head_len), (true, Opcode::Text, 2, 6));
 /// assert_eq!(parse_frame_head(&frame[..1], Role::Server), Ok(None));
 /// ```
 pub fn parse_frame_head(buf: &[u8], role: Role) -> Result<Option<FrameHead>, WsError> {
@@ -113,11 +173,13 @@ pub(crate) fn parse_head(
     };
     let fin = b0 & 0x80 != 0;
     let rsv1 = b0 & 0x40 != 0;
-    let opcode = b0 & 0x0f;
+    let Some(opcode) = Opcode::from_u8(b0 & 0x0f) else {
+        return Err(WsError::Protocol);
+    };
     let masked = b1 & 0x80 != 0;
-    let control = opcode & 0x8 != 0;
+    let control = opcode.is_control();
     let reserved = if deflate && !control { 0x30 } else { 0x70 };
-    if b0 & reserved != 0 || !matches!(opcode, 0x0..=0x2 | 0x8..=0xA) {
+    if b0 & reserved != 0 {
         return Err(WsError::Protocol);
     }
     if masked != (role == Role::Server) {
@@ -243,7 +305,7 @@ mod tests {
                 Role::Server,
                 FrameHead {
                     fin: true,
-                    opcode: 1,
+                    opcode: Opcode::Text,
                     mask: Some([1, 2, 3, 4]),
                     len: 2,
                     head_len: 6,
@@ -255,7 +317,7 @@ mod tests {
                 Role::Server,
                 FrameHead {
                     fin: false,
-                    opcode: 2,
+                    opcode: Opcode::Binary,
                     mask: Some([0; 4]),
                     len: 256,
                     head_len: 8,
@@ -267,7 +329,7 @@ mod tests {
                 Role::Server,
                 FrameHead {
                     fin: true,
-                    opcode: 0,
+                    opcode: Opcode::Continuation,
                     mask: Some([9; 4]),
                     len: 65536,
                     head_len: 14,
@@ -279,7 +341,7 @@ mod tests {
                 Role::Client,
                 FrameHead {
                     fin: true,
-                    opcode: 9,
+                    opcode: Opcode::Ping,
                     mask: None,
                     len: 0,
                     head_len: 2,
@@ -291,7 +353,7 @@ mod tests {
                 Role::Server,
                 FrameHead {
                     fin: true,
-                    opcode: 8,
+                    opcode: Opcode::Close,
                     mask: Some([0; 4]),
                     len: 125,
                     head_len: 6,

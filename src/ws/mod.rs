@@ -41,8 +41,8 @@ pub(crate) use deflate::{Agreed, agree};
 #[cfg(feature = "deflate")]
 pub use deflate::{Deflate, LEVEL, MIN_SIZE};
 pub use frame::{
-    FIXED_MASK, FrameHead, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Role,
-    apply_mask, parse_frame_head, write_frame,
+    FIXED_MASK, FrameHead, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT, Opcode,
+    Role, apply_mask, parse_frame_head, write_frame,
 };
 pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_request, ws_wanted};
 pub(crate) use handshake::{check_upgrade, extensions_of, switching_protocols};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::Agreed;
 use super::codec::compress;
-use crate::ws::frame::{OP_BINARY, OP_TEXT, Role, parse_head, write_frame, write_head};
+use crate::ws::frame::{Opcode, Role, parse_head, write_frame, write_head};
 use crate::ws::outbox::Outbox;
 
 /// RSV1: the message is compressed (RFC 7692 §6).
@@ -196,14 +196,15 @@ fn whole_message(frame: &[u8]) -> Option<(u8, &[u8])> {
     let payload = frame.get(head.head_len..)?;
     let whole = head.fin
         && !head.rsv1
-        && matches!(head.opcode, OP_TEXT | OP_BINARY)
+        && matches!(head.opcode, Opcode::Text | Opcode::Binary)
         && head.len == payload.len() as u64;
-    whole.then_some((head.opcode, payload))
+    whole.then_some((head.opcode.as_u8(), payload))
 }
 
 #[cfg(all(test, feature = "deflate"))]
 mod tests {
     use super::*;
+    use crate::ws::OP_TEXT;
     use crate::ws::deflate::{Inflater, inflate};
 
     fn agreed(takeover: bool) -> Agreed {

@@ -31,7 +31,11 @@ mod codec {
         false
     }
 
-    pub(crate) fn inflate(inflater: &mut Inflater, _: &[u8], _: usize) -> Result<Vec<u8>, WsError> {
+    pub(crate) fn inflate(
+        inflater: &mut Inflater,
+        _: &[u8],
+        _: usize,
+    ) -> Result<Vec<u8>, crate::ws::WsError> {
         match *inflater {}
     }
 
