@@ -288,6 +288,10 @@ fn a_masked_frame_from_the_server_is_refused_with_1002() {
     let err = ws.recv().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidData);
     assert!(err.to_string().contains("1002"), "{err}");
+    let cause = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<web::ws::WsError>());
+    assert_eq!(cause, Some(&web::ws::WsError::Protocol));
     server.join().unwrap();
 }
 

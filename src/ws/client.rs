@@ -761,10 +761,8 @@ impl WsReader {
         let _ = self.writer.close(broken.code(), "");
         self.ended = Some(broken.code());
         self.writer.shutdown();
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("the server broke the WebSocket protocol: {broken}"),
-        )
+        // The WsError is the io::Error's source (`get_ref`), for a caller that asks which.
+        broken.into()
     }
 
     /// After the closing handshake: the server closes TCP first (RFC 6455 §7.1.1); wait a
