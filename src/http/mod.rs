@@ -39,8 +39,9 @@ pub use head::{
     Framing, HeadLimits, HeadParser, MAX_HEAD_BYTES, MAX_HEADERS, RequestHead, Version,
 };
 pub use message::{
-    Body, HTML, Header, HeaderRef, Headers, JSON, Request, Response, TEXT, header, header_in,
-    html_response, json_response, set_cookie, text_response, with_header,
+    Body, HTML, Header, HeaderRef, Headers, InvalidHeader, JSON, Request, Response, TEXT, header,
+    header_in, html_response, json_response, set_cookie, text_response, try_with_header,
+    with_header,
 };
 pub use middleware::{Layer, Next, layer, wrap};
 pub use parse_request::parse_request;

@@ -2,6 +2,7 @@
 //! request's header lines, and the specification's lookups [`header`] and [`header_in`].
 
 use super::Request;
+use crate::http::grammar::{is_field_byte, is_token};
 
 /// One header line a program builds: a name and a value, both text.
 ///
@@ -34,6 +35,59 @@ impl Header {
             name: name.into(),
             value: value.into(),
         }
+    }
+
+    /// A header line checked where it is made: the name must be a token and the value hold
+    /// no control byte but HTAB (RFC 9110 §5.1, §5.5), or it is refused with the reason.
+    /// (A line made with [`Header::new`] is checked when a response is rendered instead: a bad
+    /// name leaves the line out, each bad byte of a value is sent as a space.)
+    ///
+    /// ```
+    /// use web::http::{Header, InvalidHeader};
+    /// assert!(Header::try_new("X-Trace", "abc").is_ok());
+    /// assert_eq!(Header::try_new("X Trace", "abc"), Err(InvalidHeader::Name));
+    /// assert_eq!(Header::try_new("X-Trace", "a\r\nSet-Cookie: x=1"), Err(InvalidHeader::Value));
+    /// ```
+    pub fn try_new(
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Header, InvalidHeader> {
+        let header = Header::new(name, value);
+        if !is_token(header.name.as_bytes()) {
+            return Err(InvalidHeader::Name);
+        }
+        if !header.value.bytes().all(is_field_byte) {
+            return Err(InvalidHeader::Value);
+        }
+        Ok(header)
+    }
+}
+
+/// Why [`Header::try_new`] (or [`try_with_header`](crate::http::try_with_header)) refused a
+/// header line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InvalidHeader {
+    /// The name is empty or holds a byte a token may not (a space, a colon, a control, ...).
+    Name,
+    /// The value holds a control byte other than HTAB (CR, LF and NUL among them).
+    Value,
+}
+
+impl std::fmt::Display for InvalidHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InvalidHeader::Name => "a header name must be a token (RFC 9110 §5.1)",
+            InvalidHeader::Value => "a header value may hold no control byte but HTAB",
+        })
+    }
+}
+
+impl std::error::Error for InvalidHeader {}
+
+impl From<InvalidHeader> for std::io::Error {
+    fn from(e: InvalidHeader) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, e)
     }
 }
 
@@ -145,6 +199,30 @@ pub fn header_in<'a>(headers: &'a [Header], name: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_made_checked_refuses_what_rendering_would_change() {
+        let cases = [
+            ("X-A", "plain value", Ok(())),
+            ("x-a", "tab\tand space, obs-text é", Ok(())),
+            ("X-A", "", Ok(())),
+            ("", "v", Err(InvalidHeader::Name)),
+            ("X A", "v", Err(InvalidHeader::Name)),
+            ("X-A:", "v", Err(InvalidHeader::Name)),
+            ("X-\u{e9}", "v", Err(InvalidHeader::Name)),
+            ("X-A", "a\rb", Err(InvalidHeader::Value)),
+            ("X-A", "a\nb", Err(InvalidHeader::Value)),
+            ("X-A", "a\0b", Err(InvalidHeader::Value)),
+            ("X-A", "a\u{7f}b", Err(InvalidHeader::Value)),
+        ];
+        for (name, value, want) in cases {
+            assert_eq!(
+                Header::try_new(name, value).map(|_| ()),
+                want,
+                "{name:?}: {value:?}"
+            );
+        }
+    }
 
     #[test]
     fn header_lookup_is_case_blind_and_absent_is_empty() {

@@ -6,10 +6,10 @@ pub(crate) mod pool;
 mod request;
 mod response;
 
-pub use header::{Header, HeaderRef, header, header_in};
+pub use header::{Header, HeaderRef, InvalidHeader, header, header_in};
 pub use request::{Headers, Request};
 pub(crate) use request::{Line, Span};
 pub use response::{
     Body, HTML, JSON, Response, TEXT, html_response, json_response, set_cookie, text_response,
-    with_header,
+    try_with_header, with_header,
 };

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
 
-use super::header::Header;
+use super::header::{Header, InvalidHeader};
 
 /// A response body: bytes either borrowed for the whole program (`&'static`, so
 /// `text_response(200, "Hello")` allocates nothing) or owned.
@@ -282,6 +282,26 @@ pub fn with_header(
 ) -> Response {
     res.headers.push(Header::new(name, value));
     res
+}
+
+/// [`with_header`], the line checked first ([`Header::try_new`]): a name that is not a token
+/// or a value with a control byte is refused with the reason, instead of being left out or
+/// blanked when the response is rendered.
+///
+/// ```
+/// use web::http::{text_response, try_with_header, InvalidHeader};
+/// let res = try_with_header(text_response(200, "x"), "Cache-Control", "no-store").unwrap();
+/// assert_eq!(res.headers[0].value, "no-store");
+/// let refused = try_with_header(text_response(200, "x"), "Location", "/a\r\nX-Evil: 1");
+/// assert_eq!(refused.unwrap_err(), InvalidHeader::Value);
+/// ```
+pub fn try_with_header(
+    mut res: Response,
+    name: impl Into<String>,
+    value: impl Into<String>,
+) -> Result<Response, InvalidHeader> {
+    res.headers.push(Header::try_new(name, value)?);
+    Ok(res)
 }
 
 /// The response with one more `Set-Cookie` header whose value is `<name>=<value>` followed
