@@ -279,7 +279,7 @@ impl<M: Send + 'static> Remote<M> {
     /// ```no_run
     /// # fn demo(remote: &reactor::Remote<()>) {
     /// let stats = remote.stats();
-    /// println!("{} open, {} bytes held", stats.open, stats.held_bytes);
+    /// println!("{} open, {} bytes held", stats.total.open, stats.total.held_bytes);
     /// # }
     /// ```
     pub fn stats(&self) -> Stats {

@@ -444,7 +444,7 @@ impl<M: Send + 'static> Handle<M> {
     /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
     /// # }
     /// let handle = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?.spawn()?;
-    /// assert_eq!(handle.stats().open, 0);
+    /// assert_eq!(handle.stats().total.open, 0);
     /// handle.shutdown()?;
     /// # Ok::<(), std::io::Error>(())
     /// ```

@@ -1,6 +1,6 @@
 //! [`Stats`]: what a running server reports about its connections.
 
-/// Figures of one worker (see [`Stats`] for what each means).
+/// Figures of one worker, or (as [`Stats::total`]) of all of them.
 ///
 /// ```
 /// fn busiest(stats: &reactor::Stats) -> Option<usize> {
@@ -12,9 +12,11 @@
 pub struct WorkerStats {
     /// Open connections.
     pub open: usize,
-    /// Open connections parked without pending output.
+    /// Open connections whose last [`Next`](crate::Next) was a `Park` without `write`: waiting
+    /// for input, a timer or a message, with no output pending.
     pub parked: usize,
-    /// Sum of [`Strand::held_bytes`](crate::Strand::held_bytes) over open strands.
+    /// Heap bytes held by strands: the sum of their last reported
+    /// [`Strand::held_bytes`](crate::Strand::held_bytes).
     pub held_bytes: usize,
     /// Connections accepted since start.
     pub accepted: u64,
@@ -23,7 +25,7 @@ pub struct WorkerStats {
     /// Of those, the ones for want of descriptors or memory (`EMFILE`, `ENFILE`, `ENOBUFS`,
     /// `ENOMEM`): each pauses accepting for the retry interval.
     pub out_of_descriptors: u64,
-    /// Messages dropped because their connection had closed.
+    /// Messages dropped because their connection had closed or its key was reused.
     pub dropped_messages: u64,
     /// Messages refused because the inbox was full ([`INBOX_LIMIT`](crate::INBOX_LIMIT)).
     pub refused_messages: u64,
@@ -31,7 +33,7 @@ pub struct WorkerStats {
     pub panics: u64,
 }
 
-/// The figures of a server, summed over workers, with the per-worker figures in `workers`.
+/// The figures of a server: summed over workers in `total`, and per worker in `workers`.
 ///
 /// Each worker keeps running totals as it goes (the held-bytes total is adjusted around every
 /// strand call) and publishes them through atomics once per loop turn: reading them never scans
@@ -41,7 +43,7 @@ pub struct WorkerStats {
 /// ```no_run
 /// # fn demo(handle: &reactor::Handle<()>) {
 /// let s = handle.stats();
-/// println!("open {} parked {} held {} B", s.open, s.parked, s.held_bytes);
+/// println!("open {} parked {} held {} B", s.total.open, s.total.parked, s.total.held_bytes);
 /// for (i, w) in s.workers.iter().enumerate() {
 ///     println!("worker {i}: accepted {}", w.accepted);
 /// }
@@ -50,46 +52,44 @@ pub struct WorkerStats {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Open connections.
-    pub open: usize,
-    /// Open connections whose last [`Next`](crate::Next) was a `Park` without `write`: waiting
-    /// for input, a timer or a message, with no output pending.
-    pub parked: usize,
-    /// Heap bytes held by strands: the sum of their last reported
-    /// [`Strand::held_bytes`](crate::Strand::held_bytes).
-    pub held_bytes: usize,
-    /// Connections accepted since start.
-    pub accepted: u64,
-    /// Failed `accept` calls since start.
-    pub accept_errors: u64,
-    /// Of those, the ones for want of descriptors or memory (`EMFILE`, `ENFILE`, `ENOBUFS`,
-    /// `ENOMEM`): each pauses accepting for the retry interval.
-    pub out_of_descriptors: u64,
-    /// Messages dropped because their connection had closed or its key was reused.
-    pub dropped_messages: u64,
-    /// Messages refused because a worker's inbox was full ([`INBOX_LIMIT`](crate::INBOX_LIMIT)).
-    pub refused_messages: u64,
-    /// Strand calls that panicked.
-    pub panics: u64,
-    /// The same figures per worker, by worker index.
+    /// Every worker's figures added up.
+    pub total: WorkerStats,
+    /// The figures per worker, by worker index.
     pub workers: Vec<WorkerStats>,
 }
 
 impl Stats {
     pub(crate) fn sum(workers: Vec<WorkerStats>) -> Stats {
-        let mut s = Stats::default();
-        for w in &workers {
-            s.open += w.open;
-            s.parked += w.parked;
-            s.held_bytes += w.held_bytes;
-            s.accepted += w.accepted;
-            s.accept_errors += w.accept_errors;
-            s.out_of_descriptors += w.out_of_descriptors;
-            s.dropped_messages += w.dropped_messages;
-            s.refused_messages += w.refused_messages;
-            s.panics += w.panics;
-        }
-        s.workers = workers;
-        s
+        let total = workers.iter().fold(WorkerStats::default(), |mut total, w| {
+            total.add(w);
+            total
+        });
+        Stats { total, workers }
+    }
+}
+
+impl WorkerStats {
+    /// Adds `other`'s figures to these.
+    fn add(&mut self, other: &WorkerStats) {
+        let WorkerStats {
+            open,
+            parked,
+            held_bytes,
+            accepted,
+            accept_errors,
+            out_of_descriptors,
+            dropped_messages,
+            refused_messages,
+            panics,
+        } = other;
+        self.open += open;
+        self.parked += parked;
+        self.held_bytes += held_bytes;
+        self.accepted += accepted;
+        self.accept_errors += accept_errors;
+        self.out_of_descriptors += out_of_descriptors;
+        self.dropped_messages += dropped_messages;
+        self.refused_messages += refused_messages;
+        self.panics += panics;
     }
 }

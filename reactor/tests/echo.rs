@@ -23,16 +23,24 @@ fn five_hundred_connections_echo_across_two_workers() {
         assert_eq!(c.line().as_deref(), Some(format!("hello {i}").as_str()));
         assert_eq!(c.line().as_deref(), Some(format!("second {i}").as_str()));
     }
-    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 500));
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .total
+        .open
+        == 500));
     let stats = handle.stats();
-    assert_eq!(stats.accepted, 500);
+    assert_eq!(stats.total.accepted, 500);
     assert_eq!(stats.workers.len(), 2);
     eprintln!(
         "accepted per worker: {:?}",
         stats.workers.iter().map(|w| w.accepted).collect::<Vec<_>>()
     );
     drop(clients);
-    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 0));
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .total
+        .open
+        == 0));
     handle.shutdown().expect("shutdown");
 }
 
@@ -63,23 +71,24 @@ fn held_bytes_go_back_to_zero_when_idle() {
         c.send(b"an unfinished line");
     }
     assert!(
-        wait_until(Duration::from_secs(5), || handle.stats().held_bytes
+        wait_until(Duration::from_secs(5), || handle.stats().total.held_bytes
             >= 20 * 18),
         "partial lines are held: {:?}",
         handle.stats()
     );
-    assert_eq!(handle.stats().parked, 20);
+    assert_eq!(handle.stats().total.parked, 20);
     for c in clients.iter_mut() {
         c.send(b"\n");
         assert_eq!(c.line().as_deref(), Some("an unfinished line"));
     }
     assert!(
-        wait_until(Duration::from_secs(5), || handle.stats().held_bytes == 0),
+        wait_until(Duration::from_secs(5), || handle.stats().total.held_bytes
+            == 0),
         "idle strands hold nothing: {:?}",
         handle.stats()
     );
-    assert_eq!(handle.stats().open, 20);
-    assert_eq!(handle.stats().parked, 20);
+    assert_eq!(handle.stats().total.open, 20);
+    assert_eq!(handle.stats().total.parked, 20);
 }
 
 #[test]
@@ -126,9 +135,17 @@ fn messages_to_a_closed_connection_are_dropped_after_its_key_is_reused() {
     let (w, key, generation) = old.id();
     // Stats are published at the end of a loop turn, possibly after the reply above arrived:
     // see the old connection counted before waiting for it to go.
-    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 1));
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .total
+        .open
+        == 1));
     drop(old);
-    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 0));
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .total
+        .open
+        == 0));
     let mut new = Client::connect(addr);
     let (w2, key2, generation2) = new.id();
     assert_eq!((w2, key2), (w, key), "the slab key is reused");
@@ -139,6 +156,7 @@ fn messages_to_a_closed_connection_are_dropped_after_its_key_is_reused() {
     assert_eq!(new.line().as_deref(), Some("for the new one"));
     assert!(wait_until(Duration::from_secs(5), || handle
         .stats()
+        .total
         .dropped_messages
         == 1));
 }
@@ -162,7 +180,11 @@ fn rapid_close_and_reopen_never_crosses_connections() {
             assert_eq!(steady.roundtrip("steady").as_deref(), Some("steady"));
         }
     }
-    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 1));
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .total
+        .open
+        == 1));
 }
 
 #[test]
@@ -178,8 +200,12 @@ fn panicking_strand_closes_only_its_connection() {
     let mut late = Client::connect(addr);
     assert_eq!(late.roundtrip("late").as_deref(), Some("late"));
     // Figures are published once per loop turn: wait for the turn that served `late`.
-    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 2));
-    assert_eq!(handle.stats().panics, 1);
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .total
+        .open
+        == 2));
+    assert_eq!(handle.stats().total.panics, 1);
 }
 
 #[test]
@@ -189,7 +215,11 @@ fn released_connection_is_handed_over_blocking() {
     assert_eq!(c.roundtrip("hi").as_deref(), Some("hi"));
     c.send(b"take\n");
     assert_eq!(c.line().as_deref(), Some("taken"));
-    assert!(wait_until(Duration::from_secs(5), || handle.stats().open == 0));
+    assert!(wait_until(Duration::from_secs(5), || handle
+        .stats()
+        .total
+        .open
+        == 0));
     assert_eq!(
         c.roundtrip("still here").as_deref(),
         Some("taken: still here")
@@ -226,11 +256,12 @@ fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
     });
     // Do not read for a while: both socket buffers fill, the strand holds output and stops reading.
     assert!(
-        wait_until(Duration::from_secs(5), || handle.stats().held_bytes > 0),
+        wait_until(Duration::from_secs(5), || handle.stats().total.held_bytes
+            > 0),
         "output is pending while the reader sleeps: {:?}",
         handle.stats()
     );
-    let held = handle.stats().held_bytes;
+    let held = handle.stats().total.held_bytes;
     assert!(
         held <= 4 * 64 * 1024,
         "bounded by backpressure: {held} bytes"
@@ -242,6 +273,7 @@ fn large_echo_to_a_slow_reader_arrives_whole_with_backpressure() {
     sender.join().expect("sender");
     assert!(wait_until(Duration::from_secs(5), || handle
         .stats()
+        .total
         .held_bytes
         == 0));
 }

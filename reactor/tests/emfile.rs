@@ -56,7 +56,11 @@ fn accept_pauses_on_emfile_without_spinning_and_accepts_again_later() {
     let mut waiting = Client::connect(addr);
     waiting.send(b"waiting\n");
     assert!(
-        wait_until(Duration::from_secs(3), || handle.stats().accept_errors > 0),
+        wait_until(Duration::from_secs(3), || handle
+            .stats()
+            .total
+            .accept_errors
+            > 0),
         "accept hit EMFILE"
     );
 
@@ -67,9 +71,9 @@ fn accept_pauses_on_emfile_without_spinning_and_accepts_again_later() {
         spent < Duration::from_millis(100),
         "no spinning: {spent:?} of CPU in 1 s"
     );
-    let errors = handle.stats().accept_errors;
+    let errors = handle.stats().total.accept_errors;
     assert!(errors <= 30, "retries are paced: {errors} failed accepts");
-    let out = handle.stats().out_of_descriptors;
+    let out = handle.stats().total.out_of_descriptors;
     assert!(
         out > 0 && out <= errors,
         "counted as running out of descriptors: {out} of {errors}"

@@ -35,17 +35,18 @@ fn connections_beyond_the_limit_wait_in_the_backlog_until_one_closes() {
         spent < Duration::from_millis(100),
         "no spinning: {spent:?} of CPU in 1 s"
     );
-    assert_eq!(handle.stats().open, 3);
-    assert_eq!(handle.stats().accepted, 3);
+    assert_eq!(handle.stats().total.open, 3);
+    assert_eq!(handle.stats().total.accepted, 3);
 
     // One closes: one waiting connection is accepted and served.
     drop(first.pop());
     assert_eq!(fourth.line().as_deref(), Some("fourth"));
     assert!(wait_until(Duration::from_secs(2), || handle
         .stats()
+        .total
         .accepted
         == 4));
-    assert_eq!(handle.stats().open, 3);
+    assert_eq!(handle.stats().total.open, 3);
     drop(first);
     assert_eq!(fifth.line().as_deref(), Some("fifth"));
     for c in more.iter_mut().take(1) {

@@ -28,6 +28,7 @@ fn shutdown_closes_idle_connections_and_lets_a_partial_line_finish() {
     // Let the worker read the partial line before shutdown starts.
     assert!(common::wait_until(Duration::from_secs(5), || handle
         .stats()
+        .total
         .held_bytes
         > 0));
     let since = Instant::now();
@@ -64,6 +65,7 @@ fn shutdown_closes_what_is_left_at_the_drain_deadline() {
     stuck.send(b"never finished");
     assert!(common::wait_until(Duration::from_secs(5), || handle
         .stats()
+        .total
         .held_bytes
         > 0));
     let since = Instant::now();

@@ -147,18 +147,18 @@ impl Control {
         };
         let s = remote.stats();
         let mut stats = ServerStats {
-            open_connections: s.open,
-            connections: s.accepted,
-            parked: s.parked,
+            open_connections: s.total.open,
+            connections: s.total.accepted,
+            parked: s.total.parked,
             requests: self.shared.served.get().map_or(0, |served| {
                 served.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
             }),
-            held_bytes: s.held_bytes,
+            held_bytes: s.total.held_bytes,
             websockets: self.shared.websockets.load(Ordering::Relaxed),
             event_streams: self.shared.streams.load(Ordering::Relaxed),
-            refused_messages: s.refused_messages,
-            out_of_descriptors: s.out_of_descriptors,
-            panics: s.panics,
+            refused_messages: s.total.refused_messages,
+            out_of_descriptors: s.total.out_of_descriptors,
+            panics: s.total.panics,
             ..ServerStats::default()
         };
         if let Some(replies) = self.shared.replies.get() {
