@@ -8,12 +8,8 @@ use std::io::IoSlice;
 use reactor::Io;
 
 use crate::http::Body;
+use crate::http::message::pool::{self, POOL_BUFFER_MAX};
 use crate::ws::WsCommand;
-
-/// Output buffers a worker keeps for reuse, and the largest it keeps (so at most 64 KiB per
-/// worker stays allocated for them).
-const POOL_BUFFERS: usize = 4;
-const POOL_BUFFER_MAX: usize = 16 * 1024;
 
 thread_local! {
     /// Output buffers of finished replies, reused so a busy connection does not allocate one per
@@ -23,7 +19,7 @@ thread_local! {
 
 /// Empties this thread's output buffer pool (a worker with no connection left keeps none).
 pub(crate) fn clear_pool() {
-    let _ = POOL.try_with(|p| *p.borrow_mut() = Vec::new());
+    pool::empty(&POOL);
 }
 
 /// What a connection still has to write.
@@ -59,7 +55,7 @@ impl Output {
     #[inline]
     pub(crate) fn buffer(&mut self) -> (&mut Vec<u8>, usize) {
         if self.out.capacity() == 0 {
-            self.out = POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default();
+            self.out = pool::reuse(&POOL).unwrap_or_default();
         }
         (&mut self.out, self.out_at)
     }
@@ -122,12 +118,7 @@ impl Output {
         let mut out = std::mem::take(&mut self.out);
         if out.capacity() > 0 && out.capacity() <= POOL_BUFFER_MAX {
             out.clear();
-            POOL.with(|p| {
-                let mut pool = p.borrow_mut();
-                if pool.len() < POOL_BUFFERS {
-                    pool.push(out);
-                }
-            });
+            pool::keep(&POOL, out);
         }
     }
 

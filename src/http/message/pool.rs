@@ -9,13 +9,42 @@
 //! allocator, and an idle worker holds at most a few kilobytes here.
 
 use std::cell::RefCell;
+use std::thread::LocalKey;
 
 use super::request::{Line, Span};
 
-/// Buffers each thread keeps for reuse.
+/// Buffers each thread keeps for reuse, in each of its pools (request parts here, output
+/// buffers in `server/output.rs`).
 pub(crate) const POOL_BUFFERS: usize = 4;
-/// The largest buffer (bytes of head and body) kept for reuse.
+/// The largest buffer kept for reuse (bytes of a request's head and body, or of rendered
+/// output): so a worker keeps at most 64 KiB per pool.
 pub(crate) const POOL_BUFFER_MAX: usize = 16 * 1024;
+
+/// A thread's pool of buffers for reuse: the one policy of every such pool of the library.
+pub(crate) type ThreadPool<T> = LocalKey<RefCell<Vec<T>>>;
+
+/// A pooled buffer, if this thread has one (none during the thread's teardown).
+#[inline]
+pub(crate) fn reuse<T>(pool: &'static ThreadPool<T>) -> Option<T> {
+    pool.try_with(|p| p.borrow_mut().pop()).ok().flatten()
+}
+
+/// Keeps `buffer` for reuse if the pool has room (the caller keeps only buffers of at most
+/// [`POOL_BUFFER_MAX`] bytes); else, or during the thread's teardown, it is simply freed.
+#[inline]
+pub(crate) fn keep<T>(pool: &'static ThreadPool<T>, buffer: T) {
+    let _ = pool.try_with(|p| {
+        let mut pool = p.borrow_mut();
+        if pool.len() < POOL_BUFFERS {
+            pool.push(buffer);
+        }
+    });
+}
+
+/// Empties the pool (a worker with no connection left keeps none).
+pub(crate) fn empty<T>(pool: &'static ThreadPool<T>) {
+    let _ = pool.try_with(|p| *p.borrow_mut() = Vec::new());
+}
 /// The most header lines a kept buffer has room for.
 const POOL_LINES_MAX: usize = 128;
 
@@ -49,25 +78,22 @@ thread_local! {
 /// Empty parts: pooled ones when this thread has some.
 #[inline]
 pub(crate) fn take() -> Box<Parts> {
-    POOL.try_with(|p| p.borrow_mut().pop())
-        .ok()
-        .flatten()
-        .unwrap_or_default()
+    reuse(&POOL).unwrap_or_default()
 }
 
 /// Empties this thread's pool (a worker with no connection left keeps none).
 pub(crate) fn clear() {
-    let _ = POOL.try_with(|p| *p.borrow_mut() = Vec::new());
+    empty(&POOL);
 }
 
 /// Gives parts back to this thread's pool (or to the allocator when their buffer is large or
 /// was never allocated, or the pool is full).
 #[inline]
 pub(crate) fn give(mut buf: Box<Parts>) {
-    let keep = buf.bytes.capacity() > 0
+    let worth_keeping = buf.bytes.capacity() > 0
         && buf.bytes.capacity() <= POOL_BUFFER_MAX
         && buf.lines.capacity() <= POOL_LINES_MAX;
-    if !keep {
+    if !worth_keeping {
         return;
     }
     buf.bytes.clear();
@@ -75,13 +101,7 @@ pub(crate) fn give(mut buf: Box<Parts>) {
     buf.method = Span::default();
     buf.target = Span::default();
     buf.body = Span::default();
-    // During thread teardown the pool may be gone: the buffer is then simply freed.
-    let _ = POOL.try_with(|p| {
-        let mut pool = p.borrow_mut();
-        if pool.len() < POOL_BUFFERS {
-            pool.push(buf);
-        }
-    });
+    keep(&POOL, buf);
 }
 
 #[cfg(test)]
