@@ -5,7 +5,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use super::Response;
-use crate::server::StreamStart;
+use super::server::StreamStart;
 
 /// A deferred reply on its way to its connection (inside
 /// [`WsCommand::Http`](crate::ws::WsCommand::Http)); made by [`Reply`](crate::http::Reply) only.

@@ -20,6 +20,7 @@ pub(crate) mod query;
 mod rate_limit;
 pub(crate) mod render;
 mod reply;
+pub(crate) mod server;
 mod status;
 pub(crate) mod stream_framing;
 pub(crate) mod url;
@@ -55,11 +56,11 @@ pub use reply::{
 };
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
-pub use crate::server::{
+pub(crate) use later::HttpMsg;
+pub use server::{
     BodySender, Control, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY,
     MAX_CONNECTIONS, PING_INTERVAL, Pool, REPLY_TIMEOUT, Reply, STREAM_WINDOW, Server,
     ServerHandle, ServerStats, WRITE_TIMEOUT, accept_forever, accept_n, defer, handle_conn, serve,
     serve_at, serve_n, serve_taking,
 };
-pub(crate) use later::HttpMsg;
 pub use status::status_text;
