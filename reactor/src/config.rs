@@ -150,8 +150,8 @@ impl Config {
 
     /// Whether the first worker makes every thread of the process share glibc's main arena
     /// ([`share_one_arena`](crate::share_one_arena)), so that what busy times left goes back to
-    /// the system (default `true`). Process-wide: a program whose other threads are better
-    /// served by arenas of their own turns it off (and calls nothing else). No effect where the
+    /// the system (default `true`). Process-wide: `false` turns [`arena_sharing`](crate::arena_sharing)
+    /// off when the reactor starts, for every library thread after it. No effect where the
     /// allocator is not glibc's.
     ///
     /// ```

@@ -24,10 +24,15 @@ pub(crate) const TRIM_INTERVAL: Duration = Duration::from_secs(1);
 /// its own, which a worker started later may then share). Threads that already have an arena
 /// keep it. Only where the allocator is glibc's.
 ///
+/// Does nothing once [`arena_sharing`]`(false)` was called.
+///
 /// ```
 /// reactor::share_one_arena(); // before starting threads that allocate
 /// ```
 pub fn share_one_arena() {
+    if !SHARING.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         static ONCE: std::sync::Once = std::sync::Once::new();
@@ -37,6 +42,23 @@ pub fn share_one_arena() {
             libc::mallopt(libc::M_ARENA_MAX, 1);
         });
     }
+}
+
+/// Whether [`share_one_arena`] may act (process-wide, like the allocator setting it makes).
+static SHARING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Whether the library's threads make the process share glibc's main arena (default `true`;
+/// see [`share_one_arena`]). Process-wide, as the allocator's setting is: turn it off before
+/// anything starts threads ([`Config::share_one_arena`](crate::Config::share_one_arena) does,
+/// when its server starts). Once the arena is shared it stays so; turning sharing off then
+/// only stops further calls.
+///
+/// ```
+/// reactor::arena_sharing(false); // this program's threads keep arenas of their own
+/// # reactor::arena_sharing(true);
+/// ```
+pub fn arena_sharing(on: bool) {
+    SHARING.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Asks the allocator to return freed memory to the system (glibc keeps freed chunks in its

@@ -138,9 +138,7 @@ impl<S: Service> Worker<S> {
     ) -> Worker<S> {
         let now = Instant::now();
         let clock = Clock::new(now);
-        if config.share_one_arena {
-            trim::share_one_arena();
-        }
+        trim::share_one_arena();
         Worker {
             index: index as u32,
             poll,

@@ -316,7 +316,8 @@ impl Server {
     }
 
     /// Whether the server makes every thread of the process allocate from glibc's main arena
-    /// (`mallopt(M_ARENA_MAX, 1)`, set once when the first worker starts; default `true`).
+    /// (`mallopt(M_ARENA_MAX, 1)`, set once when the first of the library's threads starts;
+    /// default `true`; `false` turns [`reactor::arena_sharing`] off for the whole process).
     /// Then the memory a burst of large bodies took goes back to the system when the workers go
     /// idle; with an arena per thread it stays resident. The setting is the whole process's:
     /// a program that embeds the server and whose own threads allocate heavily in parallel may
@@ -723,6 +724,10 @@ impl Server {
         mut self,
         handler: Box<DynHandler>,
     ) -> io::Result<(Running, Arc<Shared>, FleetThreads)> {
+        if !self.share_one_arena {
+            // Before any of the server's threads (workers, ticks, fleet) start.
+            reactor::arena_sharing(false);
+        }
         let tls = self.tls_service()?;
         let workers = self
             .workers
