@@ -1020,3 +1020,18 @@ fn an_upgrade_refused_by_the_server_is_an_error_not_a_frame() {
     assert_eq!(err.kind(), ErrorKind::InvalidData);
     assert!(err.to_string().contains("403"), "{err}");
 }
+
+#[test]
+fn a_frame_breaking_the_protocol_is_an_error_that_names_the_rule() {
+    // A reserved opcode (0x3), then RSV2 set on a text frame.
+    for frame in [[0x83u8, 0x00], [0xa1, 0x00]] {
+        let (mut server, mut client) = pair();
+        server.write_all(&frame).unwrap();
+        let err = ws_take(&mut client, Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidData, "{err}");
+        let cause = err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<web::ws::WsError>());
+        assert_eq!(cause.map(|e| e.code()), Some(1002), "{frame:?}: {err}");
+    }
+}

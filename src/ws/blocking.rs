@@ -131,7 +131,8 @@ fn take_frame(buf: &[u8]) -> io::Result<Option<(FrameHead, usize)>> {
         super::frame::Role::Client
     };
     let Some(head) = super::frame::parse_frame_head(buf, role)
-        .map_err(|code| invalid(&format!("malformed frame (close code {code})")))?
+        // The WsError is the io::Error's source (`get_ref`): which rule, which close code.
+        .map_err(io::Error::from)?
     else {
         return Ok(None);
     };
