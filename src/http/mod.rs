@@ -8,7 +8,6 @@ mod client;
 pub(crate) mod cookie;
 mod date;
 mod error;
-mod fetch;
 pub(crate) mod fields;
 pub(crate) mod grammar;
 mod head;
@@ -28,14 +27,13 @@ pub(crate) mod wire;
 
 pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use client::{
-    CLIENT_CONNECT_TIMEOUT, CLIENT_READ_TIMEOUT, CLIENT_WRITE_TIMEOUT, Client, MAX_REPLY, ask, get,
-    get_all, read_response,
+    CLIENT_CONNECT_TIMEOUT, CLIENT_IDLE_TIMEOUT, CLIENT_READ_TIMEOUT, CLIENT_WRITE_TIMEOUT, Client,
+    ClientResponse, MAX_IDLE_PER_HOST, MAX_REPLY, RequestBuilder, ask, get, get_all, read_response,
 };
 pub use cookie::{cookie, cookie_decoded, cookie_in};
 pub use date::http_date;
 pub use error::ParseError;
 pub(crate) use error::Refusal;
-pub use fetch::{CLIENT_IDLE_TIMEOUT, ClientResponse, MAX_IDLE_PER_HOST, RequestBuilder};
 pub use head::{
     Framing, HeadLimits, HeadParser, MAX_HEAD_BYTES, MAX_HEADERS, RequestHead, Version,
 };

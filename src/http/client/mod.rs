@@ -1,19 +1,23 @@
 //! The blocking HTTP/1.1 client: [`ask`], [`get`], [`get_all`], [`read_response`], and the
 //! [`Client`] value that holds their timeouts and limits.
 
+mod fetch;
+
+pub use fetch::{CLIENT_IDLE_TIMEOUT, ClientResponse, MAX_IDLE_PER_HOST, RequestBuilder};
+
 use std::io::{self, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::chunked::ChunkedDecoder;
-use super::error::ParseError;
-use super::fetch::{CLIENT_IDLE_TIMEOUT, MAX_IDLE_PER_HOST, RequestBuilder, SharedIdle};
-use super::fields::{ConnectionOptions, frames_body};
-use super::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
-use super::head::Version;
-use super::message::Header;
-use super::reply::{ReplyFraming, ReplyHead, parse_reply_head};
-use super::wire::Wire;
+use crate::http::chunked::ChunkedDecoder;
+use crate::http::error::ParseError;
+use crate::http::fields::{ConnectionOptions, frames_body};
+use crate::http::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
+use crate::http::head::Version;
+use crate::http::message::Header;
+use crate::http::reply::{ReplyFraming, ReplyHead, parse_reply_head};
+use crate::http::wire::Wire;
+use fetch::SharedIdle;
 
 /// Default time to establish a connection.
 pub const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
