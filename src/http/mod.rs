@@ -3,22 +3,17 @@
 //!
 //! Every function of the specification's `web/http` module lives here under its own name.
 
-mod chunked;
 mod client;
 pub(crate) mod cookie;
 mod date;
 mod error;
-pub(crate) mod fields;
 pub(crate) mod grammar;
-mod head;
 pub(crate) mod later;
 pub(crate) mod message;
+pub(crate) use message::{chunked, fields, head, parse_request, render, reply};
 mod middleware;
-mod parse_request;
 pub(crate) mod query;
 mod rate_limit;
-pub(crate) mod render;
-mod reply;
 pub(crate) mod server;
 mod status;
 pub(crate) mod stream_framing;

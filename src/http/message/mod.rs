@@ -1,8 +1,16 @@
 //! The specification's three message types — [`Header`], [`Request`], [`Response`] — the
-//! response builders, and the per-thread pool request buffers are recycled through.
+//! response builders, the per-thread pools buffers are recycled through, and the codecs of
+//! messages: the strict request-head parser (head.rs), the field rules (fields.rs), chunked
+//! bodies (chunked.rs), replies (reply.rs), rendering (render.rs), parse_request.
 
+pub(crate) mod chunked;
+pub(crate) mod fields;
+pub(crate) mod head;
 mod header;
+pub(crate) mod parse_request;
 pub(crate) mod pool;
+pub(crate) mod render;
+pub(crate) mod reply;
 mod request;
 mod response;
 

@@ -24,8 +24,8 @@
 //!
 //! | fixed limit | value | when exceeded | where |
 //! |---|---|---|---|
-//! | chunk extensions over a whole body | [`MAX_CHUNK_EXTENSIONS`](crate::http::MAX_CHUNK_EXTENSIONS) (16 KiB) | 400 | `http/chunked.rs` |
-//! | trailer lines | [`MAX_TRAILER_BYTES`](crate::http::MAX_TRAILER_BYTES) (16 KiB) | 400 | `http/chunked.rs` |
+//! | chunk extensions over a whole body | [`MAX_CHUNK_EXTENSIONS`](crate::http::MAX_CHUNK_EXTENSIONS) (16 KiB) | 400 | `http/message/chunked.rs` |
+//! | trailer lines | [`MAX_TRAILER_BYTES`](crate::http::MAX_TRAILER_BYTES) (16 KiB) | 400 | `http/message/chunked.rs` |
 //! | a body's pace | 1 KiB per header timeout (`MIN_BODY_PROGRESS`) | 408 | `http/server/exchange.rs` |
 //! | HTTP output queued before reading stops | 64 KiB (`HIGH_WATER`) | reading resumes when the socket takes it | `http/server/http_strand.rs` |
 //! | WebSocket output queued before reading stops | [`WS_HIGH_WATER`](crate::ws::WS_HIGH_WATER) (256 KiB) | reading resumes when the peer takes it | `ws/strand.rs` |

@@ -7,11 +7,11 @@
 //! soon as that line is complete. Header values are bytes: `obs-text` (0x80–0xFF) is accepted
 //! as opaque data (RFC 9110 §5.5); the target must be UTF-8 (refused with 400 otherwise).
 
-use super::error::ParseError;
-use super::fields::{ConnectionOptions, ContentLength, TransferCodings, valid_host};
-use super::grammar::{field_line_parts, find_control, is_token, lower_field_name};
-use super::message::pool::{self, Parts};
-use super::message::{Line, Request, Span};
+use super::pool::{self, Parts};
+use super::{Line, Request, Span};
+use crate::http::error::ParseError;
+use crate::http::fields::{ConnectionOptions, ContentLength, TransferCodings, valid_host};
+use crate::http::grammar::{field_line_parts, find_control, is_token, lower_field_name};
 
 /// Default limit on the request line plus header lines, in bytes (answered with 431, or 414
 /// when the request line alone is longer).

@@ -2,8 +2,8 @@
 //! and used by the request parser, the reply parser, the client, the renderer and the WebSocket
 //! handshake: list syntax, `Content-Length`, `Transfer-Encoding`, `Connection`, `Host`.
 
-use super::error::ParseError;
-use super::grammar::{alphanumeric_and, parse_digits, trim_ows};
+use crate::http::error::ParseError;
+use crate::http::grammar::{alphanumeric_and, parse_digits, trim_ows};
 
 /// Every element of a comma-separated list (`#element`, RFC 9110 §5.6.1), trimmed of optional
 /// whitespace — empty elements included, for the fields where an empty element is an error.

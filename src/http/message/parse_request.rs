@@ -1,9 +1,9 @@
 //! A request from raw bytes: [`parse_request`].
 
-use super::chunked;
-use super::error::ParseError;
-use super::head::{Framing, HeadParser};
-use super::message::Request;
+use super::Request;
+use crate::http::chunked;
+use crate::http::error::ParseError;
+use crate::http::head::{Framing, HeadParser};
 
 /// Splits raw request text into method, target (with its query), headers (names lower-cased)
 /// and body.

@@ -9,8 +9,8 @@
 //! message; trailer lines are consumed and discarded (never merged into the headers), bounded by
 //! [`MAX_TRAILER_BYTES`].
 
-use super::error::ParseError;
-use super::grammar::{is_field_byte, is_tchar};
+use crate::http::error::ParseError;
+use crate::http::grammar::{is_field_byte, is_tchar};
 
 /// Most bytes of chunk extensions accepted over a whole message.
 pub const MAX_CHUNK_EXTENSIONS: usize = 16 * 1024;

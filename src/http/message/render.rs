@@ -1,11 +1,11 @@
 //! Rendering a response on the wire (RFC 9112 §4, §6).
 
-use super::date;
-use super::fields::{frames_body, has_token};
-use super::grammar::{is_field_byte, is_token};
-use super::message::{Body, Response};
-use super::status::status_text;
-use super::stream_framing::StreamFraming;
+use super::{Body, Response};
+use crate::http::date;
+use crate::http::fields::{frames_body, has_token};
+use crate::http::grammar::{is_field_byte, is_token};
+use crate::http::status::status_text;
+use crate::http::stream_framing::StreamFraming;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::time::Instant;

@@ -1,12 +1,12 @@
 //! Taking a raw reply apart, for the client side: [`status_of`], [`content_length`],
 //! [`response_body`] and the reply-head parser they share with the client.
 
-use super::chunked;
-use super::error::ParseError;
-use super::fields::{ContentLength, TransferCodings};
-use super::grammar::{Lines, check_field_value, parse_digits, split_field_line};
-use super::head::Version;
-use super::message::Header;
+use super::Header;
+use crate::http::chunked;
+use crate::http::error::ParseError;
+use crate::http::fields::{ContentLength, TransferCodings};
+use crate::http::grammar::{Lines, check_field_value, parse_digits, split_field_line};
+use crate::http::head::Version;
 
 /// How the body of a reply is delimited (RFC 9112 §6.3).
 ///
