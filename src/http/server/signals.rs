@@ -72,6 +72,26 @@ unsafe fn errno() -> *mut libc::c_int {
     unsafe {
         libc::__errno()
     }
+    #[cfg(any(target_os = "solaris", target_os = "illumos"))]
+    // SAFETY: no preconditions (see above).
+    unsafe {
+        libc::___errno()
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "redox",
+        target_os = "emscripten",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "dragonfly",
+        target_os = "android",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "solaris",
+        target_os = "illumos"
+    )))]
+    compile_error!("the stop on signals needs errno's location on this target: add it here")
 }
 
 /// Registers `callback` to run (on the watcher thread) at SIGINT or SIGTERM, installing the
