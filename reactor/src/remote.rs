@@ -22,7 +22,7 @@ pub(crate) struct Counters {
 }
 
 /// Messages a worker's inbox holds at most; past it, sends are refused (they return `false` and
-/// are counted in [`Stats::refused_messages`]) until the worker has taken what is queued. A
+/// are counted in [`WorkerStats::refused_messages`]) until the worker has taken what is queued. A
 /// worker takes its whole inbox at every wake, so the bound is reached only when senders outrun
 /// a busy worker by this much: it caps the memory a burst can queue (about 64 bytes a message
 /// for WebSocket commands, so 4 MiB a worker) instead of letting it grow without bound.
@@ -129,7 +129,7 @@ impl<M: Send + 'static> Remote<M> {
     /// Returns `false` when the message cannot be queued (no such worker, or the worker has
     /// stopped). A message to a connection that has closed, or whose slab key now belongs to
     /// another connection (a different generation), is dropped by the worker and counted in
-    /// [`Stats::dropped_messages`].
+    /// [`WorkerStats::dropped_messages`].
     ///
     /// ```no_run
     /// # fn demo(remote: &reactor::Remote<Vec<u8>>, id: reactor::ConnId) {

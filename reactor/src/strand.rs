@@ -106,7 +106,7 @@ pub trait Strand: Send + 'static {
     }
 
     /// Heap bytes this strand holds now (buffers' capacities); 0 when idle. Read by the reactor
-    /// around every call to keep [`Stats::held_bytes`](crate::Stats::held_bytes) as a running sum.
+    /// around every call to keep [`WorkerStats::held_bytes`](crate::WorkerStats::held_bytes) as a running sum.
     fn held_bytes(&self) -> usize;
 }
 
