@@ -44,7 +44,6 @@ pub struct Config {
     pub(crate) drain_deadline: Duration,
     pub(crate) accept_retry: Duration,
     pub(crate) accept_batch: usize,
-    pub(crate) share_one_arena: bool,
 }
 
 impl Default for Config {
@@ -60,7 +59,6 @@ impl Default for Config {
             drain_deadline: DEFAULT_DRAIN_DEADLINE,
             accept_retry: DEFAULT_ACCEPT_RETRY,
             accept_batch: DEFAULT_ACCEPT_BATCH,
-            share_one_arena: true,
         }
     }
 }
@@ -145,20 +143,6 @@ impl Config {
     /// ```
     pub fn accept_batch(mut self, n: usize) -> Config {
         self.accept_batch = n.max(1);
-        self
-    }
-
-    /// Whether the first worker makes every thread of the process share glibc's main arena
-    /// ([`share_one_arena`](crate::share_one_arena)), so that what busy times left goes back to
-    /// the system (default `true`). Process-wide: `false` turns [`arena_sharing`](crate::arena_sharing)
-    /// off when the reactor starts, for every library thread after it. No effect where the
-    /// allocator is not glibc's.
-    ///
-    /// ```
-    /// let config = reactor::Config::default().share_one_arena(false);
-    /// ```
-    pub fn share_one_arena(mut self, on: bool) -> Config {
-        self.share_one_arena = on;
         self
     }
 

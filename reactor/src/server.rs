@@ -308,9 +308,6 @@ impl<S: Service> Reactor<S> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn spawn(self) -> io::Result<Handle<MsgOf<S>>> {
-        if !self.config.share_one_arena {
-            crate::arena_sharing(false);
-        }
         let mut handle = Handle {
             remote: self.remote.clone(),
             threads: Vec::with_capacity(self.parts.len()),

@@ -49,9 +49,9 @@ static SHARING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 
 /// Whether the library's threads make the process share glibc's main arena (default `true`;
 /// see [`share_one_arena`]). Process-wide, as the allocator's setting is: turn it off before
-/// anything starts threads ([`Config::share_one_arena`](crate::Config::share_one_arena) does,
-/// when its server starts). Once the arena is shared it stays so; turning sharing off then
-/// only stops further calls.
+/// anything starts threads (`web`'s `Server::share_one_arena(false)` does, when its server
+/// starts). Once the arena is shared it stays so; turning sharing off then only stops further
+/// calls.
 ///
 /// ```
 /// reactor::arena_sharing(false); // this program's threads keep arenas of their own

@@ -19,6 +19,8 @@ pub(crate) const POOL_BUFFERS: usize = 4;
 /// The largest buffer kept for reuse (bytes of a request's head and body, or of rendered
 /// output): so a worker keeps at most 64 KiB per pool.
 pub(crate) const POOL_BUFFER_MAX: usize = 16 * 1024;
+/// The most header lines a kept buffer has room for.
+const POOL_LINES_MAX: usize = 128;
 
 /// A thread's pool of buffers for reuse: the one policy of every such pool of the library.
 pub(crate) type ThreadPool<T> = LocalKey<RefCell<Vec<T>>>;
@@ -45,8 +47,6 @@ pub(crate) fn keep<T>(pool: &'static ThreadPool<T>, buffer: T) {
 pub(crate) fn empty<T>(pool: &'static ThreadPool<T>) {
     let _ = pool.try_with(|p| *p.borrow_mut() = Vec::new());
 }
-/// The most header lines a kept buffer has room for.
-const POOL_LINES_MAX: usize = 128;
 
 /// A request's storage: its bytes (head as received, then the body), the positions of its
 /// header lines in them, and where its method, target and body lie.

@@ -1,14 +1,15 @@
 //! Serving: the [`Server`] builder, the specification's serving functions, and what runs them —
 //! the connection strands in the reactor and the blocking `handle_conn`.
 //!
-//! This module sits above both protocols: `http` (messages and codecs) knows nothing of
-//! WebSocket, `ws` builds on `http`, and only the server knows both (a connection starts as
-//! HTTP and may become WebSocket). `web::http` re-exports the serving names of the
-//! specification from here.
+//! This module sits above both protocols: `http`'s messages and codecs know nothing of
+//! WebSocket, `ws` builds on them, and only the server knows both (a connection starts as
+//! HTTP and may become WebSocket). It lives under `http` because `web::http` re-exports the
+//! serving names of the specification from here.
 //!
 //! | file | concern |
 //! |---|---|
 //! | `limits.rs` | every limit and timeout, with its default |
+//! | `exchange.rs` | reading requests from bytes, for both drivers |
 //! | `dispatch.rs` | what each request comes to (budget, WebSocket route, `taken`, handler, rendering), shared by both drivers |
 //! | `http_strand.rs` | an HTTP connection in the reactor: its state, reads, writes, timers |
 //! | `output.rs` | a connection's unwritten replies and large bodies |
@@ -735,8 +736,7 @@ impl Server {
         let config = Config::default()
             .workers(workers)
             .max_connections(self.max_connections)
-            .drain_deadline(self.drain_timeout)
-            .share_one_arena(self.share_one_arena);
+            .drain_deadline(self.drain_timeout);
         let budget = OutputBudget::new(self.max_queued_output);
         self.control.attach_budget(Arc::clone(&budget));
         let replies = deferred::Replies::new(workers, self.max_connections);
