@@ -106,7 +106,8 @@ pub(crate) fn find_lf(buf: &[u8]) -> Option<usize> {
 /// The lines of what a peer sent, read leniently (RFC 9112 §2.2: a recipient may take a bare LF
 /// for a line end): each ends at LF, the CR before it removed. The one way the library splits
 /// raw heads it does not serve — replies, raw requests handed to the specification's helpers.
-/// (The server's own request parser, `message/head.rs`, is strict and reads bytes one state at a time.)
+/// (The server's own request parser, `message/head.rs`, is strict and reads bytes one state at
+/// a time.)
 #[derive(Clone, Debug)]
 pub(crate) struct Lines<'a> {
     buf: &'a [u8],

@@ -18,7 +18,8 @@ use std::time::Instant;
 /// What a handler cannot break:
 /// - **No header injection.** A header whose name is not a token (empty, or holding CR, LF, NUL,
 ///   a space, a colon, ...) is left out. In a value — and in `content_type` — each CR, LF, NUL
-///   and other control byte except HTAB is written as a space ([`try_with_header`](crate::http::try_with_header) refuses such a line where it is made).
+///   and other control byte except HTAB is written as a space
+///   ([`try_with_header`](crate::http::try_with_header) refuses such a line where it is made).
 /// - **Framing belongs to the library.** The response's own `Content-Length`,
 ///   `Transfer-Encoding`, `Connection` and `Date` lines are not written (the library writes
 ///   these); a `Connection: close` among them turns the Connection line to `close` even when
