@@ -12,7 +12,9 @@
 //! of roots; the server's name is always checked unless a test opts out.
 
 mod client;
+mod peer_limits;
 mod pem;
+mod post_handshake;
 mod records;
 mod server_config;
 mod session;

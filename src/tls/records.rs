@@ -6,6 +6,7 @@
 
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use rustls::ConnectionTrafficSecrets;
+use zeroize::Zeroize;
 
 /// The largest plaintext of a record (RFC 8446 §5.1, RFC 5246 §6.2.1).
 pub(crate) const MAX_PLAINTEXT: usize = 1 << 14;
@@ -33,6 +34,17 @@ enum Algorithm {
     Aes128Gcm,
     Aes256Gcm,
     Chacha20Poly1305,
+}
+
+impl Algorithm {
+    /// How many records one key may seal (RFC 8446 §5.5; rustls' figures): 2^24 for AES-GCM,
+    /// and for ChaCha20-Poly1305 no limit short of the sequence number's.
+    fn confidentiality_limit(self) -> u64 {
+        match self {
+            Algorithm::Aes128Gcm | Algorithm::Aes256Gcm => 1 << 24,
+            Algorithm::Chacha20Poly1305 => u64::MAX,
+        }
+    }
 }
 
 /// One direction's traffic key, its IV and the next record's sequence number.
@@ -74,6 +86,16 @@ impl Keys {
         Some(keys)
     }
 
+    /// How many records this key may seal in all, at most `wanted`.
+    pub(crate) fn record_limit(&self, wanted: u64) -> u64 {
+        self.algorithm.confidentiality_limit().min(wanted)
+    }
+
+    /// Records sealed (or opened) under this key so far.
+    pub(crate) fn records(&self) -> u64 {
+        self.seq
+    }
+
     /// The expanded key for one batch of records: from the worker's cache of the keys its
     /// busiest connections used last, else made (expanding a key is cheaper than keeping the
     /// expanded bytes for every idle connection).
@@ -96,6 +118,20 @@ impl Keys {
             (Version::Tls12, Algorithm::Aes128Gcm | Algorithm::Aes256Gcm) => EXPLICIT,
             _ => 0,
         }
+    }
+}
+
+/// A connection's key is gone (closed, or replaced by a key update): its bytes are zeroed,
+/// and the worker's cache forgets its expanded form.
+impl Drop for Keys {
+    fn drop(&mut self) {
+        let _ = EXPANDED.try_with(|cache| {
+            if let Ok(mut cache) = cache.try_borrow_mut() {
+                cache.forget(self.algorithm, &self.key);
+            }
+        });
+        self.key.zeroize();
+        self.iv.zeroize();
     }
 }
 
@@ -139,11 +175,25 @@ impl KeyCache {
         }
         Some(expanded)
     }
+
+    /// Drops `key`'s slot, if it has one (its bytes zeroed).
+    fn forget(&mut self, algorithm: Algorithm, key: &[u8; 32]) {
+        if let Some(at) = self
+            .slots
+            .iter()
+            .position(|(a, k, _)| *a == algorithm && k == key)
+        {
+            let mut gone = self.slots.swap_remove(at);
+            gone.1.zeroize();
+            self.next %= CACHED_KEYS;
+        }
+    }
 }
 
 /// Forgets the worker's expanded keys (its last connection closed).
 pub(crate) fn forget_keys() {
     EXPANDED.with_borrow_mut(|cache| {
+        cache.slots.iter_mut().for_each(|slot| slot.1.zeroize());
         cache.slots = Vec::new();
         cache.next = 0;
     });
@@ -152,11 +202,16 @@ pub(crate) fn forget_keys() {
 /// Why a record could not be opened or sealed.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum RecordError {
-    /// Not a record this connection can be sent now (type, version, length).
+    /// Not a record at all (version, a body too short to hold a tag).
     Malformed,
+    /// A record type this connection cannot be sent now: a plaintext record after the
+    /// handshake (a ChangeCipherSpec among them), or an inner plaintext of zeros alone
+    /// (RFC 8446 §5, §5.4).
+    Unexpected,
     /// The tag did not verify (or the key could not be made).
     Decrypt,
-    /// Plaintext over 2^14 bytes.
+    /// A ciphertext over its limit, or a plaintext over 2^14 bytes (with its type and padding,
+    /// over 2^14 + 1 in TLS 1.3).
     Overflow,
     /// 2^64 records: the key is spent.
     Exhausted,
@@ -176,6 +231,13 @@ pub(crate) struct Opened {
 /// How many bytes a record sealing `plain` bytes takes.
 pub(crate) fn sealed_len(version: Version, keys: &Keys, plain: usize) -> usize {
     HEADER + keys.explicit(version) + plain + TAG + usize::from(version == Version::Tls13)
+}
+
+/// Whether `buf` starts with a whole record (its header's length, whatever it says).
+pub(crate) fn whole_at_front(buf: &[u8]) -> bool {
+    buf.get(..HEADER).is_some_and(|header| {
+        buf.len() >= HEADER + usize::from(u16::from_be_bytes([header[3], header[4]]))
+    })
 }
 
 /// Seals `plain` (at most [`MAX_PLAINTEXT`]) as one record of content type `kind` at the front
@@ -247,8 +309,14 @@ pub(crate) fn open(
         Version::Tls13 => outer == APPLICATION_DATA,
         Version::Tls12 => matches!(outer, ALERT | HANDSHAKE | APPLICATION_DATA),
     };
-    if !allowed || major != 3 || body > limit || body < explicit + TAG {
+    if !allowed {
+        return Err(RecordError::Unexpected);
+    }
+    if major != 3 || body < explicit + TAG {
         return Err(RecordError::Malformed);
+    }
+    if body > limit {
+        return Err(RecordError::Overflow);
     }
     let len = HEADER + body;
     let Some(record) = buf.get_mut(..len) else {
@@ -274,20 +342,23 @@ pub(crate) fn open(
         .len();
     keys.seq = keys.seq.checked_add(1).ok_or(RecordError::Exhausted)?;
     let (kind, plain_len) = match version {
+        Version::Tls12 if plain_len > MAX_PLAINTEXT => return Err(RecordError::Overflow),
         Version::Tls12 => (outer, plain_len),
         Version::Tls13 => {
+            // The inner plaintext is the content, its type and padding: 2^14 + 1 bytes at
+            // most, padding included (RFC 8446 §5.4).
+            if plain_len > MAX_PLAINTEXT + 1 {
+                return Err(RecordError::Overflow);
+            }
             // The inner type is the last non-zero byte; zeros after it are padding.
             let inner = &record[start..start + plain_len];
             let at = inner
                 .iter()
                 .rposition(|&b| b != 0)
-                .ok_or(RecordError::Malformed)?;
+                .ok_or(RecordError::Unexpected)?;
             (inner[at], at)
         }
     };
-    if plain_len > MAX_PLAINTEXT {
-        return Err(RecordError::Overflow);
-    }
     Ok(Some(Opened {
         kind,
         plain: start..start + plain_len,

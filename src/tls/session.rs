@@ -14,6 +14,7 @@ use reactor::{Layer, Received, Socket};
 use rustls::server::UnbufferedServerConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
 
+use super::records::{self, RecordError};
 use super::strand::TlsShared;
 use super::traffic::Traffic;
 
@@ -24,6 +25,14 @@ const INCOMING: usize = 64 * 1024;
 const OUTGOING: usize = 64 * 1024 + 4 * 1024;
 /// What one write takes from the strand at most: what fits the outgoing buffer, sealed.
 const PLAINTEXT_PER_WRITE: usize = 60 * 1024;
+/// What a connection may owe the socket before it stops reading: one write's records. Only
+/// answers to what the peer sent could add to that, and each is owed once at most; this
+/// bound is what holds should one ever not be.
+const OWED_BEFORE_READING: usize = OUTGOING;
+/// What one turn of a connection may spend opening records: their bytes, and
+/// [`RECORD_COST`](super::traffic::RECORD_COST) each. Then the connection yields to the others on its worker (the socket
+/// marked ready, so that it is resumed on the next turn), as plain HTTP does after its reads.
+const READ_BUDGET: usize = 1024 * 1024;
 
 /// The worker's buffers, lent to one connection at a time (as the scratch buffer is).
 struct Buffers {
@@ -96,6 +105,8 @@ pub(crate) struct Session {
     unsent: Vec<u8>,
     /// Our side is to be shut once `unsent` is out.
     shut_when_sent: bool,
+    /// What this turn has spent opening records (see [`READ_BUDGET`]).
+    spent: u32,
     phase: Phase,
     shared: Arc<TlsShared>,
 }
@@ -111,6 +122,7 @@ impl Session {
             kept: Vec::new(),
             unsent: Vec::new(),
             shut_when_sent: false,
+            spent: 0,
             phase: Phase::Handshaking(None),
             shared: Arc::clone(shared),
         })
@@ -165,6 +177,30 @@ impl Session {
         !self.unsent.is_empty()
     }
 
+    /// Whether the connection owes the socket too much to read more now: it waits until the
+    /// peer takes some.
+    pub(crate) fn owes_too_much(&self) -> bool {
+        self.unsent.len() > OWED_BEFORE_READING
+    }
+
+    /// A new turn: the read budget is whole again.
+    pub(crate) fn new_turn(&mut self) {
+        self.spent = 0;
+    }
+
+    /// Keeps `bytes` the socket did not take, charged to the server's output budget.
+    fn keep_unsent(&mut self, bytes: &[u8]) {
+        let before = self.unsent.capacity();
+        self.unsent.extend_from_slice(bytes);
+        self.shared.budget.charge(self.unsent.capacity() - before);
+    }
+
+    /// Lets go of the unsent buffer (all of it was sent), crediting the budget.
+    fn release_unsent(&mut self) {
+        self.shared.budget.credit(self.unsent.capacity());
+        self.unsent = Vec::new();
+    }
+
     pub(crate) fn held_bytes(&self) -> usize {
         self.kept.capacity() + self.unsent.capacity()
     }
@@ -178,7 +214,7 @@ impl Session {
             }
             self.unsent.drain(..n);
         }
-        self.unsent = Vec::new();
+        self.release_unsent();
         if std::mem::take(&mut self.shut_when_sent) {
             socket.stream().shutdown(std::net::Shutdown::Write)?;
         }
@@ -195,7 +231,7 @@ impl Session {
         } else {
             0
         };
-        self.unsent.extend_from_slice(&sealed[sent..]);
+        self.keep_unsent(&sealed[sent..]);
         Ok(())
     }
 
@@ -332,7 +368,7 @@ impl Session {
         let Engine::Rustls(conn) = std::mem::replace(&mut self.engine, Engine::Gone) else {
             return;
         };
-        match Traffic::take_over(*conn) {
+        match Traffic::take_over(*conn, self.shared.records_per_key) {
             Some(traffic) => self.engine = Engine::Own(Box::new(traffic)),
             None => drop(self.failed("rustls did not hand over its keys")),
         }
@@ -349,8 +385,11 @@ impl Session {
         let Engine::Own(traffic) = &mut self.engine else {
             return Err(io::Error::other("TLS failed"));
         };
-        match traffic.open(incoming, into, out) {
+        let budget = READ_BUDGET.saturating_sub(self.spent as usize);
+        match traffic.open(incoming, into, out, budget) {
             Ok(opened) => {
+                // At most the budget and one record over it: fits.
+                self.spent = self.spent.saturating_add(opened.cost as u32);
                 self.send(socket, &out[..opened.sealed])?;
                 if opened.peer_closed {
                     self.phase = Phase::PeerClosed;
@@ -364,6 +403,12 @@ impl Session {
         }
     }
 
+    /// Whether the kept bytes hold a whole record of ours (left when a turn's budget ran out);
+    /// rustls' kept bytes are its own business.
+    fn keeps_a_record(&self) -> bool {
+        matches!(self.engine, Engine::Own(_)) && records::whole_at_front(&self.kept)
+    }
+
     /// Answers a plain HTTP request sent to the TLS port in plain HTTP (nginx does the same),
     /// so that whoever typed `http://` reads why nothing works.
     fn refuse_plain_http(&mut self, socket: &mut Socket<'_>) -> io::Error {
@@ -373,6 +418,12 @@ impl Session {
         let _ = socket.send(REPLY);
         let _ = socket.stream().shutdown(std::net::Shutdown::Write);
         self.failed("plain HTTP sent to the TLS port")
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.budget.credit(self.unsent.capacity());
     }
 }
 
@@ -399,8 +450,17 @@ impl Layer for Session {
             Phase::PeerClosed => return Received::Closed,
             Phase::Handshaking(_) | Phase::Open => {}
         }
+        if self.owes_too_much() {
+            // Parked without read interest meanwhile (see `strand::park`).
+            return Received::WouldBlock;
+        }
         with_buffers(|buffers| {
             loop {
+                if self.spent as usize >= READ_BUDGET {
+                    // This turn's budget is spent: the rest waits for the next turn.
+                    socket.set_read_ready();
+                    return Received::WouldBlock;
+                }
                 let Buffers { incoming, outgoing } = buffers;
                 // No more ciphertext than `into` holds: all the plaintext it makes fits there, so
                 // rustls is never left holding plaintext the strand has not read.
@@ -412,9 +472,15 @@ impl Layer for Session {
                     );
                 }
                 incoming[..kept].copy_from_slice(&self.kept);
-                let end = match socket.recv(&mut incoming[kept..]) {
-                    Received::Data(n) => kept + n,
-                    other => return other,
+                // Whole records kept from a turn whose budget ran out are opened before the
+                // socket is read again.
+                let end = if self.keeps_a_record() {
+                    kept
+                } else {
+                    match socket.recv(&mut incoming[kept..]) {
+                        Received::Data(n) => kept + n,
+                        other => return other,
+                    }
                 };
                 if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
                     return Received::Error(self.refuse_plain_http(socket));
@@ -440,7 +506,7 @@ impl Layer for Session {
                 if self.phase == Phase::PeerClosed {
                     return Received::Closed;
                 }
-                if !socket.read_ready() {
+                if !socket.read_ready() && !self.keeps_a_record() {
                     return Received::WouldBlock;
                 }
             }
@@ -475,9 +541,18 @@ impl Layer for Session {
                 }
             }
             let sealed = match &mut self.engine {
-                Engine::Own(traffic) => traffic
-                    .seal(&incoming[..taken], outgoing)
-                    .map_err(|e| io::Error::other(format!("sealing a TLS record: {e:?}")))?,
+                Engine::Own(traffic) => match traffic.seal(&incoming[..taken], outgoing) {
+                    Ok(sealed) => sealed,
+                    Err(RecordError::Exhausted) => {
+                        // TLS 1.2's key has sealed all it may: we say goodbye and close.
+                        let n = traffic.close_notify(outgoing).unwrap_or(0);
+                        self.send(socket, &outgoing[..n])?;
+                        return Err(io::Error::other(
+                            "the TLS 1.2 key sealed as many records as it may: the connection closes",
+                        ));
+                    }
+                    Err(e) => return Err(io::Error::other(format!("sealing a TLS record: {e:?}"))),
+                },
                 _ => self.seal(socket, &incoming[..taken], outgoing)?,
             };
             self.send(socket, &outgoing[..sealed])?;

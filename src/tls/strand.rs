@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
 use super::server_config::Configs;
+use crate::ws::OutputBudget;
 use super::session::{Session, release_buffers};
 
 /// How long a client has to finish its handshake by default; see
@@ -22,6 +23,12 @@ pub(crate) struct TlsShared {
     pub(crate) handshake_timeout: Duration,
     /// How long a connection the strand has closed may take to send its last records.
     pub(crate) linger: Duration,
+    /// The server's budget for output its peers have not taken: records a socket did not take
+    /// count against it.
+    pub(crate) budget: Arc<OutputBudget>,
+    /// At most this many records under one of our keys (lower than the AEAD's own limit only
+    /// in tests; see [`Server::tls_records_per_key`](crate::http::Server::tls_records_per_key)).
+    pub(crate) records_per_key: u64,
 }
 
 /// A TLS server's figures, shown in [`ServerStats`](crate::http::ServerStats).
@@ -105,6 +112,7 @@ impl<S: Strand> TlsConn<S> {
         if let Some(deadline) = session.closing() {
             return finish(session, io, deadline);
         }
+        session.new_turn();
         match session.flush(&mut io.socket()) {
             Ok(_) => {}
             Err(_) => return Next::Close,
@@ -163,7 +171,9 @@ fn park<M>(session: &mut Session, next: Next, io: &Io<'_, M>) -> Next {
             write,
             deadline,
         } => Next::Park {
-            read,
+            // Owing the socket too much, the connection reads again once the peer has taken
+            // some (a writable wake).
+            read: read && !session.owes_too_much(),
             write: write || session.has_unsent(),
             deadline: match (deadline, session.handshake_deadline()) {
                 (Some(d), Some(h)) => Some(d.min(h)),

@@ -1,12 +1,16 @@
 //! A connection after its handshake, with records of our own (`records.rs`): rustls keeps
 //! only what a TLS 1.3 key update needs (its kernel connection); the traffic keys are ours.
-//! What arrives is opened in place, what the peer is owed in return (its key update answered,
-//! a refused renegotiation) is sealed at once.
+//! What arrives is opened in place; what rustls bounds on records is bounded here too
+//! (`peer_limits.rs`), and what the peer is owed costs at most one record per request: a key
+//! update it asked for is sent once, before our next record of data (RFC 8446 §4.6.3), however
+//! many requests came meanwhile, and a renegotiation is refused once, then fatal.
 
 use rustls::ProtocolVersion;
 use rustls::kernel::KernelConnection;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 
+use super::peer_limits::PeerLimits;
+use super::post_handshake::{Joiner, Message, Refused};
 use super::records::{self, ALERT, APPLICATION_DATA, HANDSHAKE, Keys, RecordError, Version};
 
 /// The alerts this side sends (RFC 8446 §6).
@@ -15,17 +19,33 @@ const NO_RENEGOTIATION: [u8; 2] = [1, 100];
 const UNEXPECTED_MESSAGE: [u8; 2] = [2, 10];
 const BAD_RECORD_MAC: [u8; 2] = [2, 20];
 const RECORD_OVERFLOW: [u8; 2] = [2, 22];
+const ILLEGAL_PARAMETER: [u8; 2] = [2, 47];
 const DECODE_ERROR: [u8; 2] = [2, 50];
 
-/// Handshake message types met after the handshake.
-const CLIENT_HELLO: u8 = 1;
-const KEY_UPDATE: u8 = 24;
+/// Alert levels and the descriptions read here.
+const WARNING: u8 = 1;
+const FATAL: u8 = 2;
+const CLOSE: u8 = 0;
+const USER_CANCELED: u8 = 90;
+
+/// Our answer to a key update request: a KeyUpdate not asking for one back.
+const KEY_UPDATE_NOT_REQUESTED: [u8; 5] = [24, 0, 0, 1, 0];
+
+/// What one record costs a turn's read budget beyond its bytes (opening one, even empty, or a
+/// key update's key schedule, is worth about this many bytes of decryption).
+pub(crate) const RECORD_COST: usize = 1024;
 
 pub(crate) struct Traffic {
     kernel: KernelConnection<ServerConnectionData>,
     version: Version,
     tx: Keys,
     rx: Keys,
+    /// Records one of our keys seals at most: then TLS 1.3 updates it, TLS 1.2 closes.
+    records_per_key: u64,
+    /// The peer asked for our key update: it goes before our next record of data.
+    update_owed: bool,
+    joiner: Joiner,
+    limits: PeerLimits,
 }
 
 /// What opening a run of records gave.
@@ -33,12 +53,15 @@ pub(crate) struct Traffic {
 pub(crate) struct Opened {
     /// Plaintext bytes now at the front of `into`.
     pub(crate) plain: usize,
-    /// Ciphertext bytes used (whole records); the rest is the start of a record.
+    /// Ciphertext bytes used (whole records); the rest is the start of a record, or records
+    /// left for the next turn once `cost` reached the budget.
     pub(crate) used: usize,
-    /// Bytes sealed into `out` for the peer (a key update, a warning), to send now.
+    /// Bytes sealed into `out` for the peer (a refused renegotiation), to send now.
     pub(crate) sealed: usize,
     /// The peer said `close_notify`.
     pub(crate) peer_closed: bool,
+    /// What the records opened cost: their bytes and [`RECORD_COST`] each.
+    pub(crate) cost: usize,
 }
 
 /// A record the connection cannot go on after: what to tell the peer, and the error.
@@ -51,37 +74,48 @@ pub(crate) struct Broken {
 
 impl Traffic {
     /// Takes the keys of a connection whose handshake is done and which owes nothing (no
-    /// handshake record unsent, no plaintext unread). `None`: rustls would not give them (a
-    /// configuration without secret extraction, an unknown algorithm) and the connection is
-    /// gone — the caller only asks when they will be given.
-    pub(crate) fn take_over(conn: UnbufferedServerConnection) -> Option<Traffic> {
+    /// handshake record unsent, no plaintext unread); `records_per_key` bounds our keys below
+    /// their AEAD's own limit. `None`: rustls would not give them (a configuration without
+    /// secret extraction, an unknown algorithm) and the connection is gone — the caller only
+    /// asks when they will be given.
+    pub(crate) fn take_over(
+        conn: UnbufferedServerConnection,
+        records_per_key: u64,
+    ) -> Option<Traffic> {
         let (secrets, kernel) = conn.dangerous_into_kernel_connection().ok()?;
         let version = match kernel.protocol_version() {
             ProtocolVersion::TLSv1_3 => Version::Tls13,
             ProtocolVersion::TLSv1_2 => Version::Tls12,
             _ => return None,
         };
+        let tx = Keys::new(secrets.tx.0, &secrets.tx.1)?;
         Some(Traffic {
             version,
-            tx: Keys::new(secrets.tx.0, &secrets.tx.1)?,
+            records_per_key: tx.record_limit(records_per_key),
+            tx,
             rx: Keys::new(secrets.rx.0, &secrets.rx.1)?,
+            update_owed: false,
+            joiner: Joiner::default(),
+            limits: PeerLimits::default(),
             kernel,
         })
     }
 
     /// Opens the whole records at the front of `incoming`, their plaintext copied to `into`
-    /// (which is at least as long as `incoming`: plaintext is shorter than its record).
+    /// (which is at least as long as `incoming`: plaintext is shorter than its record), until
+    /// what they cost reaches `budget` (one record at least).
     pub(crate) fn open(
         &mut self,
         incoming: &mut [u8],
         into: &mut [u8],
         out: &mut [u8],
+        budget: usize,
     ) -> Result<Opened, Broken> {
         let mut done = Opened::default();
         let Some(mut key) = self.rx.expand() else {
             return Err(self.broken(out, 0, DECODE_ERROR, "a key that cannot be made"));
         };
-        while !done.peer_closed {
+        while !done.peer_closed && done.cost < budget {
             let record =
                 match records::open(self.version, &mut self.rx, &key, &mut incoming[done.used..]) {
                     Ok(Some(record)) => record,
@@ -92,17 +126,32 @@ impl Traffic {
                                 (BAD_RECORD_MAC, "a TLS record that does not decrypt")
                             }
                             RecordError::Overflow => (RECORD_OVERFLOW, "a TLS record over 16 KiB"),
+                            RecordError::Unexpected => {
+                                (UNEXPECTED_MESSAGE, "a TLS record of a type not allowed now")
+                            }
                             _ => (DECODE_ERROR, "a malformed TLS record"),
                         };
                         return Err(self.broken(out, done.sealed, alert, why));
                     }
                 };
             let at = done.used;
-            let plain = at + record.plain.start..at + record.plain.end;
+            let content = at + record.plain.start..at + record.plain.end;
             done.used += record.len;
-            match (record.kind, self.version) {
-                (APPLICATION_DATA, _) => {
-                    let text = &incoming[plain];
+            done.cost += record.len + RECORD_COST;
+            if let Err(too_many) = self.limits.record(content.len()) {
+                return Err(self.broken(out, done.sealed, UNEXPECTED_MESSAGE, too_many.why()));
+            }
+            if record.kind != HANDSHAKE && !self.joiner.aligned() {
+                return Err(self.broken(
+                    out,
+                    done.sealed,
+                    UNEXPECTED_MESSAGE,
+                    "a TLS record inside a handshake message",
+                ));
+            }
+            match record.kind {
+                APPLICATION_DATA => {
+                    let text = &incoming[content];
                     let Some(to) = into.get_mut(done.plain..done.plain + text.len()) else {
                         return Err(self.broken(
                             out,
@@ -113,23 +162,25 @@ impl Traffic {
                     };
                     to.copy_from_slice(text);
                     done.plain += text.len();
+                    if !text.is_empty() {
+                        self.limits.application_data();
+                    }
                 }
-                (ALERT, _) => match incoming[plain] {
-                    // close_notify, and user_canceled (a close_notify follows).
-                    [_, 0] => done.peer_closed = true,
-                    [_, 90] => {}
-                    // TLS 1.2 warnings carry on; every other alert ends the connection.
-                    [1, _] if self.version == Version::Tls12 => {}
-                    _ => {
-                        return Err(Broken {
-                            alert: done.sealed,
-                            why: "the peer sent a fatal alert",
+                ALERT => match self.alert(&incoming[content]) {
+                    Ok(closed) => done.peer_closed = closed,
+                    Err((alert, why)) => {
+                        return Err(match alert {
+                            Some(alert) => self.broken(out, done.sealed, alert, why),
+                            None => Broken {
+                                alert: done.sealed,
+                                why,
+                            },
                         });
                     }
                 },
-                (HANDSHAKE, Version::Tls13) => match incoming[plain] {
-                    [KEY_UPDATE, 0, 0, 1, request @ (0 | 1)] => {
-                        let request = request == 1;
+                HANDSHAKE => match self.handshake(&incoming[content]) {
+                    Ok(None) => {}
+                    Ok(Some(Message::KeyUpdate { requested })) => {
                         let Some(rx) = self
                             .kernel
                             .update_rx_secret()
@@ -155,52 +206,21 @@ impl Traffic {
                                 ));
                             }
                         };
-                        if request {
-                            // Ours goes out under the old key; what follows, under the new.
-                            done.sealed += self
-                                .seal_one(
-                                    HANDSHAKE,
-                                    &[KEY_UPDATE, 0, 0, 1, 0],
-                                    &mut out[done.sealed..],
-                                )
-                                .map_err(|_| Broken {
-                                    alert: done.sealed,
-                                    why: "no room to answer a key update",
-                                })?;
-                            let Some(tx) = self
-                                .kernel
-                                .update_tx_secret()
-                                .ok()
-                                .and_then(|(seq, s)| Keys::new(seq, &s))
-                            else {
-                                return Err(Broken {
-                                    alert: done.sealed,
-                                    why: "a key update that failed",
-                                });
-                            };
-                            self.tx = tx;
-                        }
+                        // Several requests while we are silent get one answer.
+                        self.update_owed |= requested;
                     }
-                    _ => {
-                        return Err(self.broken(
-                            out,
-                            done.sealed,
-                            UNEXPECTED_MESSAGE,
-                            "an unexpected handshake message",
-                        ));
+                    Ok(Some(Message::ClientHello)) => {
+                        // Renegotiation is refused, the connection goes on (RFC 5746 §4.4);
+                        // once (`peer_limits`), so this answer is owed once at most.
+                        done.sealed += self
+                            .seal_one(ALERT, &NO_RENEGOTIATION, &mut out[done.sealed..])
+                            .map_err(|_| Broken {
+                                alert: done.sealed,
+                                why: "no room to refuse a renegotiation",
+                            })?;
                     }
+                    Err((alert, why)) => return Err(self.broken(out, done.sealed, alert, why)),
                 },
-                (HANDSHAKE, Version::Tls12)
-                    if incoming[plain.clone()].first() == Some(&CLIENT_HELLO) =>
-                {
-                    // Renegotiation is refused, the connection goes on (RFC 5746 §4.4).
-                    done.sealed += self
-                        .seal_one(ALERT, &NO_RENEGOTIATION, &mut out[done.sealed..])
-                        .map_err(|_| Broken {
-                            alert: done.sealed,
-                            why: "no room to refuse a renegotiation",
-                        })?;
-                }
                 _ => {
                     return Err(self.broken(
                         out,
@@ -214,21 +234,87 @@ impl Traffic {
         Ok(done)
     }
 
-    /// Seals `plain` as records of at most 16 KiB into `out`; answers the bytes written.
+    /// An alert's record: `Ok(true)` for `close_notify`, `Ok(false)` for a warning that lets
+    /// the connection go on; else the alert we answer with (none to a fatal alert) and why.
+    fn alert(&mut self, alert: &[u8]) -> Result<bool, (Option<[u8; 2]>, &'static str)> {
+        let &[level, description] = alert else {
+            // Alerts are two bytes and never split across records (RFC 8446 §5.1); an empty
+            // one is a zero-length fragment of a type that may not have one.
+            return Err(match alert.len() {
+                0 => (Some(UNEXPECTED_MESSAGE), "an empty TLS alert"),
+                _ => (Some(DECODE_ERROR), "a TLS alert that is not two bytes"),
+            });
+        };
+        match (level, description) {
+            (WARNING | FATAL, CLOSE) => Ok(true),
+            (FATAL, _) => Err((None, "the peer sent a fatal alert")),
+            (WARNING, _) => {
+                if let Err(too_many) = self.limits.warning() {
+                    return Err((Some(UNEXPECTED_MESSAGE), too_many.why()));
+                }
+                // TLS 1.3 has no warnings but `user_canceled` (RFC 8446 §6).
+                if self.version == Version::Tls13 && description != USER_CANCELED {
+                    return Err((Some(DECODE_ERROR), "a TLS 1.3 warning alert"));
+                }
+                Ok(false)
+            }
+            _ => Err((Some(ILLEGAL_PARAMETER), "a TLS alert of no known level")),
+        }
+    }
+
+    /// A handshake record's content: the message it completes, counted against its bound.
+    fn handshake(
+        &mut self,
+        content: &[u8],
+    ) -> Result<Option<Message>, ([u8; 2], &'static str)> {
+        let message = self.joiner.take(self.version, content).map_err(|e| match e {
+            Refused::Unexpected => (UNEXPECTED_MESSAGE, "an unexpected TLS handshake message"),
+            Refused::Decode => (DECODE_ERROR, "a TLS handshake message of a wrong length"),
+            Refused::Illegal => (ILLEGAL_PARAMETER, "a key update asking for neither answer"),
+        })?;
+        let counted = match message {
+            Some(Message::KeyUpdate { .. }) => self.limits.key_update(),
+            Some(Message::ClientHello) => self.limits.renegotiation(),
+            None => Ok(()),
+        };
+        counted.map_err(|too_many| (UNEXPECTED_MESSAGE, too_many.why()))?;
+        Ok(message)
+    }
+
+    /// Seals `plain` as records of at most 16 KiB into `out`, after the key update owed or
+    /// due (our key at its limit); answers the bytes written. TLS 1.2 cannot update keys: a
+    /// write that would pass the limit is refused ([`RecordError::Exhausted`]) and the
+    /// connection is to close.
     pub(crate) fn seal(&mut self, plain: &[u8], out: &mut [u8]) -> Result<usize, RecordError> {
-        let key = self.tx.expand().ok_or(RecordError::Decrypt)?;
+        let records = plain.len().div_ceil(records::MAX_PLAINTEXT).max(1) as u64;
+        if self.version == Version::Tls12
+            && self.tx.records().saturating_add(records) > self.records_per_key
+        {
+            return Err(RecordError::Exhausted);
+        }
         let mut sealed = 0;
         for chunk in plain.chunks(records::MAX_PLAINTEXT) {
-            sealed += records::seal(
-                self.version,
-                &mut self.tx,
-                &key,
-                APPLICATION_DATA,
-                chunk,
-                &mut out[sealed..],
-            )?;
+            sealed += self.update_key(&mut out[sealed..])?;
+            sealed += self.seal_one(APPLICATION_DATA, chunk, &mut out[sealed..])?;
         }
         Ok(sealed)
+    }
+
+    /// In TLS 1.3, our KeyUpdate when one is owed or our key could seal only it: sealed under
+    /// the old key, then the new one is ours. Answers the bytes written.
+    fn update_key(&mut self, out: &mut [u8]) -> Result<usize, RecordError> {
+        let due = self.tx.records().saturating_add(1) >= self.records_per_key;
+        if self.version != Version::Tls13 || !(self.update_owed || due) {
+            return Ok(0);
+        }
+        let n = self.seal_one(HANDSHAKE, &KEY_UPDATE_NOT_REQUESTED, out)?;
+        let (seq, secrets) = self
+            .kernel
+            .update_tx_secret()
+            .map_err(|_| RecordError::Exhausted)?;
+        self.tx = Keys::new(seq, &secrets).ok_or(RecordError::Exhausted)?;
+        self.update_owed = false;
+        Ok(n)
     }
 
     /// Seals our `close_notify` into `out`.

@@ -128,6 +128,8 @@ pub struct Server {
     tls: Option<crate::tls::ServerTls>,
     #[cfg(feature = "tls")]
     handshake_timeout: Duration,
+    #[cfg(feature = "tls")]
+    tls_records_per_key: u64,
 }
 
 /// The fleet threads of a running server (none without the `redis` feature); dropped after
@@ -216,6 +218,8 @@ impl Server {
             tls: None,
             #[cfg(feature = "tls")]
             handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
+            #[cfg(feature = "tls")]
+            tls_records_per_key: u64::MAX,
         }
     }
 
@@ -706,6 +710,25 @@ impl Server {
         self
     }
 
+    /// At most how many records the server seals under one traffic key of a TLS connection
+    /// before it changes the key: TLS 1.3 sends a KeyUpdate, TLS 1.2 (which cannot change
+    /// keys) says `close_notify` and closes. The default, and the ceiling, is each AEAD's own
+    /// safe limit (RFC 8446 §5.5, as rustls keeps it): 2^24 records for AES-GCM, none short of
+    /// the sequence number for ChaCha20-Poly1305. A lower figure changes keys sooner, which
+    /// tests use to see it happen.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.tls_records_per_key(1 << 20);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_records_per_key(mut self, records: u64) -> Server {
+        // A key seals its KeyUpdate too: two records at least.
+        self.tls_records_per_key = records.max(2);
+        self
+    }
+
     /// Calls `taken(conn, raw)` with every request before it is answered; see [`serve_taking`].
     ///
     /// ```
@@ -729,7 +752,8 @@ impl Server {
             // Before any of the server's threads (workers, ticks, fleet) start.
             reactor::arena_sharing(false);
         }
-        let tls = self.tls_service()?;
+        let budget = OutputBudget::new(self.max_queued_output);
+        let tls = self.tls_service(Arc::clone(&budget))?;
         let workers = self
             .workers
             .unwrap_or_else(|| Config::default().worker_count());
@@ -737,7 +761,6 @@ impl Server {
             .workers(workers)
             .max_connections(self.max_connections)
             .drain_deadline(self.drain_timeout);
-        let budget = OutputBudget::new(self.max_queued_output);
         self.control.attach_budget(Arc::clone(&budget));
         let replies = deferred::Replies::new(workers, self.max_connections);
         self.control.attach_replies(Arc::clone(&replies));
@@ -905,7 +928,7 @@ impl Server {
     /// What every TLS connection shares, when the server speaks TLS (attached to its control,
     /// for reloads and figures).
     #[cfg(feature = "tls")]
-    fn tls_service(&mut self) -> io::Result<Option<TlsShared>> {
+    fn tls_service(&mut self, budget: Arc<OutputBudget>) -> io::Result<Option<TlsShared>> {
         let Some(tls) = self.tls.take() else {
             return Ok(None);
         };
@@ -921,13 +944,15 @@ impl Server {
             counters: Arc::default(),
             handshake_timeout: self.handshake_timeout,
             linger: self.limits.linger,
+            budget,
+            records_per_key: self.tls_records_per_key,
         });
         self.control.attach_tls(Arc::clone(&shared));
         Ok(Some(shared))
     }
 
     #[cfg(not(feature = "tls"))]
-    fn tls_service(&mut self) -> io::Result<Option<TlsShared>> {
+    fn tls_service(&mut self, _budget: Arc<OutputBudget>) -> io::Result<Option<TlsShared>> {
         Ok(None)
     }
 }
