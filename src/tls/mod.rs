@@ -12,6 +12,7 @@
 //! of roots; the server's name is always checked unless a test opts out.
 
 mod client;
+mod first_flight;
 mod peer_limits;
 mod pem;
 mod post_handshake;

@@ -233,11 +233,12 @@ pub(crate) fn sealed_len(version: Version, keys: &Keys, plain: usize) -> usize {
     HEADER + keys.explicit(version) + plain + TAG + usize::from(version == Version::Tls13)
 }
 
-/// Whether `buf` starts with a whole record (its header's length, whatever it says).
-pub(crate) fn whole_at_front(buf: &[u8]) -> bool {
-    buf.get(..HEADER).is_some_and(|header| {
-        buf.len() >= HEADER + usize::from(u16::from_be_bytes([header[3], header[4]]))
-    })
+/// The length of the record at the front of `buf` when it is whole there (by its header's
+/// length, whatever it says).
+pub(crate) fn whole_len(buf: &[u8]) -> Option<usize> {
+    let header = buf.get(..HEADER)?;
+    let len = HEADER + usize::from(u16::from_be_bytes([header[3], header[4]]));
+    (buf.len() >= len).then_some(len)
 }
 
 /// Seals `plain` (at most [`MAX_PLAINTEXT`]) as one record of content type `kind` at the front

@@ -14,6 +14,7 @@ use reactor::{Layer, Received, Socket};
 use rustls::server::UnbufferedServerConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
 
+use super::first_flight::FirstFlight;
 use super::records::{self, RecordError};
 use super::strand::TlsShared;
 use super::traffic::Traffic;
@@ -107,6 +108,8 @@ pub(crate) struct Session {
     shut_when_sent: bool,
     /// What this turn has spent opening records (see [`READ_BUDGET`]).
     spent: u32,
+    /// The client's records before rustls first answers, walked as they arrive.
+    first_flight: Option<FirstFlight>,
     phase: Phase,
     shared: Arc<TlsShared>,
 }
@@ -123,6 +126,7 @@ impl Session {
             unsent: Vec::new(),
             shut_when_sent: false,
             spent: 0,
+            first_flight: Some(FirstFlight::default()),
             phase: Phase::Handshaking(None),
             shared: Arc::clone(shared),
         })
@@ -274,28 +278,41 @@ impl Session {
     }
 
     /// Turns ciphertext at `incoming[..end]` into plaintext at the front of `into`, answering
-    /// the handshake as it goes. Answers how much plaintext, and how much ciphertext was used.
+    /// the handshake as it goes. `fresh`: `incoming` holds only bytes rustls has not seen,
+    /// from a record's start.
     fn decrypt(
         &mut self,
         socket: &mut Socket<'_>,
         incoming: &mut [u8],
         out: &mut [u8],
         into: &mut [u8],
-    ) -> io::Result<(usize, usize)> {
+        fresh: bool,
+    ) -> io::Result<Decrypted> {
         let mut start = 0;
         let mut plain = 0;
         // Handshake records encoded, sent when rustls says so.
         let mut encoded = 0;
+        // While `incoming` from `start` on is whole records rustls has not seen, it is given
+        // them one at a time, so that the record ending the handshake is the last it reads.
+        let mut by_record = fresh && self.take_over;
         loop {
             let Engine::Rustls(conn) = &mut self.engine else {
                 return Err(io::Error::other("TLS failed"));
             };
-            let status = conn.process_tls_records(&mut incoming[start..]);
+            // Once the handshake is done, the records after it are ours to open (with the
+            // limits and alerts of `traffic.rs`): rustls is not given them.
+            let ours = self.take_over && !conn.is_handshaking();
+            let feed = match records::whole_len(&incoming[start..]) {
+                _ if ours => start,
+                Some(len) if by_record => start + len,
+                _ => incoming.len(),
+            };
+            let status = conn.process_tls_records(&mut incoming[start..feed]);
             let mut discard = status.discard;
             let state = match status.state {
                 Ok(state) => state,
                 Err(e) => {
-                    return Err(self.fail(socket, out, Seen::These(&mut incoming[start..]), e));
+                    return Err(self.fail(socket, out, Seen::These(&mut incoming[start..feed]), e));
                 }
             };
             match state {
@@ -331,6 +348,7 @@ impl Session {
                 }
                 ConnectionState::TransmitTlsData(data) => {
                     data.done();
+                    self.first_flight = None;
                     let sealed = std::mem::take(&mut encoded);
                     self.send(socket, &out[..sealed])?;
                 }
@@ -343,11 +361,21 @@ impl Session {
                         Engine::Rustls(conn) => conn.is_handshaking(),
                         _ => false,
                     };
+                    if handshaking && feed < incoming.len() {
+                        // rustls wants more of the handshake, and more is here: the next
+                        // record, or all the rest once rustls holds part of what it was given.
+                        by_record &= start == feed;
+                        continue;
+                    }
                     if self.handshaking() && !handshaking {
                         self.phase = Phase::Open;
                         self.shared.counters.handshake();
                     }
-                    return Ok((plain, start));
+                    return Ok(Decrypted {
+                        plain,
+                        used: start,
+                        clean: start == feed,
+                    });
                 }
                 // No early data is accepted (`max_early_data_size` is 0): never reached.
                 _ => return Err(io::Error::other("TLS early data")),
@@ -356,8 +384,9 @@ impl Session {
         }
     }
 
-    /// Once the handshake is done and rustls owes nothing (the read ended with every record
-    /// used: nothing half-joined), our records take over and rustls' record machinery goes.
+    /// Once the handshake is done and rustls owes nothing (it holds no record half-joined),
+    /// our records take over and rustls' record machinery goes; what rustls was not given is
+    /// kept, whole records first, for ours to open.
     fn take_over_records(&mut self) {
         if !(self.take_over
             && self.phase == Phase::Open
@@ -406,7 +435,7 @@ impl Session {
     /// Whether the kept bytes hold a whole record of ours (left when a turn's budget ran out);
     /// rustls' kept bytes are its own business.
     fn keeps_a_record(&self) -> bool {
-        matches!(self.engine, Engine::Own(_)) && records::whole_at_front(&self.kept)
+        matches!(self.engine, Engine::Own(_)) && records::whole_len(&self.kept).is_some()
     }
 
     /// Answers a plain HTTP request sent to the TLS port in plain HTTP (nginx does the same),
@@ -425,6 +454,17 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.shared.budget.credit(self.unsent.capacity());
     }
+}
+
+/// What a read through rustls gave.
+struct Decrypted {
+    /// Plaintext bytes at the front of `into`.
+    plain: usize,
+    /// Ciphertext bytes rustls is done with.
+    used: usize,
+    /// rustls holds nothing of the bytes after `used` (it used them all, or was not given
+    /// them): our records may take over from here.
+    clean: bool,
 }
 
 /// Which bytes rustls last read, to give it again when it is asked for an alert.
@@ -485,11 +525,23 @@ impl Layer for Session {
                 if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
                     return Received::Error(self.refuse_plain_http(socket));
                 }
+                if let Some(walk) = &mut self.first_flight
+                    && let Err(refused) = walk.walk(&incoming[kept..end])
+                {
+                    let _ = socket.send(&refused.alert());
+                    return Received::Error(self.failed("a ClientHello record TLS does not allow"));
+                }
                 let opened = match &mut self.engine {
-                    Engine::Own(_) => self.open_own(socket, &mut incoming[..end], outgoing, into),
-                    _ => self.decrypt(socket, &mut incoming[..end], outgoing, into),
+                    Engine::Own(_) => self
+                        .open_own(socket, &mut incoming[..end], outgoing, into)
+                        .map(|(plain, used)| Decrypted {
+                            plain,
+                            used,
+                            clean: false,
+                        }),
+                    _ => self.decrypt(socket, &mut incoming[..end], outgoing, into, kept == 0),
                 };
-                let (plain, used) = match opened {
+                let Decrypted { plain, used, clean } = match opened {
                     Ok(done) => done,
                     Err(e) => return Received::Error(e),
                 };
@@ -498,6 +550,8 @@ impl Layer for Session {
                     self.kept.extend_from_slice(&incoming[used..end]);
                 } else {
                     self.kept = Vec::new();
+                }
+                if clean {
                     self.take_over_records();
                 }
                 if plain > 0 {
