@@ -478,28 +478,76 @@ mod tests {
     }
 
     #[test]
-    fn wrong_headers_are_malformed() {
+    fn wrong_headers_get_their_error_before_any_decryption() {
         let key = keys(Algorithm::Aes128Gcm).expand().unwrap();
-        let cases: [(&[u8], Version); 4] = [
-            (b"\x16\x03\x03\x00\x20", Version::Tls13),
-            (b"\x17\x02\x03\x00\x20", Version::Tls13),
-            (b"\x17\x03\x03\x41\x01", Version::Tls13),
-            (b"\x17\x03\x03\x00\x05", Version::Tls12),
+        let cases: [(&[u8], Version, RecordError); 7] = [
+            // Plaintext types after a TLS 1.3 handshake (ChangeCipherSpec, handshake, alert).
+            (b"\x14\x03\x03\x00\x01", Version::Tls13, RecordError::Unexpected),
+            (b"\x16\x03\x03\x00\x20", Version::Tls13, RecordError::Unexpected),
+            (b"\x15\x03\x03\x00\x02", Version::Tls13, RecordError::Unexpected),
+            (b"\x14\x03\x03\x00\x01", Version::Tls12, RecordError::Unexpected),
+            (b"\x17\x02\x03\x00\x20", Version::Tls13, RecordError::Malformed),
+            // 2^14 + 256 + 1 bytes of ciphertext: over TLS 1.3's limit, whatever its tag.
+            (b"\x17\x03\x03\x41\x01", Version::Tls13, RecordError::Overflow),
+            (b"\x17\x03\x03\x00\x05", Version::Tls12, RecordError::Malformed),
         ];
-        for (header, version) in cases {
+        for (header, version, error) in cases {
             let mut rx = keys(Algorithm::Aes128Gcm);
             let mut buf = header.to_vec();
             buf.resize(64, 0);
             assert_eq!(
                 open(version, &mut rx, &key, &mut buf),
-                Err(RecordError::Malformed),
+                Err(error),
                 "{header:?}"
             );
         }
     }
 
+    /// RFC 8446 §5.4: the inner plaintext (content, type, padding) is 2^14 + 1 bytes at most,
+    /// and one of zeros alone has no type.
+    #[test]
+    fn padding_counts_toward_the_limit_and_zeros_alone_are_unexpected() {
+        let cases: [(usize, usize, Result<usize, RecordError>); 4] = [
+            (MAX_PLAINTEXT, 0, Ok(MAX_PLAINTEXT)),
+            (10, MAX_PLAINTEXT - 10, Ok(10)),
+            (10, MAX_PLAINTEXT - 9, Err(RecordError::Overflow)),
+            (MAX_PLAINTEXT - 100, 108, Err(RecordError::Overflow)),
+        ];
+        for (content, padding, want) in cases {
+            // Sealed by hand: content, its type, then zeros.
+            let mut inner = vec![b'x'; content];
+            inner.push(APPLICATION_DATA);
+            inner.resize(content + 1 + padding, 0);
+            let got = open_inner(&inner).map(|opened| opened.plain.len());
+            assert_eq!(got, want, "{content} + {padding}");
+        }
+        assert_eq!(open_inner(&[0; 20]), Err(RecordError::Unexpected));
+    }
+
+    /// Seals `inner` as a TLS 1.3 record's inner plaintext, then opens it.
+    fn open_inner(inner: &[u8]) -> Result<Opened, RecordError> {
+        let mut tx = keys(Algorithm::Aes128Gcm);
+        let key = tx.expand().unwrap();
+        let body = inner.len() + TAG;
+        let mut record = vec![APPLICATION_DATA, 3, 3, (body >> 8) as u8, body as u8];
+        let mut sealed = inner.to_vec();
+        let tag = key
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(tx.nonce()),
+                Aad::from(&aad13(body)[..HEADER]),
+                &mut sealed,
+            )
+            .unwrap();
+        record.extend_from_slice(&sealed);
+        record.extend_from_slice(tag.as_ref());
+        let mut rx = keys(Algorithm::Aes128Gcm);
+        open(Version::Tls13, &mut rx, &key, &mut record).map(Option::unwrap)
+    }
+
     #[test]
     fn the_worker_keeps_at_most_32_expanded_keys_and_each_is_the_right_one() {
+        // The connections' keys stay alive (a dropped key is forgotten at once).
+        let mut alive = Vec::new();
         for _round in 0..2 {
             for n in 0..40u8 {
                 let mut tx = keys(Algorithm::Aes256Gcm);
@@ -524,11 +572,29 @@ mod tests {
                     .unwrap()
                     .unwrap();
                 assert_eq!(&out[opened.plain], b"k");
+                alive.push((tx, rx));
             }
         }
         EXPANDED.with_borrow(|cache| assert_eq!(cache.slots.len(), CACHED_KEYS));
         forget_keys();
         EXPANDED.with_borrow(|cache| assert!(cache.slots.is_empty()));
+    }
+
+    #[test]
+    fn a_dropped_key_leaves_the_cache_and_the_others_stay() {
+        let mut a = keys(Algorithm::Aes128Gcm);
+        a.key = [1; 32];
+        let mut b = keys(Algorithm::Aes128Gcm);
+        b.key = [2; 32];
+        a.expand().unwrap();
+        b.expand().unwrap();
+        let cached = |key: [u8; 32]| EXPANDED.with_borrow(|c| c.slots.iter().any(|s| s.1 == key));
+        assert!(cached([1; 32]) && cached([2; 32]));
+        drop(a);
+        assert!(!cached([1; 32]));
+        assert!(cached([2; 32]));
+        drop(b);
+        assert!(!cached([2; 32]));
     }
 
     #[test]

@@ -211,15 +211,19 @@ mod tests {
             size_of::<crate::http::server::conn::Conn>() + 8
         );
         // The session: who protects the records, what a read or write left (empty while
-        // idle), the phase, the shared settings.
-        assert_eq!(size_of::<super::Session>(), 104);
+        // idle), the turn's read budget, the first flight's walk, the phase, the shared
+        // settings.
+        assert_eq!(size_of::<super::Session>(), 112);
         // Once the handshake is done: rustls' kernel connection (560 B, its QUIC fields
-        // included) and our two directions' keys.
+        // included), our two directions' keys, the record limit per key, and 16 bytes for the
+        // version, the owed key update, a handshake header being joined and the peer's
+        // allowances.
         assert_eq!(
             size_of::<super::super::traffic::Traffic>(),
             size_of::<rustls::kernel::KernelConnection<rustls::server::ServerConnectionData>>()
                 + 2 * 56
-                + 8 // the version, padded
+                + 8
+                + 16
         );
     }
 }
