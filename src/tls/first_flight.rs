@@ -100,13 +100,25 @@ mod tests {
             ([hello.clone(), record(22, 10)].concat(), Ok(())),
             (largest.clone(), Ok(())),
             // A ChangeCipherSpec or an alert is rustls' to judge.
-            ([hello.clone(), record(20, 1), record(21, 2)].concat(), Ok(())),
+            (
+                [hello.clone(), record(20, 1), record(21, 2)].concat(),
+                Ok(()),
+            ),
             (record(22, MAX_PLAINTEXT + 1), Err(Refused::Overflow)),
             (record(22, 0xffff), Err(Refused::Overflow)),
             // Between two records of the ClientHello's fragments.
-            ([record(22, 100), record(23, 0)].concat(), Err(Refused::Unexpected)),
-            ([hello.clone(), record(23, 0)].concat(), Err(Refused::Unexpected)),
-            ([hello.clone(), record(23, 20)].concat(), Err(Refused::Unexpected)),
+            (
+                [record(22, 100), record(23, 0)].concat(),
+                Err(Refused::Unexpected),
+            ),
+            (
+                [hello.clone(), record(23, 0)].concat(),
+                Err(Refused::Unexpected),
+            ),
+            (
+                [hello.clone(), record(23, 20)].concat(),
+                Err(Refused::Unexpected),
+            ),
         ];
         for (bytes, want) in cases {
             for cut in [1, 2, 4, 5, 7, 100, 4096, bytes.len()] {

@@ -95,7 +95,8 @@ mod tests {
     /// Each allowance: how many are taken, and what happens to the next one.
     #[test]
     fn each_allowance_takes_its_bound_and_refuses_the_next() {
-        let cases: [(fn(&mut PeerLimits) -> Result<(), TooMany>, u8, TooMany); 4] = [
+        type Take = fn(&mut PeerLimits) -> Result<(), TooMany>;
+        let cases: [(Take, u8, TooMany); 4] = [
             (PeerLimits::key_update, KEY_UPDATES, TooMany::KeyUpdates),
             (PeerLimits::warning, WARNINGS, TooMany::Warnings),
             (

@@ -160,16 +160,40 @@ mod tests {
     fn a_table_of_records_and_what_they_give() {
         use Message::*;
         use Refused::*;
-        type Case = (Version, &'static [&'static [u8]], Result<Option<Message>, Refused>);
+        type Case = (
+            Version,
+            &'static [&'static [u8]],
+            Result<Option<Message>, Refused>,
+        );
         let cases: &[Case] = &[
-            (Version::Tls13, &[&KU_REQUESTED], Ok(Some(KeyUpdate { requested: true }))),
-            (Version::Tls13, &[&KU_NOT], Ok(Some(KeyUpdate { requested: false }))),
+            (
+                Version::Tls13,
+                &[&KU_REQUESTED],
+                Ok(Some(KeyUpdate { requested: true })),
+            ),
+            (
+                Version::Tls13,
+                &[&KU_NOT],
+                Ok(Some(KeyUpdate { requested: false })),
+            ),
             // Split anywhere: the message is whole at its last byte.
-            (Version::Tls13, &[&[24], &[0, 0, 1, 1]], Ok(Some(KeyUpdate { requested: true }))),
-            (Version::Tls13, &[&[24, 0, 0], &[1], &[0]], Ok(Some(KeyUpdate { requested: false }))),
+            (
+                Version::Tls13,
+                &[&[24], &[0, 0, 1, 1]],
+                Ok(Some(KeyUpdate { requested: true })),
+            ),
+            (
+                Version::Tls13,
+                &[&[24, 0, 0], &[1], &[0]],
+                Ok(Some(KeyUpdate { requested: false })),
+            ),
             (Version::Tls13, &[&[24, 0]], Ok(None)),
             // Two in one record: the first changes keys, so nothing may follow it.
-            (Version::Tls13, &[&[24, 0, 0, 1, 0, 24, 0, 0, 1, 0]], Err(Unexpected)),
+            (
+                Version::Tls13,
+                &[&[24, 0, 0, 1, 0, 24, 0, 0, 1, 0]],
+                Err(Unexpected),
+            ),
             (Version::Tls13, &[&[24, 0, 0, 1, 0, 0]], Err(Unexpected)),
             // Empty record, other messages.
             (Version::Tls13, &[&[]], Err(Unexpected)),
@@ -184,8 +208,16 @@ mod tests {
             (Version::Tls13, &[&[24, 0, 0, 1, 2]], Err(Illegal)),
             (Version::Tls13, &[&[24, 0, 0, 1, 255]], Err(Illegal)),
             // TLS 1.2: a ClientHello, whole or in pieces, its body skipped.
-            (Version::Tls12, &[&[1, 0, 0, 3, 9, 9, 9]], Ok(Some(ClientHello))),
-            (Version::Tls12, &[&[1, 0, 0, 3, 9], &[9], &[9]], Ok(Some(ClientHello))),
+            (
+                Version::Tls12,
+                &[&[1, 0, 0, 3, 9, 9, 9]],
+                Ok(Some(ClientHello)),
+            ),
+            (
+                Version::Tls12,
+                &[&[1, 0, 0, 3, 9], &[9], &[9]],
+                Ok(Some(ClientHello)),
+            ),
             (Version::Tls12, &[&[1, 0, 0, 3, 9, 9]], Ok(None)),
             (Version::Tls12, &[&[1, 0, 0, 0]], Err(Decode)),
             (Version::Tls12, &[&[1, 1, 0, 0]], Err(Decode)),

@@ -482,14 +482,42 @@ mod tests {
         let key = keys(Algorithm::Aes128Gcm).expand().unwrap();
         let cases: [(&[u8], Version, RecordError); 7] = [
             // Plaintext types after a TLS 1.3 handshake (ChangeCipherSpec, handshake, alert).
-            (b"\x14\x03\x03\x00\x01", Version::Tls13, RecordError::Unexpected),
-            (b"\x16\x03\x03\x00\x20", Version::Tls13, RecordError::Unexpected),
-            (b"\x15\x03\x03\x00\x02", Version::Tls13, RecordError::Unexpected),
-            (b"\x14\x03\x03\x00\x01", Version::Tls12, RecordError::Unexpected),
-            (b"\x17\x02\x03\x00\x20", Version::Tls13, RecordError::Malformed),
+            (
+                b"\x14\x03\x03\x00\x01",
+                Version::Tls13,
+                RecordError::Unexpected,
+            ),
+            (
+                b"\x16\x03\x03\x00\x20",
+                Version::Tls13,
+                RecordError::Unexpected,
+            ),
+            (
+                b"\x15\x03\x03\x00\x02",
+                Version::Tls13,
+                RecordError::Unexpected,
+            ),
+            (
+                b"\x14\x03\x03\x00\x01",
+                Version::Tls12,
+                RecordError::Unexpected,
+            ),
+            (
+                b"\x17\x02\x03\x00\x20",
+                Version::Tls13,
+                RecordError::Malformed,
+            ),
             // 2^14 + 256 + 1 bytes of ciphertext: over TLS 1.3's limit, whatever its tag.
-            (b"\x17\x03\x03\x41\x01", Version::Tls13, RecordError::Overflow),
-            (b"\x17\x03\x03\x00\x05", Version::Tls12, RecordError::Malformed),
+            (
+                b"\x17\x03\x03\x41\x01",
+                Version::Tls13,
+                RecordError::Overflow,
+            ),
+            (
+                b"\x17\x03\x03\x00\x05",
+                Version::Tls12,
+                RecordError::Malformed,
+            ),
         ];
         for (header, version, error) in cases {
             let mut rx = keys(Algorithm::Aes128Gcm);
@@ -526,7 +554,7 @@ mod tests {
 
     /// Seals `inner` as a TLS 1.3 record's inner plaintext, then opens it.
     fn open_inner(inner: &[u8]) -> Result<Opened, RecordError> {
-        let mut tx = keys(Algorithm::Aes128Gcm);
+        let tx = keys(Algorithm::Aes128Gcm);
         let key = tx.expand().unwrap();
         let body = inner.len() + TAG;
         let mut record = vec![APPLICATION_DATA, 3, 3, (body >> 8) as u8, body as u8];

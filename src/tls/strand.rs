@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
 use super::server_config::Configs;
-use crate::ws::OutputBudget;
 use super::session::{Session, release_buffers};
+use crate::ws::OutputBudget;
 
 /// How long a client has to finish its handshake by default; see
 /// [`Server::handshake_timeout`](crate::http::Server::handshake_timeout).

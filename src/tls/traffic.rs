@@ -263,15 +263,15 @@ impl Traffic {
     }
 
     /// A handshake record's content: the message it completes, counted against its bound.
-    fn handshake(
-        &mut self,
-        content: &[u8],
-    ) -> Result<Option<Message>, ([u8; 2], &'static str)> {
-        let message = self.joiner.take(self.version, content).map_err(|e| match e {
-            Refused::Unexpected => (UNEXPECTED_MESSAGE, "an unexpected TLS handshake message"),
-            Refused::Decode => (DECODE_ERROR, "a TLS handshake message of a wrong length"),
-            Refused::Illegal => (ILLEGAL_PARAMETER, "a key update asking for neither answer"),
-        })?;
+    fn handshake(&mut self, content: &[u8]) -> Result<Option<Message>, ([u8; 2], &'static str)> {
+        let message = self
+            .joiner
+            .take(self.version, content)
+            .map_err(|e| match e {
+                Refused::Unexpected => (UNEXPECTED_MESSAGE, "an unexpected TLS handshake message"),
+                Refused::Decode => (DECODE_ERROR, "a TLS handshake message of a wrong length"),
+                Refused::Illegal => (ILLEGAL_PARAMETER, "a key update asking for neither answer"),
+            })?;
         let counted = match message {
             Some(Message::KeyUpdate { .. }) => self.limits.key_update(),
             Some(Message::ClientHello) => self.limits.renegotiation(),
