@@ -10,7 +10,7 @@
 # offline). Python's ecdsa is installed with pip when missing. A missing piece fails the run.
 #
 # Every case must pass but those listed in EXPECTED_FAILURES below: each fails inside rustls'
-# handshake, before our records take over (docs/guide.md, "TLS and tlsfuzzer", says why), and is
+# handshake, before our records take over (docs/GUIDE.md, "TLS and tlsfuzzer", says why), and is
 # passed to the script as an expected failure — should one start passing, the script fails too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
