@@ -421,9 +421,11 @@ pub enum Received {
 /// ```
 pub trait Layer {
     /// Reads what the peer sent and puts what the strand is to read at the front of `into`,
-    /// up to its length. [`Received::WouldBlock`] only once the socket is drained (and the
-    /// layer holds nothing the strand could read); `Data` leaves the socket's readiness as
-    /// [`Socket::recv`] left it, so that a strand reads again when more may be there.
+    /// up to its length. [`Received::WouldBlock`] once the socket is drained (and the layer
+    /// holds nothing the strand could read), or when the layer yields to other connections
+    /// with the socket marked ready ([`Socket::set_read_ready`]), so that the strand is
+    /// resumed on the next turn; `Data` leaves the socket's readiness as [`Socket::recv`] left
+    /// it, so that a strand reads again when more may be there.
     fn read(&mut self, socket: &mut Socket<'_>, into: &mut [u8]) -> Received;
 
     /// Takes what it can of `bufs` (in order) and answers how many bytes it took; 0 (or fewer
