@@ -267,7 +267,10 @@ mod tests {
         /// Arbitrary bytes never panic, and whatever is kept is a header at most.
         #[test]
         fn arbitrary_records_never_panic(
-            records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 1..6),
+            records in proptest::collection::vec(
+                proptest::collection::vec(any::<u8>(), 0..12),
+                1..6,
+            ),
             tls13 in any::<bool>(),
         ) {
             let version = if tls13 { Version::Tls13 } else { Version::Tls12 };

@@ -31,8 +31,9 @@ const PLAINTEXT_PER_WRITE: usize = 60 * 1024;
 /// bound is what holds should one ever not be.
 const OWED_BEFORE_READING: usize = OUTGOING;
 /// What one turn of a connection may spend opening records: their bytes, and
-/// [`RECORD_COST`](super::traffic::RECORD_COST) each. Then the connection yields to the others on its worker (the socket
-/// marked ready, so that it is resumed on the next turn), as plain HTTP does after its reads.
+/// [`RECORD_COST`](super::traffic::RECORD_COST) each. Then the connection yields to the others
+/// on its worker (the socket marked ready, so that it is resumed on the next turn), as plain
+/// HTTP does after its reads.
 const READ_BUDGET: usize = 1024 * 1024;
 
 /// The worker's buffers, lent to one connection at a time (as the scratch buffer is).
@@ -602,7 +603,7 @@ impl Layer for Session {
                         let n = traffic.close_notify(outgoing).unwrap_or(0);
                         self.send(socket, &outgoing[..n])?;
                         return Err(io::Error::other(
-                            "the TLS 1.2 key sealed as many records as it may: the connection closes",
+                            "the TLS 1.2 key sealed all the records it may: closing",
                         ));
                     }
                     Err(e) => return Err(io::Error::other(format!("sealing a TLS record: {e:?}"))),

@@ -293,9 +293,22 @@ impl Traffic {
             return Err(RecordError::Exhausted);
         }
         let mut sealed = 0;
+        // Expanded once for the write, and again only after a key update.
+        let mut key = self.tx.expand().ok_or(RecordError::Decrypt)?;
         for chunk in plain.chunks(records::MAX_PLAINTEXT) {
-            sealed += self.update_key(&mut out[sealed..])?;
-            sealed += self.seal_one(APPLICATION_DATA, chunk, &mut out[sealed..])?;
+            let update = self.update_key(&mut out[sealed..])?;
+            if update > 0 {
+                sealed += update;
+                key = self.tx.expand().ok_or(RecordError::Decrypt)?;
+            }
+            sealed += records::seal(
+                self.version,
+                &mut self.tx,
+                &key,
+                APPLICATION_DATA,
+                chunk,
+                &mut out[sealed..],
+            )?;
         }
         Ok(sealed)
     }
