@@ -633,4 +633,128 @@ mod tests {
         assert_ne!(first, k.nonce());
         assert_eq!(first[..4], k.nonce()[..4]);
     }
+
+    /// Our records against rustls' own record layer (its `MessageEncrypter` and
+    /// `MessageDecrypter` for the same suites): for random keys, IVs, sequence numbers, content
+    /// types and plaintexts, our sealing equals rustls' byte for byte, and each opens the
+    /// other's records — every suite we speak, both versions.
+    mod against_rustls {
+        use super::*;
+        use proptest::prelude::*;
+        use rustls::crypto::cipher::{
+            InboundOpaqueMessage, Iv, MessageDecrypter, MessageEncrypter, OutboundChunks,
+            OutboundPlainMessage,
+        };
+        use rustls::crypto::ring::cipher_suite as suite;
+        use rustls::crypto::tls13::OkmBlock;
+        use rustls::{ContentType, ProtocolVersion, SupportedCipherSuite};
+
+        /// The TLS 1.3 suites, and for TLS 1.2 the suite with the same AEAD.
+        fn suites() -> [(SupportedCipherSuite, SupportedCipherSuite); 3] {
+            [
+                (
+                    suite::TLS13_AES_128_GCM_SHA256,
+                    suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+                ),
+                (
+                    suite::TLS13_AES_256_GCM_SHA384,
+                    suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+                ),
+                (
+                    suite::TLS13_CHACHA20_POLY1305_SHA256,
+                    suite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+                ),
+            ]
+        }
+
+        /// rustls' encrypter and decrypter, and our keys at `seq`, for one suite from `secret`
+        /// (the key is derived from it) and `iv`.
+        fn both(
+            version: Version,
+            which: usize,
+            secret: &[u8; 32],
+            iv: [u8; 12],
+            seq: u64,
+        ) -> (Box<dyn MessageEncrypter>, Box<dyn MessageDecrypter>, Keys) {
+            let (SupportedCipherSuite::Tls13(s13), SupportedCipherSuite::Tls12(s12)) =
+                suites()[which]
+            else {
+                unreachable!("the table's order")
+            };
+            // An AEAD key of the suite's length, whatever its bytes.
+            let key = || {
+                let expander = s13.hkdf_provider.expander_for_okm(&OkmBlock::new(secret));
+                rustls::internal::derive_traffic_key(&*expander, s13.aead_alg)
+            };
+            let (enc, dec, secrets) = match version {
+                Version::Tls13 => (
+                    s13.aead_alg.encrypter(key(), Iv::from(iv)),
+                    s13.aead_alg.decrypter(key(), Iv::from(iv)),
+                    s13.aead_alg.extract_keys(key(), Iv::from(iv)).unwrap(),
+                ),
+                Version::Tls12 => {
+                    let shape = s12.aead_alg.key_block_shape();
+                    let (fixed, explicit) = iv.split_at(shape.fixed_iv_len);
+                    let explicit = &explicit[..shape.explicit_nonce_len];
+                    (
+                        s12.aead_alg.encrypter(key(), fixed, explicit),
+                        s12.aead_alg.decrypter(key(), fixed),
+                        s12.aead_alg.extract_keys(key(), fixed, explicit).unwrap(),
+                    )
+                }
+            };
+            (enc, dec, Keys::new(seq, &secrets).unwrap())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(96))]
+            #[test]
+            fn our_records_are_rustls_records(
+                tls13 in any::<bool>(),
+                which in 0usize..3,
+                secret in any::<[u8; 32]>(),
+                iv in any::<[u8; 12]>(),
+                seq in 0u64..u64::MAX - 1,
+                kind in prop::sample::select(vec![ALERT, HANDSHAKE, APPLICATION_DATA]),
+                plain in proptest::collection::vec(any::<u8>(), 0..2048),
+            ) {
+                let version = if tls13 { Version::Tls13 } else { Version::Tls12 };
+                let (mut enc, mut dec, mut ours) = both(version, which, &secret, iv, seq);
+                let key = ours.expand().unwrap();
+                // Sealed by rustls and by us: the same bytes.
+                let theirs = enc
+                    .encrypt(
+                        OutboundPlainMessage {
+                            typ: ContentType::from(kind),
+                            version: ProtocolVersion::TLSv1_2,
+                            payload: OutboundChunks::Single(&plain),
+                        },
+                        seq,
+                    )
+                    .unwrap()
+                    .encode();
+                let mut mine = vec![0; plain.len() + 64];
+                let n = seal(version, &mut ours, &key, kind, &plain, &mut mine).unwrap();
+                mine.truncate(n);
+                prop_assert_eq!(&mine, &theirs);
+                // We open rustls' record.
+                let mut rx = both(version, which, &secret, iv, seq).2;
+                let mut record = theirs.clone();
+                let opened = open(version, &mut rx, &key, &mut record).unwrap().unwrap();
+                prop_assert_eq!(opened.kind, kind);
+                prop_assert_eq!(&record[opened.plain], &plain[..]);
+                prop_assert_eq!(rx.seq, seq + 1);
+                // rustls opens ours.
+                let mut body = mine[HEADER..].to_vec();
+                let message = InboundOpaqueMessage::new(
+                    ContentType::from(mine[0]),
+                    ProtocolVersion::TLSv1_2,
+                    &mut body,
+                );
+                let got = dec.decrypt(message, seq).unwrap();
+                prop_assert_eq!(u8::from(got.typ), kind);
+                prop_assert_eq!(got.payload, &plain[..]);
+            }
+        }
+    }
 }
