@@ -1,7 +1,9 @@
 //! The whole TLS connection under arbitrary splits (feature `tls`): requests sealed in records
 //! cut anywhere — a byte per record, records cut across TCP writes — come back as whole replies
 //! in order; arbitrary bytes where records belong end the connection in time with an alert or
-//! nothing, never a panic or a hang. Harness: `tests/wire/tls_drive.rs` (shared with the fuzz
+//! nothing, never a panic or a hang; records of every kind sealed by the harness after a
+//! handshake (key updates, alerts, empty and padded records) end in time, and every record the
+//! server answers with opens. Harness: `tests/wire/tls_drive.rs` (shared with the fuzz
 //! target `tls_connection`).
 
 #![cfg(feature = "tls")]
@@ -101,6 +103,24 @@ proptest! {
         input.extend_from_slice(&bytes);
         let (a, b) = input.split_at(input.len() / 3);
         prop_assert!(target().drive_after_handshake(&[a, b]).is_ok());
+    }
+
+    #[test]
+    fn records_of_every_kind_sealed_after_a_handshake_end_in_time_and_every_answer_opens(
+        pieces in proptest::collection::vec(
+            (0u8..8, proptest::collection::vec(any::<u8>(), 0..64)),
+            1..24,
+        ),
+    ) {
+        // Each piece: a kind (data, key update, alert, handshake bytes, empty, padded, any
+        // inner plaintext; see `tls_drive::sealed_record`), then its content.
+        let pieces: Vec<Vec<u8>> = pieces
+            .into_iter()
+            .map(|(kind, content)| [&[kind][..], &content].concat())
+            .collect();
+        let pieces: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+        let result = target().drive_sealed(&pieces);
+        prop_assert!(result.is_ok(), "{result:?}");
     }
 
     #[test]

@@ -8,236 +8,26 @@
 
 mod wire;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use ring::aead::{AES_128_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
-use ring::hkdf;
 use web::http::{Server, ServerHandle, text_response};
 use web::tls::ServerTls;
 use wire::certs::TestCa;
-
-const APPLICATION_DATA: u8 = 23;
-const HANDSHAKE: u8 = 22;
-const ALERT: u8 = 21;
-const CHANGE_CIPHER_SPEC: u8 = 20;
-const KEY_UPDATE: u8 = 24;
+use wire::tls_raw::{
+    ALERT, APPLICATION_DATA, CHANGE_CIPHER_SPEC, CLIENT_HELLO, HANDSHAKE, KEY_UPDATE, Raw, Version,
+};
 
 const UNEXPECTED_MESSAGE: u8 = 10;
 const RECORD_OVERFLOW: u8 = 22;
 const ILLEGAL_PARAMETER: u8 = 47;
 const DECODE_ERROR: u8 = 50;
+const NO_RENEGOTIATION: u8 = 100;
 
-/// One direction of TLS 1.3 AES-128-GCM traffic: its secret (to follow key updates), key, IV
-/// and sequence number (RFC 8446 §7.1–7.3, §5.3).
-struct Direction {
-    secret: Vec<u8>,
-    key: LessSafeKey,
-    iv: [u8; 12],
-    seq: u64,
+/// A TLS 1.3 connection to `server`, its records ours after the handshake.
+fn connect(ca: &TestCa, server: &ServerHandle) -> Raw {
+    connect_in(ca, server, Version::Tls13)
 }
 
-/// HKDF-Expand-Label(secret, label, "", len) with SHA-256 (RFC 8446 §7.1).
-fn expand_label(secret: &[u8], label: &str, len: usize) -> Vec<u8> {
-    struct Len(usize);
-    impl hkdf::KeyType for Len {
-        fn len(&self) -> usize {
-            self.0
-        }
-    }
-    let full = format!("tls13 {label}");
-    let info = [
-        &(len as u16).to_be_bytes()[..],
-        &[full.len() as u8],
-        full.as_bytes(),
-        &[0],
-    ];
-    let prk = hkdf::Prk::new_less_safe(hkdf::HKDF_SHA256, secret);
-    let mut out = vec![0; len];
-    prk.expand(&info, Len(len))
-        .expect("expand")
-        .fill(&mut out)
-        .expect("fill");
-    out
-}
-
-impl Direction {
-    fn new(secret: Vec<u8>, seq: u64) -> Direction {
-        let key = expand_label(&secret, "key", 16);
-        let iv = expand_label(&secret, "iv", 12);
-        Direction {
-            key: LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &key).expect("key")),
-            iv: iv.try_into().expect("iv"),
-            secret,
-            seq,
-        }
-    }
-
-    /// The next generation of keys (RFC 8446 §7.2).
-    fn update(&mut self) {
-        *self = Direction::new(expand_label(&self.secret, "traffic upd", 32), 0);
-    }
-
-    fn nonce(&self) -> Nonce {
-        let mut nonce = self.iv;
-        for (n, s) in nonce[4..].iter_mut().zip(self.seq.to_be_bytes()) {
-            *n ^= s;
-        }
-        Nonce::assume_unique_for_key(nonce)
-    }
-
-    /// A record whose inner plaintext is exactly `inner` (content, type, padding).
-    fn seal_inner(&mut self, inner: &[u8]) -> Vec<u8> {
-        let body = inner.len() + 16;
-        let header = [APPLICATION_DATA, 3, 3, (body >> 8) as u8, body as u8];
-        let mut sealed = inner.to_vec();
-        let tag = self
-            .key
-            .seal_in_place_separate_tag(self.nonce(), Aad::from(header), &mut sealed)
-            .expect("seal");
-        self.seq += 1;
-        [&header[..], &sealed, tag.as_ref()].concat()
-    }
-
-    fn seal(&mut self, kind: u8, content: &[u8]) -> Vec<u8> {
-        self.seal_inner(&[content, &[kind]].concat())
-    }
-
-    /// Opens one record: its inner type and content.
-    fn open(&mut self, header: [u8; 5], body: &mut [u8]) -> Option<(u8, Vec<u8>)> {
-        let inner = self
-            .key
-            .open_in_place(self.nonce(), Aad::from(header), body)
-            .ok()?;
-        self.seq += 1;
-        let at = inner.iter().rposition(|&b| b != 0)?;
-        Some((inner[at], inner[..at].to_vec()))
-    }
-}
-
-/// Records the client's and server's application traffic secrets as rustls derives them.
-#[derive(Debug, Default)]
-struct Secrets(Mutex<Vec<(String, Vec<u8>)>>);
-
-impl rustls::KeyLog for Secrets {
-    fn log(&self, label: &str, _random: &[u8], secret: &[u8]) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((label.to_owned(), secret.to_vec()));
-    }
-    fn will_log(&self, _label: &str) -> bool {
-        true
-    }
-}
-
-/// A TLS 1.3 connection after rustls' handshake, its records ours.
-struct Raw {
-    tcp: TcpStream,
-    tx: Direction,
-    rx: Direction,
-    /// Bytes read and not yet a whole record.
-    read: Vec<u8>,
-}
-
-impl Raw {
-    fn connect(ca: &TestCa, server: &ServerHandle) -> Raw {
-        let provider = rustls::crypto::CryptoProvider {
-            cipher_suites: vec![rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256],
-            ..rustls::crypto::ring::default_provider()
-        };
-        let secrets = Arc::new(Secrets::default());
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_root_certificates(config_roots(ca))
-            .with_no_client_auth();
-        let mut config = config;
-        config.key_log = secrets.clone();
-        config.enable_secret_extraction = true;
-        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-        let mut conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-        let mut tcp = TcpStream::connect(server.local_addr()).unwrap();
-        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        while conn.is_handshaking() {
-            conn.complete_io(&mut tcp).unwrap();
-        }
-        #[allow(deprecated)]
-        let extracted = conn.dangerous_extract_secrets().unwrap();
-        let logged = secrets.0.lock().unwrap();
-        let find = |label: &str| {
-            logged
-                .iter()
-                .find(|(l, _)| l == label)
-                .map(|(_, s)| s.clone())
-                .expect(label)
-        };
-        Raw {
-            tx: Direction::new(find("CLIENT_TRAFFIC_SECRET_0"), extracted.tx.0),
-            rx: Direction::new(find("SERVER_TRAFFIC_SECRET_0"), extracted.rx.0),
-            tcp,
-            read: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, records: &[Vec<u8>]) {
-        self.tcp.write_all(&records.concat()).unwrap();
-    }
-
-    fn record(&mut self, kind: u8, content: &[u8]) -> Vec<u8> {
-        self.tx.seal(kind, content)
-    }
-
-    /// Our key update; `requested`: the server is asked for its own.
-    fn key_update(&mut self, requested: bool) -> Vec<u8> {
-        let record = self.record(HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, u8::from(requested)]);
-        self.tx.update();
-        record
-    }
-
-    /// The next record from the server, opened (its key updates followed): `None` at the end
-    /// of the stream.
-    fn next(&mut self) -> Option<(u8, Vec<u8>)> {
-        loop {
-            if self.read.len() >= 5 {
-                let len = 5 + usize::from(u16::from_be_bytes([self.read[3], self.read[4]]));
-                if self.read.len() >= len {
-                    let mut record: Vec<u8> = self.read.drain(..len).collect();
-                    let header: [u8; 5] = record[..5].try_into().unwrap();
-                    let opened = self.rx.open(header, &mut record[5..]).expect("decrypts");
-                    if opened == (HANDSHAKE, vec![KEY_UPDATE, 0, 0, 1, 0]) {
-                        self.rx.update();
-                    }
-                    return Some(opened);
-                }
-            }
-            let mut buf = [0; 16 * 1024];
-            match self.tcp.read(&mut buf) {
-                Ok(0) => return None,
-                Ok(n) => self.read.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
-                Err(e) => panic!("read: {e}"),
-            }
-        }
-    }
-
-    /// Every record until the end of the stream (tickets left out).
-    fn rest(&mut self) -> Vec<(u8, Vec<u8>)> {
-        std::iter::from_fn(|| self.next())
-            .filter(|(kind, content)| !(*kind == HANDSHAKE && content.first() == Some(&4)))
-            .collect()
-    }
-
-    /// The fatal alert the server ended with (after whatever else it sent).
-    fn fatal_alert(&mut self) -> u8 {
-        let rest = self.rest();
-        match rest.last() {
-            Some((ALERT, alert)) if alert[0] == 2 => alert[1],
-            other => panic!("no fatal alert at the end: {other:?}"),
-        }
-    }
+fn connect_in(ca: &TestCa, server: &ServerHandle, version: Version) -> Raw {
+    Raw::connect(server.local_addr(), config_roots(ca), version).unwrap()
 }
 
 fn config_roots(ca: &TestCa) -> rustls::RootCertStore {
@@ -282,11 +72,11 @@ fn reply_and_key_updates(records: &[(u8, Vec<u8>)]) -> (String, usize) {
 fn many_key_update_requests_while_silent_get_one_answer_before_the_reply() {
     let ca = TestCa::new();
     let server = start(&ca);
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let mut records: Vec<Vec<u8>> = (0..30).map(|_| raw.key_update(true)).collect();
     records.push(raw.record(APPLICATION_DATA, GET));
-    raw.send(&records);
-    let rest = raw.rest();
+    raw.send(&records).unwrap();
+    let rest = raw.rest().unwrap();
     let (reply, updates) = reply_and_key_updates(&rest);
     assert_eq!(updates, 1, "{rest:?}");
     assert!(
@@ -305,7 +95,7 @@ fn key_updates_are_allowed_again_after_application_data_and_never_pile_up() {
     // answer, and the connection holds nothing for the requests meanwhile.
     let ca = TestCa::new();
     let server = start(&ca);
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let (head, tail) = GET.split_at(8);
     let mut records = Vec::new();
     for byte in head {
@@ -315,8 +105,8 @@ fn key_updates_are_allowed_again_after_application_data_and_never_pile_up() {
         records.push(raw.record(APPLICATION_DATA, &[*byte]));
     }
     records.push(raw.record(APPLICATION_DATA, tail));
-    raw.send(&records);
-    let (reply, updates) = reply_and_key_updates(&raw.rest());
+    raw.send(&records).unwrap();
+    let (reply, updates) = reply_and_key_updates(&raw.rest().unwrap());
     assert_eq!(updates, 1);
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
     assert!(server.stats().held_bytes < 64 * 1024);
@@ -326,9 +116,9 @@ fn key_updates_are_allowed_again_after_application_data_and_never_pile_up() {
 fn the_33rd_key_update_without_application_data_is_fatal() {
     let ca = TestCa::new();
     let server = start(&ca);
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let records: Vec<Vec<u8>> = (0..33).map(|_| raw.key_update(false)).collect();
-    raw.send(&records);
+    raw.send(&records).unwrap();
     assert_eq!(raw.fatal_alert(), UNEXPECTED_MESSAGE);
     let stats = server.stats();
     assert!(stats.tls_failures >= 1, "{stats:?}");
@@ -338,16 +128,16 @@ fn the_33rd_key_update_without_application_data_is_fatal() {
 fn thirty_two_empty_records_in_a_row_are_allowed_and_the_33rd_is_fatal() {
     let ca = TestCa::new();
     let server = start(&ca);
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let mut records: Vec<Vec<u8>> = (0..32).map(|_| raw.record(APPLICATION_DATA, b"")).collect();
     records.push(raw.record(APPLICATION_DATA, GET));
-    raw.send(&records);
-    let (reply, _) = reply_and_key_updates(&raw.rest());
+    raw.send(&records).unwrap();
+    let (reply, _) = reply_and_key_updates(&raw.rest().unwrap());
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
 
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let records: Vec<Vec<u8>> = (0..33).map(|_| raw.record(APPLICATION_DATA, b"")).collect();
-    raw.send(&records);
+    raw.send(&records).unwrap();
     assert_eq!(raw.fatal_alert(), UNEXPECTED_MESSAGE);
 }
 
@@ -355,16 +145,16 @@ fn thirty_two_empty_records_in_a_row_are_allowed_and_the_33rd_is_fatal() {
 fn four_user_canceled_warnings_are_allowed_and_the_fifth_is_fatal() {
     let ca = TestCa::new();
     let server = start(&ca);
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let mut records: Vec<Vec<u8>> = (0..4).map(|_| raw.record(ALERT, &[1, 90])).collect();
     records.push(raw.record(APPLICATION_DATA, GET));
-    raw.send(&records);
-    let (reply, _) = reply_and_key_updates(&raw.rest());
+    raw.send(&records).unwrap();
+    let (reply, _) = reply_and_key_updates(&raw.rest().unwrap());
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
 
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let records: Vec<Vec<u8>> = (0..5).map(|_| raw.record(ALERT, &[1, 90])).collect();
-    raw.send(&records);
+    raw.send(&records).unwrap();
     assert_eq!(raw.fatal_alert(), UNEXPECTED_MESSAGE);
 }
 
@@ -436,18 +226,18 @@ fn each_malformed_record_gets_the_alert_rfc_8446_names() {
         ),
     ];
     for (what, make, alert) in cases {
-        let mut raw = Raw::connect(&ca, &server);
+        let mut raw = connect(&ca, &server);
         let record = make(&mut raw);
-        raw.send(&[record]);
+        raw.send(&[record]).unwrap();
         assert_eq!(raw.fatal_alert(), alert, "{what}");
     }
     // Application data between a key update's pieces.
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let records = vec![
         raw.record(HANDSHAKE, &[KEY_UPDATE, 0]),
         raw.record(APPLICATION_DATA, b"G"),
     ];
-    raw.send(&records);
+    raw.send(&records).unwrap();
     assert_eq!(raw.fatal_alert(), UNEXPECTED_MESSAGE);
 }
 
@@ -455,7 +245,7 @@ fn each_malformed_record_gets_the_alert_rfc_8446_names() {
 fn a_key_update_in_pieces_is_joined_and_followed() {
     let ca = TestCa::new();
     let server = start(&ca);
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     let records = vec![
         raw.record(HANDSHAKE, &[KEY_UPDATE]),
         raw.record(HANDSHAKE, &[0, 0]),
@@ -463,9 +253,9 @@ fn a_key_update_in_pieces_is_joined_and_followed() {
     ];
     raw.tx.update();
     let get = raw.record(APPLICATION_DATA, GET);
-    raw.send(&records);
-    raw.send(&[get]);
-    let (reply, updates) = reply_and_key_updates(&raw.rest());
+    raw.send(&records).unwrap();
+    raw.send(&[get]).unwrap();
+    let (reply, updates) = reply_and_key_updates(&raw.rest().unwrap());
     assert_eq!(updates, 1);
     assert!(reply.ends_with("/hi"), "{reply}");
 }
@@ -474,7 +264,7 @@ fn a_key_update_in_pieces_is_joined_and_followed() {
 fn a_lowered_record_limit_makes_the_server_update_its_key_before_passing_it() {
     let ca = TestCa::new();
     let server = start_with(&ca, |s| s.tls_records_per_key(5));
-    let mut raw = Raw::connect(&ca, &server);
+    let mut raw = connect(&ca, &server);
     // The server's tickets were sealed under its key too: count from where it stands.
     let first = raw.rx.seq;
     let get = b"GET /n HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -484,9 +274,9 @@ fn a_lowered_record_limit_makes_the_server_update_its_key_before_passing_it() {
     let mut most = 0;
     for _ in 0..12 {
         let record = raw.record(APPLICATION_DATA, get);
-        raw.send(&[record]);
+        raw.send(&[record]).unwrap();
         loop {
-            let (kind, content) = raw.next().expect("a record");
+            let (kind, content) = raw.next().unwrap().expect("a record");
             under_one_key += 1;
             most = most.max(under_one_key);
             if kind == HANDSHAKE && content[0] == KEY_UPDATE {
@@ -503,4 +293,88 @@ fn a_lowered_record_limit_makes_the_server_update_its_key_before_passing_it() {
     assert_eq!(replies, 12);
     assert!(updates >= 2, "{updates} updates");
     assert!(most <= 5, "{most} records under one key");
+}
+
+/// A TLS 1.2 ClientHello asking to renegotiate (its body is never read: the server refuses).
+const RENEGOTIATE: [u8; 8] = [CLIENT_HELLO, 0, 0, 4, 3, 3, 0, 0];
+
+#[test]
+fn tls12_renegotiation_is_refused_with_a_warning_once_and_the_second_attempt_is_fatal() {
+    let ca = TestCa::new();
+    let server = start(&ca);
+    let mut raw = connect_in(&ca, &server, Version::Tls12);
+    // Refused, the connection goes on: the warning, then the reply.
+    let records = vec![
+        raw.record(HANDSHAKE, &RENEGOTIATE),
+        raw.record(APPLICATION_DATA, GET),
+    ];
+    raw.send(&records).unwrap();
+    let rest = raw.rest().unwrap();
+    assert_eq!(rest[0], (ALERT, vec![1, NO_RENEGOTIATION]), "{rest:?}");
+    let (reply, _) = reply_and_key_updates(&rest);
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+
+    // A ClientHello in pieces is one attempt; the next one ends the connection.
+    let mut raw = connect_in(&ca, &server, Version::Tls12);
+    let records = vec![
+        raw.record(HANDSHAKE, &RENEGOTIATE[..3]),
+        raw.record(HANDSHAKE, &RENEGOTIATE[3..]),
+        raw.record(HANDSHAKE, &RENEGOTIATE),
+    ];
+    raw.send(&records).unwrap();
+    let rest = raw.rest().unwrap();
+    assert_eq!(rest.first(), Some(&(ALERT, vec![1, NO_RENEGOTIATION])));
+    assert_eq!(rest.last(), Some(&(ALERT, vec![2, UNEXPECTED_MESSAGE])));
+    assert_eq!(rest.len(), 2, "{rest:?}");
+}
+
+#[test]
+fn tls12_allows_four_warnings_and_the_fifth_is_fatal() {
+    let ca = TestCa::new();
+    let server = start(&ca);
+    let mut raw = connect_in(&ca, &server, Version::Tls12);
+    let mut records: Vec<Vec<u8>> = (0..4).map(|_| raw.record(ALERT, &[1, 42])).collect();
+    records.push(raw.record(APPLICATION_DATA, GET));
+    raw.send(&records).unwrap();
+    let (reply, _) = reply_and_key_updates(&raw.rest().unwrap());
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+
+    let mut raw = connect_in(&ca, &server, Version::Tls12);
+    let records: Vec<Vec<u8>> = (0..5).map(|_| raw.record(ALERT, &[1, 42])).collect();
+    raw.send(&records).unwrap();
+    assert_eq!(raw.fatal_alert(), UNEXPECTED_MESSAGE);
+}
+
+#[test]
+fn tls12_says_close_notify_and_closes_before_its_key_seals_more_than_the_limit() {
+    let ca = TestCa::new();
+    let server = start_with(&ca, |s| s.tls_records_per_key(6));
+    let mut raw = connect_in(&ca, &server, Version::Tls12);
+    // The server's Finished was sealed under this key too.
+    let first = raw.rx.seq;
+    let mut sealed = first;
+    let get = b"GET /n HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut replies = 0;
+    let end = loop {
+        let record = raw.record(APPLICATION_DATA, get);
+        if raw.send(&[record]).is_err() {
+            break raw.rest().unwrap();
+        }
+        match raw.next().unwrap() {
+            Some((APPLICATION_DATA, reply)) if reply.ends_with(b"/n") => {
+                replies += 1;
+                sealed += 1;
+            }
+            Some(other) => break vec![other],
+            None => break Vec::new(),
+        }
+    };
+    assert_eq!(
+        end.last(),
+        Some(&(ALERT, vec![1, 0])),
+        "close_notify last: {end:?}"
+    );
+    // Every record the key may seal was a reply; the write past them was refused.
+    assert_eq!(sealed, 6, "{sealed} records under one key");
+    assert_eq!(replies, 6 - first);
 }

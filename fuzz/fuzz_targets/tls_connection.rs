@@ -3,7 +3,10 @@
 //! cuts: with its top bit set, the rest are raw bytes where records belong (no handshake),
 //! which must end the connection in time with an alert or nothing; with the next bit set, a
 //! real handshake and then raw bytes where records belong (the records the library opens
-//! itself), which must end it in time; else a real handshake, then the rest as plaintext
+//! itself), which must end it in time — and with the bit after it set too, each piece a record
+//! sealed by the harness (application data, key updates, alerts, handshake bytes, empty, padded
+//! and arbitrary inner plaintexts), after which every record the server sent must open; else
+//! a real handshake, then the rest as plaintext
 //! sealed in records cut at the next bytes' points and the ciphertext cut into writes at the
 //! same points, which must come back as whole replies. A strand's panic or a
 //! connection that does not end fails. Harness: `tests/wire/tls_drive.rs`.
@@ -18,6 +21,9 @@ use libfuzzer_sys::fuzz_target;
 mod drive;
 #[path = "../../tests/wire/tls_drive.rs"]
 mod tls_drive;
+#[allow(dead_code)]
+#[path = "../../tests/wire/tls_raw.rs"]
+mod tls_raw;
 
 fn target() -> &'static tls_drive::TlsTarget {
     static TARGET: OnceLock<tls_drive::TlsTarget> = OnceLock::new();
@@ -28,12 +34,13 @@ fuzz_target!(|data: &[u8]| {
     let Some((first, cuts, input)) = drive::split_input(data) else {
         return;
     };
-    let (raw, after_handshake) = (first & 0x80 != 0, first & 0x40 != 0);
+    let (raw, after_handshake, sealed) = (first & 0x80 != 0, first & 0x40 != 0, first & 0x20 != 0);
     let pieces = drive::pieces(input, &cuts);
-    let result = match (raw, after_handshake) {
-        (true, _) => target().drive_raw(&pieces),
-        (false, true) => target().drive_after_handshake(&pieces),
-        (false, false) => target().drive_records(&pieces, &cuts).map(|_| ()),
+    let result = match (raw, after_handshake, sealed) {
+        (true, _, _) => target().drive_raw(&pieces),
+        (false, true, true) => target().drive_sealed(&pieces),
+        (false, true, false) => target().drive_after_handshake(&pieces),
+        (false, false, _) => target().drive_records(&pieces, &cuts).map(|_| ()),
     };
     if let Err(e) = result {
         panic!("{e}\ninput {input:?} in pieces {:?}", pieces.iter().map(|p| p.len()).collect::<Vec<_>>());

@@ -12,6 +12,8 @@ pub mod examples;
 pub mod fake_redis;
 #[cfg(feature = "tls")]
 pub mod tls_drive;
+#[cfg(feature = "tls")]
+pub mod tls_raw;
 pub mod ws;
 
 use std::io::{ErrorKind, Read, Write};

@@ -14,11 +14,13 @@ use std::time::Duration;
 use web::http::ServerHandle;
 
 use super::drive::{END_WITHIN, check_replies, pieces, read_to_end, send};
+use super::tls_raw::{ALERT, APPLICATION_DATA, HANDSHAKE, Raw, Version};
 
 /// A one-worker TLS server with small limits; a client configuration that trusts it.
 pub struct TlsTarget {
     pub server: ServerHandle,
     client: Arc<rustls::ClientConfig>,
+    roots: rustls::RootCertStore,
 }
 
 impl TlsTarget {
@@ -37,11 +39,12 @@ impl TlsTarget {
         let client = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("versions")
-            .with_root_certificates(roots)
+            .with_root_certificates(roots.clone())
             .with_no_client_auth();
         TlsTarget {
             server,
             client: Arc::new(client),
+            roots,
         }
     }
 
@@ -135,5 +138,51 @@ impl TlsTarget {
         let replies = check_replies(&plain)?;
         self.panicked(panics)?;
         Ok(replies)
+    }
+
+    /// A TLS 1.3 handshake, then each of `pieces` made into a record sealed by the harness
+    /// (`tls_raw.rs`), its first byte picking which (see [`sealed_record`]): application data,
+    /// key updates, alerts, handshake records, empty and padded records, arbitrary inner
+    /// plaintexts. Then `close_notify` and the end of stream: the server must end in time
+    /// without a panic, and every record it sent must open (its key updates followed).
+    pub fn drive_sealed(&self, pieces: &[&[u8]]) -> Result<(), String> {
+        let panics = self.server.stats().panics;
+        let mut raw = Raw::connect(self.server.local_addr(), self.roots.clone(), Version::Tls13)?;
+        for piece in pieces {
+            let record = sealed_record(&mut raw, piece);
+            // The server may have closed already (a fatal alert): what it sent is read below.
+            if raw.send(&[record]).is_err() {
+                break;
+            }
+        }
+        let goodbye = raw.record(ALERT, &[1, 0]);
+        let _ = raw.send(&[goodbye]);
+        let _ = raw.tcp.shutdown(std::net::Shutdown::Write);
+        raw.rest()?;
+        self.panicked(panics)
+    }
+}
+
+/// The record a piece of a fuzz input stands for: its first byte picks the kind, the rest is
+/// its content.
+pub fn sealed_record(raw: &mut Raw, piece: &[u8]) -> Vec<u8> {
+    let (pick, rest) = piece.split_first().unwrap_or((&0, &[]));
+    match pick % 8 {
+        0 | 1 => raw.record(APPLICATION_DATA, rest),
+        2 => raw.key_update(rest.first().is_some_and(|b| b & 1 == 1)),
+        3 => raw.record(ALERT, rest),
+        // Handshake bytes as they come (a key update among them leaves our key as it was).
+        4 => raw.record(HANDSHAKE, rest),
+        5 => raw.record(APPLICATION_DATA, b""),
+        // Content, its type, and up to 16 320 bytes of padding.
+        6 => {
+            let padding = rest.first().map_or(0, |&b| usize::from(b) * 64);
+            let mut inner = rest.to_vec();
+            inner.push(APPLICATION_DATA);
+            inner.resize(inner.len() + padding, 0);
+            raw.tx.seal_inner(&inner)
+        }
+        // An inner plaintext as it comes: any type, any padding, zeros alone.
+        _ => raw.tx.seal_inner(rest),
     }
 }
