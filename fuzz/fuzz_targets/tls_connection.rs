@@ -34,7 +34,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((first, cuts, input)) = drive::split_input(data) else {
         return;
     };
-    let (raw, after_handshake, sealed) = (first & 0x80 != 0, first & 0x40 != 0, first & 0x20 != 0);
+    let (raw, after_handshake) = (first & 0x80 != 0, first & 0x40 != 0);
+    let sealed = first & 0x20 != 0;
     let pieces = drive::pieces(input, &cuts);
     let result = match (raw, after_handshake, sealed) {
         (true, _, _) => target().drive_raw(&pieces),
