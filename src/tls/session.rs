@@ -30,10 +30,11 @@ const PLAINTEXT_PER_WRITE: usize = 60 * 1024;
 /// answers to what the peer sent could add to that, and each is owed once at most; this
 /// bound is what holds should one ever not be.
 const OWED_BEFORE_READING: usize = OUTGOING;
-/// What one turn of a connection may spend opening records: their bytes, and
-/// [`RECORD_COST`](super::traffic::RECORD_COST) each. Then the connection yields to the others
-/// on its worker (the socket marked ready, so that it is resumed on the next turn), as plain
-/// HTTP does after its reads.
+/// What one turn of a connection may spend opening records: their bytes,
+/// [`RECORD_COST`](super::traffic::RECORD_COST) each and
+/// [`KEY_UPDATE_COST`](super::traffic::KEY_UPDATE_COST) per key update. Then the connection
+/// yields to the others on its worker (the socket marked ready, so that it is resumed on the
+/// next turn), as plain HTTP does after its reads.
 const READ_BUDGET: usize = 1024 * 1024;
 
 /// The worker's buffers, lent to one connection at a time (as the scratch buffer is).

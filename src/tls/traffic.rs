@@ -31,9 +31,12 @@ const USER_CANCELED: u8 = 90;
 /// Our answer to a key update request: a KeyUpdate not asking for one back.
 const KEY_UPDATE_NOT_REQUESTED: [u8; 5] = [24, 0, 0, 1, 0];
 
-/// What one record costs a turn's read budget beyond its bytes (opening one, even empty, or a
-/// key update's key schedule, is worth about this many bytes of decryption).
+/// What one record costs a turn's read budget beyond its bytes (opening one, even empty, is
+/// worth about this many bytes of decryption).
 pub(crate) const RECORD_COST: usize = 1024;
+/// What a key update costs beyond its record: a key schedule step and a key expansion, worth
+/// about this many bytes of decryption.
+pub(crate) const KEY_UPDATE_COST: usize = 8 * 1024;
 
 pub(crate) struct Traffic {
     kernel: KernelConnection<ServerConnectionData>,
@@ -60,7 +63,8 @@ pub(crate) struct Opened {
     pub(crate) sealed: usize,
     /// The peer said `close_notify`.
     pub(crate) peer_closed: bool,
-    /// What the records opened cost: their bytes and [`RECORD_COST`] each.
+    /// What the records opened cost: their bytes, [`RECORD_COST`] each, and
+    /// [`KEY_UPDATE_COST`] for each key update.
     pub(crate) cost: usize,
 }
 
@@ -208,6 +212,7 @@ impl Traffic {
                         };
                         // Several requests while we are silent get one answer.
                         self.update_owed |= requested;
+                        done.cost += KEY_UPDATE_COST;
                     }
                     Ok(Some(Message::ClientHello)) => {
                         // Renegotiation is refused, the connection goes on (RFC 5746 §4.4);
