@@ -378,3 +378,34 @@ fn tls12_says_close_notify_and_closes_before_its_key_seals_more_than_the_limit()
     assert_eq!(sealed, 6, "{sealed} records under one key");
     assert_eq!(replies, 6 - first);
 }
+
+/// Regression: a read that used up its turn's budget returned the plaintext it had with whole
+/// records still kept, and the strand, told the socket was drained, waited for bytes that had
+/// already come — the connection hung.
+#[test]
+fn a_turn_that_spends_its_read_budget_leaves_the_rest_for_the_next_and_loses_nothing() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["localhost"]);
+    let tls = ServerTls::from_pem(leaf.cert.as_bytes(), leaf.key.as_bytes()).unwrap();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .tls(tls)
+        .spawn(|req| text_response(200, format!("{} bytes", req.body().len())))
+        .unwrap();
+    // A body of 40 bytes, each after 31 key updates: some 36 KB on the wire, but over 11 MiB
+    // of turns' budgets, so that reads that empty the socket end turns with records kept.
+    let body = 40;
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {body}\r\nConnection: close\r\n\r\n"
+    );
+    let mut raw = connect(&ca, &server);
+    let mut records = vec![raw.record(APPLICATION_DATA, head.as_bytes())];
+    for _ in 0..body {
+        records.extend((0..31).map(|_| raw.key_update(false)));
+        records.push(raw.record(APPLICATION_DATA, b"b"));
+    }
+    raw.send(&records).unwrap();
+    let (reply, _) = reply_and_key_updates(&raw.rest().unwrap());
+    assert!(reply.ends_with(&format!("{body} bytes")), "{reply}");
+}

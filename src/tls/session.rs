@@ -557,6 +557,10 @@ impl Layer for Session {
                     self.take_over_records();
                 }
                 if plain > 0 {
+                    if self.keeps_a_record() {
+                        // Records left for the next turn: the strand must read again.
+                        socket.set_read_ready();
+                    }
                     return Received::Data(plain);
                 }
                 if self.phase == Phase::PeerClosed {
