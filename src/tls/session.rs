@@ -110,8 +110,9 @@ pub(crate) struct Session {
     shut_when_sent: bool,
     /// What this turn has spent opening records (see [`READ_BUDGET`]).
     spent: u32,
-    /// The client's records before rustls first answers, walked as they arrive.
-    first_flight: Option<FirstFlight>,
+    /// The records of the client's ClientHello, walked as they arrive until it is whole (or
+    /// rustls answers); boxed, as an open connection has none.
+    first_flight: Option<Box<FirstFlight>>,
     phase: Phase,
     shared: Arc<TlsShared>,
 }
@@ -128,7 +129,7 @@ impl Session {
             unsent: Vec::new(),
             shut_when_sent: false,
             spent: 0,
-            first_flight: Some(FirstFlight::default()),
+            first_flight: Some(Box::default()),
             phase: Phase::Handshaking(None),
             shared: Arc::clone(shared),
         })
@@ -527,11 +528,17 @@ impl Layer for Session {
                 if kept == 0 && self.handshaking() && looks_like_http(incoming[0]) {
                     return Received::Error(self.refuse_plain_http(socket));
                 }
-                if let Some(walk) = &mut self.first_flight
-                    && let Err(refused) = walk.walk(&incoming[kept..end])
-                {
-                    let _ = socket.send(&refused.alert());
-                    return Received::Error(self.failed("a ClientHello record TLS does not allow"));
+                if let Some(walk) = &mut self.first_flight {
+                    match walk.walk(&incoming[kept..end]) {
+                        Ok(false) => {}
+                        Ok(true) => self.first_flight = None,
+                        Err(refused) => {
+                            let _ = socket.send(&refused.alert());
+                            return Received::Error(
+                                self.failed("a ClientHello record TLS does not allow"),
+                            );
+                        }
+                    }
                 }
                 let opened = match &mut self.engine {
                     Engine::Own(_) => self

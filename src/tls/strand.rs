@@ -211,8 +211,8 @@ mod tests {
             size_of::<crate::http::server::conn::Conn>() + 8
         );
         // The session: who protects the records, what a read or write left (empty while
-        // idle), the turn's read budget, the first flight's walk, the phase, the shared
-        // settings.
+        // idle), the turn's read budget, the ClientHello's walk (boxed, while it lasts), the
+        // phase, the shared settings.
         assert_eq!(size_of::<super::Session>(), 112);
         // Once the handshake is done: rustls' kernel connection (560 B, its QUIC fields
         // included), our two directions' keys, the record limit per key, and 16 bytes for the
