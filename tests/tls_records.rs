@@ -107,7 +107,8 @@ fn key_updates_are_allowed_again_after_application_data_and_never_pile_up() {
     records.push(raw.record(APPLICATION_DATA, tail));
     raw.send(&records).unwrap();
     let (reply, updates) = reply_and_key_updates(&raw.rest().unwrap());
-    assert_eq!(updates, 1);
+    // One answer: none more until data went under the new key.
+    assert_eq!(updates, 1, "{updates} answers to 248 requests");
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
     assert!(server.stats().held_bytes < 64 * 1024);
 }
@@ -408,4 +409,50 @@ fn a_turn_that_spends_its_read_budget_leaves_the_rest_for_the_next_and_loses_not
     raw.send(&records).unwrap();
     let (reply, _) = reply_and_key_updates(&raw.rest().unwrap());
     assert!(reply.ends_with(&format!("{body} bytes")), "{reply}");
+}
+
+/// A client may wait for our answer before it sends more (tlsfuzzer's do): a request is
+/// answered once the read that held it is opened, not with the next reply; a second request
+/// before we have sent data under the new key is answered by the same KeyUpdate.
+#[test]
+fn a_key_update_request_is_answered_at_once_and_again_only_after_data() {
+    let ca = TestCa::new();
+    let server = start(&ca);
+    let mut raw = connect(&ca, &server);
+    let first = vec![raw.record(APPLICATION_DATA, b"GET"), raw.key_update(true)];
+    raw.send(&first).unwrap();
+    let answer = loop {
+        match raw.next().unwrap() {
+            Some((HANDSHAKE, m)) if m[0] == KEY_UPDATE => break m,
+            Some(_) => continue, // tickets
+            None => panic!("closed without answering"),
+        }
+    };
+    assert_eq!(answer, [KEY_UPDATE, 0, 0, 1, 0]);
+    // Asked again before any data: the answer stands.
+    let again = vec![
+        raw.key_update(true),
+        raw.record(APPLICATION_DATA, &GET[3..]),
+    ];
+    raw.send(&again).unwrap();
+    let (reply, updates) = reply_and_key_updates(&raw.rest().unwrap());
+    assert_eq!(updates, 0);
+    assert!(reply.ends_with("/hi"), "{reply}");
+
+    // After data under the new key, a request gets a new answer.
+    let mut raw = connect(&ca, &server);
+    let get = b"GET /n HTTP/1.1\r\nHost: x\r\n\r\n";
+    for round in 0..3 {
+        let records = vec![raw.key_update(true), raw.record(APPLICATION_DATA, get)];
+        raw.send(&records).unwrap();
+        let mut updates = 0;
+        loop {
+            match raw.next().unwrap().expect("a record") {
+                (HANDSHAKE, m) if m[0] == KEY_UPDATE => updates += 1,
+                (APPLICATION_DATA, reply) if reply.ends_with(b"/n") => break,
+                _ => {}
+            }
+        }
+        assert_eq!(updates, 1, "round {round}");
+    }
 }

@@ -1,9 +1,11 @@
 //! A connection after its handshake, with records of our own (`records.rs`): rustls keeps
 //! only what a TLS 1.3 key update needs (its kernel connection); the traffic keys are ours.
 //! What arrives is opened in place; what rustls bounds on records is bounded here too
-//! (`peer_limits.rs`), and what the peer is owed costs at most one record per request: a key
-//! update it asked for is sent once, before our next record of data (RFC 8446 §4.6.3), however
-//! many requests came meanwhile, and a renegotiation is refused once, then fatal.
+//! (`peer_limits.rs`), and what the peer is owed stays small: key updates asking for ours get
+//! one KeyUpdate once the read's records are opened (a client may wait for it before it sends
+//! more, as tlsfuzzer's do), and none more until we have sent data under the new key (RFC 8446
+//! §4.6.3: several received while silent get one answer); a renegotiation is refused once,
+//! then fatal.
 
 use rustls::ProtocolVersion;
 use rustls::kernel::KernelConnection;
@@ -45,10 +47,24 @@ pub(crate) struct Traffic {
     rx: Keys,
     /// Records one of our keys seals at most: then TLS 1.3 updates it, TLS 1.2 closes.
     records_per_key: u64,
-    /// The peer asked for our key update: it goes before our next record of data.
-    update_owed: bool,
+    /// Where our answer to the peer's requests for a key update stands.
+    answer: Answer,
     joiner: Joiner,
     limits: PeerLimits,
+}
+
+/// Where our answer to the peer's requests for a key update stands (RFC 8446 §4.6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    /// Our key has sealed application data since our last KeyUpdate (or since the handshake):
+    /// a request is owed an answer.
+    Idle,
+    /// A request came: our KeyUpdate goes once the read's records are opened (or before our
+    /// next record of data, whichever comes first).
+    Owed,
+    /// Our KeyUpdate went and our new key has sealed no data yet: a request now is answered
+    /// already (several received while we are silent get one answer).
+    Given,
 }
 
 /// What opening a run of records gave.
@@ -59,7 +75,8 @@ pub(crate) struct Opened {
     /// Ciphertext bytes used (whole records); the rest is the start of a record, or records
     /// left for the next turn once `cost` reached the budget.
     pub(crate) used: usize,
-    /// Bytes sealed into `out` for the peer (a refused renegotiation), to send now.
+    /// Bytes sealed into `out` for the peer (a refused renegotiation, our key update), to send
+    /// now.
     pub(crate) sealed: usize,
     /// The peer said `close_notify`.
     pub(crate) peer_closed: bool,
@@ -98,7 +115,7 @@ impl Traffic {
             records_per_key: tx.record_limit(records_per_key),
             tx,
             rx: Keys::new(secrets.rx.0, &secrets.rx.1)?,
-            update_owed: false,
+            answer: Answer::Idle,
             joiner: Joiner::default(),
             limits: PeerLimits::default(),
             kernel,
@@ -210,8 +227,9 @@ impl Traffic {
                                 ));
                             }
                         };
-                        // Several requests while we are silent get one answer.
-                        self.update_owed |= requested;
+                        if requested && self.answer == Answer::Idle {
+                            self.answer = Answer::Owed;
+                        }
                         done.cost += KEY_UPDATE_COST;
                     }
                     Ok(Some(Message::ClientHello)) => {
@@ -236,6 +254,13 @@ impl Traffic {
                 }
             }
         }
+        // The key update the records asked for, one however many asked.
+        done.sealed += self
+            .update_key(&mut out[done.sealed..])
+            .map_err(|_| Broken {
+                alert: done.sealed,
+                why: "no room to answer a key update",
+            })?;
         Ok(done)
     }
 
@@ -314,6 +339,7 @@ impl Traffic {
                 chunk,
                 &mut out[sealed..],
             )?;
+            self.answer = Answer::Idle;
         }
         Ok(sealed)
     }
@@ -322,7 +348,7 @@ impl Traffic {
     /// the old key, then the new one is ours. Answers the bytes written.
     fn update_key(&mut self, out: &mut [u8]) -> Result<usize, RecordError> {
         let due = self.tx.records().saturating_add(1) >= self.records_per_key;
-        if self.version != Version::Tls13 || !(self.update_owed || due) {
+        if self.version != Version::Tls13 || !(self.answer == Answer::Owed || due) {
             return Ok(0);
         }
         let n = self.seal_one(HANDSHAKE, &KEY_UPDATE_NOT_REQUESTED, out)?;
@@ -331,7 +357,7 @@ impl Traffic {
             .update_tx_secret()
             .map_err(|_| RecordError::Exhausted)?;
         self.tx = Keys::new(seq, &secrets).ok_or(RecordError::Exhausted)?;
-        self.update_owed = false;
+        self.answer = Answer::Given;
         Ok(n)
     }
 
