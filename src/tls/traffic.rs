@@ -23,6 +23,7 @@ const BAD_RECORD_MAC: [u8; 2] = [2, 20];
 const RECORD_OVERFLOW: [u8; 2] = [2, 22];
 const ILLEGAL_PARAMETER: [u8; 2] = [2, 47];
 const DECODE_ERROR: [u8; 2] = [2, 50];
+const INTERNAL_ERROR: [u8; 2] = [2, 80];
 
 /// Alert levels and the descriptions read here.
 const WARNING: u8 = 1;
@@ -134,7 +135,7 @@ impl Traffic {
     ) -> Result<Opened, Broken> {
         let mut done = Opened::default();
         let Some(mut key) = self.rx.expand() else {
-            return Err(self.broken(out, 0, DECODE_ERROR, "a key that cannot be made"));
+            return Err(self.broken(out, 0, INTERNAL_ERROR, "a key that cannot be made"));
         };
         while !done.peer_closed && done.cost < budget {
             let record =
@@ -202,31 +203,23 @@ impl Traffic {
                 HANDSHAKE => match self.handshake(&incoming[content]) {
                     Ok(None) => {}
                     Ok(Some(Message::KeyUpdate { requested })) => {
-                        let Some(rx) = self
+                        // The peer's next key, and its expanded form for the records after.
+                        let next = self
                             .kernel
                             .update_rx_secret()
                             .ok()
                             .and_then(|(seq, s)| Keys::new(seq, &s))
-                        else {
+                            .and_then(|rx| Some((rx.expand()?, rx)));
+                        let Some((expanded, rx)) = next else {
                             return Err(self.broken(
                                 out,
                                 done.sealed,
-                                DECODE_ERROR,
+                                INTERNAL_ERROR,
                                 "a key update that failed",
                             ));
                         };
                         self.rx = rx;
-                        key = match self.rx.expand() {
-                            Some(key) => key,
-                            None => {
-                                return Err(self.broken(
-                                    out,
-                                    done.sealed,
-                                    DECODE_ERROR,
-                                    "a key that cannot be made",
-                                ));
-                            }
-                        };
+                        key = expanded;
                         if requested && self.answer == Answer::Idle {
                             self.answer = Answer::Owed;
                         }
