@@ -47,9 +47,15 @@ fn start_with(ca: &TestCa, tweak: impl FnOnce(Server) -> Server) -> ServerHandle
     let leaf = ca.leaf(&["localhost"]);
     let tls = ServerTls::from_pem(leaf.cert.as_bytes(), leaf.key.as_bytes()).unwrap();
     let server = Server::bind("127.0.0.1:0").unwrap().workers(1).tls(tls);
-    tweak(server)
-        .spawn(|req| text_response(200, req.path().to_owned()))
-        .unwrap()
+    tweak(server).spawn(answer).unwrap()
+}
+
+/// A request's path, or with a body, how many bytes it had.
+fn answer(req: web::http::Request) -> web::http::Response {
+    match req.body().len() {
+        0 => text_response(200, req.path().to_owned()),
+        n => text_response(200, format!("{n} bytes")),
+    }
 }
 
 const GET: &[u8] = b"GET /hi HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -386,14 +392,7 @@ fn tls12_says_close_notify_and_closes_before_its_key_seals_more_than_the_limit()
 #[test]
 fn a_turn_that_spends_its_read_budget_leaves_the_rest_for_the_next_and_loses_nothing() {
     let ca = TestCa::new();
-    let leaf = ca.leaf(&["localhost"]);
-    let tls = ServerTls::from_pem(leaf.cert.as_bytes(), leaf.key.as_bytes()).unwrap();
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .tls(tls)
-        .spawn(|req| text_response(200, format!("{} bytes", req.body().len())))
-        .unwrap();
+    let server = start(&ca);
     // A body of 40 bytes, each after 31 key updates: some 36 KB on the wire, but over 11 MiB
     // of turns' budgets, so that reads that empty the socket end turns with records kept.
     let body = 40;
