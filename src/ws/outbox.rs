@@ -95,8 +95,11 @@ impl Pieces {
         self.first.iter().chain(self.rest.iter())
     }
 
-    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Piece> {
-        self.first.iter_mut().chain(self.rest.iter_mut())
+    /// The pieces from the `from`th on (the first is the 0th), found in constant time.
+    fn iter_mut_from(&mut self, from: usize) -> impl Iterator<Item = &mut Piece> {
+        let rest_from = from.saturating_sub(1).min(self.rest.len());
+        let first = self.first.iter_mut().take(usize::from(from == 0));
+        first.chain(self.rest.range_mut(rest_from..))
     }
 
     /// Heap bytes of the queue itself.
@@ -119,7 +122,14 @@ pub(crate) struct Outbox {
     charged: usize,
     /// Whether the budget counts this connection as owed output.
     counted_owing: bool,
+    /// How many pieces from the front [`Outbox::reconcile`] has seen: the ones behind them are
+    /// new, so a reconcile visits each piece once however long the queue (a member far behind
+    /// costs the same per message as one that is not).
+    seen: usize,
     budget: Arc<OutputBudget>,
+    /// Pieces [`Outbox::reconcile`] has visited, all told (what the tests bound).
+    #[cfg(test)]
+    visited: usize,
 }
 
 impl Outbox {
@@ -131,7 +141,10 @@ impl Outbox {
             own_capacity: 0,
             charged: 0,
             counted_owing: false,
+            seen: 0,
             budget,
+            #[cfg(test)]
+            visited: 0,
         }
     }
 
@@ -199,6 +212,7 @@ impl Outbox {
         }
         if self.pending == was && self.pieces.back().is_some_and(|p| p.bytes().is_empty()) {
             self.pieces.pop_back();
+            self.seen = self.seen.min(self.pieces.len());
         }
     }
 
@@ -238,6 +252,7 @@ impl Outbox {
     }
 
     fn drop_front(&mut self) {
+        self.seen = self.seen.saturating_sub(1);
         match self.pieces.pop_front() {
             Some(Piece::Own(buf) | Piece::Taken(buf)) => self.own_capacity -= buf.capacity(),
             Some(Piece::Shared(frame, true)) => budget::release(&self.budget, &frame),
@@ -251,12 +266,17 @@ impl Outbox {
     /// what stays is charged then: its own part, and each shared frame not yet held).
     pub(crate) fn reconcile(&mut self) {
         if self.pending > 0 {
-            for piece in self.pieces.iter_mut() {
+            for piece in self.pieces.iter_mut_from(self.seen) {
+                #[cfg(test)]
+                {
+                    self.visited += 1;
+                }
                 if let Piece::Shared(frame, held @ false) = piece {
                     budget::hold(&self.budget, frame);
                     *held = true;
                 }
             }
+            self.seen = self.pieces.len();
         }
         let cost = self.held_bytes();
         if cost > self.charged {
@@ -414,6 +434,39 @@ mod tests {
         }
         drop(out);
         assert_eq!(budget.used(), 0);
+    }
+
+    /// A member far behind is handed one message at a time, each followed by a reconcile (what
+    /// the strand does for a peer that is behind): the work is one visit per piece, not one per
+    /// piece queued for every message (the quadratic cost of a lagging member).
+    #[test]
+    fn a_member_far_behind_costs_one_visit_per_queued_piece() {
+        let (mut out, budget) = outbox();
+        let frames: Vec<Arc<[u8]>> = (0..4).map(|i| shared(&[i; SHARE_MIN + 44])).collect();
+        let n = 20_000;
+        for i in 0..n {
+            out.push_shared(&frames[i % frames.len()]);
+            if i % 7 == 0 {
+                out.write(|b| b.extend_from_slice(b"own bytes"));
+            }
+            if i % 1000 == 999 {
+                // The peer takes a little now and then, some of it in the middle of a piece.
+                out.advance(SHARE_MIN * 150 + 17);
+            }
+            out.reconcile();
+        }
+        assert!(
+            out.visited <= 2 * n,
+            "{} visits for {n} messages",
+            out.visited
+        );
+        assert!(budget.used() >= 4 * (SHARE_MIN + 44), "every frame held");
+        let owed = out.pending();
+        out.advance(owed);
+        out.reconcile();
+        drop(out);
+        assert_eq!(budget.used(), 0);
+        assert!(frames.iter().all(|f| Arc::strong_count(f) == 1));
     }
 
     #[test]
