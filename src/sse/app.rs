@@ -183,8 +183,9 @@ impl Sse<'_> {
         }
         let rooms = self.seat.rooms;
         rooms.join_recent(room, after, |recent| {
-            for (id, text) in recent {
-                self.send(&Event::new(text.to_string()).id(id.to_string()));
+            for line in recent {
+                // The event the history made once, by reference.
+                self.out.push_shared(&line.event);
             }
             self.seat.try_join(room)
         })

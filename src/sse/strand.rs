@@ -19,7 +19,7 @@ use super::app::{Sse, SseHandler};
 use super::event::HEARTBEAT;
 use crate::http::{Request, Response};
 use crate::ws::{Joined, Joining, LiveApp, LiveConn, Outbox, Seat, join_back, write_out};
-use crate::ws::{Timeouts, WS_MAX_BACKLOG, WsCommand, WsSettings};
+use crate::ws::{Timeouts, WsCommand, WsSettings};
 
 /// A route's application: its handler and, from the first stream on, what every stream of the
 /// route shares.
@@ -182,6 +182,12 @@ impl<H: SseHandler> SseStrand<H> {
         if let Some(busy) = self.busy.as_deref_mut() {
             let written = write_out(&mut busy.out, io, &mut progressed);
             busy.out.reconcile();
+            // Checked as output is queued (a history replay at the start, say), not only when
+            // more arrives.
+            if written.is_ok() && busy.out.falls_behind() {
+                self.tell(io.id());
+                return Next::Close;
+            }
             match written {
                 Err(_) => {
                     self.tell(io.id());
@@ -249,12 +255,9 @@ impl<H: SseHandler> SseStrand<H> {
     }
 
     /// Whether the client is so far behind that the stream is to be dropped (as a WebSocket
-    /// peer would be).
+    /// peer would be; see [`Outbox::falls_behind`]).
     fn falls_behind(&self) -> bool {
-        self.busy.as_ref().is_some_and(|b| {
-            let pending = b.out.pending();
-            pending > WS_MAX_BACKLOG || b.out.budget().sheds(pending)
-        })
+        self.busy.as_ref().is_some_and(|b| b.out.falls_behind())
     }
 }
 
@@ -325,7 +328,6 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
             self.b().out.reconcile();
         }
         if self.falls_behind() {
-            self.b().out.budget().dropped_one();
             self.tell(io.id());
             return Next::Close;
         }

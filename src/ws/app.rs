@@ -320,8 +320,9 @@ impl Ws<'_> {
         }
         let rooms = self.seat.rooms;
         rooms.join_recent(room, 0, |recent| {
-            for (_, text) in recent {
-                self.send_text(text);
+            for line in recent {
+                // The frame the history made once, by reference.
+                super::deflate::queue_shared(self.out, &line.frame, self.deflate, self.history);
             }
             self.seat.try_join(room)
         })

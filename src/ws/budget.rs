@@ -83,6 +83,57 @@ impl OutputBudget {
     }
 }
 
+/// What one connection's own buffers are charged to a budget now, and whether it is counted
+/// among those owing output: the one place a connection's part of the budget is kept, whatever
+/// the connection (WebSocket, event stream, HTTP reply). Holds the budget only while it is
+/// charged, and gives everything back when dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Charge {
+    held: Option<Arc<OutputBudget>>,
+    charged: usize,
+    owing: bool,
+}
+
+impl Charge {
+    /// Brings `budget` up to date: the connection holds `cost` bytes for output now, and owes
+    /// its peer something (`owing`) or not.
+    pub(crate) fn set(&mut self, budget: &Arc<OutputBudget>, cost: usize, owing: bool) {
+        if cost == self.charged && owing == self.owing {
+            return;
+        }
+        if cost > self.charged {
+            budget.charge(cost - self.charged);
+        } else {
+            budget.credit(self.charged - cost);
+        }
+        if owing != self.owing {
+            budget.owing(owing);
+        }
+        self.charged = cost;
+        self.owing = owing;
+        if cost == 0 && !owing {
+            self.held = None;
+        } else if self.held.is_none() {
+            self.held = Some(Arc::clone(budget));
+        }
+    }
+}
+
+impl Charge {
+    /// Whether anything is charged or counted now.
+    pub(crate) fn is_held(&self) -> bool {
+        self.held.is_some()
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Some(budget) = self.held.take() {
+            self.set(&budget, 0, false);
+        }
+    }
+}
+
 thread_local! {
     /// The shared frames this worker's outboxes hold: address → (length, holders).
     static HELD: RefCell<HashMap<usize, (usize, u32)>> = RefCell::new(HashMap::new());
@@ -149,6 +200,26 @@ mod tests {
         assert_eq!(budget.used(), 300);
         release(&budget, &frame);
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_charge_follows_what_is_held_and_gives_it_back_when_dropped() {
+        let budget = OutputBudget::new(1000);
+        let mut charge = Charge::default();
+        charge.set(&budget, 600, true);
+        assert_eq!((budget.used(), budget.owing.load(Relaxed)), (600, 1));
+        charge.set(&budget, 200, true);
+        assert_eq!((budget.used(), budget.owing.load(Relaxed)), (200, 1));
+        charge.set(&budget, 0, false);
+        assert_eq!((budget.used(), budget.owing.load(Relaxed)), (0, 0));
+        assert!(
+            charge.held.is_none(),
+            "nothing charged: the budget is not held"
+        );
+        charge.set(&budget, 300, true);
+        drop(charge);
+        assert_eq!((budget.used(), budget.owing.load(Relaxed)), (0, 0));
+        assert_eq!(Arc::strong_count(&budget), 1);
     }
 
     #[test]

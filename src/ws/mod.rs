@@ -28,7 +28,7 @@ pub use blocking::{
     ws_frame_op, ws_read, ws_take, ws_write, ws_write_bin,
 };
 pub use budget::MAX_QUEUED_OUTPUT;
-pub(crate) use budget::OutputBudget;
+pub(crate) use budget::{Charge, OutputBudget};
 pub use client::{CONNECT_TIMEOUT, WsClient, WsConnect, WsReader, WsWriter, connect};
 pub use close::{
     GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG, WsError,

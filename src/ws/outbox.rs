@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::Arc;
 
-use super::budget::{self, OutputBudget};
+use super::budget::{self, Charge, OutputBudget};
 
 /// Shared frames shorter than this are copied into the connection's own bytes.
 const SHARE_MIN: usize = 256;
@@ -119,9 +119,7 @@ pub(crate) struct Outbox {
     own_capacity: usize,
     /// What this outbox's own part is charged to the budget now (shared frames are charged
     /// per worker, see [`budget::hold`]).
-    charged: usize,
-    /// Whether the budget counts this connection as owed output.
-    counted_owing: bool,
+    charge: Charge,
     /// How many pieces from the front [`Outbox::reconcile`] has seen: the ones behind them are
     /// new, so a reconcile visits each piece once however long the queue (a member far behind
     /// costs the same per message as one that is not).
@@ -139,8 +137,7 @@ impl Outbox {
             at: 0,
             pending: 0,
             own_capacity: 0,
-            charged: 0,
-            counted_owing: false,
+            charge: Charge::default(),
             seen: 0,
             budget,
             #[cfg(test)]
@@ -148,14 +145,20 @@ impl Outbox {
         }
     }
 
-    /// The budget this outbox is charged to.
-    pub(crate) fn budget(&self) -> &OutputBudget {
-        &self.budget
-    }
-
     /// Bytes not yet written.
     pub(crate) fn pending(&self) -> usize {
         self.pending
+    }
+
+    /// Whether the peer is so far behind that its connection is to be dropped: owed more than
+    /// [`WS_MAX_BACKLOG`](super::WS_MAX_BACKLOG), or more than its share while the server's
+    /// output budget is spent (counted then as a connection dropped for falling behind).
+    pub(crate) fn falls_behind(&self) -> bool {
+        let behind = self.pending > super::WS_MAX_BACKLOG || self.budget.sheds(self.pending);
+        if behind {
+            self.budget.dropped_one();
+        }
+        behind
     }
 
     /// Heap bytes held by this connection alone (a shared frame is the publisher's).
@@ -279,29 +282,16 @@ impl Outbox {
             self.seen = self.pieces.len();
         }
         let cost = self.held_bytes();
-        if cost > self.charged {
-            self.budget.charge(cost - self.charged);
-        } else if cost < self.charged {
-            self.budget.credit(self.charged - cost);
-        }
-        self.charged = cost;
-        let owing = self.pending > 0;
-        if owing != self.counted_owing {
-            self.budget.owing(owing);
-            self.counted_owing = owing;
-        }
+        self.charge.set(&self.budget, cost, self.pending > 0);
     }
 }
 
 impl Drop for Outbox {
     fn drop(&mut self) {
+        // The shared frames leave the worker's table; the charge gives the rest back.
         while !self.pieces.is_empty() {
             self.drop_front();
         }
-        self.pieces = Pieces::default();
-        self.pending = 0;
-        self.own_capacity = 0;
-        self.reconcile();
     }
 }
 

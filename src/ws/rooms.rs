@@ -417,10 +417,18 @@ impl Rooms {
 
 /// A message's frame, encoded once for every recipient.
 pub(crate) fn encode(msg: &Message) -> Arc<[u8]> {
-    let (opcode, payload) = match msg {
-        Message::Text(t) => (OP_TEXT, t.as_bytes()),
-        Message::Binary(b) => (OP_BINARY, b.as_slice()),
-    };
+    match msg {
+        Message::Text(t) => encode_frame(OP_TEXT, t.as_bytes()),
+        Message::Binary(b) => encode_frame(OP_BINARY, b),
+    }
+}
+
+/// A text message's frame, encoded once for every recipient.
+pub(crate) fn encode_text(text: &str) -> Arc<[u8]> {
+    encode_frame(OP_TEXT, text.as_bytes())
+}
+
+fn encode_frame(opcode: u8, payload: &[u8]) -> Arc<[u8]> {
     let mut frame = Vec::with_capacity(payload.len() + 10);
     write_frame(&mut frame, 0x80 | opcode, payload, None);
     frame.into()

@@ -372,13 +372,17 @@ impl<H: WsHandler> WsStrand<H> {
         self.busy.as_ref().map_or(0, |b| b.out.pending())
     }
 
-    /// Whether the peer is so far behind that the connection is to be dropped: owed more than
-    /// [`WS_MAX_BACKLOG`], or more than its share while the server's output budget is spent.
+    /// Whether the peer is so far behind that the connection is to be dropped (see
+    /// [`Outbox::falls_behind`]).
     fn falls_behind(&self) -> bool {
-        self.busy.as_ref().is_some_and(|b| {
-            let pending = b.out.pending();
-            pending > WS_MAX_BACKLOG || b.out.budget().sheds(pending)
-        })
+        self.busy.as_ref().is_some_and(|b| b.out.falls_behind())
+    }
+
+    /// Drops a peer that does not read rather than grow without bound: the application is told
+    /// 1008 (no close frame: the peer would not read it).
+    fn shed(&mut self, id: ConnId) -> Next {
+        self.tell(id, Some(POLICY));
+        Next::Close
     }
 
     /// The connection ended: it leaves its rooms, and the application gets its state back
@@ -534,7 +538,13 @@ impl<H: WsHandler> WsStrand<H> {
         // Whether the last read drained the socket (see `reactor::Read`).
         let mut drained = false;
         for _ in 0..16 {
-            match self.flush(io, &mut progressed) {
+            let flushed = self.flush(io, &mut progressed);
+            // Checked as output is queued (a history replay at the start, say), not only when
+            // more arrives.
+            if flushed.is_ok() && self.falls_behind() {
+                return self.shed(id);
+            }
+            match flushed {
                 Err(_) => {
                     self.tell(id, None);
                     return Next::Close;
@@ -673,10 +683,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
             self.b().out.reconcile();
         }
         if self.falls_behind() {
-            // A peer that does not read: drop it rather than grow without bound.
-            self.b().out.budget().dropped_one();
-            self.tell(io.id(), Some(POLICY));
-            return Next::Close;
+            return self.shed(io.id());
         }
         // Written at the end of the worker's turn, with everything else the turn queues for
         // this connection: several publishes in one turn cost one write, not one each.

@@ -21,7 +21,7 @@ use crate::http::Response;
 use crate::http::later::{Delivery, HttpMsg};
 use crate::http::render::{has_body, render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
-use crate::ws::WsCommand;
+use crate::ws::{Charge, WsCommand};
 
 use super::deferred::{Exchange, Wait};
 use super::dispatch::{Answered, Shared, Stop, Turn, Upgrade, answer};
@@ -150,6 +150,9 @@ struct Busy {
     upgrade: Option<Box<Upgrade>>,
     /// The deferred reply's body being streamed (its request is still `wait`).
     stream: Option<Streaming>,
+    /// What the output holds, charged to the server's output budget while the peer has not
+    /// taken it all (see [`Busy::owes_too_much`]).
+    charge: Charge,
 }
 
 impl HttpStrand {
@@ -256,6 +259,7 @@ impl Busy {
             timer: if waiting { Timer::Reply } else { Timer::Idle },
             upgrade: None,
             stream: None,
+            charge: Charge::default(),
         }
     }
 
@@ -468,6 +472,26 @@ impl Busy {
         self.deadline_in_reactor = false;
     }
 
+    /// Charges what the output holds to the server's output budget — only once something stays
+    /// unwritten, so a reply written whole never touches it — and says whether the peer owes
+    /// more than its share while the budget is spent (counted as a connection dropped for
+    /// falling behind): every reply, deferred, long-poll or streamed, counts against the one
+    /// budget with WebSocket and event-stream output.
+    fn owes_too_much(&mut self, conn: &Conn<'_>) -> bool {
+        let pending = self.output.pending();
+        if pending == 0 && !self.charge.is_held() {
+            return false;
+        }
+        let budget = &conn.shared.ws_settings.budget;
+        self.charge
+            .set(budget, self.output.held_bytes(), pending > 0);
+        let sheds = pending > 0 && budget.sheds(pending);
+        if sheds {
+            budget.dropped_one();
+        }
+        sheds
+    }
+
     /// Shuts our side and starts lingering.
     fn linger(&mut self, conn: &Conn<'_>, io: &mut Io<'_, WsCommand>) -> Next {
         if self.state != State::Lingering {
@@ -499,6 +523,11 @@ impl Busy {
             let flushed = self.output.flush(io, &mut progressed);
             if let Some(stream) = &mut self.stream {
                 stream.written(self.output.pending());
+            }
+            if self.owes_too_much(conn) {
+                // A peer that does not take its replies while the budget is spent: dropped
+                // rather than let hold more than its share.
+                return Next::Close;
             }
             match flushed {
                 Err(_) => return Next::Close,

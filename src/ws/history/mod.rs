@@ -22,12 +22,10 @@ use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 #[cfg(feature = "redis")]
-use recent::after_last_common;
-pub(crate) use recent::{Entry, Recent};
+pub(crate) use recent::Entry;
+pub(crate) use recent::{Line, Recent};
 
-use super::Message;
 use super::rooms::Rooms;
-use crate::sse::Event;
 
 /// Default rooms whose history an instance keeps.
 pub const HISTORY_ROOMS: usize = 1_000;
@@ -180,7 +178,7 @@ impl Rooms {
         #[cfg(not(feature = "redis"))]
         let id = next_local(&mut kept);
         let text: Arc<str> = text(id).into();
-        self.deliver(&mut kept, room, id, &text);
+        self.deliver(&mut kept, room, Line::new(id, Arc::clone(&text)));
         #[cfg(feature = "redis")]
         if let Some(link) = self.fleet_link() {
             let s = kept.settings;
@@ -212,7 +210,7 @@ impl Rooms {
         if !self.followed(room) {
             self.fill_from_fleet(&mut kept, room);
         }
-        let newer: Vec<(u64, Arc<str>)> = kept.recent.after(room, after).cloned().collect();
+        let newer: Vec<(u64, Arc<str>)> = kept.recent.after(room, after).map(Line::entry).collect();
         if newer.is_empty() {
             or_wait();
         }
@@ -261,7 +259,7 @@ impl Rooms {
         &self,
         room: &str,
         after: u64,
-        send_and_join: impl FnOnce(&mut dyn Iterator<Item = &Entry>) -> bool,
+        send_and_join: impl FnOnce(&mut dyn Iterator<Item = &Line>) -> bool,
     ) -> bool {
         #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
         let mut kept = self.kept();
@@ -273,19 +271,15 @@ impl Rooms {
         send_and_join(&mut kept.recent.after(room, after))
     }
 
-    /// Keeps message `id` of `room` and sends it to the room's members and the watcher.
-    fn deliver(&self, kept: &mut Kept, room: &str, id: u64, text: &Arc<str>) {
-        kept.recent
-            .record(room, id, Arc::clone(text), |r| self.members(r) > 0);
-        let event = Event::new(text.to_string()).id(id.to_string());
-        self.fan_out(room, || {
-            (
-                super::rooms::encode(&Message::Text(text.to_string())),
-                Some(event.shared()),
-            )
-        });
+    /// Keeps message `id` of `room` and sends it to the room's members and the watcher — the
+    /// same encodings for both, made once.
+    fn deliver(&self, kept: &mut Kept, room: &str, line: Line) {
+        let (frame, event) = (Arc::clone(&line.frame), Arc::clone(&line.event));
+        let (id, text) = (line.id, Arc::clone(&line.text));
+        kept.recent.record(room, line, |r| self.members(r) > 0);
+        self.fan_out(room, || (frame, Some(event)));
         if let Some(watch) = &kept.watcher {
-            watch(room, id, text);
+            watch(room, id, &text);
         }
     }
 
@@ -303,12 +297,20 @@ fn next_local(kept: &mut Kept) -> u64 {
 
 #[cfg(feature = "redis")]
 impl Rooms {
-    /// Message `id` posted on another instance: delivered as a post here, unless this
-    /// instance's copy of the room already holds it.
+    /// Message `id` of `room` as the fleet ordered it (posted here or on another instance):
+    /// delivered if it comes after what this instance's copy holds, kept in its place (and
+    /// sent to no one: members have newer messages already) if it is older and missing, else
+    /// dropped — so a member gets each message once, in id order.
     pub(crate) fn receive_posted(&self, room: &str, id: u64, text: &str) {
         let mut kept = self.kept();
-        if !kept.recent.holds(room, id) {
-            self.deliver(&mut kept, room, id, &Arc::from(text));
+        self.take_from_fleet(&mut kept, room, Line::new(id, Arc::from(text)));
+    }
+
+    fn take_from_fleet(&self, kept: &mut Kept, room: &str, line: Line) {
+        if kept.recent.last(room).is_none_or(|last| line.id > last) {
+            self.deliver(kept, room, line);
+        } else {
+            kept.recent.record(room, line, |r| self.members(r) > 0);
         }
     }
 
@@ -321,18 +323,18 @@ impl Rooms {
         if per_room == 0 {
             return;
         }
-        let Some(fleets) = link.history(room, per_room) else {
+        let Some(mut fleets) = link.history(room, per_room) else {
             return;
         };
+        fleets.sort_unstable_by_key(|(id, _)| *id);
         let mut kept = self.kept();
-        let ours: Vec<Entry> = kept.recent.lines(room).cloned().collect();
-        for (id, text) in after_last_common(&fleets, &ours) {
-            self.deliver(&mut kept, room, *id, text);
+        for (id, text) in fleets {
+            self.take_from_fleet(&mut kept, room, Line::new(id, text));
         }
     }
 
-    /// Makes this instance's copy of `room` the fleet's history, followed by this instance's
-    /// own posts that Redis has not taken yet; keeps the copy when Redis does not answer.
+    /// Adds the fleet's history of `room` to this instance's copy (each message once, in id
+    /// order); keeps the copy as it is when Redis does not answer.
     fn fill_from_fleet(&self, kept: &mut Kept, room: &str) {
         let per_room = kept.settings.per_room;
         let Some(link) = self.fleet_link().filter(|_| per_room > 0) else {
@@ -341,17 +343,9 @@ impl Rooms {
         let Some(fleets) = link.history(room, per_room) else {
             return;
         };
-        if fleets.is_empty() {
-            return; // Redis lost it, or never had it: what this instance holds is all there is
+        for (id, text) in fleets {
+            kept.recent
+                .record(room, Line::new(id, text), |r| self.members(r) > 0);
         }
-        let ours: Vec<Entry> = kept.recent.lines(room).cloned().collect();
-        let shared = ours
-            .iter()
-            .any(|(id, _)| fleets.iter().any(|(f, _)| f == id));
-        let mut merged = fleets.clone();
-        if shared {
-            merged.extend(after_last_common(&ours, &fleets).into_iter().cloned());
-        }
-        kept.recent.replace(room, merged, |r| self.members(r) > 0);
     }
 }
