@@ -82,6 +82,31 @@ impl Redis {
         Some(line.trim_end().to_owned())
     }
 
+    /// The entries of list `key`, first to last.
+    fn list(&self, key: &str) -> Vec<String> {
+        let mut conn = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let cmd = format!(
+            "*4\r\n$6\r\nLRANGE\r\n${}\r\n{key}\r\n$1\r\n0\r\n$2\r\n-1\r\n",
+            key.len()
+        );
+        conn.write_all(cmd.as_bytes()).unwrap();
+        let mut reader = BufReader::new(conn);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let n: usize = line.trim_end().trim_start_matches('*').parse().unwrap();
+        (0..n)
+            .map(|_| {
+                line.clear();
+                reader.read_line(&mut line).unwrap(); // $len
+                let len: usize = line.trim_end().trim_start_matches('$').parse().unwrap();
+                let mut entry = vec![0; len + 2];
+                std::io::Read::read_exact(&mut reader, &mut entry).unwrap();
+                String::from_utf8_lossy(&entry[..len]).into_owned()
+            })
+            .collect()
+    }
+
     /// How many instances subscribe to `channel`.
     fn subscribers(&self, channel: &str) -> String {
         self.command(&["PUBSUB", "NUMSUB", channel])
@@ -120,13 +145,24 @@ impl WsHandler for Relay {
     fn message(&self, ws: &mut Ws<'_>, room: &mut String, msg: Message) {
         match msg {
             Message::Text(text) if self.posting => {
-                ws.rooms().post(room, |id| format!("{id} {text}"));
+                ws.rooms().post(room, move |id| format!("{id} {text}"));
             }
             msg => {
                 ws.publish(room, &msg);
             }
         }
     }
+}
+
+/// Posts in a fleet and waits for the id Redis gave the message.
+fn posted(rooms: &Rooms, room: &str, text: impl FnOnce(u64) -> String + Send + 'static) -> u64 {
+    let (tx, rx) = std::sync::mpsc::channel();
+    rooms.post_then(room, text, move |id| {
+        let _ = tx.send(id);
+    });
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("told within 5 s")
+        .expect("posted")
 }
 
 /// An instance whose rooms keep their last 5 messages, and its rooms.
@@ -442,7 +478,7 @@ fn a_followed_room_receives_the_other_instances_posts_without_members() {
     wait_until(Duration::from_secs(5), "B subscribed", || {
         redis.subscribers("follow:room:f") == ":1"
     });
-    let id = rooms_a.post("f", |id| format!("{id} posted on A"));
+    let id = posted(&rooms_a, "f", |id| format!("{id} posted on A"));
     wait_until(Duration::from_secs(5), "B's watcher saw it", || {
         !seen.lock().unwrap().is_empty()
     });
@@ -629,4 +665,108 @@ fn a_hostile_redis_is_dropped_and_bounded_and_never_holds_up_shutdown() {
         );
         stop.store(true, std::sync::atomic::Ordering::Release);
     }
+}
+
+/// What each instance delivered to room `o`, in its order (ids and texts), from `watch`.
+fn watched(rooms: &Rooms) -> std::sync::Arc<std::sync::Mutex<Vec<(u64, String)>>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    rooms.watch(move |_room, id, text| log.lock().unwrap().push((id, text.to_owned())));
+    seen
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn a_room_has_one_order_on_every_instance_and_resuming_anywhere_neither_repeats_nor_skips() {
+    const EACH: usize = 10;
+    let redis = Redis::start();
+    let [(a, rooms_a, _), (b, rooms_b, _)] = two_keeping(&redis, "order");
+    let (seen_a, seen_b) = (watched(&rooms_a), watched(&rooms_b));
+    let (_follow_a, _follow_b) = (rooms_a.follow("o"), rooms_b.follow("o"));
+    wait_until(Duration::from_secs(5), "both subscribed", || {
+        redis.subscribers("order:room:o") == ":2"
+    });
+    for round in 0..3 {
+        // Both instances post at once, from several threads each.
+        let posters: Vec<_> = [&rooms_a, &rooms_b]
+            .into_iter()
+            .enumerate()
+            .flat_map(|(at, rooms)| {
+                (0..2).map(move |t| {
+                    let rooms = rooms.clone();
+                    std::thread::spawn(move || {
+                        for i in 0..EACH / 2 {
+                            rooms.post("o", move |id| format!("{id} r{round} i{at} t{t} m{i}"));
+                        }
+                    })
+                })
+            })
+            .collect();
+        for p in posters {
+            p.join().unwrap();
+        }
+        let want = (round + 1) * 2 * EACH;
+        wait_until(
+            Duration::from_secs(5),
+            "every post delivered on both",
+            || seen_a.lock().unwrap().len() == want && seen_b.lock().unwrap().len() == want,
+        );
+    }
+    let (on_a, on_b) = (
+        seen_a.lock().unwrap().clone(),
+        seen_b.lock().unwrap().clone(),
+    );
+    assert_eq!(on_a, on_b, "one order on both instances");
+    assert!(
+        on_a.windows(2).all(|w| w[0].0 < w[1].0),
+        "ids increase in it: {on_a:?}"
+    );
+    for (id, text) in &on_a {
+        assert!(text.starts_with(&format!("{id} ")), "{text}");
+    }
+    // Redis's history is the same order (its last five).
+    let redis_ids: Vec<u64> = redis
+        .list("order:history:o")
+        .iter()
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    let last_five: Vec<u64> = on_a[on_a.len() - 5..].iter().map(|(id, _)| *id).collect();
+    assert_eq!(redis_ids, last_five);
+    // Resuming after any id on the other instance gives exactly what follows it there — held
+    // or evicted (the history keeps five).
+    for (at, (id, _)) in on_a.iter().enumerate() {
+        let want: Vec<u64> = on_a[at + 1..]
+            .iter()
+            .map(|(id, _)| *id)
+            .skip((on_a.len() - at - 1).saturating_sub(5))
+            .collect();
+        for rooms in [&rooms_a, &rooms_b] {
+            let got: Vec<u64> = rooms
+                .since("o", *id, || {})
+                .iter()
+                .map(|(id, _)| *id)
+                .collect();
+            assert_eq!(got, want, "after {id}");
+        }
+    }
+    a.shutdown().unwrap();
+    b.shutdown().unwrap();
+}
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn a_poster_learns_the_id_redis_gave_and_ids_survive_a_lost_counter() {
+    let redis = Redis::start();
+    let [(a, rooms_a, _), (b, _, _)] = two_keeping(&redis, "ids");
+    let first = posted(&rooms_a, "i", |id| format!("{id} one"));
+    let second = posted(&rooms_a, "i", |id| format!("{id} two"));
+    assert!(second > first, "{second} after {first}");
+    assert!(second < 1 << 53, "exact as a JavaScript number");
+    // Redis loses everything: the next id is still greater (the counter restarts from the
+    // clock).
+    redis.command(&["FLUSHALL"]).unwrap();
+    let third = posted(&rooms_a, "i", |id| format!("{id} three"));
+    assert!(third > second, "{third} after {second}");
+    a.shutdown().unwrap();
+    b.shutdown().unwrap();
 }

@@ -122,7 +122,7 @@ fn history_server(budget: usize) -> (web::http::ServerHandle, web::ws::Rooms) {
     let server = server.spawn(|_req| text_response(404, "")).unwrap();
     for i in 0..LINES {
         let fill = char::from(b'a' + i as u8).to_string().repeat(LINE);
-        rooms.post("r", |id| format!("{id} {fill}"));
+        rooms.post("r", move |id| format!("{id} {fill}"));
     }
     (server, rooms)
 }

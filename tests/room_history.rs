@@ -59,7 +59,9 @@ fn start(per_room: usize) -> (ServerHandle, Rooms) {
 }
 
 fn post(rooms: &Rooms, room: &str, n: usize) -> u64 {
-    rooms.post(room, |id| format!("{n}:{id}"))
+    rooms
+        .post(room, move |id| format!("{n}:{id}"))
+        .expect("a server alone knows the id at once")
 }
 
 /// The texts of the next `n` text frames.

@@ -96,19 +96,24 @@ struct Member {
 }
 
 impl Chat {
-    /// Posts a message to its room (its history, its members, its long-polls): its id.
-    fn post(&self, room: &str, name: &str, text: &str) -> u64 {
+    /// Posts a message to its room (its history, its members, its long-polls); `then` is
+    /// told its id once it has its place in the room's order (at once on a chat alone; when
+    /// Redis published it in a fleet), or `None` when it could not be posted.
+    fn post(
+        &self,
+        room: &str,
+        name: &str,
+        text: &str,
+        then: impl FnOnce(Option<u64>) + Send + 'static,
+    ) {
         let time = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        self.rooms.post(room, |id| {
-            format!(
-                r#"{{"id":{id},"room":{},"name":{},"text":{},"time":{time}}}"#,
-                json_string(room),
-                json_string(name),
-                json_string(text)
-            )
-        })
+        let (room_json, name, text) = (json_string(room), json_string(name), json_string(text));
+        let line = move |id| {
+            format!(r#"{{"id":{id},"room":{room_json},"name":{name},"text":{text},"time":{time}}}"#)
+        };
+        self.rooms.post_then(room, line, then);
     }
 
     /// `GET /poll`: the room's messages after `after` now, or a deferred reply that the next
@@ -202,7 +207,7 @@ impl WsHandler for Chat {
         match msg {
             Message::Text(text) if text.len() <= MAX_TEXT => {
                 if self.limiter.admit_write(&me.caller) {
-                    self.post(&me.room, &me.name, &text);
+                    self.post(&me.room, &me.name, &text, |_| {});
                 } else {
                     ws.send_text(TOO_MANY);
                 }
@@ -355,8 +360,16 @@ fn route(chat: &Chat, control: &Control, baseline: &Baseline, req: Request) -> R
             if text.is_empty() || text.len() > MAX_TEXT {
                 return json_error(400, "a text of 1 to 4096 bytes is needed");
             }
-            let id = chat.post(&room, &name, text);
-            json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#))
+            // The id is known once the message has its place (in a fleet, when Redis has
+            // published it): the reply waits for it, the worker does not.
+            let (reply, later) = defer();
+            chat.post(&room, &name, text, move |id| {
+                reply.send(match id {
+                    Some(id) => json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#)),
+                    None => json_error(503, "the message could not be posted; try again"),
+                });
+            });
+            later
         }
         ("GET", "/api/stats") => json_response(200, stats_json(chat, control, baseline)),
         ("GET", "/api/rooms") => match room_of(&req) {

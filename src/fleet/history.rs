@@ -1,20 +1,28 @@
-//! Rooms' recent messages in Redis, and the fleet's message ids.
+//! Rooms' recent messages in Redis, and the one order of each room's posts across the fleet.
 //!
-//! **History.** The publisher thread writes each posted message to its room's list
-//! (`{prefix}:history:R`, entries `ID TEXT`) in the same round trip as the `PUBLISH`, trims
-//! the list to the history's length and gives it the history's lifetime in Redis (renewed by
-//! every write): Redis holds, for every room written to within that lifetime, at most that
-//! many messages. One publisher thread per instance and one Redis mean every list is in the
-//! order Redis took the messages, the same for every reader.
+//! **One order per room.** A posted message gets its id from Redis, in two round trips of the
+//! publisher thread (its text may contain its id, so the text is made between them):
+//! 1. [`RESERVE`]: the room's counter (`{prefix}:seq:R`, a hash) gives the batch's posts to `R`
+//!    their ids — consecutive, and never below the milliseconds since 2025 times 2¹¹, so ids
+//!    keep growing across restarts even if Redis lost the counter, and stay above the ids an
+//!    instance gave alone while Redis was away — and says which id came before them.
+//! 2. [`PUBLISH`]: the posts go to the room's pending hash (`{prefix}:pending:R`, keyed by the
+//!    id before each) and every pending post whose predecessor was the last published is
+//!    published on the room's channel and appended to its history list — so Redis publishes a
+//!    room's posts in id order whichever instance finished its round trips first. A post whose
+//!    publisher died between its two round trips leaves a gap: the posts behind it wait
+//!    [`STALE`] at most, and are published when the next post reaches the room after that.
 //!
-//! **Ids.** A posted message's id must mean the same message on every instance (a reader
-//! resuming after `Last-Event-ID` may come back on another one). The publisher thread takes
-//! blocks of [`BLOCK`] ids from one counter (`INCRBY`), which starts, the first time any
-//! instance uses it, at the milliseconds since 2025 times 2¹¹ — so ids keep growing even if
-//! Redis loses the counter — and workers take ids from the block without waiting. Until the
-//! first block arrives, or when a block runs out while Redis is unreachable, an instance makes
-//! its own: 2⁵² plus the milliseconds since 2025 times 2¹¹ plus 11 bits of its instance id,
-//! apart from the counter's, all below 2⁵³ (exact as a JavaScript number) until 2094.
+//! Every instance — the poster included — delivers a room's posts as its subscription receives
+//! them: the same messages, in the same order, with ids that increase in it everywhere. So
+//! "after id X" (a `Last-Event-ID`, a long-poll's `after`) means the same messages on every
+//! instance, whether X is still held or evicted. While Redis is away, an instance delivers its
+//! own posts to its own members alone, with ids from its clock (see `Rooms::post_alone`).
+//!
+//! **History.** The list `{prefix}:history:R` (entries `ID TEXT`) holds a room's last messages
+//! in id order, trimmed to the history's length and expiring with its lifetime (renewed by
+//! every write). What is read back obeys the same bounds as what is posted: at most the
+//! history's length of entries, each at most [`MAX_ENTRY`] bytes.
 
 use std::io;
 use std::sync::Arc;
@@ -23,16 +31,93 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::resp;
 use crate::ws::history::Entry;
 
-/// Ids taken from the fleet's counter at a time.
-pub(crate) const BLOCK: u64 = 1024;
-/// 2025-01-01T00:00:00Z in milliseconds since the Unix epoch.
 const EPOCH_MS: u64 = 1_735_689_600_000;
-/// Low bits of an id below the milliseconds.
 const SPREAD: u32 = 11;
-/// Set on the ids an instance makes itself.
-const OWN: u64 = 1 << 52;
 
-/// A room's history as one entry of its list: the id in decimal, a space, the text.
+/// How long the posts behind a gap (a post reserved and never published) wait for it.
+pub(crate) const STALE: Duration = Duration::from_secs(2);
+
+/// The longest entry read back from Redis (what the chat posts is far shorter; the bound is
+/// what keeps a hostile Redis from handing every join megabytes).
+pub(crate) const MAX_ENTRY: usize = 1 << 20;
+
+/// Gives `ARGV[2]` consecutive ids of room counter `KEYS[1]`, none below `ARGV[1]` (from the
+/// clock): answers the first and the id given before it (the last published, for a counter
+/// Redis did not hold). The counter lives `ARGV[3]` ms from its last use.
+pub(crate) const RESERVE: &str = r"
+local floor, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+local last = tonumber(redis.call('HGET', KEYS[1], 'last') or '')
+if not last then
+  last = floor - 1
+  redis.call('HSET', KEYS[1], 'done', string.format('%d', last))
+end
+local first = math.max(last + 1, floor)
+redis.call('HSET', KEYS[1], 'last', string.format('%d', first + n - 1))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {first, last}
+";
+
+/// Takes posts `ARGV[6..]` (pairs: the id before the post's, the post's history entry) into
+/// room `KEYS[2]`'s pending hash, then publishes on channel `ARGV[1]` (envelope head `ARGV[2]`
+/// before each entry) and appends to history list `KEYS[3]` (its last `ARGV[3]` entries; none
+/// when 0) every pending post that follows counter `KEYS[1]`'s `done`, in turn. A gap older
+/// than `ARGV[5]` ms is given up. Every key lives `ARGV[4]` ms from now. Answers how many
+/// were published.
+pub(crate) const PUBLISH: &str = r"
+local seq, pending, hist = KEYS[1], KEYS[2], KEYS[3]
+local keep, stale = tonumber(ARGV[3]), tonumber(ARGV[5])
+for i = 6, #ARGV, 2 do
+  redis.call('HSET', pending, ARGV[i], ARGV[i + 1])
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function least()
+  local low
+  for _, k in ipairs(redis.call('HKEYS', pending)) do
+    local v = tonumber(k)
+    if v and (not low or v < low) then low = v end
+  end
+  return low
+end
+local done = tonumber(redis.call('HGET', seq, 'done') or '')
+if not done then
+  done = least() or 0
+end
+local published = 0
+while true do
+  local key = string.format('%d', done)
+  local entry = redis.call('HGET', pending, key)
+  if entry then
+    redis.call('HDEL', pending, key)
+    redis.call('PUBLISH', ARGV[1], ARGV[2] .. entry)
+    if keep > 0 then redis.call('RPUSH', hist, entry) end
+    done = tonumber(string.match(entry, '^%d+'))
+    published = published + 1
+    redis.call('HDEL', seq, 'blocked')
+  else
+    local low = least()
+    if not low then break end
+    local since = tonumber(redis.call('HGET', seq, 'blocked') or '')
+    if not since then
+      redis.call('HSET', seq, 'blocked', string.format('%d', now))
+      since = now
+    end
+    if now - since < stale then break end
+    redis.call('HDEL', seq, 'blocked')
+    done = low
+  end
+end
+redis.call('HSET', seq, 'done', string.format('%d', done))
+if keep > 0 then
+  redis.call('LTRIM', hist, -keep, -1)
+  redis.call('PEXPIRE', hist, ARGV[4])
+end
+redis.call('PEXPIRE', seq, ARGV[4])
+redis.call('PEXPIRE', pending, ARGV[4])
+return published
+";
+
+/// A history list's entry: the id in decimal, a space, the text.
 pub(crate) fn entry(id: u64, text: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(21 + text.len());
     out.extend_from_slice(id.to_string().as_bytes());
@@ -41,8 +126,12 @@ pub(crate) fn entry(id: u64, text: &str) -> Vec<u8> {
     out
 }
 
-/// An entry of a history list; `None` for anything this code does not write.
+/// Reads an entry back; `None` for anything else (what another program left in the list, or
+/// an entry longer than [`MAX_ENTRY`]).
 pub(crate) fn parse_entry(bytes: &[u8]) -> Option<Entry> {
+    if bytes.len() > MAX_ENTRY {
+        return None;
+    }
     let space = bytes.iter().position(|&b| b == b' ')?;
     let digits = std::str::from_utf8(&bytes[..space]).ok()?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -53,8 +142,8 @@ pub(crate) fn parse_entry(bytes: &[u8]) -> Option<Entry> {
     Some((id, Arc::from(text)))
 }
 
-/// The last `n` messages of the history list `key`, oldest first (entries this code did not
-/// write are passed over).
+/// The last `n` entries of history list `key`, oldest first (what is not an entry passed
+/// over, and never more than `n`, whatever Redis answers).
 pub(crate) fn read(conn: &mut resp::Conn, key: &[u8], n: usize) -> io::Result<Vec<Entry>> {
     let last = i64::try_from(n).unwrap_or(i64::MAX);
     let cmd = redis::cmd("LRANGE")
@@ -63,105 +152,32 @@ pub(crate) fn read(conn: &mut resp::Conn, key: &[u8], n: usize) -> io::Result<Ve
         .arg(-1)
         .get_packed_command();
     match conn.query(&cmd, 1)?.pop() {
-        Some(redis::Value::Array(items)) => Ok(items
-            .iter()
-            .filter_map(|item| match item {
-                redis::Value::BulkString(bytes) => parse_entry(bytes),
-                _ => None,
-            })
-            .collect()),
+        Some(redis::Value::Array(items)) => {
+            let skip = items.len().saturating_sub(n);
+            Ok(items[skip..]
+                .iter()
+                .filter_map(|item| match item {
+                    redis::Value::BulkString(bytes) => parse_entry(bytes),
+                    _ => None,
+                })
+                .collect())
+        }
         other => Err(io::Error::other(format!("LRANGE answered {other:?}"))),
     }
 }
 
-/// Adds to `pipe` the commands that append `entry` to the history list `key`, keep its last
-/// `keep` entries and let it live `ttl` from now; how many replies they have.
-pub(crate) fn append(
-    pipe: &mut redis::Pipeline,
-    key: &[u8],
-    entry: &[u8],
-    keep: usize,
-    ttl: Duration,
-) -> usize {
-    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-    pipe.cmd("RPUSH").arg(key).arg(entry);
-    pipe.cmd("LTRIM").arg(key).arg(-keep).arg(-1);
-    pipe.cmd("PEXPIRE")
-        .arg(key)
-        .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1));
-    3
-}
-
-/// Milliseconds since 2025, shifted to leave the low bits free.
-fn now_spread() -> u64 {
+/// The first id a room's counter gives when Redis holds none: the milliseconds since 2025
+/// times 2¹¹.
+pub(crate) fn now_spread() -> u64 {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     ms.saturating_sub(EPOCH_MS) << SPREAD
 }
 
-/// Takes the next block from the fleet's counter `key` (starting it from the clock the first
-/// time): the block's ids, `start..end`.
-pub(crate) fn take_block(conn: &mut resp::Conn, key: &str) -> io::Result<(u64, u64)> {
-    let mut pipe = redis::pipe();
-    pipe.cmd("SET").arg(key).arg(now_spread()).arg("NX");
-    pipe.cmd("INCRBY").arg(key).arg(BLOCK);
-    let replies = conn.query(&pipe.get_packed_pipeline(), 2)?;
-    match replies.as_slice() {
-        [
-            redis::Value::Okay | redis::Value::Nil,
-            redis::Value::Int(end),
-        ] => {
-            let end = u64::try_from(*end).map_err(|_| io::Error::other("ids below zero"))?;
-            Ok((end.saturating_sub(BLOCK) + 1, end + 1))
-        }
-        other => Err(io::Error::other(format!("ids answered {other:?}"))),
-    }
-}
-
-/// Where a worker takes the next id from.
-#[derive(Debug)]
-pub(crate) struct Ids {
-    /// The block from the counter: `next..end`.
-    next: u64,
-    end: u64,
-    /// The last id this instance made itself.
-    own: u64,
-    /// This instance's bits in the ids it makes.
-    tag: u64,
-}
-
-impl Ids {
-    pub(crate) fn new(instance: u64) -> Ids {
-        Ids {
-            next: 0,
-            end: 0,
-            own: 0,
-            tag: instance & ((1 << SPREAD) - 1),
-        }
-    }
-
-    /// The next id: from the block while it lasts, else one of this instance's own.
-    pub(crate) fn take(&mut self) -> u64 {
-        if self.next < self.end {
-            self.next += 1;
-            return self.next - 1;
-        }
-        let id = (OWN | now_spread() | self.tag).max(self.own + (1 << SPREAD));
-        self.own = id;
-        id
-    }
-
-    /// Whether a new block should be fetched (less than half of one left).
-    pub(crate) fn low(&self) -> bool {
-        self.end - self.next < BLOCK / 2
-    }
-
-    /// A new block, `start..end`, from [`take_block`]; what is left of the old one is given up.
-    pub(crate) fn refill(&mut self, (start, end): (u64, u64)) {
-        self.next = start;
-        self.end = end;
-    }
+/// A duration in whole milliseconds for Redis (at least 1).
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 #[cfg(test)]
@@ -195,30 +211,11 @@ mod tests {
     }
 
     #[test]
-    fn ids_come_from_the_block_then_from_the_instance_itself() {
-        let mut ids = Ids::new(0xabc_def);
-        assert!(ids.low());
-        let own = ids.take();
-        assert!(own & OWN != 0 && own < 1 << 53, "{own:#x}");
-        assert_eq!(own & ((1 << SPREAD) - 1), 0xabc_def & ((1 << SPREAD) - 1));
-        let next_own = ids.take();
-        assert!(next_own > own, "an instance's own ids grow");
-        ids.refill((5000, 5000 + BLOCK));
-        assert!(!ids.low());
-        assert_eq!((ids.take(), ids.take()), (5000, 5001));
-        for _ in 0..BLOCK / 2 {
-            ids.take();
-        }
-        assert!(ids.low());
-        while ids.next < ids.end {
-            ids.take();
-        }
-        assert!(
-            ids.take() > next_own,
-            "after the block: own ids, still growing"
-        );
-        // The counter's ids stay below the instance's own until 2094.
-        assert!(now_spread() < OWN && ((2094 - 2025) * 365 * 86_400_000u64) << SPREAD < OWN);
+    fn a_room_s_ids_start_from_the_clock_and_stay_exact_in_lua() {
+        let floor = now_spread();
+        assert!(floor > 1 << 40, "{floor}");
+        // Lua's numbers are doubles: every id below 2^53 is exact, until 2094.
+        const { assert!(((2094 - 2025) * 365 * 86_400_000u64) << SPREAD < 1 << 53) };
     }
 
     proptest::proptest! {

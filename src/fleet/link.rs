@@ -8,34 +8,64 @@ use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::history::{self, Ids};
+use super::history;
 use super::reads::Reads;
 use super::{Counters, Fleet, envelope, names, presence, publisher, subscriber};
 use crate::ws::history::Entry;
-use crate::ws::{Instances, Message, Rooms};
+use crate::ws::{Instances, Message, Rooms, Text, Then};
 
-/// A message for other instances: the channel and the envelope, and for a posted message
-/// the write to its room's history.
-pub(crate) struct Outgoing {
-    pub(crate) channel: Vec<u8>,
-    pub(crate) envelope: Vec<u8>,
-    pub(crate) history: Option<Kept>,
+/// What the publisher thread is handed.
+pub(crate) enum Outgoing {
+    /// A publish for the other instances: the channel and the envelope.
+    Publish { channel: Vec<u8>, envelope: Vec<u8> },
+    /// A post, whose id and place Redis gives.
+    Post(Post),
 }
 
-/// A posted message's place in its room's history list.
-pub(crate) struct Kept {
-    pub(crate) key: Vec<u8>,
-    pub(crate) entry: Vec<u8>,
-    /// The list's length.
+/// A post on its way: dropped before Redis placed it (a full queue, Redis away), it tells its
+/// poster `None`.
+pub(crate) struct Post {
+    pub(crate) room: Box<str>,
+    pub(crate) text: Option<Text>,
+    pub(crate) then: Option<Then>,
+    /// The room's history: its length and its lifetime from this write.
     pub(crate) keep: usize,
-    /// The list's lifetime from this write.
     pub(crate) ttl: std::time::Duration,
 }
 
-/// What the workers and the fleet's threads share: the block of message ids, the reads'
-/// connections.
+impl Post {
+    /// Redis gave the post `id`: its text, made now.
+    pub(crate) fn text(&mut self, id: u64) -> String {
+        self.text.take().map_or_else(String::new, |text| text(id))
+    }
+
+    /// Redis published it as `id`: the poster is told.
+    pub(crate) fn placed(mut self, id: u64) {
+        if let Some(then) = self.then.take() {
+            then(Some(id));
+        }
+    }
+}
+
+impl Post {
+    /// Redis is away: delivered to this instance's members alone, with an id from the clock.
+    pub(crate) fn alone(mut self, rooms: &Rooms) {
+        if let (Some(text), Some(then)) = (self.text.take(), self.then.take()) {
+            rooms.post_alone(&self.room, history::now_spread(), text, then);
+        }
+    }
+}
+
+impl Drop for Post {
+    fn drop(&mut self) {
+        if let Some(then) = self.then.take() {
+            then(None);
+        }
+    }
+}
+
+/// What the workers and the fleet's threads share: the reads' connections.
 pub(crate) struct Shared {
-    pub(crate) ids: Mutex<Ids>,
     pub(crate) reads: Reads,
 }
 
@@ -61,36 +91,23 @@ impl Instances for RoomsLink {
     /// Hands `msg` to the publisher thread for the other instances' members of `room`; drops
     /// it (counted) when the queue is full or the threads have stopped.
     fn publish(&self, room: &str, msg: &Message) {
-        self.send(Outgoing {
+        self.send(Outgoing::Publish {
             channel: names::room_channel(&self.fleet.prefix, room),
             envelope: envelope::encode(self.fleet.instance, msg),
-            history: None,
         });
     }
 
-    /// Hands posted message `id` to the publisher thread: for the other instances' members
-    /// of `room`, and for the room's history in Redis (its last `keep` messages, kept `ttl`).
-    fn post(&self, room: &str, id: u64, text: &str, keep: usize, ttl: std::time::Duration) {
-        let history = (keep > 0).then(|| Kept {
-            key: names::history_key(&self.fleet.prefix, room),
-            entry: history::entry(id, text),
+    /// Hands the post to the publisher thread, which takes its id from Redis, makes its
+    /// text and has Redis publish it in the room's order; a post the queue cannot take tells
+    /// its poster `None` at once (counted as dropped).
+    fn post(&self, room: &str, text: Text, then: Then, keep: usize, ttl: std::time::Duration) {
+        self.send(Outgoing::Post(Post {
+            room: room.into(),
+            text: Some(text),
+            then: Some(then),
             keep,
             ttl,
-        });
-        self.send(Outgoing {
-            channel: names::room_channel(&self.fleet.prefix, room),
-            envelope: envelope::encode_posted(self.fleet.instance, id, text),
-            history,
-        });
-    }
-
-    /// The next message id (the same message has it on every instance).
-    fn take_id(&self) -> u64 {
-        self.shared
-            .ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
+        }));
     }
 
     /// `room`'s last `n` messages in Redis, oldest first; `None` when Redis did not answer
@@ -168,7 +185,6 @@ impl Fleet {
         let (queue, outgoing) = sync_channel(self.queue);
         let changed = Arc::new(Changed::default());
         let shared = Arc::new(Shared {
-            ids: Mutex::new(Ids::new(self.instance)),
             reads: Reads::default(),
         });
         let stop = Arc::new(AtomicBool::new(false));
@@ -176,16 +192,11 @@ impl Fleet {
             stop: Arc::clone(&stop),
             threads: Vec::with_capacity(2),
         };
-        let (fleet, halt, ids, present) = (
-            self.clone(),
-            Arc::clone(&stop),
-            Arc::clone(&shared),
-            rooms.clone(),
-        );
+        let (fleet, halt, present) = (self.clone(), Arc::clone(&stop), rooms.clone());
         running.threads.push(
             std::thread::Builder::new()
                 .name("web-fleet-pub".into())
-                .spawn(move || publisher::run(&fleet, &outgoing, &ids, &present, &halt))?,
+                .spawn(move || publisher::run(&fleet, &outgoing, &present, &halt))?,
         );
         let (fleet, halt, watched, rooms) = (
             self.clone(),

@@ -25,12 +25,17 @@
 //! Redis: publishing is a `try_send` into the queue, and a full queue drops the message for
 //! other instances (counted in [`ServerStats::fleet_dropped`](crate::http::ServerStats)).
 //!
-//! **History and presence.** With [`Server::history`](crate::http::Server::history), a
-//! message posted with [`Rooms::post`](crate::ws::Rooms::post) has the same id on every
-//! instance and is written to the room's list in Redis by the publisher thread, in the round
-//! trip of its `PUBLISH`; a member joining a room its instance does not follow yet reads that
-//! list first, and the subscription catches up on what was posted between the two (see
-//! `web::ws::History`). The publisher thread also writes this instance's members per room
+//! **Posts: one order per room.** A message posted with
+//! [`Rooms::post`](crate::ws::Rooms::post) gets its id from Redis and its place in the room's
+//! one order there (two round trips of the publisher thread; a script publishes a room's posts
+//! in id order and appends them to its history list), and every instance — the poster
+//! included — delivers it when its subscription receives it: the same messages in the same
+//! order everywhere, with ids that increase in it, so resuming after an id on any instance
+//! neither repeats nor skips one. What that costs a post, and what happens while Redis is
+//! away (posts reach this instance's members alone, with ids from its clock below every later
+//! one), is in `docs/GUIDE.md`. A member joining a room its instance does not follow yet reads
+//! the room's list first, and the subscription catches up on what was posted between the two
+//! (see `web::ws::History`). The publisher thread also writes this instance's members per room
 //! every [`BEAT`], expiring after [`EXPIRY`];
 //! [`Rooms::members_everywhere`](crate::ws::Rooms::members_everywhere) sums them. These reads
 //! — a join's history, a count — are the only Redis I/O on a worker, each bounded by

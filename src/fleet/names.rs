@@ -5,7 +5,8 @@
 //! |---|---|
 //! | room `R` | `{prefix}:room:R` (channel) |
 //! | room `R`'s recent messages | `{prefix}:history:R` (list of `ID TEXT`, oldest first) |
-//! | the fleet's message ids | `{prefix}:ids` (counter) |
+//! | room `R`'s next id and last published id | `{prefix}:seq:R` (hash `next`, `done`, `blocked`) |
+//! | room `R`'s posts waiting for their turn | `{prefix}:pending:R` (hash id → entry) |
 //! | instance `I`'s members per room | `{prefix}:presence:I` (hash, `I` in hex; expires) |
 //! | the instances that reported presence | `{prefix}:instances` (set of `I`) |
 //! | caller `C`'s writes in second `S` | `{prefix}:rate:S:w:C` (counter, expires after 2 s) |
@@ -35,9 +36,14 @@ pub(crate) fn history_key(prefix: &str, room: &str) -> Vec<u8> {
     of_room(prefix, b":history:", room)
 }
 
-/// The counter the fleet's message ids are taken from.
-pub(crate) fn ids_key(prefix: &str) -> String {
-    format!("{prefix}:ids")
+/// Room `room`'s id counter.
+pub(crate) fn seq_key(prefix: &str, room: &str) -> Vec<u8> {
+    of_room(prefix, b":seq:", room)
+}
+
+/// Room `room`'s posts waiting for their turn.
+pub(crate) fn pending_key(prefix: &str, room: &str) -> Vec<u8> {
+    of_room(prefix, b":pending:", room)
 }
 
 /// Instance `instance`'s members per room; [`presence_prefix`] and the instance in hex.
@@ -119,7 +125,8 @@ mod tests {
     fn history_ids_and_presence_have_their_documented_names() {
         assert_eq!(history_key("web", "lobby"), b"web:history:lobby");
         assert_eq!(history_key("app", "a:b"), b"app:history:a:b");
-        assert_eq!(ids_key("web"), "web:ids");
+        assert_eq!(seq_key("web", "lobby"), b"web:seq:lobby");
+        assert_eq!(pending_key("web", "a:b"), b"web:pending:a:b");
         assert_eq!(presence_key("web", 0xab), "web:presence:00000000000000ab");
         assert!(presence_key("web", u64::MAX).starts_with(&presence_prefix("web")));
         assert_eq!(instance_name(1), "0000000000000001");

@@ -1,15 +1,17 @@
-//! The publisher thread: `PUBLISH`es what this instance's rooms hand it, in the order handed,
-//! a batch of what is waiting per round trip (one pipeline), a posted message with the write to
-//! its room's history list. While Redis is unreachable it drops what arrives (counted) instead
-//! of keeping it, so no message reaches other instances late. Between batches it keeps the
-//! workers' block of message ids filled and writes this instance's presence.
+//! The publisher thread: `PUBLISH`es what this instance's rooms hand it, in the order handed, a
+//! batch of what is waiting per round trip (one pipeline). Posts take two round trips per batch
+//! (see `history`): their ids from their rooms' counters, then — their texts made — Redis's
+//! script publishes them in each room's order and keeps them in its history. While Redis is
+//! unreachable it drops what arrives (counted; a post's poster is told `None`) instead of
+//! keeping it, so no message reaches other instances late. Between batches it writes this
+//! instance's presence.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::link::{Outgoing, Shared};
+use super::link::{Outgoing, Post};
 use super::{Counters, Fleet, history, names, presence, resp};
 use crate::ws::Rooms;
 
@@ -18,23 +20,17 @@ const BATCH: usize = 256;
 /// How often an idle publisher looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 
-/// The publisher thread, until `stop`: also keeps the workers' block of message ids filled
-/// and writes this instance's presence (`rooms`' counts) every [`presence::BEAT`].
-pub(crate) fn run(
-    fleet: &Fleet,
-    outgoing: &Receiver<Outgoing>,
-    shared: &Shared,
-    rooms: &Rooms,
-    stop: &AtomicBool,
-) {
+/// The publisher thread, until `stop`: also writes this instance's presence (`rooms`' counts)
+/// every [`presence::BEAT`].
+pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, rooms: &Rooms, stop: &AtomicBool) {
     let counters = &fleet.counters;
     let mut failures = 0u32;
     loop {
-        let wait = |d| drop_for(outgoing, counters, stop, d);
+        let wait = |d| drop_for(outgoing, rooms, counters, stop, d);
         let Some(mut con) = fleet.connect_after(&mut failures, 1, wait) else {
             return;
         };
-        match serve(fleet, &mut con, outgoing, shared, rooms, stop) {
+        match serve(fleet, &mut con, outgoing, rooms, stop) {
             Ok(()) => {
                 // Stopping: this instance's members no longer count.
                 let _ = presence::goodbye(&mut con, &fleet.prefix, fleet.instance);
@@ -48,30 +44,20 @@ pub(crate) fn run(
     }
 }
 
-/// Serves one connection until it fails (`Err`; what was being sent is counted as dropped)
-/// or the thread is to stop (`Ok`).
+/// One connection's work: batches until `stop` (`Ok`) or a failure (`Err`, the batch
+/// dropped and counted).
 fn serve(
     fleet: &Fleet,
     con: &mut resp::Conn,
     outgoing: &Receiver<Outgoing>,
-    shared: &Shared,
     rooms: &Rooms,
     stop: &AtomicBool,
 ) -> io::Result<()> {
     let counters = &fleet.counters;
-    let ids_key = names::ids_key(&fleet.prefix);
+    let scripts = Scripts::load(con)?;
     let mut next_beat = Instant::now();
     let mut batch = Vec::with_capacity(16);
     loop {
-        let low = shared.ids.lock().unwrap_or_else(|e| e.into_inner()).low();
-        if low {
-            let block = history::take_block(con, &ids_key)?;
-            shared
-                .ids
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .refill(block);
-        }
         if Instant::now() >= next_beat {
             presence::beat(con, &fleet.prefix, fleet.instance, &rooms.list())?;
             next_beat = Instant::now() + presence::BEAT;
@@ -87,36 +73,151 @@ fn serve(
                 Err(_) => break,
             }
         }
-        let mut pipe = redis::pipe();
-        let mut replies = 0;
-        for out in &batch {
-            if let Some(kept) = &out.history {
-                replies += history::append(&mut pipe, &kept.key, &kept.entry, kept.keep, kept.ttl);
-            }
-            pipe.cmd("PUBLISH").arg(&out.channel).arg(&out.envelope);
-            replies += 1;
-        }
         let sent = batch.len() as u64;
-        batch.clear();
-        let published = con
-            .query(&pipe.get_packed_pipeline(), replies)
-            .is_ok_and(|replies| {
-                replies
-                    .iter()
-                    .all(|r| matches!(r, redis::Value::Int(_) | redis::Value::Okay))
-            });
-        if published {
-            Counters::add(&counters.published, sent);
-        } else {
-            Counters::add(&counters.dropped, sent);
-            return Err(io::Error::other("PUBLISH failed"));
+        let mut publishes = Vec::new();
+        let mut posts = Posts::default();
+        for out in batch.drain(..) {
+            match out {
+                Outgoing::Publish { channel, envelope } => publishes.push((channel, envelope)),
+                Outgoing::Post(post) => posts.add(post),
+            }
+        }
+        match send(fleet, con, &scripts, publishes, posts) {
+            Ok(()) => Counters::add(&counters.published, sent),
+            Err(e) => {
+                Counters::add(&counters.dropped, sent);
+                return Err(e);
+            }
         }
     }
 }
 
-/// Drops (and counts) what arrives for `wait`; `false` when the thread should end.
+/// The two scripts, loaded on each connection (Redis may have restarted since the last).
+struct Scripts {
+    reserve: String,
+    publish: String,
+}
+
+impl Scripts {
+    fn load(con: &mut resp::Conn) -> io::Result<Scripts> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SCRIPT").arg("LOAD").arg(history::RESERVE);
+        pipe.cmd("SCRIPT").arg("LOAD").arg(history::PUBLISH);
+        match con.query(&pipe.get_packed_pipeline(), 2)?.as_slice() {
+            [redis::Value::BulkString(r), redis::Value::BulkString(p)] => Ok(Scripts {
+                reserve: String::from_utf8_lossy(r).into_owned(),
+                publish: String::from_utf8_lossy(p).into_owned(),
+            }),
+            other => Err(io::Error::other(format!("SCRIPT LOAD answered {other:?}"))),
+        }
+    }
+}
+
+/// A batch's posts, by room in the order each room first came.
+#[derive(Default)]
+struct Posts(Vec<(Box<str>, Vec<Post>)>);
+
+impl Posts {
+    fn add(&mut self, post: Post) {
+        match self.0.iter_mut().find(|(room, _)| *room == post.room) {
+            Some((_, posts)) => posts.push(post),
+            None => self.0.push((post.room.clone(), vec![post])),
+        }
+    }
+}
+
+/// Sends one batch: the posts' ids (a round trip, when there are posts), then the publishes
+/// and the posts, in one pipeline; the posts' posters told their ids.
+fn send(
+    fleet: &Fleet,
+    con: &mut resp::Conn,
+    scripts: &Scripts,
+    publishes: Vec<(Vec<u8>, Vec<u8>)>,
+    posts: Posts,
+) -> io::Result<()> {
+    let prefix = &fleet.prefix;
+    let firsts = if posts.0.is_empty() {
+        Vec::new()
+    } else {
+        let floor = history::now_spread();
+        let mut pipe = redis::pipe();
+        for (room, of_room) in &posts.0 {
+            let ttl = of_room.iter().map(|p| p.ttl).max().unwrap_or_default();
+            pipe.cmd("EVALSHA")
+                .arg(&scripts.reserve)
+                .arg(1)
+                .arg(names::seq_key(prefix, room))
+                .arg(floor)
+                .arg(of_room.len())
+                .arg(history::millis(ttl));
+        }
+        let replies = con.query(&pipe.get_packed_pipeline(), posts.0.len())?;
+        replies
+            .iter()
+            .map(|r| match r {
+                redis::Value::Array(pair) => match pair.as_slice() {
+                    [redis::Value::Int(first), redis::Value::Int(before)] => {
+                        match (u64::try_from(*first), u64::try_from(*before)) {
+                            (Ok(first), Ok(before)) if before < first && first < 1 << 52 => {
+                                Ok((first, before))
+                            }
+                            _ => Err(io::Error::other("a room's counter out of its range")),
+                        }
+                    }
+                    other => Err(io::Error::other(format!("ids answered {other:?}"))),
+                },
+                other => Err(io::Error::other(format!("ids answered {other:?}"))),
+            })
+            .collect::<io::Result<Vec<(u64, u64)>>>()?
+    };
+    let mut pipe = redis::pipe();
+    let mut replies = 0;
+    for (channel, envelope) in &publishes {
+        pipe.cmd("PUBLISH").arg(channel).arg(envelope);
+        replies += 1;
+    }
+    let head = super::envelope::posted_head();
+    let mut placed = Vec::new();
+    for ((room, of_room), (first, before)) in posts.0.into_iter().zip(firsts) {
+        let keep = of_room.iter().map(|p| p.keep).max().unwrap_or(0);
+        let ttl = of_room.iter().map(|p| p.ttl).max().unwrap_or_default();
+        let cmd = pipe
+            .cmd("EVALSHA")
+            .arg(&scripts.publish)
+            .arg(3)
+            .arg(names::seq_key(prefix, &room))
+            .arg(names::pending_key(prefix, &room))
+            .arg(names::history_key(prefix, &room))
+            .arg(names::room_channel(prefix, &room))
+            .arg(&head)
+            .arg(keep)
+            .arg(history::millis(ttl))
+            .arg(history::millis(history::STALE));
+        let mut before = before;
+        for (id, mut post) in (first..).zip(of_room) {
+            let text = post.text(id);
+            cmd.arg(before).arg(history::entry(id, &text));
+            placed.push((id, post));
+            before = id;
+        }
+        replies += 1;
+    }
+    let answers = con.query(&pipe.get_packed_pipeline(), replies)?;
+    if !answers.iter().all(|r| matches!(r, redis::Value::Int(_))) {
+        return Err(io::Error::other(format!("PUBLISH answered {answers:?}")));
+    }
+    for (id, post) in placed {
+        post.placed(id);
+    }
+    Ok(())
+}
+
+/// While Redis is away, for `wait`: drops what arrives for other instances (counted), and
+/// delivers posts to this instance's members alone (see `Rooms::post_alone`; counted as
+/// dropped too: no other instance gets them); `false` when the thread should end.
 fn drop_for(
     outgoing: &Receiver<Outgoing>,
+    rooms: &Rooms,
     counters: &Counters,
     stop: &AtomicBool,
     wait: Duration,
@@ -131,7 +232,12 @@ fn drop_for(
             return true;
         }
         match outgoing.recv_timeout(left.min(POLL)) {
-            Ok(_) => Counters::add(&counters.dropped, 1),
+            Ok(out) => {
+                Counters::add(&counters.dropped, 1);
+                if let Outgoing::Post(post) = out {
+                    post.alone(rooms);
+                }
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return false,
         }

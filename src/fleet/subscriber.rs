@@ -105,7 +105,9 @@ fn session(
             continue;
         };
         match envelope::decode(payload) {
-            Ok((from, _)) if from == fleet.instance => {}
+            // Our own publish, delivered here already; a post comes back to its poster too
+            // (it is delivered in the room's order, like every other).
+            Ok((from, Carried::Message(_))) if from == fleet.instance => {}
             Ok((_, Carried::Message(message))) => {
                 rooms.publish_local(room, &message);
                 Counters::add(&counters.received, 1);

@@ -8,18 +8,23 @@ use std::time::Duration;
 use super::Message;
 use super::history::Entry;
 
+/// A post's text, made once its id is known (on the fleet's thread).
+pub(crate) type Text = Box<dyn FnOnce(u64) -> String + Send>;
+
+/// Told a post's id once the fleet gave it its place, or `None` when it could not be posted.
+pub(crate) type Then = Box<dyn FnOnce(Option<u64>) + Send>;
+
 /// The other instances of a fleet, as the rooms of one see them. No call waits on the network
 /// beyond the fleet's timeout; sending calls never wait.
 pub(crate) trait Instances: Send + Sync {
     /// Hands `msg` on to the other instances' members of `room`.
     fn publish(&self, room: &str, msg: &Message);
 
-    /// Hands posted message `id` on to the other instances' members of `room`, and to the
-    /// fleet's history of the room (its last `keep` messages, kept `ttl`).
-    fn post(&self, room: &str, id: u64, text: &str, keep: usize, ttl: Duration);
-
-    /// The next message id (the same message has it on every instance).
-    fn take_id(&self) -> u64;
+    /// Posts to `room` in the fleet's one order of it: the fleet gives the message its id,
+    /// makes its `text`, keeps it in the room's history (its last `keep` messages, kept `ttl`)
+    /// and hands it to every instance following the room, this one included (which delivers
+    /// it then, see `Rooms::receive_posted`); `then` is told the id, or `None`.
+    fn post(&self, room: &str, text: Text, then: Then, keep: usize, ttl: Duration);
 
     /// `room`'s last `n` messages as the fleet keeps them, oldest first; `None` when they
     /// cannot be read now.

@@ -48,7 +48,7 @@ pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_reques
 pub(crate) use handshake::{check_upgrade, extensions_of, switching_protocols};
 pub use history::{HISTORY_BYTES, HISTORY_ROOMS, History, KEEP_FOR};
 #[cfg(feature = "redis")]
-pub(crate) use instances::Instances;
+pub(crate) use instances::{Instances, Text, Then};
 pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
 pub use rooms::{Follow, MAX_ROOMS, Rooms};

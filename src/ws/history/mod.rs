@@ -8,9 +8,9 @@
 //! [`Sse::join_after`](crate::sse::Sse::join_after)) and [`Rooms::since`] take too: a member
 //! gets every message exactly once, from the history or from the room, in order.
 //!
-//! **In a fleet** (`--features redis`) the id is the same on every instance, the history is
-//! also kept in Redis (written with the publish, by the publisher thread; see
-//! `web::fleet`), and each instance keeps its own copy of the rooms it follows. A member
+//! **In a fleet** (`--features redis`) Redis gives the id and the room's one order, the history
+//! is also kept in Redis (see `web::fleet`), and each instance keeps its own copy of the rooms
+//! it follows, in id order. A member
 //! joining a room that has no other members on its instance is sent the fleet's history
 //! (one Redis read, at most `web::fleet::Fleet::timeout`; past it, or
 //! while Redis is down, this instance's copy, counted in `FleetStats::local_reads`), so every
@@ -121,7 +121,8 @@ pub(crate) struct Kept {
     #[cfg_attr(not(feature = "redis"), allow(dead_code))] // read by the fleet's parts
     settings: History,
     recent: Recent,
-    /// The last id given without a fleet.
+    /// The last id this instance gave itself: alone, one counter from 1; in a fleet, while
+    /// Redis is away (see `Rooms::post_alone`).
     last_id: u64,
     watcher: Option<Watcher>,
 }
@@ -155,36 +156,90 @@ impl Rooms {
     /// Posts a text message to `room`: gives it the next id, makes its text with `text(id)`,
     /// keeps it in the room's history, and sends it to the room's members — WebSocket members
     /// get the text, Server-Sent Events members an event whose `id` is the message's — and
-    /// to what [`watch`](Rooms::watch) set. Returns the id.
+    /// to what [`watch`](Rooms::watch) set. Returns the id — on a server alone, where it is
+    /// known at once; in a fleet `None`: see [`post_then`](Rooms::post_then).
     ///
-    /// Ids grow by one from 1 on a server alone. In a fleet a message's id is the same on
-    /// every instance, and the message reaches the members of every instance and the room's
-    /// history in Redis.
+    /// **Ids and order.** A room's ids increase in the order its messages are posted, so
+    /// "after id X" ([`since`](Rooms::since), [`Sse::join_after`](crate::sse::Sse::join_after))
+    /// means the same messages whether X is still held or not. On a server alone ids grow by
+    /// one from 1, one counter for all rooms. In a fleet each room has its own counter in
+    /// Redis, which gives a message its id and its place in the room's one order: every
+    /// instance — this one included — delivers the room's messages in that order, when Redis
+    /// hands them on, so the same id means the same message everywhere and resuming on another
+    /// instance neither repeats nor skips one. Ids there start from the clock (milliseconds
+    /// since 2025 times 2¹¹), so they keep growing across restarts even if Redis loses the
+    /// counter. `text` then runs on the fleet's publisher thread; while Redis is away a post
+    /// is refused (counted in `FleetStats::dropped`): a room's order lives in Redis.
     ///
     /// ```
     /// let server = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(20));
     /// let rooms = server.rooms();
     /// let id = rooms.post("news", |id| format!(r#"{{"id":{id},"text":"hello"}}"#));
-    /// assert_eq!(rooms.since("news", 0, || {}), [(id, r#"{"id":1,"text":"hello"}"#.into())]);
+    /// assert_eq!(id, Some(1));
+    /// assert_eq!(rooms.since("news", 0, || {}), [(1, r#"{"id":1,"text":"hello"}"#.into())]);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn post(&self, room: &str, text: impl FnOnce(u64) -> String) -> u64 {
-        let mut kept = self.kept();
-        #[cfg(feature = "redis")]
-        let id = match self.fleet_link() {
-            Some(link) => link.take_id(),
-            None => next_local(&mut kept),
-        };
-        #[cfg(not(feature = "redis"))]
-        let id = next_local(&mut kept);
-        let text: Arc<str> = text(id).into();
-        self.deliver(&mut kept, room, Line::new(id, Arc::clone(&text)));
+    pub fn post(
+        &self,
+        room: &str,
+        text: impl FnOnce(u64) -> String + Send + 'static,
+    ) -> Option<u64> {
+        self.post_with(room, text, |_| {})
+    }
+
+    /// [`post`](Rooms::post)s, and tells `then` the message's id once it has its place — at
+    /// once on a server alone; in a fleet when Redis has published it (`None` if it could not
+    /// be posted: Redis away, the fleet's queue full). What an HTTP handler answering with the
+    /// id needs in a fleet: a deferred reply, sent from `then`.
+    ///
+    /// ```
+    /// use web::http::{defer, text_response, Server};
+    /// let server = Server::bind("127.0.0.1:0")?;
+    /// let rooms = server.rooms();
+    /// let handle = server.spawn(move |req| {
+    ///     let (reply, later) = defer();
+    ///     let text = String::from_utf8_lossy(req.body()).into_owned();
+    ///     rooms.post_then("news", move |_id| text, move |id| {
+    ///         reply.send(match id {
+    ///             Some(id) => text_response(201, id.to_string()),
+    ///             None => text_response(503, "not posted, try again"),
+    ///         });
+    ///     });
+    ///     later
+    /// })?;
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn post_then(
+        &self,
+        room: &str,
+        text: impl FnOnce(u64) -> String + Send + 'static,
+        then: impl FnOnce(Option<u64>) + Send + 'static,
+    ) {
+        self.post_with(room, text, then);
+    }
+
+    fn post_with(
+        &self,
+        room: &str,
+        text: impl FnOnce(u64) -> String + Send + 'static,
+        then: impl FnOnce(Option<u64>) + Send + 'static,
+    ) -> Option<u64> {
         #[cfg(feature = "redis")]
         if let Some(link) = self.fleet_link() {
-            let s = kept.settings;
-            link.post(room, id, &text, s.per_room, s.keep_for);
+            let s = self.kept().settings;
+            link.post(room, Box::new(text), Box::new(then), s.per_room, s.keep_for);
+            return None;
         }
-        id
+        let id = {
+            let mut kept = self.kept();
+            let id = next_local(&mut kept);
+            let text: Arc<str> = text(id).into();
+            self.deliver(&mut kept, room, Line::new(id, text));
+            id
+        };
+        then(Some(id));
+        Some(id)
     }
 
     /// The messages of `room`'s history after message `after` (0: all), oldest first; when
@@ -304,6 +359,22 @@ impl Rooms {
     pub(crate) fn receive_posted(&self, room: &str, id: u64, text: &str) {
         let mut kept = self.kept();
         self.take_from_fleet(&mut kept, room, Line::new(id, Arc::from(text)));
+    }
+
+    /// A post this instance could not hand to Redis (away): delivered to this instance's
+    /// members alone, with an id from `floor` (the fleet's clock, see `web::fleet`) or above
+    /// the last it gave alone — below every id Redis gives later, whose counters never go below
+    /// the clock either; `then` is told the id.
+    pub(crate) fn post_alone(&self, room: &str, floor: u64, text: super::Text, then: super::Then) {
+        let id = {
+            let mut kept = self.kept();
+            let id = floor.max(kept.last_id + 1);
+            kept.last_id = id;
+            let text: Arc<str> = text(id).into();
+            self.deliver(&mut kept, room, Line::new(id, text));
+            id
+        };
+        then(Some(id));
     }
 
     fn take_from_fleet(&self, kept: &mut Kept, room: &str, line: Line) {
