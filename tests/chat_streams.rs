@@ -190,3 +190,52 @@ fn sigterm_ends_every_stream_and_poll_cleanly() {
         began.elapsed()
     );
 }
+
+#[test]
+fn an_id_that_names_no_message_replays_nothing_and_whole_histories_count_as_writes() {
+    let chat = Chat::start(&[]);
+    let ids: Vec<u64> = ["one", "two", "three"]
+        .iter()
+        .map(|t| post(&chat, "garbage", t))
+        .collect();
+    // Garbage, negative, a float, too long, past u64: no replay, then the next message only.
+    let long = "9".repeat(8000);
+    for bad in ["zzz", "-1", "1e3", long.as_str(), "18446744073709551616"] {
+        let mut stream = Open::get(
+            &chat,
+            "/sse?room=garbage",
+            &format!("Last-Event-ID: {bad}\r\nX-Forwarded-For: 10.9.9.9\r\n"),
+        );
+        stream.until("\r\n\r\n");
+        let next = post(
+            &chat,
+            "garbage",
+            &format!("after {}", &bad[..bad.len().min(5)]),
+        );
+        assert_eq!(
+            stream.event().0,
+            next,
+            "{}: only what follows",
+            &bad[..bad.len().min(8)]
+        );
+    }
+    // A whole history (no id, or a poll without `after`) is one of the caller's 5 writes a
+    // second: the sixth in a second is refused.
+    let caller = "X-Forwarded-For: 10.7.7.7";
+    let statuses: Vec<u16> = (0..8)
+        .map(|_| chat.ask("GET /poll?room=garbage", &[caller], "").0)
+        .collect();
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert!(
+        statuses.iter().filter(|s| **s == 200).count() <= 5,
+        "{statuses:?}"
+    );
+    // With an id, no write is counted.
+    let statuses: Vec<u16> = (0..8)
+        .map(|_| {
+            let target = format!("GET /poll?room=garbage&after={}", ids[0]);
+            chat.ask(&target, &["X-Forwarded-For: 10.7.7.8"], "").0
+        })
+        .collect();
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+}

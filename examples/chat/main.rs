@@ -27,7 +27,9 @@
 //! - `GET /sse?room=R`: a Server-Sent Events stream (`200 text/event-stream`): the room's
 //!   recent messages (the same last 20 a WebSocket member gets), then every message said in R,
 //!   each once, as one event whose `data` is the message's JSON and whose `id` is its id; a
-//!   reconnect with `Last-Event-ID` gets only the messages after that id the room still holds;
+//!   reconnect with `Last-Event-ID` gets only the messages after that id the room still holds
+//!   (an id that is not one of the chat's replays nothing); a request for the whole history
+//!   (no `Last-Event-ID`, a poll without `after`) counts as one of the caller's writes;
 //! - `GET /poll?room=R&after=ID`: a long-poll: the room's messages after ID at once
 //!   (`{"messages":[…]}`), or the next message said in R within 25 s, or `204` when none came;
 //! - `GET /api/rooms?room=R`: `{"room":R,"members":N}`, N the room's members (WebSocket and
@@ -116,6 +118,16 @@ impl Chat {
         self.rooms.post_then(room, line, then);
     }
 
+    /// A request for a room's whole history: counted as one of the caller's writes (5 a
+    /// second), else refused with 429.
+    fn full_replay(&self, req: &Request) -> Result<(), Response> {
+        if self.limiter.admit_write(self.limiter.caller(req)) {
+            Ok(())
+        } else {
+            Err(json_error(429, "more than 5 whole histories a second"))
+        }
+    }
+
     /// `GET /poll`: the room's messages after `after` now, or a deferred reply that the next
     /// message (or the sweep, after 25 s) answers.
     fn poll(&self, room: &str, after: u64) -> Response {
@@ -147,8 +159,16 @@ impl SseHandler for Chat {
 
     fn accept(&self, req: &Request) -> Result<Reader, Response> {
         let room = room_of(req)?;
-        // An id this chat did not give (or none) resumes from what the room holds.
-        let after = req.header("last-event-id").trim().parse().unwrap_or(0);
+        let after = match req.header("last-event-id").trim() {
+            "" => 0,
+            // An id that names no message (not a number this chat could give) replays nothing.
+            id => id.parse().unwrap_or(u64::MAX),
+        };
+        if after == 0 {
+            // The room's whole history costs a write of the caller's allowance (a client
+            // reconnecting without an id in a loop is held to 5 a second).
+            self.full_replay(req)?;
+        }
         Ok(Reader { room, after })
     }
 
@@ -396,6 +416,11 @@ fn route(chat: &Chat, control: &Control, baseline: &Baseline, req: Request) -> R
                 },
                 Err(e) => return json_error(400, &e),
             };
+            if after == 0
+                && let Err(refusal) = chat.full_replay(&req)
+            {
+                return refusal;
+            }
             chat.poll(&room, after)
         }
         (_, "/" | "/api/messages" | "/api/stats" | "/api/rooms" | "/poll") => {
