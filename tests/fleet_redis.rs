@@ -770,3 +770,44 @@ fn a_poster_learns_the_id_redis_gave_and_ids_survive_a_lost_counter() {
     a.shutdown().unwrap();
     b.shutdown().unwrap();
 }
+
+#[test]
+fn what_a_hostile_redis_answers_obeys_the_bounds_of_what_is_posted() {
+    // An absurd count: refused, this instance's own count stands (a local read).
+    let (url, stop) = fake_redis(Fake::Reply(b":9223372036854775807\r\n"));
+    let f = Fleet::new(&url)
+        .unwrap()
+        .timeout(Duration::from_millis(200));
+    let (server, rooms) = keeping(&f);
+    assert_eq!(rooms.members_everywhere("absurd"), 0);
+    assert!(f.stats().local_reads >= 1, "{:?}", f.stats());
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    server.shutdown().unwrap();
+    // A history of 20 entries of 800 KB (16 MB): what is kept stays within the history's
+    // bytes, and a join is sent that, shared.
+    let mut reply = b"*20\r\n".to_vec();
+    for id in 1..=20 {
+        let entry = format!("{id} {}", "h".repeat(800 * 1024));
+        reply.extend_from_slice(format!("${}\r\n{entry}\r\n", entry.len()).as_bytes());
+    }
+    let reply: &'static [u8] = Box::leak(reply.into_boxed_slice());
+    let (url, stop) = fake_redis(Fake::Reply(reply));
+    let f = Fleet::new(&url).unwrap().timeout(Duration::from_secs(2));
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .fleet(&f)
+        .history(History::new(20).bytes(4 << 20));
+    let rooms = server.rooms();
+    let server = server.spawn(|_req| text_response(404, "")).unwrap();
+    let held = rooms.since("big", 0, || {});
+    let bytes: usize = held.iter().map(|(_, text)| text.len()).sum();
+    assert!(!held.is_empty(), "the newest kept");
+    assert!(
+        bytes <= 4 << 20,
+        "{bytes} bytes kept of a history bound to 4 MiB"
+    );
+    assert_eq!(held.last().map(|(id, _)| *id), Some(20));
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    server.shutdown().unwrap();
+}

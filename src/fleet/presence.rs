@@ -19,6 +19,14 @@ pub const BEAT: Duration = Duration::from_secs(1);
 /// How long an instance's counts live in Redis unless written again.
 pub const EXPIRY: Duration = Duration::from_secs(3);
 
+/// The most members one instance may report for a room (more connections than one process can
+/// hold); a count past it, or one that is not a whole number, is passed over.
+const MAX_COUNT: u64 = 1 << 24;
+
+/// The most members the other instances together may be said to have (1 024 instances at
+/// [`MAX_COUNT`]): an answer past it is not Redis's script's, and is refused.
+const MAX_OTHERS: u64 = MAX_COUNT << 10;
+
 /// The other instances' members of a room: `KEYS[1]` the instances' set, `ARGV[1]` the
 /// presence keys' prefix, `ARGV[2]` the room, `ARGV[3]` the reader's own instance. An instance
 /// whose hash has expired is taken out of the set.
@@ -29,7 +37,8 @@ for _, i in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     local key = ARGV[1] .. i
     local c = redis.call('HGET', key, ARGV[2])
     if c then
-      n = n + tonumber(c)
+      local v = tonumber(c)
+      if v and v >= 0 and v <= tonumber(ARGV[4]) and v == math.floor(v) then n = n + v end
     elseif redis.call('EXISTS', key) == 0 then
       redis.call('SREM', KEYS[1], i)
     end
@@ -95,11 +104,14 @@ pub(crate) fn others(
         .arg(names::presence_prefix(prefix))
         .arg(room)
         .arg(names::instance_name(instance))
+        .arg(MAX_COUNT)
         .get_packed_command();
     match conn.query(&cmd, 1)?.pop() {
-        Some(redis::Value::Int(n)) => {
-            usize::try_from(n).map_err(|_| io::Error::other("a count below zero"))
-        }
+        Some(redis::Value::Int(n)) => u64::try_from(n)
+            .ok()
+            .filter(|n| *n <= MAX_OTHERS)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| io::Error::other(format!("a count out of bounds: {n}"))),
         other => Err(io::Error::other(format!("presence answered {other:?}"))),
     }
 }

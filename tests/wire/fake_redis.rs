@@ -18,6 +18,8 @@ pub enum Fake {
     EndlessArray,
     /// A bulk string of 1 MB at about 1 KB/s.
     Trickle,
+    /// These bytes (one RESP reply) to each command, at once.
+    Reply(&'static [u8]),
 }
 
 /// A fake Redis on 127.0.0.1 answering as `how`; it ends when the returned flag is set.
@@ -55,6 +57,7 @@ pub fn fake_redis(how: Fake) -> (String, Arc<AtomicBool>) {
                             std::thread::sleep(delay);
                             conn.write_all(&b":1\r\n".repeat(commands)).is_ok()
                         }
+                        Fake::Reply(reply) => (0..commands).all(|_| conn.write_all(reply).is_ok()),
                         Fake::HugeBulk => {
                             let _ = conn.write_all(b"$999999999999\r\n");
                             let junk = vec![b'x'; 64 * 1024];
