@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use super::history;
+use super::reader::{self, PresenceCache, Wanted};
 use super::reads::Reads;
-use super::{Counters, Fleet, envelope, names, presence, publisher, subscriber};
+use super::{Counters, Fleet, envelope, names, publisher, subscriber};
 use crate::ws::history::Entry;
 use crate::ws::{Instances, Message, Rooms, Text, Then};
 
@@ -64,9 +66,11 @@ impl Drop for Post {
     }
 }
 
-/// What the workers and the fleet's threads share: the reads' connections.
+/// What the workers and the fleet's threads share: the reads' connections, the presence
+/// cache.
 pub(crate) struct Shared {
     pub(crate) reads: Reads,
+    pub(crate) presence: PresenceCache,
 }
 
 /// Rooms whose local membership began or ended since the subscriber last looked.
@@ -83,6 +87,8 @@ impl Changed {
 pub(crate) struct RoomsLink {
     fleet: Fleet,
     queue: SyncSender<Outgoing>,
+    /// The reader thread's queue.
+    wanted: SyncSender<Wanted>,
     changed: Arc<Changed>,
     shared: Arc<Shared>,
 }
@@ -111,7 +117,7 @@ impl Instances for RoomsLink {
     }
 
     /// `room`'s last `n` messages in Redis, oldest first; `None` when Redis did not answer
-    /// within the fleet's timeout (counted as a local read).
+    /// within the fleet's timeout (counted as a local read). Waits: for the fleet's threads.
     fn history(&self, room: &str, n: usize) -> Option<Vec<Entry>> {
         let key = names::history_key(&self.fleet.prefix, room);
         self.shared
@@ -119,13 +125,44 @@ impl Instances for RoomsLink {
             .read(&self.fleet, |conn| history::read(conn, &key, n))
     }
 
-    /// The members of `room` on the other instances, as they last reported them; `None` when
-    /// Redis did not answer within the fleet's timeout (counted as a local read).
+    /// Has the reader thread read `room`'s last `n` messages and hand them to `then` (`None`
+    /// when Redis did not answer in time); `then` runs at once with `None` when the reader's
+    /// queue is full.
+    fn history_then(
+        &self,
+        room: &Arc<str>,
+        n: usize,
+        then: Box<dyn FnOnce(Option<Vec<Entry>>) + Send>,
+    ) {
+        let wanted = Wanted::History {
+            room: Arc::clone(room),
+            n,
+            then,
+        };
+        if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) =
+            self.wanted.try_send(wanted)
+        {
+            Counters::add(&self.fleet.counters.local_reads, 1);
+            if let Wanted::History { then, .. } = w {
+                then(None);
+            }
+        }
+    }
+
+    /// The members of `room` on the other instances, as last read (see the reader's presence
+    /// cache): never waits; a read is queued when the figure is older than a beat. `None`
+    /// before the first read came back.
     fn others(&self, room: &str) -> Option<usize> {
-        let fleet = &self.fleet;
-        self.shared.reads.read(fleet, |conn| {
-            presence::others(conn, &fleet.prefix, fleet.instance, room)
-        })
+        let (others, refresh) = self.shared.presence.get(room, Instant::now());
+        if refresh
+            && self
+                .wanted
+                .try_send(Wanted::Presence(Arc::from(room)))
+                .is_err()
+        {
+            self.shared.presence.not_queued(room);
+        }
+        others
     }
 
     /// `room`'s first local member joined or its last left: the subscriber subscribes or
@@ -174,6 +211,10 @@ impl Drop for Running {
     }
 }
 
+/// Reads the reader thread's queue holds at most (past it a join takes this instance's copy
+/// at once, a count this instance's own).
+const WANTED: usize = 1024;
+
 /// Longest a stopping server waits for its fleet threads.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -186,11 +227,13 @@ impl Fleet {
         let changed = Arc::new(Changed::default());
         let shared = Arc::new(Shared {
             reads: Reads::default(),
+            presence: PresenceCache::default(),
         });
+        let (wanted, reads) = sync_channel(WANTED);
         let stop = Arc::new(AtomicBool::new(false));
         let mut running = Running {
             stop: Arc::clone(&stop),
-            threads: Vec::with_capacity(2),
+            threads: Vec::with_capacity(3),
         };
         let (fleet, halt, present) = (self.clone(), Arc::clone(&stop), rooms.clone());
         running.threads.push(
@@ -209,9 +252,16 @@ impl Fleet {
                 .name("web-fleet-sub".into())
                 .spawn(move || subscriber::run(&fleet, &rooms, &watched, &halt))?,
         );
+        let (fleet, halt, read_shared) = (self.clone(), Arc::clone(&stop), Arc::clone(&shared));
+        running.threads.push(
+            std::thread::Builder::new()
+                .name("web-fleet-read".into())
+                .spawn(move || reader::run(&fleet, &reads, &read_shared, &halt))?,
+        );
         let link = RoomsLink {
             fleet: self.clone(),
             queue,
+            wanted,
             changed,
             shared,
         };

@@ -73,6 +73,7 @@ mod names;
 mod presence;
 mod publisher;
 pub(crate) mod rate;
+mod reader;
 mod reads;
 mod resp;
 mod subscriber;

@@ -178,17 +178,10 @@ impl Sse<'_> {
     /// }
     /// ```
     pub fn join_after(&mut self, room: &str, after: u64) -> bool {
-        if !self.seat.may_join(room) {
-            return false;
-        }
-        let rooms = self.seat.rooms;
-        rooms.join_recent(room, after, |recent| {
-            for line in recent {
-                // The event the history made once, by reference.
-                self.out.push_shared(&line.event);
-            }
-            self.seat.try_join(room)
-        })
+        let out = &mut *self.out;
+        // The event the history made once, by reference.
+        self.seat
+            .join_after(room, after, &mut |line| out.push_shared(&line.event))
     }
 
     /// Joins `room` and says whether the stream is a member now (`false` when it is already in

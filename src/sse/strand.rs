@@ -18,8 +18,9 @@ use reactor::{ConnId, Io, Next, Read, Remote};
 use super::app::{Sse, SseHandler};
 use super::event::HEARTBEAT;
 use crate::http::{Request, Response};
-use crate::ws::{Joined, Joining, LiveApp, LiveConn, Outbox, Seat, join_back, write_out};
+use crate::ws::{Joined, Joining, LiveApp, LiveConn, Outbox, Seat, history_back, join_back};
 use crate::ws::{Timeouts, WsCommand, WsSettings};
+use crate::ws::{leave_all, write_out};
 
 /// A route's application: its handler and, from the first stream on, what every stream of the
 /// route shares.
@@ -168,9 +169,8 @@ impl<H: SseHandler> SseStrand<H> {
         let Some(Member { endpoint, state }) = self.member.take() else {
             return;
         };
-        for room in self.joined.take() {
-            endpoint.settings.rooms.leave(&room, id);
-        }
+        let joining = self.busy.as_deref().map(|b| &b.joining);
+        leave_all(&mut self.joined, joining, &endpoint.settings.rooms, id);
         endpoint.settings.streams.fetch_sub(1, Ordering::Relaxed);
         endpoint.handler.close(id, state);
     }
@@ -318,6 +318,15 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
                         let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);
                         let rooms = &member.endpoint.settings.rooms;
                         join_back(joining, &self.joined, rooms, &room, io.id());
+                    }
+                }
+                WsCommand::History(came) => {
+                    self.b();
+                    if let Some(b) = self.busy.as_deref_mut() {
+                        let out = &mut b.out;
+                        history_back(Some(&mut b.joining), &self.joined, &came, |line| {
+                            out.push_shared(&line.event)
+                        });
                     }
                 }
                 // WebSocket frames and binary messages are not for an event stream.

@@ -167,6 +167,10 @@ pub(crate) enum WsCommand {
     Join(Arc<str>),
     /// To an HTTP connection: the deferred reply a [`Reply`](crate::http::Reply) sends.
     Http(crate::http::HttpMsg),
+    /// To a connection: the fleet's history of a room it joined, and its place in the room
+    /// (see `Rooms::join_recent`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // only a fleet reads rooms elsewhere
+    History(super::history::Handed),
 }
 
 /// A connection as a callback sees it: messages sent here go straight into its output, without
@@ -315,16 +319,10 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn join_with_history(&mut self, room: &str) -> bool {
-        if !self.seat.may_join(room) {
-            return false;
-        }
-        let rooms = self.seat.rooms;
-        rooms.join_recent(room, 0, |recent| {
-            for line in recent {
-                // The frame the history made once, by reference.
-                super::deflate::queue_shared(self.out, &line.frame, self.deflate, self.history);
-            }
-            self.seat.try_join(room)
+        let (out, deflate, history) = (&mut *self.out, self.deflate, &mut *self.history);
+        // The frame the history made once, by reference.
+        self.seat.join_after(room, 0, &mut |line| {
+            super::deflate::queue_shared(out, &line.frame, deflate, history)
         })
     }
 

@@ -14,8 +14,8 @@ pub(crate) type Text = Box<dyn FnOnce(u64) -> String + Send>;
 /// Told a post's id once the fleet gave it its place, or `None` when it could not be posted.
 pub(crate) type Then = Box<dyn FnOnce(Option<u64>) + Send>;
 
-/// The other instances of a fleet, as the rooms of one see them. No call waits on the network
-/// beyond the fleet's timeout; sending calls never wait.
+/// The other instances of a fleet, as the rooms of one see them. Only [`Instances::history`]
+/// waits on the network (within the fleet's timeout).
 pub(crate) trait Instances: Send + Sync {
     /// Hands `msg` on to the other instances' members of `room`.
     fn publish(&self, room: &str, msg: &Message);
@@ -27,10 +27,21 @@ pub(crate) trait Instances: Send + Sync {
     fn post(&self, room: &str, text: Text, then: Then, keep: usize, ttl: Duration);
 
     /// `room`'s last `n` messages as the fleet keeps them, oldest first; `None` when they
-    /// cannot be read now.
+    /// cannot be read now. Waits on the network (within the fleet's timeout): for the fleet's
+    /// own threads and what cannot wait otherwise (see `Rooms::since`), never a join.
     fn history(&self, room: &str, n: usize) -> Option<Vec<Entry>>;
 
-    /// The members of `room` on the other instances; `None` when that cannot be told now.
+    /// Has `room`'s last `n` messages read, and hands them to `then` on another thread
+    /// (`None` when they cannot be read now; then perhaps at once, on this thread).
+    fn history_then(
+        &self,
+        room: &Arc<str>,
+        n: usize,
+        then: Box<dyn FnOnce(Option<Vec<Entry>>) + Send>,
+    );
+
+    /// The members of `room` on the other instances as last known, without waiting; `None`
+    /// when nothing is known yet.
     fn others(&self, room: &str) -> Option<usize>;
 
     /// `room`'s first local member joined or its last left (the instance follows the room's

@@ -53,7 +53,7 @@ pub(crate) use outbox::Outbox;
 pub use reactor::ConnId;
 pub use rooms::{Follow, MAX_ROOMS, Rooms};
 pub(crate) use rooms::{Joined, local_members};
-pub(crate) use seat::{Joining, Seat, join_back};
+pub(crate) use seat::{Joining, Seat, history_back, join_back, leave_all};
 pub use strand::{CLOSE_TIMEOUT, WS_HIGH_WATER, WS_MAX_BACKLOG};
 pub(crate) use strand::{LiveApp, LiveConn, Route, Timeouts, WsSettings, write_out};
 pub use utf8::Utf8Check;

@@ -405,6 +405,11 @@ impl Rooms {
     pub(crate) fn leave(&self, room: &str, id: ConnId) {
         // During a worker thread's teardown the thread-local may be gone: nothing to fan out to.
         let _ = LOCAL.try_with(|local| local.borrow_mut().leave(room, id));
+        self.uncount(room, id);
+    }
+
+    /// `id` no longer counts in `room` (it is in no worker's list of it).
+    fn uncount(&self, room: &str, id: ConnId) {
         let mut counts = self.shared.counts();
         if let Some(count) = counts.get(room)
             && let Some(c) = count.per_worker.get(id.worker() as usize)
@@ -412,6 +417,44 @@ impl Rooms {
             let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         }
         self.forget_if_idle(&mut counts, room);
+    }
+}
+
+/// A connection counted in a room by another thread, for its worker to enter in its list
+/// ([`Seated::enter`]); dropped unused — the connection gone, or no longer wanting the room —
+/// it is uncounted.
+pub(crate) struct Seated {
+    rooms: Rooms,
+    pub(crate) room: Arc<str>,
+    id: ConnId,
+    entered: bool,
+}
+
+impl Seated {
+    /// Counts connection `id` in `room` (so the room's messages from now on go to its worker).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // the fleet's joins
+    pub(crate) fn count(rooms: &Rooms, room: &str, id: ConnId) -> Seated {
+        let room = rooms.count_in(room, id.worker());
+        Seated {
+            rooms: rooms.clone(),
+            room,
+            id,
+            entered: false,
+        }
+    }
+
+    /// On the connection's worker: entered in the worker's list of the room.
+    pub(crate) fn enter(mut self) {
+        self.rooms.join_local(&self.room, self.id);
+        self.entered = true;
+    }
+}
+
+impl Drop for Seated {
+    fn drop(&mut self) {
+        if !self.entered {
+            self.rooms.uncount(&self.room, self.id);
+        }
     }
 }
 

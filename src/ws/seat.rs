@@ -8,11 +8,31 @@ use std::sync::Arc;
 use reactor::{ConnId, Remote};
 
 use super::app::WsCommand;
+use super::history::{Handed, Line};
 use super::rooms::{Joined, Rooms};
 
-/// The joins a connection queued ([`WsCommand::Join`]) that have not come back yet, per room.
+/// What a connection waits for in one room: the joins it queued ([`WsCommand::Join`]) that
+/// have not come back yet, and the fleet's history of the room (a join with history on a room
+/// this instance did not follow: see `Rooms::join_recent`).
 #[derive(Default)]
-pub(crate) struct Joining(HashMap<Arc<str>, u32>);
+struct Queued {
+    joins: u32,
+    history: Option<Waiting>,
+}
+
+/// A join waiting for the fleet's history of its room: the connection is not counted in the
+/// room until it comes ([`WsCommand::History`] counts it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Waiting {
+    /// Still wanted: the history is sent and the connection entered when it comes.
+    Member,
+    /// Left meanwhile: what comes is dropped (and uncounted).
+    Left,
+}
+
+/// What a connection waits for, per room.
+#[derive(Default)]
+pub(crate) struct Joining(HashMap<Arc<str>, Queued>);
 
 impl Joining {
     pub(crate) fn is_empty(&self) -> bool {
@@ -20,7 +40,7 @@ impl Joining {
     }
 
     pub(crate) fn held_bytes(&self) -> usize {
-        self.0.capacity() * std::mem::size_of::<(Arc<str>, u32)>()
+        self.0.capacity() * std::mem::size_of::<(Arc<str>, Queued)>()
     }
 
     /// One join of `room` came back: whether it was the last one queued. Only the last join of
@@ -31,15 +51,42 @@ impl Joining {
         let Some(queued) = self.0.get_mut(room) else {
             return false; // no join of ours: nothing to enter
         };
-        *queued -= 1;
-        if *queued > 0 {
+        queued.joins = queued.joins.saturating_sub(1);
+        let last = queued.joins == 0;
+        self.forget_if_done(room);
+        last
+    }
+
+    /// Whether the connection waits for `room`'s history (and so is not counted in it).
+    pub(crate) fn waits_history(&self, room: &str) -> bool {
+        self.0.get(room).is_some_and(|q| q.history.is_some())
+    }
+
+    fn set_history(&mut self, room: &Arc<str>, waiting: Waiting) {
+        self.0.entry(Arc::clone(room)).or_default().history = Some(waiting);
+    }
+
+    /// `room`'s history came: whether the connection still wants it.
+    fn history_back(&mut self, room: &str) -> bool {
+        let Some(queued) = self.0.get_mut(room) else {
             return false;
+        };
+        let wanted = queued.history.take() == Some(Waiting::Member);
+        self.forget_if_done(room);
+        wanted
+    }
+
+    fn forget_if_done(&mut self, room: &str) {
+        if self
+            .0
+            .get(room)
+            .is_some_and(|q| q.joins == 0 && q.history.is_none())
+        {
+            self.0.remove(room);
         }
-        self.0.remove(room);
         if self.0.is_empty() {
             self.0 = HashMap::new();
         }
-        true
     }
 }
 
@@ -55,6 +102,37 @@ pub(crate) fn join_back(
     let last = joining.is_some_and(|j| j.back(room));
     if last && joined.contains(room) {
         rooms.join_local(room, id);
+    }
+}
+
+/// A room's history came to a connection (on its worker) that waited for it: `send` is handed
+/// each line and the connection enters the room (counted already), if it still wants it;
+/// else what came is dropped, and the count with it.
+pub(crate) fn history_back(
+    joining: Option<&mut Joining>,
+    joined: &Joined,
+    came: &Handed,
+    mut send: impl FnMut(&Line),
+) {
+    let Some(came) = came.take() else {
+        return;
+    };
+    let wanted = joining.is_some_and(|j| j.history_back(&came.seated.room));
+    if wanted && joined.contains(&came.seated.room) {
+        for line in &came.lines {
+            send(line);
+        }
+        came.seated.enter();
+    }
+}
+
+/// The connection ends: it leaves every room it is counted in (not those whose history it
+/// still waits for: it was never counted there).
+pub(crate) fn leave_all(joined: &mut Joined, joining: Option<&Joining>, rooms: &Rooms, id: ConnId) {
+    for room in joined.take() {
+        if !joining.is_some_and(|j| j.waits_history(&room)) {
+            rooms.leave(&room, id);
+        }
     }
 }
 
@@ -79,6 +157,9 @@ impl Seat<'_> {
         if self.joined.len() >= self.max_rooms {
             return false;
         }
+        if self.rejoin_waiting(room) {
+            return true;
+        }
         let name = self.rooms.count_in(room, self.id.worker());
         self.joined.push(Arc::clone(&name));
         // Entered in the worker's list behind what is already queued for the worker.
@@ -86,7 +167,7 @@ impl Seat<'_> {
             .remote
             .send(self.id, WsCommand::Join(Arc::clone(&name)))
         {
-            *self.joining.0.entry(name).or_insert(0) += 1;
+            self.joining.0.entry(name).or_default().joins += 1;
         } else {
             self.rooms.join_local(&name, self.id);
         }
@@ -98,11 +179,58 @@ impl Seat<'_> {
         self.joined.contains(room) || self.joined.len() < self.max_rooms
     }
 
-    /// Leaves `room` at once (no effect if not a member).
+    /// Leaves `room` at once (no effect if not a member). A room whose history the connection
+    /// waits for is left when it comes (it was never counted there).
     pub(crate) fn leave(&mut self, room: &str) {
-        if self.joined.remove(room) {
-            self.rooms.leave(room, self.id);
+        if !self.joined.remove(room) {
+            return;
         }
+        match self.joining.0.get_mut(room) {
+            Some(Queued {
+                history: Some(waiting),
+                ..
+            }) => *waiting = Waiting::Left,
+            _ => self.rooms.leave(room, self.id),
+        }
+    }
+
+    /// A member (to be) of `room` once the fleet's history of it comes: in the connection's
+    /// rooms now, counted when it comes.
+    pub(crate) fn wait_for_history(&mut self, room: Arc<str>) {
+        self.joining.set_history(&room, Waiting::Member);
+        self.joined.push(room);
+    }
+
+    /// `room` was left while its history was on its way: wanted again (no second read).
+    fn rejoin_waiting(&mut self, room: &str) -> bool {
+        let Some((name, queued)) = self.joining.0.get_key_value(room) else {
+            return false;
+        };
+        if queued.history != Some(Waiting::Left) {
+            return false;
+        }
+        let name = Arc::clone(name);
+        self.wait_for_history(name);
+        true
+    }
+
+    /// Joins `room` with its recent messages after `after`, handed to `send` (see
+    /// `Rooms::join_recent`): whether the connection is a member now (or will be once the
+    /// fleet's history of the room comes).
+    pub(crate) fn join_after(
+        &mut self,
+        room: &str,
+        after: u64,
+        send: &mut dyn FnMut(&Line),
+    ) -> bool {
+        if !self.may_join(room) {
+            return false;
+        }
+        if self.rejoin_waiting(room) {
+            return true;
+        }
+        let rooms = self.rooms;
+        rooms.join_recent(room, after, self, send)
     }
 
     pub(crate) fn joined(&self) -> impl Iterator<Item = &str> {

@@ -26,7 +26,7 @@ use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_i
 use super::frame::{OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Role, write_frame};
 use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
-use super::seat::{Joining, Seat, join_back};
+use super::seat::{Joining, Seat, history_back, join_back, leave_all};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
 pub const WS_HIGH_WATER: usize = 256 * 1024;
@@ -393,10 +393,13 @@ impl<H: WsHandler> WsStrand<H> {
         };
         // The connection is ending: its busy part (and the write timeout the close frame
         // still needs) outlives the application's side.
-        busy(&mut self.busy, Some(&*endpoint));
-        for room in self.joined.take() {
-            endpoint.settings.rooms.leave(&room, id);
-        }
+        let joining = &busy(&mut self.busy, Some(&*endpoint)).joining;
+        leave_all(
+            &mut self.joined,
+            Some(joining),
+            &endpoint.settings.rooms,
+            id,
+        );
         endpoint
             .settings
             .open
@@ -670,6 +673,13 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                 },
                 // For an HTTP connection that has turned WebSocket since, or for event streams.
                 WsCommand::Http(_) | WsCommand::Event(_) | WsCommand::Heartbeat => {}
+                WsCommand::History(came) => {
+                    let b = busy(&mut self.busy, self.member.as_ref().map(|m| &*m.endpoint));
+                    let (out, history) = (&mut b.out, &mut b.history);
+                    history_back(Some(&mut b.joining), &self.joined, &came, |line| {
+                        queue_shared(out, &line.frame, deflate.as_ref(), history)
+                    });
+                }
                 WsCommand::Join(room) => {
                     if let Some(member) = &self.member {
                         let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);

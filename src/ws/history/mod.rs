@@ -121,6 +121,10 @@ pub(crate) struct Kept {
     #[cfg_attr(not(feature = "redis"), allow(dead_code))] // read by the fleet's parts
     settings: History,
     recent: Recent,
+    /// Rooms being read from the fleet for joins, and how many joins wait for each (their
+    /// joins wait too, so that each gets the fleet's history).
+    #[cfg(feature = "redis")]
+    filling: std::collections::HashMap<Arc<str>, u32>,
     /// The last id this instance gave itself: alone, one counter from 1; in a fleet, while
     /// Redis is away (see `Rooms::post_alone`).
     last_id: u64,
@@ -138,6 +142,8 @@ impl Kept {
         Kept {
             settings,
             recent: Recent::new(settings.per_room, settings.rooms, settings.bytes),
+            #[cfg(feature = "redis")]
+            filling: std::collections::HashMap::new(),
             last_id: 0,
             watcher: None,
         }
@@ -246,10 +252,11 @@ impl Rooms {
     /// there are none, calls `or_wait` before the next message can be posted (in the same
     /// critical section: a long-poll registered there misses nothing).
     ///
-    /// "After" means behind that message when the history holds it, else of greater ids. In a
-    /// fleet, a room this instance does not follow is first read from Redis (as a join is);
-    /// a caller that waits should hold a [`Follow`](crate::ws::Follow) of the room meanwhile,
-    /// so that messages posted on other instances reach it.
+    /// "After" means of greater ids (a room's ids increase in its order). In a fleet, a room
+    /// this instance does not follow is first read from Redis — on the calling thread, within
+    /// `web::fleet::Fleet::timeout`, outside the history's critical section (posts never wait
+    /// for it); a caller that waits should hold a [`Follow`](crate::ws::Follow) of the room
+    /// meanwhile, so that messages posted on other instances reach it.
     ///
     /// ```
     /// let rooms = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(5)).rooms();
@@ -259,11 +266,14 @@ impl Rooms {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn since(&self, room: &str, after: u64, or_wait: impl FnOnce()) -> Vec<(u64, Arc<str>)> {
+        #[cfg(feature = "redis")]
+        let fleets = self.fleet_history_unless_followed(room);
         #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
         let mut kept = self.kept();
         #[cfg(feature = "redis")]
-        if !self.followed(room) {
-            self.fill_from_fleet(&mut kept, room);
+        for (id, text) in fleets.into_iter().flatten() {
+            kept.recent
+                .record(room, Line::new(id, text), |r| self.members(r) > 0);
         }
         let newer: Vec<(u64, Arc<str>)> = kept.recent.after(room, after).map(Line::entry).collect();
         if newer.is_empty() {
@@ -307,23 +317,35 @@ impl Rooms {
         here
     }
 
-    /// Hands `room`'s history after message `after` to `send_and_join` (which sends it and
-    /// joins the room), in the history's critical section; what it returned. A room this
-    /// instance does not follow is first read from the fleet's history, if there is a fleet.
+    /// Joins `seat` to `room` with the room's messages after `after`, handed to `send` first,
+    /// in the history's critical section (the one posts take: each message reaches the member
+    /// once, from the history or from the room); whether the connection is a member now.
+    ///
+    /// In a fleet, a room this instance does not follow (or is still filling for another
+    /// join) is first read from Redis — on the fleet's reader thread, never here: the
+    /// connection is a member at once but counted when the read comes back, and is sent its
+    /// history then ([`WsCommand::History`](super::WsCommand::History)), in the critical
+    /// section, so the room's later messages reach it after its history. The room is
+    /// followed meanwhile, so what is posted is not missed.
     pub(crate) fn join_recent(
         &self,
         room: &str,
         after: u64,
-        send_and_join: impl FnOnce(&mut dyn Iterator<Item = &Line>) -> bool,
+        seat: &mut super::Seat<'_>,
+        send: &mut dyn FnMut(&Line),
     ) -> bool {
-        #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
-        let mut kept = self.kept();
+        let kept = self.kept();
         #[cfg(feature = "redis")]
-        if !self.followed(room) {
-            self.fill_from_fleet(&mut kept, room);
+        let kept = match self.fleet_link() {
+            Some(link) if self.needs_fleet_read(&kept, room) && !seat.joined.contains(room) => {
+                return self.join_when_read(link, kept, room, after, seat);
+            }
+            _ => kept,
+        };
+        for line in kept.recent.after(room, after) {
+            send(line);
         }
-
-        send_and_join(&mut kept.recent.after(room, after))
+        seat.try_join(room)
     }
 
     /// Keeps message `id` of `room` and sends it to the room's members and the watcher — the
@@ -345,6 +367,35 @@ impl Rooms {
 }
 
 /// The next id of a server alone.
+/// A room's history for a connection that waited for it (see [`Rooms::join_recent`]): the
+/// lines to send, and the connection's place in the room, counted already.
+pub(crate) struct HistoryCame {
+    pub(crate) lines: Vec<Line>,
+    pub(crate) seated: super::rooms::Seated,
+}
+
+/// A [`HistoryCame`] inside a worker message, which may be cloned (a message for every
+/// connection of a worker is): the one it is for takes it, a clone finds nothing.
+#[derive(Clone)]
+pub(crate) struct Handed(Arc<std::sync::Mutex<Option<HistoryCame>>>);
+
+impl Handed {
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // the fleet's joins
+    pub(crate) fn new(came: HistoryCame) -> Handed {
+        Handed(Arc::new(std::sync::Mutex::new(Some(came))))
+    }
+
+    pub(crate) fn take(&self) -> Option<HistoryCame> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl std::fmt::Debug for Handed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handed")
+    }
+}
+
 fn next_local(kept: &mut Kept) -> u64 {
     kept.last_id += 1;
     kept.last_id
@@ -359,6 +410,74 @@ impl Rooms {
     pub(crate) fn receive_posted(&self, room: &str, id: u64, text: &str) {
         let mut kept = self.kept();
         self.take_from_fleet(&mut kept, room, Line::new(id, Arc::from(text)));
+    }
+
+    /// Whether a join of `room` needs the fleet's history first: the instance keeps history,
+    /// does not follow the room (its copy may be behind), or is filling it for another join.
+    fn needs_fleet_read(&self, kept: &Kept, room: &str) -> bool {
+        kept.settings.per_room > 0 && (kept.filling.contains_key(room) || !self.followed(room))
+    }
+
+    /// The fleet's half of [`join_recent`](Rooms::join_recent): follows the room, has the
+    /// reader read it, and completes the join when it comes ([`Rooms::history_came`]).
+    fn join_when_read(
+        &self,
+        link: &dyn super::Instances,
+        mut kept: MutexGuard<'_, Kept>,
+        room: &str,
+        after: u64,
+        seat: &mut super::Seat<'_>,
+    ) -> bool {
+        let name: Arc<str> = Arc::from(room);
+        *kept.filling.entry(Arc::clone(&name)).or_insert(0) += 1;
+        let per_room = kept.settings.per_room;
+        let follow = self.follow(room);
+        drop(kept);
+        seat.wait_for_history(Arc::clone(&name));
+        let (rooms, id, remote) = (self.clone(), seat.id, seat.remote.clone());
+        let room = Arc::clone(&name);
+        link.history_then(
+            &name,
+            per_room,
+            Box::new(move |fleets| rooms.history_came(&room, after, fleets, id, &remote, follow)),
+        );
+        true
+    }
+
+    /// The fleet's history of `room` came (`None`: not read in time, this instance's copy
+    /// stands) for connection `id`, waiting for it: merged into this instance's copy, and —
+    /// in the critical section posts take — the connection counted in the room and sent the
+    /// lines after `after`. Then the room is no longer followed for it (the member keeps it
+    /// followed, or nobody wants it).
+    fn history_came(
+        &self,
+        room: &Arc<str>,
+        after: u64,
+        fleets: Option<Vec<Entry>>,
+        id: reactor::ConnId,
+        remote: &reactor::Remote<super::WsCommand>,
+        follow: super::Follow,
+    ) {
+        let mut kept = self.kept();
+        for (line_id, text) in fleets.into_iter().flatten() {
+            kept.recent
+                .record(room, Line::new(line_id, text), |r| self.members(r) > 0);
+        }
+        if let Some(n) = kept.filling.get_mut(room) {
+            *n -= 1;
+            if *n == 0 {
+                kept.filling.remove(room);
+            }
+        }
+        let lines: Vec<Line> = kept.recent.after(room, after).cloned().collect();
+        let seated = super::rooms::Seated::count(self, room, id);
+        // Dropped with the command if the connection is gone: the count goes with it.
+        let _ = remote.send(
+            id,
+            super::WsCommand::History(Handed::new(HistoryCame { lines, seated })),
+        );
+        drop(kept);
+        drop(follow);
     }
 
     /// A post this instance could not hand to Redis (away): delivered to this instance's
@@ -404,19 +523,15 @@ impl Rooms {
         }
     }
 
-    /// Adds the fleet's history of `room` to this instance's copy (each message once, in id
-    /// order); keeps the copy as it is when Redis does not answer.
-    fn fill_from_fleet(&self, kept: &mut Kept, room: &str) {
-        let per_room = kept.settings.per_room;
-        let Some(link) = self.fleet_link().filter(|_| per_room > 0) else {
-            return;
-        };
-        let Some(fleets) = link.history(room, per_room) else {
-            return;
-        };
-        for (id, text) in fleets {
-            kept.recent
-                .record(room, Line::new(id, text), |r| self.members(r) > 0);
+    /// The fleet's history of `room` when this instance does not follow it (its copy may be
+    /// behind), read without the history's lock; `None` when followed, not kept, or not read
+    /// in time.
+    fn fleet_history_unless_followed(&self, room: &str) -> Option<Vec<Entry>> {
+        let per_room = self.kept().settings.per_room;
+        let link = self.fleet_link().filter(|_| per_room > 0)?;
+        if self.followed(room) {
+            return None;
         }
+        link.history(room, per_room)
     }
 }
