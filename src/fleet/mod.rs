@@ -37,10 +37,15 @@
 //! the room's list first, and the subscription catches up on what was posted between the two
 //! (see `web::ws::History`). The publisher thread also writes this instance's members per room
 //! every [`BEAT`], expiring after [`EXPIRY`];
-//! [`Rooms::members_everywhere`](crate::ws::Rooms::members_everywhere) sums them. These reads
-//! — a join's history, a count — are the only Redis I/O on a worker, each bounded by
-//! [`Fleet::timeout`]; after one fails, reads answer from this instance's own figures for 1 s
-//! without trying (counted in [`FleetStats::local_reads`]).
+//! [`Rooms::members_everywhere`](crate::ws::Rooms::members_everywhere) adds them as a **reader
+//! thread** last read them (a cache refreshed once a beat). That thread does every read the
+//! rooms want — a joining room's history, a count — so **no worker waits on Redis** for a
+//! join or a count: the join completes, its history following when Redis answers. Each read
+//! is bounded by [`Fleet::timeout`]; after one fails, reads answer from this instance's own
+//! figures for 1 s without trying (counted in [`FleetStats::local_reads`]). The one read
+//! still on the caller's thread is [`Rooms::since`](crate::ws::Rooms::since) on a room this
+//! instance does not follow (a long-poll's first look), bounded the same way and outside the
+//! history's lock.
 //!
 //! **Rate limits.** See [`RateLimit::fleet`]: a worker decides at once on this instance's
 //! count and what the others had counted as last heard, and never waits on Redis; the

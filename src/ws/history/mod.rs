@@ -11,10 +11,12 @@
 //! **In a fleet** (`--features redis`) Redis gives the id and the room's one order, the history
 //! is also kept in Redis (see `web::fleet`), and each instance keeps its own copy of the rooms
 //! it follows, in id order. A member
-//! joining a room that has no other members on its instance is sent the fleet's history
-//! (one Redis read, at most `web::fleet::Fleet::timeout`; past it, or
-//! while Redis is down, this instance's copy, counted in `FleetStats::local_reads`), so every
-//! instance, a restarted one too, serves the same recent messages.
+//! joining a room its instance does not follow is sent the fleet's history merged with this
+//! instance's copy — read by the fleet's reader thread, so the worker never waits: the member
+//! is counted and sent its history when the read comes back (within
+//! `web::fleet::Fleet::timeout`; past it, or while Redis is down, this instance's copy,
+//! counted in `FleetStats::local_reads`), so every instance, a restarted one too, serves the
+//! same recent messages.
 
 mod recent;
 
@@ -299,9 +301,10 @@ impl Rooms {
     /// How many members `room` has on every instance of the fleet: this instance's now, and
     /// the others' as they last reported them (within `web::fleet::BEAT`; an
     /// instance gone without a goodbye stops counting within
-    /// `web::fleet::EXPIRY`). One Redis read of at most
-    /// `web::fleet::Fleet::timeout`; without a fleet, or when Redis did
-    /// not answer (counted in `FleetStats::local_reads`), this instance's [`members`](Rooms::members).
+    /// `web::fleet::EXPIRY`), as the fleet's reader thread last read them — never waiting:
+    /// a figure older than a beat is read again behind this call. Without a fleet, or before
+    /// the first read of the room came back (or when Redis did not answer, counted in
+    /// `FleetStats::local_reads`), this instance's [`members`](Rooms::members).
     ///
     /// ```
     /// let rooms = web::http::Server::bind("127.0.0.1:0")?.rooms();
