@@ -102,8 +102,10 @@ thread_local! {
     static COMPRESSED: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Distinct (window, level) pairs remembered at once.
-const CACHED: usize = 4;
+/// Distinct (window, level) pairs remembered at once: every window a peer may agree to (8 to
+/// 15), for two levels (a worker serving two servers) — so a publish is compressed once per
+/// worker per agreement in use, whatever the mix of windows among the members.
+const CACHED: usize = 16;
 
 /// The compressed form of a shared, already encoded `frame` for peers without context takeover
 /// that agreed to `agreed`: made once per worker (the members of a room on this worker get the
@@ -310,6 +312,26 @@ mod tests {
             &a,
             &shared_frame(&again, &agreed(false)).unwrap()
         ));
+        // Members in rotation over every window: each window's form made once.
+        let windows: Vec<Agreed> = (8..=15)
+            .map(|window| Agreed {
+                window,
+                ..agreed(false)
+            })
+            .collect();
+        let first: Vec<Arc<[u8]>> = windows
+            .iter()
+            .map(|a| shared_frame(&plain, a).unwrap())
+            .collect();
+        for member in 0..7_000 {
+            let at = member % windows.len();
+            let got = shared_frame(&plain, &windows[at]).unwrap();
+            assert!(
+                Arc::ptr_eq(&got, &first[at]),
+                "window {}",
+                windows[at].window
+            );
+        }
         // Fragments, control frames and short frames go as they are.
         for frame in [
             vec![0x01, 0x01, b'x'],
