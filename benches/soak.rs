@@ -42,7 +42,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use web::http::{Request, Response, Server, text_response};
-use web::ws::{Message, Ws, WsHandler, client_frame, ws_handshake_request};
+use web::sse::{Sse, SseHandler};
+use web::ws::{History, Message, Ws, WsHandler, client_frame, ws_handshake_request};
 
 struct Echo;
 
@@ -56,8 +57,31 @@ impl WsHandler for Echo {
     }
 }
 
-/// Members of the room `feed`, which the server publishes to.
+/// Members of the room `feed`, which the server publishes to (WebSocket and event streams).
 struct Feed;
+
+impl SseHandler for Feed {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, sse: &mut Sse<'_>, _state: &mut ()) {
+        sse.join("feed");
+    }
+}
+
+/// Event streams sent room `h`'s whole history when they open (about 320 KB, shared).
+struct Replay;
+
+impl SseHandler for Replay {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, sse: &mut Sse<'_>, _state: &mut ()) {
+        sse.join_after("h", 0);
+    }
+}
 
 impl WsHandler for Feed {
     type State = ();
@@ -89,6 +113,8 @@ const PEAK_OVER_WARM: u64 = 64 << 10; // KiB
 /// What the server publishes to the room, and how often.
 const FEED_MESSAGE: usize = 16 * 1024;
 const FEED_EVERY: Duration = Duration::from_millis(5);
+/// Lines of room `h`'s history, each [`FEED_MESSAGE`] long.
+const HISTORY_LINES: usize = 20;
 
 fn serve() {
     let server = Server::bind("127.0.0.1:0")
@@ -99,11 +125,29 @@ fn serve() {
         .write_timeout(Duration::from_secs(3))
         .max_body(1 << 20)
         .max_queued_output(QUEUED_OUTPUT)
+        .history(History::new(HISTORY_LINES))
         .websocket("/ws", Echo)
-        .websocket("/feed", Feed);
-    let handler = |req: Request| {
+        .websocket("/feed", Feed)
+        .sse("/feed-events", Feed)
+        .sse("/history", Replay);
+    let rooms = server.rooms();
+    // The history's room is followed all along (as a long-poll holds it), so a poll reads no
+    // Redis; its lines are posted once, before the baselines.
+    let _follow = rooms.follow("h");
+    for i in 0..HISTORY_LINES {
+        let fill = char::from(b'a' + i as u8).to_string().repeat(FEED_MESSAGE);
+        rooms.post("h", move |id| format!("{id} {fill}"));
+    }
+    let polls = rooms.clone();
+    let handler = move |req: Request| {
         if req.path() == "/probe" {
             text_response(200, "ok")
+        } else if req.path() == "/poll" {
+            // A long-poll answered at once with the room's whole history (a JSON array of its
+            // lines in a real service): about 320 KB.
+            let lines = polls.since("h", 0, || {});
+            let body: Vec<&str> = lines.iter().map(|(_, text)| &**text).collect();
+            text_response(200, body.join("\n"))
         } else {
             text_response(200, req.into_body())
         }
@@ -648,6 +692,50 @@ fn attacks(port: u16) -> Vec<(&'static str, Round)> {
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }
+        }),
+    ));
+    attacks.push((
+        "lagging-reader flood",
+        Box::new(move || {
+            // 16 members of the room, WebSocket and event streams, each reading 16 KiB every
+            // 20 ms (0.8 MB/s) from a room fed 3.2 MB/s: ever further behind, for 3 s.
+            let mut flood: Vec<TcpStream> = (0..16)
+                .filter_map(|i| {
+                    let mut c = connect(port)?;
+                    let path = if i % 2 == 0 { "/feed" } else { "/feed-events" };
+                    let request = match path {
+                        "/feed" => ws_handshake_request("127.0.0.1", path),
+                        _ => format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").into_bytes(),
+                    };
+                    c.write_all(&request).ok()?;
+                    c.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+                    Some(c)
+                })
+                .collect();
+            let mut chunk = vec![0u8; 16 * 1024];
+            let until = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < until {
+                flood.retain_mut(|c| c.read(&mut chunk).is_ok_and(|n| n > 0));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }),
+    ));
+    attacks.push((
+        "non-reading long-poll and replay crowd",
+        Box::new(move || {
+            // 40 long-polls answered with 320 KB each and 40 event streams sent the same
+            // history, none read: held by the output budget (replies shed past their share,
+            // replays shared).
+            let crowd: Vec<TcpStream> = (0..80)
+                .filter_map(|i| {
+                    let mut c = connect(port)?;
+                    let path = if i % 2 == 0 { "/poll" } else { "/history" };
+                    write!(c, "GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").ok()?;
+                    Some(c)
+                })
+                .collect();
+            std::thread::sleep(Duration::from_secs(4));
+            drop(crowd);
         }),
     ));
     attacks.push((

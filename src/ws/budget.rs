@@ -139,6 +139,16 @@ thread_local! {
     static HELD: RefCell<HashMap<usize, (usize, u32)>> = RefCell::new(HashMap::new());
 }
 
+/// The worker has no connection left: its table of held frames gives its memory back.
+pub(crate) fn forget_worker_frames() {
+    let _ = HELD.try_with(|held| {
+        let mut held = held.borrow_mut();
+        if held.is_empty() {
+            *held = HashMap::new();
+        }
+    });
+}
+
 /// One more of this worker's outboxes holds `frame`: its bytes are charged when it is the
 /// first.
 pub(crate) fn hold(budget: &OutputBudget, frame: &Arc<[u8]>) {

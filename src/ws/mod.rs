@@ -57,3 +57,13 @@ pub(crate) use seat::{Joining, Seat, history_back, join_back, leave_all};
 pub use strand::{CLOSE_TIMEOUT, WS_HIGH_WATER, WS_MAX_BACKLOG};
 pub(crate) use strand::{LiveApp, LiveConn, Route, Timeouts, WsSettings, write_out};
 pub use utf8::Utf8Check;
+
+/// The worker has no connection left: what WebSocket and room traffic kept on its thread for
+/// busy times (compressors, caches of frames, tables) goes back.
+pub(crate) fn worker_idle() {
+    budget::forget_worker_frames();
+    rooms::forget_worker_rooms();
+    deflate::forget_worker_frames();
+    #[cfg(feature = "deflate")]
+    deflate::forget_worker_codecs();
+}

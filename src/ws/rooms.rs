@@ -478,6 +478,23 @@ fn encode_frame(opcode: u8, payload: &[u8]) -> Arc<[u8]> {
 }
 
 /// The ids of this worker's members of `room` (what a publish fans out to).
+/// The worker has no connection left: its tables of rooms and of shared room lists give their
+/// memory back.
+pub(crate) fn forget_worker_rooms() {
+    let _ = LOCAL.try_with(|l| {
+        let mut l = l.borrow_mut();
+        if l.rooms.is_empty() {
+            l.rooms = HashMap::new();
+        }
+    });
+    let _ = LISTS.try_with(|l| {
+        let mut l = l.borrow_mut();
+        if l.is_empty() {
+            *l = HashSet::new();
+        }
+    });
+}
+
 pub(crate) fn local_members(room: &str, to: &mut Vec<ConnId>) {
     LOCAL.with(|local| {
         if let Some(members) = local.borrow().rooms.get(room) {

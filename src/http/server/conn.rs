@@ -35,6 +35,7 @@ impl Service for HttpService {
     fn idle(&mut self) {
         crate::http::message::pool::clear();
         super::output::clear_pool();
+        crate::ws::worker_idle();
     }
 
     /// One message per worker reaches its members of a room, or its share of a broadcast.

@@ -33,6 +33,12 @@ thread_local! {
     static WORKER: RefCell<Worker> = RefCell::new(Worker::default());
 }
 
+/// The worker has no connection left: its compressors and inflater (hundreds of KiB each at
+/// the larger windows) go back; the next connection that needs one makes it again.
+pub(crate) fn forget_worker_codecs() {
+    let _ = WORKER.try_with(|w| *w.borrow_mut() = Worker::default());
+}
+
 /// Appends `payload` compressed with the worker's compressor for `window` at `level`, starting
 /// from `dictionary` (the bytes the peer's decompressor holds, for context takeover; empty for
 /// none), without the four-byte tail. `false`, with `out` as it was: the compressed form would

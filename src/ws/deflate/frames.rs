@@ -102,6 +102,13 @@ thread_local! {
     static COMPRESSED: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
 }
 
+/// The worker has no connection left: its compression scratch and its cache of compressed
+/// frames (which holds the last publish's frames) go back.
+pub(crate) fn forget_worker_frames() {
+    let _ = SCRATCH.try_with(|s| *s.borrow_mut() = Vec::new());
+    let _ = COMPRESSED.try_with(|c| *c.borrow_mut() = Vec::new());
+}
+
 /// Distinct (window, level) pairs remembered at once: every window a peer may agree to (8 to
 /// 15), for two levels (a worker serving two servers) — so a publish is compressed once per
 /// worker per agreement in use, whatever the mix of windows among the members.

@@ -61,7 +61,11 @@ mod frames;
 mod offer;
 
 pub(crate) use codec::{Inflater, OwnCompressor, client_codecs, inflate, worker_inflater};
-pub(crate) use frames::{History, RSV1, queue_message, queue_owned, queue_shared};
+#[cfg(feature = "deflate")]
+pub(crate) use codec::forget_worker_codecs;
+pub(crate) use frames::{
+    History, RSV1, forget_worker_frames, queue_message, queue_owned, queue_shared,
+};
 pub(crate) use offer::{CLIENT_OFFER, ClientAgreed, accept_response, agree};
 
 /// The compression level used unless set ([`Deflate::level`]): zlib's default, the usual
