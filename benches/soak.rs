@@ -95,6 +95,10 @@ impl WsHandler for Feed {
 }
 
 mod child;
+
+#[global_allocator]
+static GLOBAL: child::Counting = child::Counting;
+
 #[cfg(feature = "redis")]
 #[path = "../tests/wire/fake_redis.rs"]
 #[allow(dead_code)]
@@ -170,7 +174,16 @@ fn serve() {
     let handler = move |req: Request| {
         if req.path() == "/figures" {
             let s = control.stats();
-            text_response(200, format!("{} {}", s.lagging_closed, s.queued_output))
+            text_response(
+                200,
+                format!(
+                    "{} {} {} {}",
+                    s.lagging_closed,
+                    s.queued_output,
+                    child::live_bytes(),
+                    child::live_blocks()
+                ),
+            )
         } else {
             handler(req)
         }
@@ -195,6 +208,21 @@ fn serve() {
     publishing.store(false, Ordering::Relaxed);
     let _ = feed.join();
     let _ = handle.shutdown();
+}
+
+/// The server's figures: members closed for lagging, output queued, live heap bytes and
+/// blocks (zeros when it does not answer).
+fn figures(port: u16) -> [u64; 4] {
+    let mut out = [0; 4];
+    if let Some(mut c) = connect(port) {
+        let _ = c.write_all(b"GET /figures HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        let reply = String::from_utf8_lossy(&read_to_end_quietly(&mut c)).into_owned();
+        let body = reply.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+        for (slot, field) in out.iter_mut().zip(body.split(' ')) {
+            *slot = field.parse().unwrap_or(0);
+        }
+    }
+    out
 }
 
 fn fds(pid: u32) -> usize {
@@ -424,6 +452,7 @@ fn run(port: u16, child: &mut Child, length: Duration, warm: Duration) -> bool {
     );
     let (fds_before, rss_before) = settle(pid, fds_cold, rss_cold);
     let (anon_before, file_before) = (status_kib(pid, "RssAnon:"), status_kib(pid, "RssFile:"));
+    let [_, _, heap_before, blocks_before] = figures(port);
 
     // 3. The attack, with the probe.
     let rounds = Arc::new(Mutex::new(Vec::new()));
@@ -455,14 +484,7 @@ fn run(port: u16, child: &mut Child, length: Duration, warm: Duration) -> bool {
         println!("soak: FAIL: the server died ({status})");
         return false;
     }
-    let figures = connect(port).map(|mut c| {
-        let _ = c.write_all(b"GET /figures HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-        let reply = String::from_utf8_lossy(&read_to_end_quietly(&mut c)).into_owned();
-        let body = reply.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-        let mut n = body.split(' ').map(|f| f.parse::<u64>().unwrap_or(0));
-        (n.next().unwrap_or(0), n.next().unwrap_or(0))
-    });
-    let (lagging_closed, queued_at_end) = figures.unwrap_or((0, 0));
+    let [lagging_closed, queued_at_end, ..] = figures(port);
     println!(
         "soak: room members closed for falling behind: {lagging_closed}; output queued at the end: {queued_at_end} B (budget {QUEUED_OUTPUT} B)"
     );
@@ -473,8 +495,9 @@ fn run(port: u16, child: &mut Child, length: Duration, warm: Duration) -> bool {
     );
     // Back to the baseline (idle and header timeouts cut what the attackers left).
     let (fds_after, rss_after) = settle(pid, fds_before, rss_before);
+    let [_, _, heap_after, blocks_after] = figures(port);
     println!(
-        "soak: RssAnon {anon_before} -> {} KiB, RssFile {file_before} -> {} KiB",
+        "soak: RssAnon {anon_before} -> {} KiB, RssFile {file_before} -> {} KiB; live heap {heap_before} B in {blocks_before} blocks -> {heap_after} B in {blocks_after}",
         status_kib(pid, "RssAnon:"),
         status_kib(pid, "RssFile:")
     );

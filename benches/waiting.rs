@@ -210,7 +210,8 @@ fn lagging(port: u16, child: &mut std::process::Child) {
             ws_handshake_request("127.0.0.1", "/ws")
         };
         c.write_all(&request).unwrap();
-        c.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
         let stop = Arc::clone(&stop);
         readers.push(std::thread::spawn(move || {
             let mut buf = vec![0u8; if slow { 200 } else { 64 * 1024 }];

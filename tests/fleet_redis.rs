@@ -891,3 +891,29 @@ fn what_a_hostile_redis_answers_obeys_the_bounds_of_what_is_posted() {
     stop.store(true, std::sync::atomic::Ordering::Release);
     server.shutdown().unwrap();
 }
+
+#[test]
+#[ignore = "needs redis-server (run by .ci/run)"]
+fn a_look_under_follow_then_gets_the_fleet_s_history_read_off_the_worker() {
+    let redis = Redis::start();
+    let [(a, rooms_a, _), (b, rooms_b, _)] = two_keeping(&redis, "look");
+    let ids: Vec<u64> = (0..3)
+        .map(|i| posted(&rooms_a, "x", move |id| format!("{id} m{i}")))
+        .collect();
+    // B has never followed the room: its copy is filled from Redis before the look.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let look = rooms_b.clone();
+    rooms_b.follow_then("x", move |follow| {
+        let newer: Vec<u64> = look
+            .since("x", 0, || {})
+            .iter()
+            .map(|(id, _)| *id)
+            .collect();
+        let _ = tx.send(newer);
+        drop(follow);
+    });
+    let got = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(got, ids);
+    a.shutdown().unwrap();
+    b.shutdown().unwrap();
+}

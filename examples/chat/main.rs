@@ -128,22 +128,26 @@ impl Chat {
         }
     }
 
-    /// `GET /poll`: the room's messages after `after` now, or a deferred reply that the next
-    /// message (or the sweep, after 25 s) answers.
+    /// `GET /poll`: the room's messages after `after` now, or the next message (or the
+    /// sweep's 204, after 25 s). Always a deferred reply: in a fleet the room's history may
+    /// have to be read from Redis first, which the worker never waits for.
     fn poll(&self, room: &str, after: u64) -> Response {
-        let mut later = None;
-        // No message slips between the look and the wait: both are in the history's critical
-        // section, which every message passes through.
-        let newer = self.rooms.since(room, after, || {
-            let (reply, deferred) = defer();
-            self.polls
-                .wait(room, reply, std::time::Instant::now() + POLL_WAIT);
-            later = Some(deferred);
+        let (reply, later) = defer();
+        let (rooms, polls, name) = (self.rooms.clone(), Arc::clone(&self.polls), room.to_owned());
+        self.rooms.follow_then(room, move |_follow| {
+            let mut reply = Some(reply);
+            // No message slips between the look and the wait: both are in the history's
+            // critical section, which every message passes through.
+            let newer = rooms.since(&name, after, || {
+                if let Some(reply) = reply.take() {
+                    polls.wait(&name, reply, std::time::Instant::now() + POLL_WAIT);
+                }
+            });
+            if let Some(reply) = reply {
+                reply.send(messages_json(newer.iter().map(|(_, line)| &**line)));
+            }
         });
-        match later {
-            Some(deferred) => deferred,
-            None => messages_json(newer.iter().map(|(_, line)| &**line)),
-        }
+        later
     }
 }
 

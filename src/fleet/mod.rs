@@ -42,10 +42,11 @@
 //! rooms want — a joining room's history, a count — so **no worker waits on Redis** for a
 //! join or a count: the join completes, its history following when Redis answers. Each read
 //! is bounded by [`Fleet::timeout`]; after one fails, reads answer from this instance's own
-//! figures for 1 s without trying (counted in [`FleetStats::local_reads`]). The one read
-//! still on the caller's thread is [`Rooms::since`](crate::ws::Rooms::since) on a room this
-//! instance does not follow (a long-poll's first look), bounded the same way and outside the
-//! history's lock.
+//! figures for 1 s without trying (counted in [`FleetStats::local_reads`]). A long-poll looks
+//! under [`Rooms::follow_then`](crate::ws::Rooms::follow_then), which has the reader fill the
+//! room's copy first; only [`Rooms::since`](crate::ws::Rooms::since) called on a room this
+//! instance does not follow reads on its caller's thread, bounded the same way and outside
+//! the history's lock.
 //!
 //! **Rate limits.** See [`RateLimit::fleet`]: a worker decides at once on this instance's
 //! count and what the others had counted as last heard, and never waits on Redis; the

@@ -60,9 +60,9 @@ mod codec {
 mod frames;
 mod offer;
 
-pub(crate) use codec::{Inflater, OwnCompressor, client_codecs, inflate, worker_inflater};
 #[cfg(feature = "deflate")]
 pub(crate) use codec::forget_worker_codecs;
+pub(crate) use codec::{Inflater, OwnCompressor, client_codecs, inflate, worker_inflater};
 pub(crate) use frames::{
     History, RSV1, forget_worker_frames, queue_message, queue_owned, queue_shared,
 };

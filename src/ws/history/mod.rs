@@ -257,8 +257,10 @@ impl Rooms {
     /// "After" means of greater ids (a room's ids increase in its order). In a fleet, a room
     /// this instance does not follow is first read from Redis — on the calling thread, within
     /// `web::fleet::Fleet::timeout`, outside the history's critical section (posts never wait
-    /// for it); a caller that waits should hold a [`Follow`](crate::ws::Follow) of the room
-    /// meanwhile, so that messages posted on other instances reach it.
+    /// for it). To never wait, look under the [`Follow`](crate::ws::Follow)
+    /// [`follow_then`](Rooms::follow_then) hands over (the room is followed: nothing is read);
+    /// a caller that waits should hold a `Follow` of the room meanwhile, so that messages
+    /// posted on other instances reach it.
     ///
     /// ```
     /// let rooms = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(5)).rooms();
@@ -282,6 +284,54 @@ impl Rooms {
             or_wait();
         }
         newer
+    }
+
+    /// Follows `room` (see [`Rooms::follow`]) and hands the [`Follow`](crate::ws::Follow) to
+    /// `then` once this instance's copy of the room is complete: at once on a server alone or
+    /// for a room already followed; in a fleet, once the fleet's reader thread has added the
+    /// room's history in Redis to it (or could not, within `web::fleet::Fleet::timeout`). Under
+    /// that `Follow`, [`since`](Rooms::since) reads nothing from Redis — what a long-poll's
+    /// handler needs so that its worker never waits: defer the reply, look in `then`.
+    ///
+    /// ```
+    /// use web::http::{defer, text_response, Server};
+    /// let server = Server::bind("127.0.0.1:0")?.history(web::ws::History::new(20));
+    /// let rooms = server.rooms();
+    /// let handle = server.spawn(move |_req| {
+    ///     let (reply, later) = defer();
+    ///     let look = rooms.clone();
+    ///     rooms.follow_then("news", move |_follow| {
+    ///         let newer = look.since("news", 0, || {});
+    ///         reply.send(text_response(200, format!("{} messages", newer.len())));
+    ///     });
+    ///     later
+    /// })?;
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn follow_then(&self, room: &str, then: impl FnOnce(super::Follow) + Send + 'static) {
+        #[cfg(feature = "redis")]
+        if let Some(link) = self.fleet_link() {
+            let mut kept = self.kept();
+            if self.needs_fleet_read(&kept, room) {
+                let name: Arc<str> = Arc::from(room);
+                *kept.filling.entry(Arc::clone(&name)).or_insert(0) += 1;
+                let per_room = kept.settings.per_room;
+                let follow = self.follow(room);
+                drop(kept);
+                let (rooms, filled) = (self.clone(), Arc::clone(&name));
+                link.history_then(
+                    &name,
+                    per_room,
+                    Box::new(move |fleets| {
+                        rooms.fleet_history_came(&filled, fleets);
+                        then(follow);
+                    }),
+                );
+                return;
+            }
+        }
+        then(self.follow(room));
     }
 
     /// Calls `f(room, id, text)` for every message that reaches a room on this instance
@@ -462,6 +512,27 @@ impl Rooms {
         follow: super::Follow,
     ) {
         let mut kept = self.kept();
+        self.merge_filled(&mut kept, room, fleets);
+        let lines: Vec<Line> = kept.recent.after(room, after).cloned().collect();
+        let seated = super::rooms::Seated::count(self, room, id);
+        // Dropped with the command if the connection is gone: the count goes with it.
+        let _ = remote.send(
+            id,
+            super::WsCommand::History(Handed::new(HistoryCame { lines, seated })),
+        );
+        drop(kept);
+        drop(follow);
+    }
+
+    /// The fleet's history of `room` came for a [`follow_then`](Rooms::follow_then): merged.
+    fn fleet_history_came(&self, room: &str, fleets: Option<Vec<Entry>>) {
+        let mut kept = self.kept();
+        self.merge_filled(&mut kept, room, fleets);
+    }
+
+    /// Adds what the fleet holds of `room` to this instance's copy (each message once, in id
+    /// order), and counts one read of it done.
+    fn merge_filled(&self, kept: &mut Kept, room: &str, fleets: Option<Vec<Entry>>) {
         for (line_id, text) in fleets.into_iter().flatten() {
             kept.recent
                 .record(room, Line::new(line_id, text), |r| self.members(r) > 0);
@@ -472,15 +543,6 @@ impl Rooms {
                 kept.filling.remove(room);
             }
         }
-        let lines: Vec<Line> = kept.recent.after(room, after).cloned().collect();
-        let seated = super::rooms::Seated::count(self, room, id);
-        // Dropped with the command if the connection is gone: the count goes with it.
-        let _ = remote.send(
-            id,
-            super::WsCommand::History(Handed::new(HistoryCame { lines, seated })),
-        );
-        drop(kept);
-        drop(follow);
     }
 
     /// A post this instance could not hand to Redis (away): delivered to this instance's
