@@ -483,9 +483,11 @@ impl Busy {
             return false;
         }
         let budget = &conn.shared.ws_settings.budget;
-        self.charge
-            .set(budget, self.output.held_bytes(), pending > 0);
-        let sheds = pending > 0 && budget.sheds(pending);
+        let held = self.output.held_bytes();
+        self.charge.set(budget, held, pending > 0);
+        // A reply holds its whole buffer until its last byte is written, however much of it
+        // the kernel took: its share is weighed on that.
+        let sheds = pending > 0 && budget.sheds(held.max(pending));
         if sheds {
             budget.dropped_one();
         }
