@@ -18,8 +18,10 @@
 //!    that send and never read, pipelined bursts, oversize heads (431) and bodies (413),
 //!    WebSockets dropped in the middle of a frame, WebSockets that send and never read, and on a
 //!    room the server publishes 16 KiB to every 5 ms: a member that reads a little slower than
-//!    the room (a lagging reader) and a crowd of 40 members that never read. A probe makes a
-//!    fresh connection every 50 ms for one `GET`.
+//!    the room (a lagging reader), a flood of 16 WebSocket and event-stream members ever further
+//!    behind, and a crowd of 40 members that never read; and on a room holding 20 messages of
+//!    16 KiB, a crowd of 40 long-polls answered with all of it and 40 event streams replayed
+//!    it, none read. A probe makes a fresh connection every 50 ms for one `GET`.
 //!
 //! With `--features redis` the server is also one instance of a fleet whose Redis is hostile
 //! (it answers `$999999999999` and streams) and counts every request in a rate limit whose
