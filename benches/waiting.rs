@@ -25,7 +25,6 @@ use web::http::{Request, Response, Server, text_response};
 use web::sse::{Sse, SseHandler};
 use web::ws::{History, Message, Ws, WsHandler, ws_handshake_request};
 
-#[allow(dead_code)]
 mod child;
 
 const POST_EVERY: Duration = Duration::from_millis(1);
@@ -216,9 +215,8 @@ fn lagging(port: u16, child: &mut std::process::Child) {
         readers.push(std::thread::spawn(move || {
             let mut buf = vec![0u8; if slow { 200 } else { 64 * 1024 }];
             while !stop.load(Ordering::Relaxed) {
-                match c.read(&mut buf) {
-                    Ok(0) => return,
-                    Ok(_) | Err(_) => {}
+                if let Ok(0) = c.read(&mut buf) {
+                    return;
                 }
                 if slow {
                     // 200 B every 100 ms: 2 KB/s.
