@@ -9,15 +9,16 @@
 //! copy lacks is delivered then (`Rooms::catch_up`). On every (re)connection it subscribes to
 //! all rooms that have local members.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::envelope::Carried;
 use super::link::Changed;
 use super::{Counters, Fleet, envelope, names, pause, resp};
 use crate::ws::Rooms;
+use crate::ws::history::Entry;
 
 /// Longest wait for a message before looking at membership changes and the stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -49,6 +50,9 @@ fn session(
 ) -> std::io::Result<()> {
     let counters = &fleet.counters;
     let mut subscribed: HashSet<Arc<str>> = HashSet::new();
+    // Rooms just subscribed to: the fleet's history read then, handed over once it is known
+    // which of it the subscription brings (see `Caught`).
+    let mut caught = Caught::default();
     // Everything with local members now, and whatever changes meanwhile.
     let mut pending: HashSet<Arc<str>> = rooms.names().into_iter().collect();
     counters.subscribed.store(true, Ordering::Relaxed);
@@ -69,7 +73,9 @@ fn session(
                 con.send(&redis::cmd("UNSUBSCRIBE").arg(channel).get_packed_command())?;
             }
         }
+        caught.hand_over_older_than(CATCH_UP_WAIT, rooms);
         let Some(reply) = con.reply_within(POLL)? else {
+            caught.hand_over_older_than(Duration::ZERO, rooms);
             continue;
         };
         let redis::Value::Array(parts) = reply else {
@@ -88,8 +94,10 @@ fn session(
                 redis::Value::BulkString(channel),
                 redis::Value::Int(_),
             ] if kind == b"subscribe" => {
-                if let Some(room) = names::room_of(&fleet.prefix, channel) {
-                    rooms.catch_up(room);
+                if let Some(room) = names::room_of(&fleet.prefix, channel)
+                    && let Some(lines) = rooms.catch_up_read(room)
+                {
+                    caught.0.insert(room.to_owned(), (lines, Instant::now()));
                 }
                 continue;
             }
@@ -113,10 +121,52 @@ fn session(
                 Counters::add(&counters.received, 1);
             }
             Ok((_, Carried::Posted(id, text))) => {
+                caught.hand_over_before(room, id, rooms);
                 rooms.receive_posted(room, id, &text);
                 Counters::add(&counters.received, 1);
             }
             Err(_) => Counters::add(&counters.errors, 1),
+        }
+    }
+}
+
+/// How long a subscribed room's catch-up waits for the subscription's first message of it.
+const CATCH_UP_WAIT: Duration = Duration::from_millis(200);
+
+/// The fleet's history of each room just subscribed to, read at the confirmation. Lines in it
+/// may have been published after the subscription (between it and the read): those also come
+/// through the subscription, in order. So the catch-up is handed over when the subscription's
+/// first message of the room comes — the lines older than it (published before the
+/// subscription, missed) — or, when none came within [`CATCH_UP_WAIT`], whole (any of it the
+/// subscription still brings is held already, and dropped).
+#[derive(Default)]
+struct Caught(HashMap<String, (Vec<Entry>, Instant)>);
+
+impl Caught {
+    /// A message of `room` with `id` came through the subscription.
+    fn hand_over_before(&mut self, room: &str, id: u64, rooms: &Rooms) {
+        if let Some((mut lines, _)) = self.0.remove(room) {
+            lines.retain(|(line, _)| *line < id);
+            rooms.catch_up(room, lines);
+        }
+    }
+
+    /// Hands over whole the catch-ups read at least `wait` ago.
+    fn hand_over_older_than(&mut self, wait: Duration, rooms: &Rooms) {
+        if self.0.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(_, (_, at))| now.duration_since(*at) >= wait)
+            .map(|(room, _)| room.clone())
+            .collect();
+        for room in due {
+            if let Some((lines, _)) = self.0.remove(&room) {
+                rooms.catch_up(&room, lines);
+            }
         }
     }
 }

@@ -569,21 +569,24 @@ impl Rooms {
         }
     }
 
-    /// `room` is followed from now on: delivers what the fleet's history holds past this
-    /// instance's copy (what was posted between a member's join and the subscription).
-    pub(crate) fn catch_up(&self, room: &str) {
-        let (Some(link), per_room) = (self.fleet_link(), self.kept().settings.per_room) else {
-            return;
-        };
-        if per_room == 0 {
-            return;
-        }
-        let Some(mut fleets) = link.history(room, per_room) else {
-            return;
-        };
+    /// `room` is followed from now on (its subscription confirmed): the fleet's history of it,
+    /// oldest first, for [`catch_up`](Rooms::catch_up) — read now, handed over later: lines it
+    /// holds may have been published after the subscription too, and those arrive through it.
+    pub(crate) fn catch_up_read(&self, room: &str) -> Option<Vec<Entry>> {
+        let per_room = self.kept().settings.per_room;
+        let link = self.fleet_link().filter(|_| per_room > 0)?;
+        let mut fleets = link.history(room, per_room)?;
         fleets.sort_unstable_by_key(|(id, _)| *id);
+        Some(fleets)
+    }
+
+    /// Delivers what the fleet's history held past this instance's copy (what was posted
+    /// between a member's join and the subscription) — called with the lines older than the
+    /// first message the subscription brought (those were published before it; the others come
+    /// through it, in order), or with all of them when none came for a while.
+    pub(crate) fn catch_up(&self, room: &str, lines: Vec<Entry>) {
         let mut kept = self.kept();
-        for (id, text) in fleets {
+        for (id, text) in lines {
             self.take_from_fleet(&mut kept, room, Line::new(id, text));
         }
     }
