@@ -828,9 +828,20 @@ fn members_joining_a_room_another_instance_posts_to_get_each_message_once_in_ord
     }
     let _poster = posting.join().unwrap();
     // The watcher runs right after a message's fan-out: the poster may read its echo first.
-    wait_until(Duration::from_secs(5), "A's watcher saw all", || {
-        seen_a.lock().unwrap().len() == 60
-    });
+    let begun = Instant::now();
+    while seen_a.lock().unwrap().len() != 60 {
+        assert!(
+            begun.elapsed() < Duration::from_secs(10),
+            "A's watcher saw {:?}",
+            seen_a
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(id, t)| (*id, t.split(' ').nth(1).unwrap_or("").to_owned()))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let order: Vec<u64> = seen_a.lock().unwrap().iter().map(|(id, _)| *id).collect();
     let last = *order.last().unwrap();
     for (n, joiner) in joiners.iter_mut().enumerate() {

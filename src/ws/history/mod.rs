@@ -533,9 +533,23 @@ impl Rooms {
     /// Adds what the fleet holds of `room` to this instance's copy (each message once, in id
     /// order), and counts one read of it done.
     fn merge_filled(&self, kept: &mut Kept, room: &str, fleets: Option<Vec<Entry>>) {
-        for (line_id, text) in fleets.into_iter().flatten() {
-            kept.recent
-                .record(room, Line::new(line_id, text), |r| self.members(r) > 0);
+        let last = kept.recent.last(room);
+        let mut fleets = fleets.unwrap_or_default();
+        fleets.sort_unstable_by_key(|(id, _)| *id);
+        for (line_id, text) in fleets {
+            let new = kept
+                .recent
+                .record(room, Line::new(line_id, Arc::clone(&text)), |r| {
+                    self.members(r) > 0
+                });
+            // A message newer than this instance had reaches it now: the watcher hears of it
+            // (a long-poll waiting here); its members get it with their history.
+            if new
+                && last.is_none_or(|last| line_id > last)
+                && let Some(watch) = &kept.watcher
+            {
+                watch(room, line_id, &text);
+            }
         }
         if let Some(n) = kept.filling.get_mut(room) {
             *n -= 1;
