@@ -28,8 +28,9 @@
 //!   recent messages (the same last 20 a WebSocket member gets), then every message said in R,
 //!   each once, as one event whose `data` is the message's JSON and whose `id` is its id; a
 //!   reconnect with `Last-Event-ID` gets only the messages after that id the room still holds
-//!   (an id that is not one of the chat's replays nothing); a request for the whole history
-//!   (no `Last-Event-ID`, a poll without `after`) counts as one of the caller's writes;
+//!   (an id that is not one of the chat's replays nothing); a request for a room's whole
+//!   history (no `Last-Event-ID`, a poll without `after`), when it holds any, counts as one of
+//!   the caller's writes;
 //! - `GET /poll?room=R&after=ID`: a long-poll: the room's messages after ID at once
 //!   (`{"messages":[…]}`), or the next message said in R within 25 s, or `204` when none came;
 //! - `GET /api/rooms?room=R`: `{"room":R,"members":N}`, N the room's members (WebSocket and
@@ -168,9 +169,10 @@ impl SseHandler for Chat {
             // An id that names no message (not a number this chat could give) replays nothing.
             id => id.parse().unwrap_or(u64::MAX),
         };
-        if after == 0 {
+        if after == 0 && self.rooms.last_id(&room).is_some() {
             // The room's whole history costs a write of the caller's allowance (a client
-            // reconnecting without an id in a loop is held to 5 a second).
+            // reconnecting without an id in a loop is held to 5 a second); an empty one costs
+            // nothing.
             self.full_replay(req)?;
         }
         Ok(Reader { room, after })
@@ -421,6 +423,7 @@ fn route(chat: &Chat, control: &Control, baseline: &Baseline, req: Request) -> R
                 Err(e) => return json_error(400, &e),
             };
             if after == 0
+                && chat.rooms.last_id(&room).is_some()
                 && let Err(refusal) = chat.full_replay(&req)
             {
                 return refusal;

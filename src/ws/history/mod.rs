@@ -334,6 +334,20 @@ impl Rooms {
         then(self.follow(room));
     }
 
+    /// The newest message id this instance's copy of `room` holds (`None`: it holds none).
+    /// Reads nothing from Redis.
+    ///
+    /// ```
+    /// let rooms = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(5)).rooms();
+    /// assert_eq!(rooms.last_id("news"), None);
+    /// rooms.post("news", |id| format!("{id}"));
+    /// assert_eq!(rooms.last_id("news"), Some(1));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn last_id(&self, room: &str) -> Option<u64> {
+        self.kept().recent.last(room)
+    }
+
     /// Calls `f(room, id, text)` for every message that reaches a room on this instance
     /// ([`post`](Rooms::post)ed here, or by another instance of a fleet), in the order the
     /// room's members get them, inside the history's critical section: it should be quick
