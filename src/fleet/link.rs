@@ -29,6 +29,8 @@ pub(crate) enum Outgoing {
 pub(crate) struct Post {
     pub(crate) room: Box<str>,
     pub(crate) text: Option<Text>,
+    /// Its id and text once made (round trip 2).
+    pub(crate) made: Option<(u64, String)>,
     pub(crate) then: Option<Then>,
     /// The room's history: its length and its lifetime from this write.
     pub(crate) keep: usize,
@@ -36,9 +38,12 @@ pub(crate) struct Post {
 }
 
 impl Post {
-    /// Redis gave the post `id`: its text, made now.
+    /// Redis gave the post `id`: its text, made now (and kept, should the post have to reach
+    /// this instance alone).
     pub(crate) fn text(&mut self, id: u64) -> String {
-        self.text.take().map_or_else(String::new, |text| text(id))
+        let text = self.text.take().map_or_else(String::new, |text| text(id));
+        self.made = Some((id, text.clone()));
+        text
     }
 
     /// Redis published it as `id`: the poster is told.
@@ -50,10 +55,18 @@ impl Post {
 }
 
 impl Post {
-    /// Redis is away: delivered to this instance's members alone, with an id from the clock.
+    /// Redis is away: delivered to this instance's members alone, with an id from the clock —
+    /// or the one Redis gave it, if its text was made already.
     pub(crate) fn alone(mut self, rooms: &Rooms) {
-        if let (Some(text), Some(then)) = (self.text.take(), self.then.take()) {
-            rooms.post_alone(&self.room, history::now_spread(), text, then);
+        let Some(then) = self.then.take() else {
+            return;
+        };
+        match (self.made.take(), self.text.take()) {
+            (Some((id, text)), _) => {
+                rooms.post_alone(&self.room, id, Box::new(move |_| text), then)
+            }
+            (None, Some(text)) => rooms.post_alone(&self.room, history::now_spread(), text, then),
+            (None, None) => then(None),
         }
     }
 }
@@ -110,6 +123,7 @@ impl Instances for RoomsLink {
         self.send(Outgoing::Post(Post {
             room: room.into(),
             text: Some(text),
+            made: None,
             then: Some(then),
             keep,
             ttl,

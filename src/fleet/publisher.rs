@@ -82,10 +82,16 @@ fn serve(
                 Outgoing::Post(post) => posts.add(post),
             }
         }
-        match send(fleet, con, &scripts, publishes, posts) {
+        let mut unplaced = Vec::new();
+        match send(fleet, con, &scripts, publishes, posts, &mut unplaced) {
             Ok(()) => Counters::add(&counters.published, sent),
             Err(e) => {
                 Counters::add(&counters.dropped, sent);
+                // Redis failed them (gone, most likely): they reach this instance alone, as
+                // posts do while Redis is away.
+                for post in unplaced {
+                    post.alone(rooms);
+                }
                 return Err(e);
             }
         }
@@ -134,8 +140,27 @@ fn send(
     scripts: &Scripts,
     publishes: Vec<(Vec<u8>, Vec<u8>)>,
     posts: Posts,
+    unplaced: &mut Vec<Post>,
 ) -> io::Result<()> {
     let prefix = &fleet.prefix;
+    let reserved = reserve(prefix, con, scripts, &posts);
+    let firsts = match reserved {
+        Ok(firsts) => firsts,
+        Err(e) => {
+            unplaced.extend(posts.0.into_iter().flat_map(|(_, of_room)| of_room));
+            return Err(e);
+        }
+    };
+    send_reserved(prefix, con, scripts, publishes, posts, firsts, unplaced)
+}
+
+/// Round trip 1: the ids of a batch's posts, per room (the first and the one before it).
+fn reserve(
+    prefix: &str,
+    con: &mut resp::Conn,
+    scripts: &Scripts,
+    posts: &Posts,
+) -> io::Result<Vec<(u64, u64)>> {
     let firsts = if posts.0.is_empty() {
         Vec::new()
     } else {
@@ -170,6 +195,19 @@ fn send(
             })
             .collect::<io::Result<Vec<(u64, u64)>>>()?
     };
+    Ok(firsts)
+}
+
+/// Round trip 2: the publishes, and the posts with their texts made; the posters told.
+fn send_reserved(
+    prefix: &str,
+    con: &mut resp::Conn,
+    scripts: &Scripts,
+    publishes: Vec<(Vec<u8>, Vec<u8>)>,
+    posts: Posts,
+    firsts: Vec<(u64, u64)>,
+    unplaced: &mut Vec<Post>,
+) -> io::Result<()> {
     let mut pipe = redis::pipe();
     let mut replies = 0;
     for (channel, envelope) in &publishes {
@@ -202,9 +240,18 @@ fn send(
         }
         replies += 1;
     }
-    let answers = con.query(&pipe.get_packed_pipeline(), replies)?;
-    if !answers.iter().all(|r| matches!(r, redis::Value::Int(_))) {
-        return Err(io::Error::other(format!("PUBLISH answered {answers:?}")));
+    let answered = con.query(&pipe.get_packed_pipeline(), replies);
+    let published = answered
+        .as_ref()
+        .is_ok_and(|answers| answers.iter().all(|r| matches!(r, redis::Value::Int(_))));
+    if !published {
+        // Perhaps published, perhaps not: the posts go to this instance's members alone (with
+        // the ids Redis gave them; a gap the others pass after `STALE`).
+        unplaced.extend(placed.into_iter().map(|(_, post)| post));
+        return Err(match answered {
+            Err(e) => e,
+            Ok(answers) => io::Error::other(format!("PUBLISH answered {answers:?}")),
+        });
     }
     for (id, post) in placed {
         post.placed(id);
