@@ -33,7 +33,19 @@ struct Redis {
 }
 
 impl Redis {
+    /// Starts one on a free port. The port is found by binding and letting go, so another test
+    /// may take it before redis-server binds it: then redis-server exits, and another port is
+    /// tried.
     fn start() -> Redis {
+        for _ in 0..5 {
+            if let Some(redis) = Redis::try_start() {
+                return redis;
+            }
+        }
+        panic!("redis-server did not answer on any of 5 ports");
+    }
+
+    fn try_start() -> Option<Redis> {
         let port = {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
@@ -49,11 +61,18 @@ impl Redis {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server is needed for this test (apt-get install -y redis-server)");
-        let redis = Redis { child, port };
-        wait_until(Duration::from_secs(10), "redis-server answers", || {
-            redis.command(&["PING"]).as_deref() == Some("+PONG")
-        });
-        redis
+        let mut redis = Redis { child, port };
+        let end = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < end {
+            if redis.command(&["PING"]).as_deref() == Some("+PONG") {
+                return Some(redis);
+            }
+            if let Ok(Some(_)) = redis.child.try_wait() {
+                return None; // exited: the port was taken
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
     }
 
     fn url(&self) -> String {
