@@ -7,6 +7,9 @@
 //!    compressing vs plain;
 //! 2. **publish**: 10 000 idle compressing members and 10 000 plain ones, in two rooms; 200
 //!    chat lines published to each room — server CPU per publish, bytes per member per message;
+//!    Then the same compressing members spread over 1, 4, 5 and 8 window sizes
+//!    (`server_max_window_bits`) in rotation: server CPU per publish of a 3.7 KB line, which
+//!    stays flat while each worker compresses it once per window in use;
 //! 3. **idle**: in a fresh server for each kind, the RSS per connection of 10 000 idle
 //!    WebSockets after messages each way (plain; compressed without context; with a kept window
 //!    of 10 and 12 bits, after 1, 20 and 40 messages), against the baseline taken once both
@@ -100,10 +103,15 @@ struct Peer {
 
 impl Peer {
     fn connect(port: u16, n: usize, deflate: bool) -> Peer {
+        Peer::connect_offering(port, n, if deflate { OFFER } else { "" })
+    }
+
+    /// Connects with `offer` as its extension header line (empty: none).
+    fn connect_offering(port: u16, n: usize, offer: &str) -> Peer {
+        let deflate = !offer.is_empty();
         let mut conn = child::connect_from_spread(port, n);
         conn.set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
-        let offer = if deflate { OFFER } else { "" };
         write!(
             conn,
             "GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -323,6 +331,9 @@ fn run(port: u16, limit: u64) {
             bytes / PUBLISHES as f64
         );
     }
+    drop(groups);
+    windows(port, members);
+
     let empty = stats(port);
     for i in 0..PUBLISHES {
         let line = &lines[i % lines.len()];
@@ -338,4 +349,58 @@ fn run(port: u16, limit: u64) {
         "   (the publish request alone, to an empty room: {:.3} ms of server CPU)",
         (stats(port).cpu_micros - empty.cpu_micros) as f64 / 1000.0 / PUBLISHES as f64
     );
+}
+
+/// Publishes of a 3.7 KB line to `members` compressing members whose agreements rotate over
+/// `k` window sizes: each worker compresses a publish once per window in use, so the CPU per
+/// publish should not jump once `k` passes a cache's size.
+fn windows(port: u16, members: usize) {
+    let line: String = (0..)
+        .map(chat_line)
+        .take_while(|_| true)
+        .take(20)
+        .collect::<String>();
+    let line = &line[..line.len().min(3_700)];
+    println!(
+        "   one room of {members} compressing members, agreements over k window sizes, {} B a publish:",
+        line.len()
+    );
+    for k in [1u8, 4, 5, 8] {
+        let room = format!("w{k}");
+        let mut peers: Vec<Peer> = (0..members)
+            .map(|n| {
+                let bits = 15 - (n % usize::from(k)) as u8;
+                let offer = format!(
+                    "Sec-WebSocket-Extensions: permessage-deflate; server_max_window_bits={bits}\r\n"
+                );
+                let mut p = Peer::connect_offering(port, n, &offer);
+                p.send(&format!("join {room}"));
+                p
+            })
+            .collect();
+        for p in &mut peers {
+            p.frame();
+        }
+        let publishes = PUBLISHES / 4;
+        let before = stats(port);
+        for _ in 0..publishes {
+            let queued = http(
+                port,
+                &format!(
+                    "POST /publish?room={room} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
+                    line.len()
+                ),
+            );
+            assert_eq!(queued.trim(), peers.len().to_string());
+            for p in peers.iter_mut() {
+                let (first, _) = p.frame();
+                assert_ne!(first & 0x40, 0, "compressed");
+            }
+        }
+        let after = stats(port);
+        println!(
+            "   k = {k}: server CPU {:>7.2} ms per publish",
+            (after.cpu_micros - before.cpu_micros) as f64 / 1000.0 / publishes as f64
+        );
+    }
 }

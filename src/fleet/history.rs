@@ -168,6 +168,29 @@ pub(crate) fn read(conn: &mut resp::Conn, key: &[u8], n: usize) -> io::Result<Ve
 
 /// The first id a room's counter gives when Redis holds none: the milliseconds since 2025
 /// times 2¹¹.
+/// The least id a room's counter may give next, as this instance knows: the clock's
+/// [`now_spread`], above every id this instance was given and above the last its copy of the
+/// room holds — so that a counter Redis lost gives greater ids even within the millisecond of
+/// the last.
+#[derive(Debug, Default)]
+pub(crate) struct Floor {
+    /// The greatest id this instance was given, in any room.
+    given: u64,
+}
+
+impl Floor {
+    /// The floor for a room whose copy's newest id is `held`.
+    pub(crate) fn of(&self, held: Option<u64>) -> u64 {
+        let known = self.given.max(held.unwrap_or(0));
+        now_spread().max(known.saturating_add(1))
+    }
+
+    /// Redis gave ids up to `last`.
+    pub(crate) fn gave(&mut self, last: u64) {
+        self.given = self.given.max(last);
+    }
+}
+
 pub(crate) fn now_spread() -> u64 {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -216,6 +239,25 @@ mod tests {
         assert!(floor > 1 << 40, "{floor}");
         // Lua's numbers are doubles: every id below 2^53 is exact, until 2094.
         const { assert!(((2094 - 2025) * 365 * 86_400_000u64) << SPREAD < 1 << 53) };
+    }
+
+    #[test]
+    fn a_floor_stays_above_every_id_known_even_within_the_clock_s_millisecond() {
+        let mut floor = Floor::default();
+        let now = now_spread();
+        assert!(floor.of(None) >= now);
+        // Ids given ahead of the clock (a busy millisecond, or a counter that ran ahead).
+        let ahead = now + (1 << 20);
+        floor.gave(ahead);
+        assert_eq!(floor.of(None), ahead + 1);
+        floor.gave(now);
+        assert_eq!(floor.of(None), ahead + 1, "what was given never goes down");
+        assert_eq!(
+            floor.of(Some(ahead + 9)),
+            ahead + 10,
+            "the room's copy counts too"
+        );
+        assert_eq!(Floor::default().of(Some(u64::MAX)), u64::MAX, "no overflow");
     }
 
     proptest::proptest! {

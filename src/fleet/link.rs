@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::bell::{self, Bell, Ear};
 use super::history;
 use super::reader::{self, PresenceCache, Wanted};
 use super::reads::Reads;
@@ -86,13 +87,32 @@ pub(crate) struct Shared {
     pub(crate) presence: PresenceCache,
 }
 
-/// Rooms whose local membership began or ended since the subscriber last looked.
-#[derive(Default)]
-pub(crate) struct Changed(Mutex<HashSet<Arc<str>>>);
+/// Rooms whose local membership began or ended since the subscriber last looked, and the bell
+/// that wakes it for them.
+pub(crate) struct Changed {
+    rooms: Mutex<HashSet<Arc<str>>>,
+    bell: Bell,
+}
 
 impl Changed {
+    /// An empty set, and the ear the subscriber waits with.
+    fn new() -> io::Result<(Changed, Ear)> {
+        let (bell, ear) = bell::bell()?;
+        let rooms = Mutex::default();
+        Ok((Changed { rooms, bell }, ear))
+    }
+
+    /// `room` changed; the subscriber is woken for the first change since it last looked.
+    fn insert(&self, room: &Arc<str>) {
+        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
+        if rooms.is_empty() {
+            self.bell.ring();
+        }
+        rooms.insert(Arc::clone(room));
+    }
+
     pub(crate) fn take(&self) -> HashSet<Arc<str>> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.rooms.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -182,8 +202,7 @@ impl Instances for RoomsLink {
     /// `room`'s first local member joined or its last left: the subscriber subscribes or
     /// unsubscribes (it reads the room's membership itself, so the last change wins).
     fn changed(&self, room: &Arc<str>) {
-        let mut changed = self.changed.0.lock().unwrap_or_else(|e| e.into_inner());
-        changed.insert(Arc::clone(room));
+        self.changed.insert(room);
     }
 }
 
@@ -238,7 +257,8 @@ impl Fleet {
         // Before the threads allocate: see `reactor::share_one_arena`.
         reactor::share_one_arena();
         let (queue, outgoing) = sync_channel(self.queue);
-        let changed = Arc::new(Changed::default());
+        let (changed, ear) = Changed::new()?;
+        let changed = Arc::new(changed);
         let shared = Arc::new(Shared {
             reads: Reads::default(),
             presence: PresenceCache::default(),
@@ -264,7 +284,7 @@ impl Fleet {
         running.threads.push(
             std::thread::Builder::new()
                 .name("web-fleet-sub".into())
-                .spawn(move || subscriber::run(&fleet, &rooms, &watched, &halt))?,
+                .spawn(move || subscriber::run(&fleet, &rooms, &watched, &ear, &halt))?,
         );
         let (fleet, halt, read_shared) = (self.clone(), Arc::clone(&stop), Arc::clone(&shared));
         running.threads.push(

@@ -71,6 +71,7 @@
 //! [`RateLimit::fleet`]: crate::http::RateLimit::fleet
 
 mod backoff;
+mod bell;
 mod counters;
 mod envelope;
 mod history;

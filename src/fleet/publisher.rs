@@ -25,12 +25,13 @@ const POLL: Duration = Duration::from_millis(100);
 pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, rooms: &Rooms, stop: &AtomicBool) {
     let counters = &fleet.counters;
     let mut failures = 0u32;
+    let mut floor = history::Floor::default();
     loop {
         let wait = |d| drop_for(outgoing, rooms, counters, stop, d);
         let Some(mut con) = fleet.connect_after(&mut failures, 1, wait) else {
             return;
         };
-        match serve(fleet, &mut con, outgoing, rooms, stop) {
+        match serve(fleet, &mut con, outgoing, rooms, &mut floor, stop) {
             Ok(()) => {
                 // Stopping: this instance's members no longer count.
                 let _ = presence::goodbye(&mut con, &fleet.prefix, fleet.instance);
@@ -51,6 +52,7 @@ fn serve(
     con: &mut resp::Conn,
     outgoing: &Receiver<Outgoing>,
     rooms: &Rooms,
+    floor: &mut history::Floor,
     stop: &AtomicBool,
 ) -> io::Result<()> {
     let counters = &fleet.counters;
@@ -83,7 +85,8 @@ fn serve(
             }
         }
         let mut unplaced = Vec::new();
-        match send(fleet, con, &scripts, publishes, posts, &mut unplaced) {
+        let ids = Ids { rooms, floor };
+        match send(fleet, con, &scripts, ids, publishes, posts, &mut unplaced) {
             Ok(()) => Counters::add(&counters.published, sent),
             Err(e) => {
                 Counters::add(&counters.dropped, sent);
@@ -96,6 +99,13 @@ fn serve(
             }
         }
     }
+}
+
+/// What a batch's ids must stay above: this instance's rooms (their copies' newest ids) and
+/// what Redis gave it before.
+struct Ids<'a> {
+    rooms: &'a Rooms,
+    floor: &'a mut history::Floor,
 }
 
 /// The two scripts, loaded on each connection (Redis may have restarted since the last).
@@ -138,12 +148,13 @@ fn send(
     fleet: &Fleet,
     con: &mut resp::Conn,
     scripts: &Scripts,
+    ids: Ids<'_>,
     publishes: Vec<(Vec<u8>, Vec<u8>)>,
     posts: Posts,
     unplaced: &mut Vec<Post>,
 ) -> io::Result<()> {
     let prefix = &fleet.prefix;
-    let reserved = reserve(prefix, con, scripts, &posts);
+    let reserved = reserve(prefix, con, scripts, ids, &posts);
     let firsts = match reserved {
         Ok(firsts) => firsts,
         Err(e) => {
@@ -159,12 +170,12 @@ fn reserve(
     prefix: &str,
     con: &mut resp::Conn,
     scripts: &Scripts,
+    ids: Ids<'_>,
     posts: &Posts,
 ) -> io::Result<Vec<(u64, u64)>> {
     let firsts = if posts.0.is_empty() {
         Vec::new()
     } else {
-        let floor = history::now_spread();
         let mut pipe = redis::pipe();
         for (room, of_room) in &posts.0 {
             let ttl = of_room.iter().map(|p| p.ttl).max().unwrap_or_default();
@@ -172,7 +183,7 @@ fn reserve(
                 .arg(&scripts.reserve)
                 .arg(1)
                 .arg(names::seq_key(prefix, room))
-                .arg(floor)
+                .arg(ids.floor.of(ids.rooms.last_id(room)))
                 .arg(of_room.len())
                 .arg(history::millis(ttl));
         }
@@ -195,6 +206,10 @@ fn reserve(
             })
             .collect::<io::Result<Vec<(u64, u64)>>>()?
     };
+    for ((first, _), (_, of_room)) in firsts.iter().zip(&posts.0) {
+        ids.floor
+            .gave(first.saturating_add((of_room.len() as u64).saturating_sub(1)));
+    }
     Ok(firsts)
 }
 

@@ -8,10 +8,13 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, ConnectionInfo, Value};
+
+use super::bell::{Ear, Heard};
 
 /// Longest reply read, in bytes.
 pub(crate) const MAX_REPLY: usize = 16 << 20;
@@ -40,6 +43,15 @@ impl Stream {
     }
 }
 
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -59,6 +71,15 @@ impl Write for Stream {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+}
+
+/// What [`Conn::reply_within`] found.
+pub(crate) enum Next {
+    Reply(Value),
+    /// The bell rang first.
+    Rung,
+    /// Nothing came within the wait.
+    Quiet,
 }
 
 /// One connection to Redis.
@@ -158,24 +179,17 @@ impl Conn {
     }
 
     /// The next reply if one starts within `wait` (then it must be whole within the timeout
-    /// from there): `Ok(None)` when nothing came.
-    pub(crate) fn reply_within(&mut self, wait: Duration) -> io::Result<Option<Value>> {
+    /// from there), or the bell `ear` hears rang first.
+    pub(crate) fn reply_within(&mut self, wait: Duration, ear: &Ear) -> io::Result<Next> {
         if self.buf.is_empty() {
-            self.stream.set_read_timeout(wait)?;
-            match self.fill() {
-                Ok(()) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
+            match ear.wait(self.stream.as_raw_fd(), wait)? {
+                Heard::Readable => self.fill()?,
+                Heard::Rung => return Ok(Next::Rung),
+                Heard::Quiet => return Ok(Next::Quiet),
             }
         }
-        self.reply_until(Instant::now() + self.timeout).map(Some)
+        self.reply_until(Instant::now() + self.timeout)
+            .map(Next::Reply)
     }
 
     fn reply_until(&mut self, until: Instant) -> io::Result<Value> {

@@ -2,9 +2,10 @@
 //! [`Follow`](crate::ws::Follow)) on this instance, and
 //! what other instances publish there handed to the workers' fan-out (its own echo dropped).
 //!
-//! It looks at the rooms whose local membership changed every [`POLL`] (between two waits
-//! for a message), so a room's first member is subscribed within about 100 ms of joining;
-//! messages other instances publish before then do not reach it — except posted messages: when
+//! It looks at the rooms whose local membership changed when a worker rings its bell (a room's
+//! first member joined or its last left: see `bell.rs`), and every [`POLL`] anyway, so a room's
+//! first member is subscribed within a round trip of joining; messages other instances publish
+//! before then do not reach it — except posted messages: when
 //! Redis confirms a subscription, the room's history list is read and what this instance's
 //! copy lacks is delivered then (`Rooms::catch_up`). On every (re)connection it subscribes to
 //! all rooms that have local members.
@@ -14,8 +15,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::bell::Ear;
 use super::envelope::Carried;
 use super::link::Changed;
+use super::resp::Next;
 use super::{Counters, Fleet, envelope, names, pause, resp};
 use crate::ws::Rooms;
 use crate::ws::history::Entry;
@@ -23,7 +26,7 @@ use crate::ws::history::Entry;
 /// Longest wait for a message before looking at membership changes and the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 
-pub(crate) fn run(fleet: &Fleet, rooms: &Rooms, changed: &Changed, stop: &AtomicBool) {
+pub(crate) fn run(fleet: &Fleet, rooms: &Rooms, changed: &Changed, ear: &Ear, stop: &AtomicBool) {
     let counters = &fleet.counters;
     let mut failures = 0u32;
     while !stop.load(Ordering::Acquire) {
@@ -31,7 +34,7 @@ pub(crate) fn run(fleet: &Fleet, rooms: &Rooms, changed: &Changed, stop: &Atomic
             return;
         };
         failures = 0;
-        let ended = session(fleet, rooms, changed, stop, &mut con);
+        let ended = session(fleet, rooms, changed, ear, stop, &mut con);
         counters.subscribed.store(false, Ordering::Relaxed);
         if ended.is_err() {
             Counters::add(&counters.errors, 1);
@@ -45,6 +48,7 @@ fn session(
     fleet: &Fleet,
     rooms: &Rooms,
     changed: &Changed,
+    ear: &Ear,
     stop: &AtomicBool,
     con: &mut resp::Conn,
 ) -> std::io::Result<()> {
@@ -74,9 +78,14 @@ fn session(
             }
         }
         caught.hand_over_older_than(CATCH_UP_WAIT, rooms);
-        let Some(reply) = con.reply_within(POLL)? else {
-            caught.hand_over_older_than(Duration::ZERO, rooms);
-            continue;
+        let reply = match con.reply_within(POLL, ear)? {
+            Next::Reply(reply) => reply,
+            // A room's first member joined or its last left: (un)subscribed at once.
+            Next::Rung => continue,
+            Next::Quiet => {
+                caught.hand_over_older_than(Duration::ZERO, rooms);
+                continue;
+            }
         };
         let redis::Value::Array(parts) = reply else {
             Counters::add(&counters.errors, 1);

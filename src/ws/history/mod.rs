@@ -275,9 +275,8 @@ impl Rooms {
         #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
         let mut kept = self.kept();
         #[cfg(feature = "redis")]
-        for (id, text) in fleets.into_iter().flatten() {
-            kept.recent
-                .record(room, Line::new(id, text), |r| self.members(r) > 0);
+        if let Some(fleets) = fleets {
+            self.merge_fleets(&mut kept, room, fleets);
         }
         let newer: Vec<(u64, Arc<str>)> = kept.recent.after(room, after).map(Line::entry).collect();
         if newer.is_empty() {
@@ -544,11 +543,23 @@ impl Rooms {
         self.merge_filled(&mut kept, room, fleets);
     }
 
-    /// Adds what the fleet holds of `room` to this instance's copy (each message once, in id
-    /// order), and counts one read of it done.
+    /// Adds what the fleet holds of `room` to this instance's copy, and counts one read of it
+    /// done.
     fn merge_filled(&self, kept: &mut Kept, room: &str, fleets: Option<Vec<Entry>>) {
+        self.merge_fleets(kept, room, fleets.unwrap_or_default());
+        if let Some(n) = kept.filling.get_mut(room) {
+            *n -= 1;
+            if *n == 0 {
+                kept.filling.remove(room);
+            }
+        }
+    }
+
+    /// Adds what the fleet holds of `room` to this instance's copy: each message once, in id
+    /// order. A message newer than this instance had reaches it now, so the watcher hears of
+    /// it (a long-poll waiting here); members get it with their history.
+    fn merge_fleets(&self, kept: &mut Kept, room: &str, mut fleets: Vec<Entry>) {
         let last = kept.recent.last(room);
-        let mut fleets = fleets.unwrap_or_default();
         fleets.sort_unstable_by_key(|(id, _)| *id);
         for (line_id, text) in fleets {
             let new = kept
@@ -556,19 +567,11 @@ impl Rooms {
                 .record(room, Line::new(line_id, Arc::clone(&text)), |r| {
                     self.members(r) > 0
                 });
-            // A message newer than this instance had reaches it now: the watcher hears of it
-            // (a long-poll waiting here); its members get it with their history.
             if new
                 && last.is_none_or(|last| line_id > last)
                 && let Some(watch) = &kept.watcher
             {
                 watch(room, line_id, &text);
-            }
-        }
-        if let Some(n) = kept.filling.get_mut(room) {
-            *n -= 1;
-            if *n == 0 {
-                kept.filling.remove(room);
             }
         }
     }
