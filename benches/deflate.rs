@@ -158,6 +158,13 @@ impl Peer {
                 if at > 0 && b.len() >= at + len {
                     let frame = (b[0], b[at..at + len].to_vec());
                     self.buf.drain(..at + len);
+                    if frame.0 == 0x89 {
+                        // The server's liveness ping (a slow run outlasts its interval).
+                        let mut pong = Vec::new();
+                        write_frame(&mut pong, 0x8a, &frame.1, Some([1, 2, 3, 4]));
+                        self.conn.write_all(&pong).unwrap();
+                        continue;
+                    }
                     return frame;
                 }
             }
@@ -238,8 +245,8 @@ fn idle(port: u16, limit: u64, name: &str, deflate: bool, messages: usize) {
     let after = child::settled(|| stats(port));
     println!(
         "   {name:<12} after {messages:>2} message(s) each way: {:>6.1} B RSS per connection, {:>6.1} B of live heap ({members} held; baseline {:.1} MiB)",
-        (after.rss_kib - before.rss_kib) as f64 * 1024.0 / members as f64,
-        (after.heap - before.heap) as f64 / members as f64,
+        (after.rss_kib as f64 - before.rss_kib as f64) * 1024.0 / members as f64,
+        (after.heap as f64 - before.heap as f64) / members as f64,
         before.rss_kib as f64 / 1024.0
     );
 }
