@@ -4,6 +4,7 @@
 #[cfg(feature = "redis")]
 pub mod fleet;
 pub mod http;
+mod server;
 pub mod sse;
 #[cfg(feature = "tls")]
 pub mod tls;

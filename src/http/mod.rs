@@ -8,13 +8,11 @@ pub(crate) mod cookie;
 mod date;
 mod error;
 pub(crate) mod grammar;
-pub(crate) mod later;
 pub(crate) mod message;
 pub(crate) use message::{chunked, fields, head, parse_request, render, reply};
 mod middleware;
 pub(crate) mod query;
 mod rate_limit;
-pub(crate) mod server;
 mod status;
 pub(crate) mod stream_framing;
 pub(crate) mod url;
@@ -49,8 +47,7 @@ pub use reply::{
 };
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
-pub(crate) use later::HttpMsg;
-pub use server::{
+pub use crate::server::{
     BodySender, Control, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY,
     MAX_CONNECTIONS, PING_INTERVAL, Pool, REPLY_TIMEOUT, Reply, STREAM_WINDOW, Server,
     ServerHandle, ServerStats, WRITE_TIMEOUT, accept_forever, accept_n, defer, handle_conn, serve,

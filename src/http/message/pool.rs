@@ -14,7 +14,7 @@ use std::thread::LocalKey;
 use super::request::{Line, Span};
 
 /// Buffers each thread keeps for reuse, in each of its pools (request parts here, output
-/// buffers in `http/server/output.rs`).
+/// buffers in `server/output.rs`).
 pub(crate) const POOL_BUFFERS: usize = 4;
 /// The largest buffer kept for reuse (bytes of a request's head and body, or of rendered
 /// output): so a worker keeps at most 64 KiB per pool.

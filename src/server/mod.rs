@@ -28,6 +28,7 @@ mod deferred;
 mod dispatch;
 mod exchange;
 mod http_strand;
+pub(crate) mod later;
 mod limits;
 mod output;
 mod pool;
@@ -55,6 +56,7 @@ use conn::HttpService;
 pub use control::Control;
 pub use deferred::{Reply, defer};
 use dispatch::{Counter, DynHandler, LiveRoute, Shared};
+pub(crate) use later::HttpMsg;
 pub(crate) use limits::Limits;
 pub use limits::{
     DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,

@@ -26,11 +26,11 @@
 //! |---|---|---|---|
 //! | chunk extensions over a whole body | [`MAX_CHUNK_EXTENSIONS`](crate::http::MAX_CHUNK_EXTENSIONS) (16 KiB) | 400 | `http/message/chunked.rs` |
 //! | trailer lines | [`MAX_TRAILER_BYTES`](crate::http::MAX_TRAILER_BYTES) (16 KiB) | 400 | `http/message/chunked.rs` |
-//! | a body's pace | 1 KiB per header timeout (`MIN_BODY_PROGRESS`) | 408 | `http/server/exchange.rs` |
-//! | HTTP output queued before reading stops | 64 KiB (`HIGH_WATER`) | reading resumes when the socket takes it | `http/server/http_strand.rs` |
+//! | a body's pace | 1 KiB per header timeout (`MIN_BODY_PROGRESS`) | 408 | `server/exchange.rs` |
+//! | HTTP output queued before reading stops | 64 KiB (`HIGH_WATER`) | reading resumes when the socket takes it | `server/http_strand.rs` |
 //! | WebSocket output queued before reading stops | [`WS_HIGH_WATER`](crate::ws::WS_HIGH_WATER) (256 KiB) | reading resumes when the peer takes it | `ws/strand.rs` |
 //! | WebSocket output owed to one peer | [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG) (16 MiB) | close 1008 | `ws/strand.rs` |
-//! | linger while the server stops | 250 ms (`DRAIN_LINGER`) | closed | `http/server/http_strand.rs` |
+//! | linger while the server stops | 250 ms (`DRAIN_LINGER`) | closed | `server/http_strand.rs` |
 
 use std::time::Duration;
 

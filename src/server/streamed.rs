@@ -14,8 +14,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use reactor::ConnId;
 
-use crate::http::later::{Delivery, HttpMsg};
 use crate::http::stream_framing::{PastLength, StreamFraming};
+use crate::server::later::{Delivery, HttpMsg};
 
 use super::deferred::{Replies, deliver};
 

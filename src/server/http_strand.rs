@@ -18,9 +18,9 @@ use reactor::{Io, Next, Read};
 
 use super::exchange::RequestReader;
 use crate::http::Response;
-use crate::http::later::{Delivery, HttpMsg};
 use crate::http::render::{has_body, render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
+use crate::server::later::{Delivery, HttpMsg};
 use crate::ws::{Charge, WsCommand};
 
 use super::deferred::{Exchange, Wait};

@@ -4,8 +4,8 @@
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
-use super::Response;
-use super::server::StreamStart;
+use super::StreamStart;
+use crate::http::Response;
 
 /// A deferred reply on its way to its connection (inside
 /// [`WsCommand::Http`](crate::ws::WsCommand::Http)); made by [`Reply`](crate::http::Reply) only.
