@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod client;
 #[cfg(feature = "redis")]
 pub mod fleet;
 pub mod http;

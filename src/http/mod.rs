@@ -3,7 +3,6 @@
 //!
 //! Every function of the specification's `web/http` module lives here under its own name.
 
-mod client;
 pub(crate) mod cookie;
 mod date;
 mod error;
@@ -15,14 +14,12 @@ pub(crate) mod query;
 mod rate_limit;
 mod status;
 pub(crate) mod stream_framing;
-pub(crate) mod url;
-pub(crate) mod wire;
 
-pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
-pub use client::{
+pub use crate::client::http::{
     CLIENT_CONNECT_TIMEOUT, CLIENT_IDLE_TIMEOUT, CLIENT_READ_TIMEOUT, CLIENT_WRITE_TIMEOUT, Client,
     ClientResponse, MAX_IDLE_PER_HOST, MAX_REPLY, RequestBuilder, ask, get, get_all, read_response,
 };
+pub use chunked::{ChunkedDecoder, MAX_CHUNK_EXTENSIONS, MAX_TRAILER_BYTES};
 pub use cookie::{cookie, cookie_decoded, cookie_in};
 pub use date::http_date;
 pub use error::ParseError;

@@ -3,15 +3,14 @@
 //!
 //! Every function of the specification's `web/ws` module lives here under its own name.
 
-mod app;
+pub(crate) mod app;
 mod blocking;
 mod budget;
-mod client;
-mod close;
-mod decoder;
-mod deflate;
-mod frame;
-mod handshake;
+pub(crate) mod close;
+pub(crate) mod decoder;
+pub(crate) mod deflate;
+pub(crate) mod frame;
+pub(crate) mod handshake;
 pub(crate) mod history;
 #[cfg(feature = "redis")]
 mod instances;
@@ -21,6 +20,7 @@ mod seat;
 mod strand;
 mod utf8;
 
+pub use crate::client::ws::{CONNECT_TIMEOUT, WsClient, WsConnect, WsReader, WsWriter, connect};
 pub(crate) use app::WsCommand;
 pub use app::{Message, Ws, WsHandler, WsSender, broadcast};
 pub use blocking::{
@@ -29,7 +29,6 @@ pub use blocking::{
 };
 pub use budget::MAX_QUEUED_OUTPUT;
 pub(crate) use budget::{Charge, OutputBudget};
-pub use client::{CONNECT_TIMEOUT, WsClient, WsConnect, WsReader, WsWriter, connect};
 pub use close::{
     GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG, WsError,
     close_payload, is_valid_code, parse_close,

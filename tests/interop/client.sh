@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interop checks of the blocking HTTP client (src/http/client.rs) through the `fetch` example,
+# Interop checks of the blocking HTTP client (src/client/http.rs) through the `fetch` example,
 # against real servers on 127.0.0.1:
 #
 #   tests/interop/client.sh target/release/examples/fetch

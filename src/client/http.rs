@@ -1,23 +1,21 @@
 //! The blocking HTTP/1.1 client: [`ask`], [`get`], [`get_all`], [`read_response`], and the
 //! [`Client`] value that holds their timeouts and limits.
 
-mod fetch;
-
-pub use fetch::{CLIENT_IDLE_TIMEOUT, ClientResponse, MAX_IDLE_PER_HOST, RequestBuilder};
+pub use super::fetch::{CLIENT_IDLE_TIMEOUT, ClientResponse, MAX_IDLE_PER_HOST, RequestBuilder};
 
 use std::io::{self, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use super::fetch::SharedIdle;
+use super::wire::Wire;
+use crate::http::ParseError;
 use crate::http::chunked::ChunkedDecoder;
-use crate::http::error::ParseError;
 use crate::http::fields::{ConnectionOptions, frames_body};
 use crate::http::grammar::{find_lf, is_field_byte, is_sendable_target_byte, is_token};
 use crate::http::head::Version;
 use crate::http::message::Header;
 use crate::http::reply::{ReplyFraming, ReplyHead, parse_reply_head};
-use crate::http::wire::Wire;
-use fetch::SharedIdle;
 
 /// Default time to establish a connection.
 pub const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -211,7 +209,7 @@ impl Client {
     }
 
     /// Starts a request with `method` to `url` (`http://host[:port]/path?query`): add headers
-    /// and a body, then [`send`](RequestBuilder::send) it for a [`ClientResponse`](super::ClientResponse). Requests
+    /// and a body, then [`send`](RequestBuilder::send) it for a [`ClientResponse`](crate::http::ClientResponse). Requests
     /// of a client and its clones share kept-alive connections.
     ///
     /// ```no_run

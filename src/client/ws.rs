@@ -14,18 +14,18 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
-use super::app::Message;
-use super::close::{WsError, close_payload};
-use super::decoder::{Decoder, Event, MAX_MESSAGE};
-use super::deflate::{
+use super::url::{Schemes, Url};
+use super::wire::{self, Conn};
+use crate::http::grammar::{is_field_byte, is_token};
+use crate::http::{Header, parse_reply_head};
+use crate::ws::app::Message;
+use crate::ws::close::{WsError, close_payload};
+use crate::ws::decoder::{Decoder, Event, MAX_MESSAGE};
+use crate::ws::deflate::{
     CLIENT_OFFER, ClientAgreed, OwnCompressor, RSV1, accept_response, client_codecs,
 };
-use super::frame::{OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Role, write_frame};
-use super::handshake::{accept_key, random_16};
-use crate::http::grammar::{is_field_byte, is_token};
-use crate::http::url::{Schemes, Url};
-use crate::http::wire::{self, Conn};
-use crate::http::{Header, parse_reply_head};
+use crate::ws::frame::{OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Role, write_frame};
+use crate::ws::handshake::{accept_key, random_16};
 
 /// Default time to connect and complete the opening handshake ([`WsConnect::timeout`]).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -74,7 +74,7 @@ pub struct WsConnect {
     read_timeout: Option<Duration>,
     max_message: usize,
     /// Whose certificates `wss://` trusts (`None`: the system's roots).
-    tls: Option<crate::http::wire::TlsChoice>,
+    tls: Option<super::wire::TlsChoice>,
     /// Offer permessage-deflate.
     deflate: bool,
 }

@@ -9,11 +9,11 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{Client, Failure, is_stale, keeps_alive, request_bytes};
+use super::http::{Client, Failure, is_stale, keeps_alive, request_bytes};
+use super::url::{Schemes, Url};
+use super::wire::{self, Conn};
 use crate::http::message::Header;
 use crate::http::reply::{parse_reply_head, response_body};
-use crate::http::url::{Schemes, Url};
-use crate::http::wire::{self, Conn};
 
 /// Default idle connections a [`Client`] keeps per host ([`Client::max_idle_per_host`]).
 pub const MAX_IDLE_PER_HOST: usize = 8;
