@@ -94,7 +94,6 @@ use std::time::{Duration, Instant};
 pub(crate) use counters::Counters;
 pub use counters::FleetStats;
 pub(crate) use link::Running;
-pub(crate) use names::Bucket;
 pub use presence::{BEAT, EXPIRY};
 
 /// Default time the rate limit's counter thread gives Redis for the answer to one batch of

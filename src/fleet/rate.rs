@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 
 use super::names::{Bucket, rate_key};
 use super::{Counters, Fleet};
+use crate::http::RateLimit;
+use crate::http::rate_limit::{Kind, SharedCounts, StartsCounts};
 
 /// Reports that may wait for the counter thread; past it they are dropped (counted).
 const REPORTS: usize = 4096;
@@ -134,6 +136,78 @@ impl SharedCount {
             Counters::add(&self.counters.errors, 1);
         }
         true
+    }
+}
+
+impl RateLimit {
+    /// Counts across every instance of `fleet` (`--features redis`): the same rule — one
+    /// wall-clock second per caller, reads and writes in separate buckets, 429 over the
+    /// allowance — with the counts kept in Redis, so a caller spread over several instances
+    /// gets its allowance once, not once per instance.
+    ///
+    /// **A worker never waits for Redis.** It decides at once on this instance's own count
+    /// plus what the other instances had counted for the caller as far as this instance last
+    /// heard; what it admits is reported to the limiter's own thread, which sends the counts
+    /// (`INCRBY` and `EXPIRE`, requests of all workers pipelined together) and learns the
+    /// fleet's totals from the answers. Requests the limiter does not count (reads under
+    /// [`unlimited_reads`](Self::unlimited_reads)) cost nothing more.
+    ///
+    /// **Over-admission:** the others' counts reach a decision one report late, so a caller
+    /// whose requests reach `n` instances in turn gets at most its allowance + `n` − 1 in a
+    /// second, and a burst that reaches every instance within one Redis round trip up to `n`
+    /// times its allowance.
+    ///
+    /// **When Redis does not answer** within [`Fleet::timeout`](Fleet::timeout)
+    /// (50 ms by default), or is unreachable, this instance's own count decides (kept all
+    /// along): each instance then allows the caller its allowance, so a caller spread over `n`
+    /// instances may get up to `n` times it until Redis is back. Such decisions and the errors
+    /// are counted (`web::fleet::FleetStats`, and
+    /// [`ServerStats`](crate::http::ServerStats) of a server given the same fleet). The
+    /// instances' clocks should agree (NTP): each counts in its own current second.
+    ///
+    /// ```no_run
+    /// use web::fleet::Fleet;
+    /// use web::http::{text_response, wrap, RateLimit, Server};
+    /// let fleet = Fleet::new("redis://127.0.0.1:6379/")?;
+    /// // Behind one proxy hop; 5 writes a second per caller across all instances.
+    /// let limit = RateLimit::new(5, 100, 1).fleet(&fleet).layer();
+    /// let app = wrap(vec![limit], |_req| text_response(201, "posted"));
+    /// Server::bind("127.0.0.1:8080")?.fleet(&fleet).run(app)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn fleet(self, fleet: &Fleet) -> RateLimit {
+        self.counted_across(Arc::new(fleet.clone()))
+    }
+}
+
+impl StartsCounts for Fleet {
+    /// Starts a limiter's counter thread; a thread that cannot be started is counted as an
+    /// error, and the limiter's count stays local (as when Redis is unreachable).
+    fn start(&self) -> Option<Box<dyn SharedCounts>> {
+        match SharedCount::start(self) {
+            Ok(shared) => Some(Box::new(shared)),
+            Err(_) => {
+                Counters::add(&self.counters.errors, 1);
+                None
+            }
+        }
+    }
+}
+
+impl SharedCounts for SharedCount {
+    fn admit(
+        &self,
+        caller: &str,
+        kind: Kind,
+        allowance: u32,
+        second: u64,
+        used: Option<u32>,
+    ) -> bool {
+        let bucket = match kind {
+            Kind::Read => Bucket::Reads,
+            Kind::Write => Bucket::Writes,
+        };
+        SharedCount::admit(self, caller, bucket, allowance, second, used)
     }
 }
 

@@ -11,7 +11,7 @@ pub(crate) mod message;
 pub(crate) use message::{chunked, fields, head, parse_request, render, reply};
 mod middleware;
 pub(crate) mod query;
-mod rate_limit;
+pub(crate) mod rate_limit;
 mod status;
 pub(crate) mod stream_framing;
 

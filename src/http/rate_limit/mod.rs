@@ -103,8 +103,8 @@ pub struct RateLimit {
     hops: usize,
     max_callers: usize,
     refusal: Response,
-    #[cfg(feature = "redis")]
-    fleet: Option<crate::fleet::Fleet>,
+    /// Where the counts are shared with other instances (`RateLimit::fleet`).
+    across: Option<Arc<dyn StartsCounts>>,
 }
 
 impl RateLimit {
@@ -122,8 +122,7 @@ impl RateLimit {
             hops,
             max_callers: MAX_CALLERS,
             refusal: too_many(),
-            #[cfg(feature = "redis")]
-            fleet: None,
+            across: None,
         }
     }
 
@@ -141,8 +140,7 @@ impl RateLimit {
             hops: 0,
             max_callers: MAX_CALLERS,
             refusal: too_many(),
-            #[cfg(feature = "redis")]
-            fleet: None,
+            across: None,
         }
     }
 
@@ -206,47 +204,6 @@ impl RateLimit {
         self
     }
 
-    /// Counts across every instance of `fleet` (`--features redis`): the same rule — one
-    /// wall-clock second per caller, reads and writes in separate buckets, 429 over the
-    /// allowance — with the counts kept in Redis, so a caller spread over several instances
-    /// gets its allowance once, not once per instance.
-    ///
-    /// **A worker never waits for Redis.** It decides at once on this instance's own count
-    /// plus what the other instances had counted for the caller as far as this instance last
-    /// heard; what it admits is reported to the limiter's own thread, which sends the counts
-    /// (`INCRBY` and `EXPIRE`, requests of all workers pipelined together) and learns the
-    /// fleet's totals from the answers. Requests the limiter does not count (reads under
-    /// [`unlimited_reads`](Self::unlimited_reads)) cost nothing more.
-    ///
-    /// **Over-admission:** the others' counts reach a decision one report late, so a caller
-    /// whose requests reach `n` instances in turn gets at most its allowance + `n` − 1 in a
-    /// second, and a burst that reaches every instance within one Redis round trip up to `n`
-    /// times its allowance.
-    ///
-    /// **When Redis does not answer** within [`Fleet::timeout`](crate::fleet::Fleet::timeout)
-    /// (50 ms by default), or is unreachable, this instance's own count decides (kept all
-    /// along): each instance then allows the caller its allowance, so a caller spread over `n`
-    /// instances may get up to `n` times it until Redis is back. Such decisions and the errors
-    /// are counted (`web::fleet::FleetStats`, and
-    /// [`ServerStats`](crate::http::ServerStats) of a server given the same fleet). The
-    /// instances' clocks should agree (NTP): each counts in its own current second.
-    ///
-    /// ```no_run
-    /// use web::fleet::Fleet;
-    /// use web::http::{text_response, wrap, RateLimit, Server};
-    /// let fleet = Fleet::new("redis://127.0.0.1:6379/")?;
-    /// // Behind one proxy hop; 5 writes a second per caller across all instances.
-    /// let limit = RateLimit::new(5, 100, 1).fleet(&fleet).layer();
-    /// let app = wrap(vec![limit], |_req| text_response(201, "posted"));
-    /// Server::bind("127.0.0.1:8080")?.fleet(&fleet).run(app)?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    #[cfg(feature = "redis")]
-    pub fn fleet(mut self, fleet: &crate::fleet::Fleet) -> RateLimit {
-        self.fleet = Some(fleet.clone());
-        self
-    }
-
     /// The middleware, for [`wrap`](crate::http::wrap): [`RateLimit::limiter`] and its
     /// [`layer`](RateLimiter::layer).
     ///
@@ -277,17 +234,11 @@ impl RateLimit {
     /// ```
     pub fn limiter(self) -> RateLimiter {
         let limiter = Limiter::new(&self);
-        #[cfg(feature = "redis")]
-        let shared = self.fleet.as_ref().map(|fleet| {
-            crate::fleet::rate::SharedCount::start(fleet).map_err(|_| {
-                crate::fleet::Counters::add(&fleet.counters().errors, 1);
-            })
-        });
+        let shared = self.across.as_ref().and_then(|across| across.start());
         RateLimiter(Arc::new(Counting {
             limiter,
             hops: self.hops,
             refusal: self.refusal,
-            #[cfg(feature = "redis")]
             shared,
         }))
     }
@@ -308,8 +259,7 @@ struct Counting {
     limiter: Limiter,
     hops: usize,
     refusal: Response,
-    #[cfg(feature = "redis")]
-    shared: Option<Result<crate::fleet::rate::SharedCount, ()>>,
+    shared: Option<Box<dyn SharedCounts>>,
 }
 
 impl std::fmt::Debug for RateLimiter {
@@ -375,11 +325,8 @@ impl RateLimiter {
     fn decide(&self, caller: &str, kind: Kind) -> bool {
         let now = now();
         let used = self.0.limiter.admit_counted(caller, kind, now);
-        #[cfg(feature = "redis")]
-        if let (Some(Ok(shared)), Some(allowance)) =
-            (&self.0.shared, self.0.limiter.allowance(kind))
-        {
-            let admitted = shared.admit(caller, kind.bucket(), allowance, now, used);
+        if let (Some(shared), Some(allowance)) = (&self.0.shared, self.0.limiter.allowance(kind)) {
+            let admitted = shared.admit(caller, kind, allowance, now, used);
             if used.is_some() && !admitted {
                 // Within this instance's count, over the fleet's: not counted here either.
                 self.0.limiter.refund(caller, kind, now);
@@ -387,6 +334,38 @@ impl RateLimiter {
             return admitted;
         }
         used.is_some()
+    }
+}
+
+/// Counts shared with the other instances of a server (the fleet's, in Redis): what a
+/// [`RateLimit`] given them starts when its limiter is made.
+pub(crate) trait StartsCounts: Send + Sync + std::fmt::Debug {
+    /// The limiter's way to the shared counts; `None` when it cannot be had (counted by the
+    /// implementer): the local count then decides alone.
+    fn start(&self) -> Option<Box<dyn SharedCounts>>;
+}
+
+/// A running limiter's way to the counts shared with other instances.
+pub(crate) trait SharedCounts: Send + Sync {
+    /// Decides one request of `caller` of `kind` in wall-clock second `second`, which this
+    /// instance's own count admitted as the `used`-th of the second (`None`: refused): whether
+    /// it is within `allowance` counting what the other instances admitted. Never waits.
+    fn admit(
+        &self,
+        caller: &str,
+        kind: Kind,
+        allowance: u32,
+        second: u64,
+        used: Option<u32>,
+    ) -> bool;
+}
+
+impl RateLimit {
+    /// Shares the counts through `across` (see `RateLimit::fleet`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn counted_across(mut self, across: Arc<dyn StartsCounts>) -> RateLimit {
+        self.across = Some(across);
+        self
     }
 }
 
@@ -404,21 +383,12 @@ fn now() -> u64 {
 
 /// Which bucket a request counts in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Read,
     Write,
 }
 
 impl Kind {
-    /// The fleet's name for this bucket.
-    #[cfg(feature = "redis")]
-    fn bucket(self) -> crate::fleet::Bucket {
-        match self {
-            Kind::Read => crate::fleet::Bucket::Reads,
-            Kind::Write => crate::fleet::Bucket::Writes,
-        }
-    }
-
     /// GET, HEAD and OPTIONS are reads (the methods RFC 9110 §9.2.1 calls safe, without TRACE,
     /// which nothing should serve); every other method is a write.
     fn of(method: &str) -> Kind {

@@ -30,7 +30,7 @@ impl Used {
     }
 
     /// Takes back one request of `kind` counted by [`Used::take`].
-    #[cfg(feature = "redis")]
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     fn give_back(&mut self, kind: Kind) {
         let used = self.of(kind);
         *used = used.saturating_sub(1);
@@ -139,7 +139,7 @@ impl Limiter {
     }
 
     /// Takes back a request counted by [`Limiter::admit_counted`] (the fleet refused it).
-    #[cfg(feature = "redis")]
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(super) fn refund(&self, caller: &str, kind: Kind, now: u64) {
         self.with_used(caller, now, |used| used.give_back(kind));
     }
