@@ -6,7 +6,9 @@
 pub(crate) mod cookie;
 mod date;
 mod error;
+pub(crate) mod event_stream;
 pub(crate) mod grammar;
+pub(crate) mod later;
 pub(crate) mod message;
 pub(crate) use message::{chunked, fields, head, parse_request, render, reply};
 mod middleware;
@@ -46,8 +48,9 @@ pub use reply::{
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{
     BodySender, Control, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY,
-    MAX_CONNECTIONS, PING_INTERVAL, Pool, REPLY_TIMEOUT, Reply, STREAM_WINDOW, Server,
-    ServerHandle, ServerStats, WRITE_TIMEOUT, accept_forever, accept_n, defer, handle_conn, serve,
-    serve_at, serve_n, serve_taking,
+    MAX_CONNECTIONS, PING_INTERVAL, Pool, REPLY_TIMEOUT, Reply, Server, ServerHandle, ServerStats,
+    WRITE_TIMEOUT, accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n,
+    serve_taking,
 };
+pub use later::STREAM_WINDOW;
 pub use status::status_text;

@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock, mpsc};
 use reactor::{ConnId, Remote};
 
 use crate::http::Response;
-use crate::server::later::{Delivery, HttpMsg};
+use crate::http::later::{Delivery, HttpMsg};
 use crate::ws::WsCommand;
 
 use super::streamed::{BodySender, Later};

@@ -18,16 +18,17 @@ use reactor::{Io, Next, Read};
 
 use super::exchange::RequestReader;
 use crate::http::Response;
+use crate::http::later::{Delivery, HttpMsg};
 use crate::http::render::{has_body, render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
-use crate::server::later::{Delivery, HttpMsg};
 use crate::ws::{Charge, WsCommand};
 
 use super::deferred::{Exchange, Wait};
 use super::dispatch::{Answered, Shared, Stop, Turn, Upgrade, answer};
 use super::output::Output;
-use super::streamed::{StreamStart, Streaming};
+use super::streamed::Streaming;
 use crate::http::Refusal;
+use crate::http::later::StreamStart;
 
 /// Output queued beyond which a strand stops reading until the socket takes it.
 const HIGH_WATER: usize = 64 * 1024;

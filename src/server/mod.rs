@@ -28,7 +28,6 @@ mod deferred;
 mod dispatch;
 mod exchange;
 mod http_strand;
-pub(crate) mod later;
 mod limits;
 mod output;
 mod pool;
@@ -56,15 +55,13 @@ use conn::HttpService;
 pub use control::Control;
 pub use deferred::{Reply, defer};
 use dispatch::{Counter, DynHandler, LiveRoute, Shared};
-pub(crate) use later::HttpMsg;
 pub(crate) use limits::Limits;
 pub use limits::{
     DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
     PING_INTERVAL, REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
 pub use pool::Pool;
-pub(crate) use streamed::StreamStart;
-pub use streamed::{BodySender, STREAM_WINDOW};
+pub use streamed::BodySender;
 use taken::DynTaken;
 use ticks::Tick;
 

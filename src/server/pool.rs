@@ -162,7 +162,7 @@ impl Pool {
     /// Answers the request being handled with `head` and a body read from `body` on one of the
     /// pool's threads, streamed as it is read ([`Reply::stream`](super::Reply::stream);
     /// `Content-Length` when `length` is given, else chunked). The reading waits while the
-    /// client is behind by [`STREAM_WINDOW`](super::STREAM_WINDOW), and stops when the client
+    /// client is behind by [`STREAM_WINDOW`](crate::http::STREAM_WINDOW), and stops when the client
     /// goes away; a read error cuts the body (the client sees it incomplete). Returns the
     /// placeholder the handler returns, or `503` as [`Pool::answer`] does when the queue is full.
     ///

@@ -9,121 +9,20 @@
 
 use std::io;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use reactor::ConnId;
 
+use crate::http::STREAM_WINDOW;
+use crate::http::later::{Delivery, Flow, FlowEnd, HttpMsg, StreamStart};
 use crate::http::stream_framing::{PastLength, StreamFraming};
-use crate::server::later::{Delivery, HttpMsg};
 
 use super::deferred::{Replies, deliver};
-
-/// Bytes of a streamed body the server holds at most for one response (sent and not yet
-/// written to the socket); a [`BodySender`] past it waits until the client reads.
-pub const STREAM_WINDOW: usize = 256 * 1024;
 
 /// The largest piece one write sends to the connection (a longer write sends this much and
 /// says so, as [`io::Write::write`] may).
 const PIECE: usize = 64 * 1024;
-
-/// The window of one streamed body, shared by its sender and its strand.
-pub(crate) struct Flow {
-    state: Mutex<FlowState>,
-    room: Condvar,
-}
-
-struct FlowState {
-    /// Bytes sent and not yet written to the socket (nor dropped).
-    unwritten: usize,
-    /// The strand no longer takes pieces: the client left, the stream ended or was cut.
-    closed: bool,
-}
-
-impl Flow {
-    fn new() -> Arc<Flow> {
-        Arc::new(Flow {
-            state: Mutex::new(FlowState {
-                unwritten: 0,
-                closed: false,
-            }),
-            room: Condvar::new(),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, FlowState> {
-        // Plain counters: a panic while holding the lock leaves nothing half-changed.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits until `n` more bytes fit in the window and counts them; `false` once closed.
-    fn reserve(&self, n: usize) -> bool {
-        let mut state = self.lock();
-        while !state.closed && state.unwritten > 0 && state.unwritten + n > STREAM_WINDOW {
-            state = self.room.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-        if state.closed {
-            return false;
-        }
-        state.unwritten += n;
-        true
-    }
-
-    /// Waits until everything sent is written; `false` once closed.
-    fn drain(&self) -> bool {
-        let mut state = self.lock();
-        while !state.closed && state.unwritten > 0 {
-            state = self.room.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-        !state.closed
-    }
-
-    /// `n` bytes left the server (written, or dropped).
-    fn written(&self, n: usize) {
-        if n == 0 {
-            return;
-        }
-        let mut state = self.lock();
-        state.unwritten = state.unwritten.saturating_sub(n);
-        drop(state);
-        self.room.notify_all();
-    }
-
-    fn close(&self) {
-        self.lock().closed = true;
-        self.room.notify_all();
-    }
-
-    fn is_closed(&self) -> bool {
-        self.lock().closed
-    }
-}
-
-/// The strand's hold on a flow: however it goes — the stream ends, the connection closes, the
-/// message carrying it is dropped on the way — the sender is told.
-pub(crate) struct FlowEnd(Arc<Flow>);
-
-impl Drop for FlowEnd {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
-/// A streamed reply on its way to its connection: the head, and the flow it will be fed by.
-pub(crate) struct StreamStart {
-    pub(crate) head: crate::http::Response,
-    pub(crate) length: Option<u64>,
-    pub(crate) flow: FlowEnd,
-}
-
-impl std::fmt::Debug for StreamStart {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamStart")
-            .field("status", &self.head.status)
-            .field("length", &self.length)
-            .finish()
-    }
-}
 
 /// A piece of a streamed body sent to a `handle_conn` thread.
 pub(crate) enum ThreadPiece {

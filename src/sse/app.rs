@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use reactor::{ConnId, Remote};
 
-use super::event::Event;
+use crate::http::event_stream::Event;
 use crate::http::{Request, Response};
 use crate::ws::{Message, Rooms, WsCommand};
 

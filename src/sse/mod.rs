@@ -3,10 +3,8 @@
 //! WebSocket; its members share [`Rooms`](crate::ws::Rooms) with WebSocket connections.
 
 mod app;
-mod event;
 mod strand;
 
+pub use crate::http::event_stream::Event;
 pub use app::{Sse, SseHandler, SseSender};
-pub use event::Event;
-pub(crate) use event::data_event;
 pub(crate) use strand::SseRoute;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use reactor::{ConnId, Io, Next, Read, Remote};
 
 use super::app::{Sse, SseHandler};
-use super::event::HEARTBEAT;
+use crate::http::event_stream::HEARTBEAT;
 use crate::http::{Request, Response};
 use crate::ws::{Joined, Joining, LiveApp, LiveConn, Outbox, Seat, history_back, join_back};
 use crate::ws::{Timeouts, WsCommand, WsSettings};

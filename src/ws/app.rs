@@ -166,7 +166,7 @@ pub(crate) enum WsCommand {
     /// join of a room the connection queued counts, and only while it is still a member.
     Join(Arc<str>),
     /// To an HTTP connection: the deferred reply a [`Reply`](crate::http::Reply) sends.
-    Http(crate::server::HttpMsg),
+    Http(crate::http::later::HttpMsg),
     /// To a connection: the fleet's history of a room it joined, and its place in the room
     /// (see `Rooms::join_recent`).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))] // only a fleet reads rooms elsewhere

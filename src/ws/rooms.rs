@@ -217,7 +217,7 @@ impl Rooms {
     /// assert_eq!(rooms.publish_event("news", &event), 0); // before the server runs
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn publish_event(&self, room: &str, event: &crate::sse::Event) -> usize {
+    pub fn publish_event(&self, room: &str, event: &crate::http::event_stream::Event) -> usize {
         if self.shared.remote.get().is_none() {
             return 0;
         }
@@ -235,7 +235,7 @@ impl Rooms {
     pub(crate) fn publish_local(&self, room: &str, msg: &Message) -> usize {
         self.fan_out(room, || {
             let event = match msg {
-                Message::Text(text) => Some(crate::sse::data_event(text)),
+                Message::Text(text) => Some(crate::http::event_stream::data_event(text)),
                 Message::Binary(_) => None,
             };
             (encode(msg), event)

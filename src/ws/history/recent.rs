@@ -36,7 +36,7 @@ pub(crate) struct Line {
 impl Line {
     pub(crate) fn new(id: u64, text: Arc<str>) -> Line {
         let frame = crate::ws::rooms::encode_text(&text);
-        let event = crate::sse::Event::new(text.to_string())
+        let event = crate::http::event_stream::Event::new(text.to_string())
             .id(id.to_string())
             .shared();
         Line {

@@ -1,4 +1,6 @@
-//! [`Event`]: one Server-Sent Event and its bytes on the wire, per the WHATWG EventSource
+//! The `text/event-stream` body format, beside HTTP's other body codecs because rooms encode
+//! their messages in it for event streams once per publish (`web::sse::Event` is its public
+//! name). [`Event`]: one Server-Sent Event and its bytes on the wire, per the WHATWG EventSource
 //! format (`text/event-stream`): `id`, `event`, `retry` and one `data` line per line of the
 //! text, then a blank line.
 //!
