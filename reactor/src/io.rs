@@ -360,6 +360,20 @@ impl<'a, M> Io<'a, M> {
         self.stream
     }
 
+    /// Has the kernel fail the connection when data it sent stays unacknowledged for `after`
+    /// (`TCP_USER_TIMEOUT`): a peer gone without a word is found within `after` even while
+    /// output waits, where keep-alive probes never start. Linux only; elsewhere nothing is
+    /// set.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let _ = io.give_up_unacknowledged_after(std::time::Duration::from_secs(60));
+    /// }
+    /// ```
+    pub fn give_up_unacknowledged_after(&mut self, after: std::time::Duration) -> io::Result<()> {
+        sys::give_up_unacknowledged_after(self.stream, after)
+    }
+
     /// The size of the scratch buffer reads land in.
     ///
     /// ```

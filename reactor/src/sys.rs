@@ -13,6 +13,7 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use mio::net::TcpStream;
 
@@ -155,6 +156,33 @@ cfg_else! {
 #[inline]
 fn count(n: isize) -> io::Result<usize> {
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// Sets `TCP_USER_TIMEOUT`: data the peer leaves unacknowledged for `after` makes the kernel
+/// fail the connection (the strand then sees the error and closes). Linux only; elsewhere
+/// nothing is set.
+pub(crate) fn give_up_unacknowledged_after(stream: &TcpStream, after: Duration) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let millis = libc::c_uint::try_from(after.as_millis()).unwrap_or(libc::c_uint::MAX);
+        // SAFETY: `stream` is an open socket, borrowed for the call; the option value is a c_uint
+        // passed by pointer with its size, as setsockopt(2) expects for TCP_USER_TIMEOUT.
+        let done = unsafe {
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_USER_TIMEOUT,
+                (&millis as *const libc::c_uint).cast(),
+                std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+            )
+        };
+        if done != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (stream, after);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -344,5 +372,27 @@ mod tests {
         let error = error.expect("a send to a peer gone fails");
         assert_eq!(error.raw_os_error(), Some(libc::EPIPE), "{error}");
         assert!(!pending, "the failed send raised SIGPIPE");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_user_timeout_is_set_on_the_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let conn = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let conn = TcpStream::from_std(conn);
+        give_up_unacknowledged_after(&conn, Duration::from_millis(1500)).unwrap();
+        let mut value: libc::c_uint = 0;
+        let mut len = std::mem::size_of::<libc::c_uint>() as libc::socklen_t;
+        // SAFETY: reads the option into a c_uint of the size given, on a live socket.
+        let got = unsafe {
+            libc::getsockopt(
+                conn.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_USER_TIMEOUT,
+                (&mut value as *mut libc::c_uint).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!((got, value), (0, 1500));
     }
 }

@@ -8,10 +8,9 @@
 //! output (the server's output budget, [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG), the write
 //! timeout). What the client sends is read and dropped; its end of stream ends the stream.
 
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use reactor::{ConnId, Io, Next, Read, Remote};
 
@@ -278,7 +277,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         {
             // The client sends nothing: the kernel tells a peer gone from heartbeats that go
             // unacknowledged (best effort: a failure leaves the connection as it was).
-            let _ = give_up_unacknowledged_after(io.stream().as_raw_fd(), every * 2);
+            let _ = io.give_up_unacknowledged_after(every * 2);
         }
         let id = io.id();
         self.with_sse(id, |handler, sse, state| handler.open(sse, state));
@@ -368,60 +367,5 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
 
     fn wants(&self, msg: &WsCommand) -> bool {
         matches!(msg, WsCommand::Heartbeat)
-    }
-}
-
-/// Sets `TCP_USER_TIMEOUT`: data the peer leaves unacknowledged for `after` makes the kernel
-/// fail the connection (the strand then sees the error and closes). Linux only; elsewhere
-/// nothing is set.
-fn give_up_unacknowledged_after(fd: std::os::fd::RawFd, after: Duration) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        let millis = libc::c_uint::try_from(after.as_millis()).unwrap_or(libc::c_uint::MAX);
-        // SAFETY: `fd` is the open socket of this connection; the option value is a c_uint
-        // passed by pointer with its size, as setsockopt(2) expects for TCP_USER_TIMEOUT.
-        let done = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_USER_TIMEOUT,
-                (&millis as *const libc::c_uint).cast(),
-                std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
-            )
-        };
-        if done != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (fd, after);
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::fd::AsRawFd;
-
-    use super::*;
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_user_timeout_is_set_on_the_socket() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let conn = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        give_up_unacknowledged_after(conn.as_raw_fd(), Duration::from_millis(1500)).unwrap();
-        let mut value: libc::c_uint = 0;
-        let mut len = std::mem::size_of::<libc::c_uint>() as libc::socklen_t;
-        // SAFETY: reads the option into a c_uint of the size given, on a live socket.
-        let got = unsafe {
-            libc::getsockopt(
-                conn.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_USER_TIMEOUT,
-                (&mut value as *mut libc::c_uint).cast(),
-                &mut len,
-            )
-        };
-        assert_eq!((got, value), (0, 1500));
     }
 }

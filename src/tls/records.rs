@@ -1,6 +1,6 @@
 //! Record protection once the handshake is done (RFC 8446 §5.2 for TLS 1.3; RFC 5288 and
 //! RFC 7905 for TLS 1.2's AES-GCM and ChaCha20-Poly1305): sealing and opening application
-//! records in place with the traffic keys rustls derived. Keeps 2 × 60 bytes of key material
+//! records in place with the traffic keys rustls derived. Keeps 2 × 56 bytes of key material
 //! and counters instead of rustls' expanded keys and record machinery, so an idle connection
 //! costs what it must. A pure codec: no socket, no buffer of its own.
 
@@ -392,6 +392,11 @@ fn aad12(seq: u64, kind: u8, plain: usize) -> [u8; 13] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_direction_s_keys_are_56_bytes() {
+        assert_eq!(std::mem::size_of::<Keys>(), 56);
+    }
 
     fn keys(algorithm: Algorithm) -> Keys {
         Keys {

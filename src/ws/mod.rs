@@ -49,6 +49,10 @@ pub use history::{HISTORY_BYTES, HISTORY_ROOMS, History, KEEP_FOR};
 #[cfg(feature = "redis")]
 pub(crate) use instances::{Instances, Text, Then};
 pub(crate) use outbox::Outbox;
+/// A connection's address on its worker, as the reactor gives it. The same type as
+/// `web_reactor::ConnId`, on purpose: `web-reactor` is a public dependency of `web` (programs
+/// that go below the server use its `Io`, `Layer` and `arena_sharing`), and an id crosses
+/// between the two unchanged.
 pub use reactor::ConnId;
 pub use rooms::{Follow, MAX_ROOMS, Rooms};
 pub(crate) use rooms::{Joined, local_members};
