@@ -301,6 +301,15 @@ impl Client {
     }
 }
 
+/// The name the test harness knows test `name` of module `module` (its `module_path!()`) by:
+/// for a test that runs itself again in a child process (`--exact`).
+pub fn harness_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, path)) => format!("{path}::{name}"),
+        None => name.to_owned(),
+    }
+}
+
 /// Polls `cond` every few milliseconds until it holds; panics with `what` after `limit`.
 pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + limit;

@@ -1,0 +1,85 @@
+//! Many connections: 2 000 idle keep-alive connections cost no buffer and do not slow a fresh
+//! request; past `max_connections`, new connections wait in the backlog.
+
+use crate::wire;
+
+use std::time::{Duration, Instant};
+
+use web::http::{Server, text_response};
+use wire::{Client, wait_until};
+
+#[test]
+fn two_thousand_idle_keep_alive_connections_hold_no_bytes_and_a_fresh_request_is_quick() {
+    const IDLE: usize = 2000;
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(|req| text_response(200, req.path().to_owned()))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut idle = Vec::with_capacity(IDLE);
+    for i in 0..IDLE {
+        let mut c = Client::connect(addr);
+        let path = format!("/{i}");
+        let r = c.get(&path);
+        assert_eq!(r.text(), path);
+        r.assert_keeps_alive();
+        idle.push(c);
+    }
+    wait_until(
+        Duration::from_secs(5),
+        "all connections are open, parked and hold nothing",
+        || {
+            let s = server.stats();
+            s.open_connections == IDLE && s.parked == IDLE && s.held_bytes == 0
+        },
+    );
+    assert_eq!(server.stats().requests, IDLE as u64);
+
+    let started = Instant::now();
+    let r = Client::connect(addr).get("/fresh");
+    let took = started.elapsed();
+    assert_eq!(r.text(), "/fresh");
+    assert!(
+        took < Duration::from_secs(1),
+        "a fresh request took {took:?} with {IDLE} idle connections"
+    );
+
+    // The idle ones are all still served.
+    for (i, c) in idle.iter_mut().enumerate().step_by(97) {
+        assert_eq!(c.get(&format!("/again/{i}")).status, 200);
+    }
+    drop(idle);
+    wait_until(Duration::from_secs(5), "every connection is closed", || {
+        server.stats().open_connections == 0
+    });
+}
+
+#[test]
+fn past_max_connections_a_new_connection_waits_until_one_closes() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_connections(2)
+        .spawn(|req| text_response(200, req.path().to_owned()))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut a = Client::connect(addr);
+    let mut b = Client::connect(addr);
+    assert_eq!(a.get("/a").text(), "/a");
+    assert_eq!(b.get("/b").text(), "/b");
+
+    // The kernel completes the handshake, but the server does not take the connection.
+    let mut c = Client::connect(addr);
+    c.send("GET /c HTTP/1.1\r\nHost: t\r\n\r\n");
+    c.assert_silent_for(Duration::from_millis(300));
+    assert_eq!(server.stats().open_connections, 2);
+
+    let started = Instant::now();
+    drop(a);
+    let r = c.reply();
+    assert_eq!(r.text(), "/c");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The server still serves the one it kept.
+    assert_eq!(b.get("/b2").text(), "/b2");
+}
