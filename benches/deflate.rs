@@ -313,18 +313,7 @@ fn run(port: u16, limit: u64) {
         let before = stats(port);
         for i in 0..PUBLISHES {
             let line = &lines[i % lines.len()];
-            let queued = http(
-                port,
-                &format!(
-                    "POST /publish?room={room} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
-                    line.len()
-                ),
-            );
-            assert_eq!(queued.trim(), peers.len().to_string());
-            for p in peers.iter_mut() {
-                let (first, _) = p.frame();
-                assert_eq!(first & 0x40 != 0, *deflate);
-            }
+            publish_to_all(port, room, line, peers, *deflate);
         }
         let after = stats(port);
         // Less the HTTP requests themselves: measured with a publish to nobody.
@@ -391,23 +380,29 @@ fn windows(port: u16, members: usize) {
         let publishes = PUBLISHES / 4;
         let before = stats(port);
         for _ in 0..publishes {
-            let queued = http(
-                port,
-                &format!(
-                    "POST /publish?room={room} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
-                    line.len()
-                ),
-            );
-            assert_eq!(queued.trim(), peers.len().to_string());
-            for p in peers.iter_mut() {
-                let (first, _) = p.frame();
-                assert_ne!(first & 0x40, 0, "compressed");
-            }
+            publish_to_all(port, &room, line, &mut peers, true);
         }
         let after = stats(port);
         println!(
             "   k = {k}: server CPU {:>7.2} ms per publish",
             (after.cpu_micros - before.cpu_micros) as f64 / 1000.0 / publishes as f64
         );
+    }
+}
+
+/// Publishes `line` to `room` and reads it at every one of its `peers`, compressed iff
+/// `deflate`.
+fn publish_to_all(port: u16, room: &str, line: &str, peers: &mut [Peer], deflate: bool) {
+    let queued = http(
+        port,
+        &format!(
+            "POST /publish?room={room} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
+            line.len()
+        ),
+    );
+    assert_eq!(queued.trim(), peers.len().to_string());
+    for p in peers.iter_mut() {
+        let (first, _) = p.frame();
+        assert_eq!(first & 0x40 != 0, deflate, "compressed iff agreed");
     }
 }
