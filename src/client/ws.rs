@@ -24,7 +24,7 @@ use crate::ws::decoder::{Decoder, Event, MAX_MESSAGE};
 use crate::ws::deflate::{
     CLIENT_OFFER, ClientAgreed, OwnCompressor, RSV1, accept_response, client_codecs,
 };
-use crate::ws::frame::{OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Role, write_frame};
+use crate::ws::frame::{OP_BINARY, OP_CLOSE, OP_TEXT, Opcode, Role, write_frame};
 use crate::ws::handshake::{accept_key, random_16};
 
 /// Default time to connect and complete the opening handshake ([`WsConnect::timeout`]).
@@ -578,8 +578,8 @@ impl WsWriter {
     /// ```
     pub fn send(&self, msg: &Message) -> io::Result<()> {
         match msg {
-            Message::Text(t) => self.frame(0x80 | OP_TEXT, t.as_bytes()),
-            Message::Binary(b) => self.frame(0x80 | OP_BINARY, b),
+            Message::Text(t) => self.frame(Opcode::Text.fin(), t.as_bytes()),
+            Message::Binary(b) => self.frame(Opcode::Binary.fin(), b),
         }
     }
 
@@ -591,7 +591,7 @@ impl WsWriter {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn send_text(&self, text: &str) -> io::Result<()> {
-        self.frame(0x80 | OP_TEXT, text.as_bytes())
+        self.frame(Opcode::Text.fin(), text.as_bytes())
     }
 
     /// Sends a binary message.
@@ -602,7 +602,7 @@ impl WsWriter {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn send_binary(&self, bytes: &[u8]) -> io::Result<()> {
-        self.frame(0x80 | OP_BINARY, bytes)
+        self.frame(Opcode::Binary.fin(), bytes)
     }
 
     /// Sends a ping (at most 125 bytes of payload); the pong is not handed to the application.
@@ -613,7 +613,7 @@ impl WsWriter {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn ping(&self, payload: &[u8]) -> io::Result<()> {
-        self.frame(0x80 | OP_PING, &payload[..payload.len().min(125)])
+        self.frame(Opcode::Ping.fin(), &payload[..payload.len().min(125)])
     }
 
     /// Sends our close frame (once; later calls do nothing) without waiting for the answer:
@@ -636,7 +636,7 @@ impl WsWriter {
             cut -= 1;
         }
         payload.extend_from_slice(&reason.as_bytes()[..cut]);
-        self.frame(0x80 | OP_CLOSE, &payload)
+        self.frame(Opcode::Close.fin(), &payload)
     }
 
     /// Answers the server's close frame with the same code (none for none), unless ours went.
@@ -645,14 +645,14 @@ impl WsWriter {
             return Ok(());
         }
         let payload = code.map_or_else(Vec::new, close_payload);
-        self.frame(0x80 | OP_CLOSE, &payload)
+        self.frame(Opcode::Close.fin(), &payload)
     }
 
     fn pong(&self, payload: &[u8]) -> io::Result<()> {
         if self.lock().close_sent {
             return Ok(()); // after our close frame, no more frames (RFC 6455 §5.5.1)
         }
-        self.frame(0x80 | OP_PONG, payload)
+        self.frame(Opcode::Pong.fin(), payload)
     }
 
     fn shutdown(&self) {

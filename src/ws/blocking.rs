@@ -5,7 +5,8 @@ use std::net::{Shutdown, TcpStream};
 
 use super::close::{NORMAL, close_payload};
 use super::frame::{
-    FIXED_MASK, FrameHead, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, apply_mask, write_frame,
+    FIXED_MASK, FrameHead, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Opcode, apply_mask,
+    write_frame,
 };
 use super::handshake::{upgrade_reply, ws_wanted};
 use crate::http::{MAX_HEAD_BYTES, parse_reply_head};
@@ -214,7 +215,7 @@ pub fn ws_read(conn: &mut TcpStream) -> io::Result<String> {
                 // A client masks every frame it sends (RFC 6455 §5.3); a server never does.
                 let mask = client_side.then(fresh_mask);
                 let mut pong = Vec::new();
-                write_frame(&mut pong, 0x80 | OP_PONG, &payload, mask);
+                write_frame(&mut pong, Opcode::Pong.fin(), &payload, mask);
                 conn.write_all(&pong)?;
             }
             OP_PONG => {}
@@ -286,7 +287,12 @@ fn write_message(conn: &mut TcpStream, opcode: u8, payload: &[u8]) -> io::Result
 /// ```
 pub fn ws_close(mut conn: TcpStream) -> io::Result<()> {
     let mut frame = Vec::new();
-    write_frame(&mut frame, 0x80 | OP_CLOSE, &close_payload(NORMAL), None);
+    write_frame(
+        &mut frame,
+        Opcode::Close.fin(),
+        &close_payload(NORMAL),
+        None,
+    );
     let sent = conn.write_all(&frame);
     let _ = conn.shutdown(Shutdown::Both);
     sent
@@ -311,7 +317,7 @@ pub fn ws_frame_op(op: u8, body: &[u8]) -> Vec<u8> {
 /// assert_eq!(web::ws::ws_frame("hi")[..2], [0x81, 0x02]);
 /// ```
 pub fn ws_frame(text: &str) -> Vec<u8> {
-    ws_frame_op(0x80 | OP_TEXT, text.as_bytes())
+    ws_frame_op(Opcode::Text.fin(), text.as_bytes())
 }
 
 /// A server binary frame (first byte `0x82`).
@@ -320,7 +326,7 @@ pub fn ws_frame(text: &str) -> Vec<u8> {
 /// assert_eq!(web::ws::ws_frame_bin(&[1, 2, 3])[..2], [0x82, 0x03]);
 /// ```
 pub fn ws_frame_bin(body: &[u8]) -> Vec<u8> {
-    ws_frame_op(0x80 | OP_BINARY, body)
+    ws_frame_op(Opcode::Binary.fin(), body)
 }
 
 /// A masked client text frame with the fixed mask key [`FIXED_MASK`]: `0x81`, then `0x80` plus
@@ -331,7 +337,12 @@ pub fn ws_frame_bin(body: &[u8]) -> Vec<u8> {
 /// ```
 pub fn client_frame(text: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len() + 14);
-    write_frame(&mut out, 0x80 | OP_TEXT, text.as_bytes(), Some(FIXED_MASK));
+    write_frame(
+        &mut out,
+        Opcode::Text.fin(),
+        text.as_bytes(),
+        Some(FIXED_MASK),
+    );
     out
 }
 
@@ -342,6 +353,6 @@ pub fn client_frame(text: &str) -> Vec<u8> {
 /// ```
 pub fn client_frame_bin(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + 14);
-    write_frame(&mut out, 0x80 | OP_BINARY, body, Some(FIXED_MASK));
+    write_frame(&mut out, Opcode::Binary.fin(), body, Some(FIXED_MASK));
     out
 }

@@ -70,7 +70,7 @@ impl Opcode {
     }
 
     /// The opcode's four bits.
-    pub fn as_u8(self) -> u8 {
+    pub const fn as_u8(self) -> u8 {
         match self {
             Opcode::Continuation => OP_CONTINUATION,
             Opcode::Text => OP_TEXT,
@@ -79,6 +79,18 @@ impl Opcode {
             Opcode::Ping => OP_PING,
             Opcode::Pong => OP_PONG,
         }
+    }
+
+    /// The first byte of a frame of this opcode that ends its message (FIN set, no RSV bit):
+    /// what a whole message in one frame, or a control frame, starts with.
+    ///
+    /// ```
+    /// use web::ws::Opcode;
+    /// assert_eq!(Opcode::Text.fin(), 0x81);
+    /// assert_eq!(Opcode::Close.fin(), 0x88);
+    /// ```
+    pub const fn fin(self) -> u8 {
+        0x80 | self.as_u8()
     }
 
     /// Whether frames of this opcode are control frames (close, ping, pong: never fragmented,

@@ -23,7 +23,7 @@ use super::budget::OutputBudget;
 use super::close::{GOING_AWAY, POLICY, close_payload};
 use super::decoder::{Decoder, Event};
 use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
-use super::frame::{OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Role, write_frame};
+use super::frame::{OP_BINARY, OP_TEXT, Opcode, Role, write_frame};
 use super::outbox::{Outbox, WRITE_PIECES};
 use super::rooms::{Joined, Rooms};
 use super::seat::{Joining, Seat, history_back, join_back, leave_all};
@@ -412,7 +412,7 @@ impl<H: WsHandler> WsStrand<H> {
         let busy = self.b();
         if busy.closing == Closing::No {
             busy.out
-                .write(|buf| write_frame(buf, 0x80 | OP_CLOSE, &close_payload(code), None));
+                .write(|buf| write_frame(buf, Opcode::Close.fin(), &close_payload(code), None));
             busy.closing = Closing::Sent;
         }
     }
@@ -421,7 +421,7 @@ impl<H: WsHandler> WsStrand<H> {
     /// ping costs its system call and nothing else (no busy part, no allocation); only if the
     /// socket does not take them whole are they queued.
     fn ping(&mut self, io: &mut Io<'_, WsCommand>) {
-        const PING: [u8; 2] = [0x80 | OP_PING, 0];
+        const PING: [u8; 2] = [Opcode::Ping.fin(), 0];
         let sent = match &self.busy {
             None => io.write(&PING).unwrap_or(0),
             Some(_) => 0,
@@ -466,7 +466,7 @@ impl<H: WsHandler> WsStrand<H> {
                 let busy = self.b();
                 if busy.closing == Closing::No {
                     busy.out
-                        .write(|buf| write_frame(buf, 0x80 | OP_PONG, &payload, None));
+                        .write(|buf| write_frame(buf, Opcode::Pong.fin(), &payload, None));
                 }
                 return;
             }
@@ -479,7 +479,7 @@ impl<H: WsHandler> WsStrand<H> {
                         .as_ref()
                         .map_or_else(Vec::new, |(c, _)| close_payload(*c));
                     busy.out
-                        .write(|buf| write_frame(buf, 0x80 | OP_CLOSE, &payload, None));
+                        .write(|buf| write_frame(buf, Opcode::Close.fin(), &payload, None));
                 }
                 busy.closing = Closing::Done;
                 self.tell(id, code.map(|(c, _)| c));

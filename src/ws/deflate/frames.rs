@@ -305,7 +305,7 @@ mod tests {
         let mut plain = Vec::new();
         write_frame(
             &mut plain,
-            0x80 | OP_TEXT,
+            Opcode::Text.fin(),
             "news for the room ".repeat(10).as_bytes(),
             None,
         );
