@@ -6,7 +6,8 @@
 //! rustls' to judge. rustls accepts the first and closes without an alert on the second. A pure
 //! walker over the bytes as read, keeping a record header's bytes at most.
 
-use super::records::MAX_PLAINTEXT;
+use super::alert::{RECORD_OVERFLOW, UNEXPECTED_MESSAGE};
+use super::records::{ALERT, MAX_PLAINTEXT};
 
 const HEADER: usize = 5;
 const HANDSHAKE: u8 = 22;
@@ -24,11 +25,11 @@ pub(crate) enum Refused {
 impl Refused {
     /// The plaintext fatal alert record that says so.
     pub(crate) fn alert(self) -> [u8; 7] {
-        let description = match self {
-            Refused::Overflow => 22,
-            Refused::Unexpected => 10,
+        let [level, description] = match self {
+            Refused::Overflow => RECORD_OVERFLOW,
+            Refused::Unexpected => UNEXPECTED_MESSAGE,
         };
-        [21, 3, 3, 0, 2, 2, description]
+        [ALERT, 3, 3, 0, 2, level, description]
     }
 }
 

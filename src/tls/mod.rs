@@ -11,6 +11,7 @@
 //! `https://` and `wss://` with a [`ClientTls`]: the system's roots by default, or a PEM file
 //! of roots; the server's name is always checked unless a test opts out.
 
+mod alert;
 mod client;
 mod first_flight;
 mod peer_limits;

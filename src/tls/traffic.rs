@@ -11,25 +11,13 @@ use rustls::ProtocolVersion;
 use rustls::kernel::KernelConnection;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 
+use super::alert::{
+    BAD_RECORD_MAC, CLOSE, CLOSE_NOTIFY, DECODE_ERROR, FATAL, ILLEGAL_PARAMETER, INTERNAL_ERROR,
+    NO_RENEGOTIATION, RECORD_OVERFLOW, UNEXPECTED_MESSAGE, USER_CANCELED, WARNING,
+};
 use super::peer_limits::PeerLimits;
 use super::post_handshake::{Joiner, Message, Refused};
 use super::records::{self, ALERT, APPLICATION_DATA, HANDSHAKE, Keys, RecordError, Version};
-
-/// The alerts this side sends (RFC 8446 §6).
-const CLOSE_NOTIFY: [u8; 2] = [1, 0];
-const NO_RENEGOTIATION: [u8; 2] = [1, 100];
-const UNEXPECTED_MESSAGE: [u8; 2] = [2, 10];
-const BAD_RECORD_MAC: [u8; 2] = [2, 20];
-const RECORD_OVERFLOW: [u8; 2] = [2, 22];
-const ILLEGAL_PARAMETER: [u8; 2] = [2, 47];
-const DECODE_ERROR: [u8; 2] = [2, 50];
-const INTERNAL_ERROR: [u8; 2] = [2, 80];
-
-/// Alert levels and the descriptions read here.
-const WARNING: u8 = 1;
-const FATAL: u8 = 2;
-const CLOSE: u8 = 0;
-const USER_CANCELED: u8 = 90;
 
 /// Our answer to a key update request: a KeyUpdate not asking for one back.
 const KEY_UPDATE_NOT_REQUESTED: [u8; 5] = [24, 0, 0, 1, 0];
