@@ -1,0 +1,690 @@
+//! The [`Server`] builder: where connections come from, and every setting.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use super::Control;
+use super::dispatch::LiveRoute;
+use super::limits::{
+    DRAIN_TIMEOUT, HEARTBEAT, Limits, MAX_CONNECTIONS, PING_INTERVAL, REPLY_TIMEOUT,
+};
+use super::serving::first_address;
+use super::taken::DynTaken;
+use crate::sse::{SseHandler, SseRoute};
+use crate::ws::{LiveApp, MAX_MESSAGE, Rooms, Route, WsHandler};
+
+#[cfg(doc)]
+use super::*;
+
+/// Where the server's connections come from.
+pub(super) enum Listen {
+    /// A socket this builder bound with `SO_REUSEPORT`; each further worker binds its own to
+    /// the same address, and the kernel spreads connections evenly across them.
+    Bound(TcpListener),
+    /// A listener the caller bound: each worker polls a duplicate of it.
+    Given(TcpListener),
+}
+
+/// An HTTP/1.1 server: bind, set limits, then [`run`](Server::run) or [`spawn`](Server::spawn).
+///
+/// Every connection is a strand in one of the workers' reactors. Limits, timeouts and the
+/// statuses they answer with:
+///
+/// | setting | default | when exceeded |
+/// |---|---|---|
+/// | [`max_head_bytes`](Server::max_head_bytes) | 16 KiB | 431 (414 when the request line alone is longer) |
+/// | [`max_headers`](Server::max_headers) | 100 | 431 |
+/// | [`max_body`](Server::max_body) | 1 MiB | 413 |
+/// | [`header_timeout`](Server::header_timeout) | 10 s | 408 |
+/// | [`idle_timeout`](Server::idle_timeout) | 75 s | closed quietly |
+/// | [`write_timeout`](Server::write_timeout) | 30 s | closed |
+/// | [`max_connections`](Server::max_connections) | 100 000 | new connections wait in the backlog |
+/// | [`workers`](Server::workers) | available cores | |
+///
+/// Each refusal is followed by `Connection: close`.
+///
+/// ```no_run
+/// use web::http::{text_response, Server};
+/// let server = Server::bind("127.0.0.1:0")?.workers(2).max_body(64 * 1024);
+/// let handle = server.spawn(|req| text_response(200, format!("you asked for {}", req.path())))?;
+/// println!("listening on {}", handle.local_addr());
+/// handle.shutdown()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Server {
+    pub(super) listen: Listen,
+    pub(super) workers: Option<usize>,
+    pub(super) limits: Limits,
+    pub(super) max_connections: usize,
+    pub(super) drain_timeout: Duration,
+    pub(super) share_one_arena: bool,
+    pub(super) reply_timeout: Duration,
+    pub(super) budget: Option<u64>,
+    pub(super) taken: Option<Box<DynTaken>>,
+    pub(super) websocket: Vec<LiveRoute>,
+    pub(super) sse: Vec<LiveRoute>,
+    pub(super) heartbeat: Duration,
+    pub(super) ping_interval: Option<Duration>,
+    pub(super) deflate: Option<crate::ws::Deflate>,
+    pub(super) close_timeout: Duration,
+    pub(super) max_message: usize,
+    pub(super) max_rooms: usize,
+    pub(super) max_queued_output: usize,
+    pub(super) rooms: Rooms,
+    pub(super) control: Control,
+    #[cfg(feature = "redis")]
+    pub(super) fleet: Option<crate::fleet::Fleet>,
+    #[cfg(feature = "tls")]
+    pub(super) tls: Option<crate::tls::ServerTls>,
+    #[cfg(feature = "tls")]
+    pub(super) handshake_timeout: Duration,
+    #[cfg(feature = "tls")]
+    pub(super) tls_records_per_key: u64,
+}
+
+impl Server {
+    /// Binds `addr` (its first address; port 0 picks a free port) for this server alone: if
+    /// another socket already listens on that address — another process included — this fails
+    /// with [`io::ErrorKind::AddrInUse`], also when two servers bind at the same moment
+    /// (`listen(2)` without `SO_REUSEPORT` is the check, then it is turned on). The server's
+    /// own workers each bind a socket with `SO_REUSEPORT`, so the kernel spreads connections
+    /// across them; to let other processes join that group on purpose, use
+    /// [`bind_shared`](Server::bind_shared). (Linux lets a
+    /// later `SO_REUSEPORT` socket of the same user join too — one that opted in to sharing,
+    /// as `bind_shared` does; other users' sockets never can.)
+    ///
+    /// ```
+    /// let first = web::http::Server::bind("127.0.0.1:0")?;
+    /// let taken = first.local_addr()?;
+    /// let second = web::http::Server::bind(taken);
+    /// assert_eq!(second.err().map(|e| e.kind()), Some(std::io::ErrorKind::AddrInUse));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<Server> {
+        let first = reactor::bind_exclusive(first_address(addr)?)?;
+        Ok(Server::with(Listen::Bound(first)))
+    }
+
+    /// Binds `addr` with `SO_REUSEPORT`, sharing it with any other socket that does the same
+    /// (several processes of one user serving one port, the kernel spreading connections across
+    /// them). Opt in to this knowingly: a second instance started by mistake then takes half
+    /// the traffic silently. [`bind`](Server::bind) refuses instead.
+    ///
+    /// ```
+    /// let a = web::http::Server::bind_shared("127.0.0.1:0")?;
+    /// let b = web::http::Server::bind_shared(a.local_addr()?)?; // both serve the port
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn bind_shared(addr: impl ToSocketAddrs) -> io::Result<Server> {
+        Ok(Server::with(Listen::Bound(reactor::bind_reuseport(
+            first_address(addr)?,
+        )?)))
+    }
+
+    /// Serves connections from a listener the caller bound.
+    ///
+    /// ```
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let server = web::http::Server::from_listener(listener).workers(1);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_listener(listener: TcpListener) -> Server {
+        Server::with(Listen::Given(listener))
+    }
+
+    fn with(listen: Listen) -> Server {
+        Server {
+            listen,
+            workers: None,
+            limits: Limits::default(),
+            max_connections: MAX_CONNECTIONS,
+            drain_timeout: DRAIN_TIMEOUT,
+            share_one_arena: true,
+            reply_timeout: REPLY_TIMEOUT,
+            budget: None,
+            taken: None,
+            websocket: Vec::new(),
+            sse: Vec::new(),
+            heartbeat: HEARTBEAT,
+            ping_interval: Some(PING_INTERVAL),
+            deflate: None,
+            close_timeout: crate::ws::CLOSE_TIMEOUT,
+            max_message: MAX_MESSAGE,
+            max_rooms: crate::ws::MAX_ROOMS,
+            max_queued_output: crate::ws::MAX_QUEUED_OUTPUT,
+            rooms: Rooms::default(),
+            control: Control::default(),
+            #[cfg(feature = "redis")]
+            fleet: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(feature = "tls")]
+            handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
+            #[cfg(feature = "tls")]
+            tls_records_per_key: u64::MAX,
+        }
+    }
+
+    /// The address the server listens on.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// assert_ne!(server.local_addr()?.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match &self.listen {
+            Listen::Bound(l) | Listen::Given(l) => l.local_addr(),
+        }
+    }
+
+    /// Worker threads, each with its own reactor (default: available cores).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(2);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn workers(mut self, n: usize) -> Server {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// Most bytes of request line and headers.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_head_bytes(8 * 1024); // larger heads: 431
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_head_bytes(mut self, n: usize) -> Server {
+        self.limits.head.max_head_bytes = n;
+        self
+    }
+
+    /// Most header lines.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_headers(50); // more lines: 431
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_headers(mut self, n: usize) -> Server {
+        self.limits.head.max_headers = n;
+        self
+    }
+
+    /// Most body bytes (after de-chunking).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_body(10 << 20); // 10 MiB; larger: 413
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_body(mut self, n: u64) -> Server {
+        self.limits.max_body = n;
+        self
+    }
+
+    /// Time a request has to arrive whole once started.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.header_timeout(std::time::Duration::from_secs(5));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn header_timeout(mut self, d: Duration) -> Server {
+        self.limits.header_timeout = d;
+        self
+    }
+
+    /// Time a keep-alive connection may wait for its next request.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.idle_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn idle_timeout(mut self, d: Duration) -> Server {
+        self.limits.idle_timeout = d;
+        self
+    }
+
+    /// Time the socket may take none of a pending reply.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.write_timeout(std::time::Duration::from_secs(10));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn write_timeout(mut self, d: Duration) -> Server {
+        self.limits.write_timeout = d;
+        self
+    }
+
+    /// Whether the server makes every thread of the process allocate from glibc's main arena
+    /// (`mallopt(M_ARENA_MAX, 1)`, set once when the first of the library's threads starts;
+    /// default `true`; `false` turns [`reactor::arena_sharing`] off for the whole process).
+    /// Then the memory a burst of large bodies took goes back to the system when the workers go
+    /// idle; with an arena per thread it stays resident. The setting is the whole process's:
+    /// a program that embeds the server and whose own threads allocate heavily in parallel may
+    /// turn it off. No effect where the allocator is not glibc's.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.share_one_arena(false);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn share_one_arena(mut self, on: bool) -> Server {
+        self.share_one_arena = on;
+        self
+    }
+
+    /// How long, after the last reply of a connection (a refusal such as an early 413
+    /// included), the server reads and drops what the client still sends before closing
+    /// (default [`LINGER`], 2 s). A client that writes a large body before it reads needs this
+    /// to see the refusal instead of a reset; nginx waits up to 5 s (`lingering_time` 30 s).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.linger(std::time::Duration::from_secs(5));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn linger(mut self, d: Duration) -> Server {
+        self.limits.linger = d;
+        self
+    }
+
+    /// Most open connections; past it, new connections wait in the kernel's backlog.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_connections(10_000);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_connections(mut self, n: usize) -> Server {
+        self.max_connections = n;
+        self
+    }
+
+    /// How long a graceful shutdown waits for requests in flight before closing them.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.drain_timeout(std::time::Duration::from_secs(3));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn drain_timeout(mut self, d: Duration) -> Server {
+        self.drain_timeout = d;
+        self
+    }
+
+    /// How long a deferred reply ([`defer`]) may take (default [`REPLY_TIMEOUT`], 60 s): past
+    /// it the server answers `503 Service Unavailable` itself, counts it in
+    /// [`ServerStats::replies_timed_out`], and the late [`Reply`] is not wanted any more
+    /// ([`Reply::is_open`] is `false`, its `send` returns `false`).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.reply_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reply_timeout(mut self, d: Duration) -> Server {
+        self.reply_timeout = d;
+        self
+    }
+
+    /// Serves `count` requests in all, then stops (what [`serve_n`] and [`accept_n`] use).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1).requests(1);
+    /// let addr = server.local_addr()?;
+    /// let done = std::thread::spawn(move || server.run(|_req| web::http::text_response(200, "once")));
+    /// let reply = web::http::get("127.0.0.1", addr.port(), "/")?;
+    /// assert_eq!(web::http::status_of(&reply), Some(200));
+    /// done.join().unwrap()?; // stopped after one request
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn requests(mut self, count: u64) -> Server {
+        self.budget = Some(count);
+        self
+    }
+
+    /// Serves WebSocket at `path` (call it once per path; registering a path again replaces
+    /// its handler). A request to that path (query ignored) that asks for WebSocket (a
+    /// `Sec-WebSocket-Key` or `Upgrade: websocket`) is checked against RFC 6455 §4.2.1 — 400 when
+    /// it is not a valid upgrade, 426 for another version — then given to `handler`'s
+    /// [`accept`](WsHandler::accept), which accepts it (with the connection's state) or refuses it
+    /// with any response, before any `101` is written. An accepted connection becomes a
+    /// WebSocket connection inside the reactor, driven by `handler`'s callbacks. Every other
+    /// request goes to the HTTP handler. Messages are limited to
+    /// [`max_message`](Server::max_message) bytes (close 1009 beyond).
+    ///
+    /// ```no_run
+    /// use web::http::{Request, Response};
+    /// use web::ws::{Message, Ws, WsHandler};
+    /// struct Echo;
+    /// impl WsHandler for Echo {
+    ///     type State = ();
+    ///     fn accept(&self, _req: &Request) -> Result<(), Response> {
+    ///         Ok(())
+    ///     }
+    ///     fn message(&self, ws: &mut Ws<'_>, _state: &mut (), msg: Message) {
+    ///         ws.send(&msg);
+    ///     }
+    /// }
+    /// let server = web::http::Server::bind("127.0.0.1:9001")?
+    ///     .websocket("/echo", Echo)
+    ///     .websocket("/echo2", Echo);
+    /// server.run(|_req| web::http::text_response(404, "WebSocket only"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn websocket<H: WsHandler>(mut self, path: &str, handler: H) -> Server {
+        let app: Box<dyn LiveApp> = Box::new(Route::new(handler));
+        match self.websocket.iter_mut().find(|r| r.path == path) {
+            Some(route) => route.app = app,
+            None => self.websocket.push(LiveRoute {
+                path: path.to_owned(),
+                app,
+            }),
+        }
+        self
+    }
+
+    /// Serves a Server-Sent Events stream at `path` (a `GET`, or `HEAD` for its head alone):
+    /// `handler` accepts or refuses each request and sends the stream's events, and its
+    /// streams join [`Rooms`] as WebSocket connections do. Replaces an earlier route at the same
+    /// path; a request of another method goes to the HTTP handler. Each stream gets a comment
+    /// line every [`heartbeat`](Server::heartbeat) while it has nothing else to send.
+    ///
+    /// ```no_run
+    /// use web::http::{Request, Response};
+    /// use web::sse::{Event, Sse, SseHandler};
+    /// struct Clock;
+    /// impl SseHandler for Clock {
+    ///     type State = ();
+    ///     fn accept(&self, _req: &Request) -> Result<(), Response> {
+    ///         Ok(())
+    ///     }
+    ///     fn open(&self, sse: &mut Sse<'_>, _state: &mut ()) {
+    ///         sse.send(&Event::new("connected"));
+    ///         sse.join("ticks");
+    ///     }
+    /// }
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?.sse("/events", Clock);
+    /// let rooms = server.rooms();
+    /// std::thread::spawn(move || loop {
+    ///     std::thread::sleep(std::time::Duration::from_secs(1));
+    ///     rooms.publish_event("ticks", &Event::new("tick").event("tick"));
+    /// });
+    /// server.run(|_req| web::http::text_response(404, "not here\n"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn sse<H: SseHandler>(mut self, path: &str, handler: H) -> Server {
+        let app: Box<dyn LiveApp> = Box::new(SseRoute::new(handler));
+        match self.sse.iter_mut().find(|r| r.path == path) {
+            Some(route) => route.app = app,
+            None => self.sse.push(LiveRoute {
+                path: path.to_owned(),
+                app,
+            }),
+        }
+        self
+    }
+
+    /// How often an event stream with nothing else to send gets a comment line (default
+    /// [`HEARTBEAT`], 15 s), so that proxies and load balancers do not close it as idle. One
+    /// timer for the whole server: each worker then walks its streams once.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.heartbeat(std::time::Duration::from_secs(30));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn heartbeat(mut self, every: Duration) -> Server {
+        self.heartbeat = every;
+        self
+    }
+
+    /// How long a WebSocket peer has to answer our close frame before the connection is closed
+    /// anyway (default [`CLOSE_TIMEOUT`](crate::ws::CLOSE_TIMEOUT), 5 s). At a graceful stop
+    /// every WebSocket is sent a close frame (1001) at once, so the stop waits at most this long
+    /// for peers that do not answer — within [`drain_timeout`](Server::drain_timeout) — and
+    /// returns as soon as the last peer has answered.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.close_timeout(std::time::Duration::from_secs(1));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn close_timeout(mut self, d: Duration) -> Server {
+        self.close_timeout = d;
+        self
+    }
+
+    /// Liveness of WebSocket peers (default `Some(`[`PING_INTERVAL`]`)`, 30 s; `None` turns it
+    /// off): a peer from which nothing arrived for half an interval to an interval is pinged,
+    /// and one from which nothing arrives within an interval of its ping is closed — the
+    /// application's `close` is told with no code. Any frame counts, so an active peer is never
+    /// pinged, and one that answers pings stays open for ever. It costs no timer, allocation or
+    /// memory per connection: twice an interval each worker walks its connections (one byte of
+    /// the reactor's entry says whether a peer was heard from), and a ping is one write.
+    ///
+    /// Event streams, whose clients send nothing, are watched by the kernel instead: with
+    /// pings on, a stream's socket gets `TCP_USER_TIMEOUT` of two intervals (Linux), so one
+    /// whose [heartbeats](Server::heartbeat) go unacknowledged that long is closed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.ping_interval(Some(Duration::from_secs(20)));
+    /// let quiet = web::http::Server::bind("127.0.0.1:0")?.ping_interval(None);
+    /// # let _ = (server, quiet);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn ping_interval(mut self, every: Option<Duration>) -> Server {
+        self.ping_interval = every.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// WebSocket compression (permessage-deflate, RFC 7692) for clients that offer it —
+    /// every browser does; off by default (`None`). [`Deflate::default()`] keeps no state per
+    /// connection: one compressor and one decompressor per worker serve them all, and a message
+    /// published to a room is compressed once per worker. `max_message` limits a message's
+    /// size once inflated. Clients that do not offer the extension get plain frames.
+    ///
+    /// [`Deflate::default()`]: crate::ws::Deflate
+    ///
+    /// ```
+    /// use web::ws::Deflate;
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.deflate(Some(Deflate::default()));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "deflate")]
+    pub fn deflate(mut self, deflate: Option<crate::ws::Deflate>) -> Server {
+        self.deflate = deflate;
+        self
+    }
+
+    /// The server's [`Control`]: its figures and its graceful stop from anywhere (a handler
+    /// included), and the stop on SIGINT/SIGTERM. Take it before the server starts.
+    ///
+    /// ```no_run
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?;
+    /// let control = server.control();
+    /// control.shutdown_on_signals()?;
+    /// server.run(move |_req| web::http::text_response(200, format!("{} open\n", control.stats().open_connections)))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn control(&self) -> Control {
+        self.control.clone()
+    }
+
+    /// The server's WebSocket [`Rooms`]: publish to a room from any thread (an HTTP handler
+    /// included), read how many members it has. Take it before the server starts; it works
+    /// once the server runs.
+    ///
+    /// ```no_run
+    /// use web::ws::Message;
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?;
+    /// let rooms = server.rooms();
+    /// let handle = server.spawn(move |_req| {
+    ///     rooms.publish("lobby", &Message::Text("someone knocked".into()));
+    ///     web::http::text_response(200, "knocked\n")
+    /// })?;
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn rooms(&self) -> Rooms {
+        self.rooms.clone()
+    }
+
+    /// Keeps rooms' recent messages (default none): what [`Rooms::post`] posts is kept, a
+    /// member joining with [`Ws::join_with_history`](crate::ws::Ws::join_with_history) or
+    /// [`Sse::join_after`](crate::sse::Sse::join_after) gets it first, [`Rooms::since`] reads
+    /// it. With a fleet, histories are shared by the instances (see `web::fleet`).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(20));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn history(self, history: crate::ws::History) -> Server {
+        self.rooms.keep_history(history);
+        self
+    }
+
+    /// Makes this server one instance of a `web::fleet::Fleet` (`--features
+    /// redis`): a publish to a room reaches its members on every instance, through Redis. The
+    /// fleet's threads start and stop with the server; its figures appear in
+    /// [`ServerStats`]. Rate limits are shared with [`RateLimit::fleet`](crate::http::RateLimit::fleet).
+    ///
+    /// ```no_run
+    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1:6379/")?;
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?.fleet(&fleet);
+    /// server.run(|_req| web::http::text_response(200, "one of several"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: &crate::fleet::Fleet) -> Server {
+        self.control.attach_fleet(fleet.counters());
+        self.fleet = Some(fleet.clone());
+        self
+    }
+
+    /// Largest WebSocket message accepted, fragments reassembled (default 64 KiB, the
+    /// specification's limit); a larger one closes the connection with 1009.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_message(1 << 20); // 1 MiB messages; larger: close 1009
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_message(mut self, bytes: usize) -> Server {
+        self.max_message = bytes;
+        self
+    }
+
+    /// Most rooms one WebSocket connection may be in at once (default
+    /// [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024); past it [`Ws::join`](crate::ws::Ws::join)
+    /// joins nothing and [`Ws::try_join`](crate::ws::Ws::try_join) answers `false`. What a connection's rooms cost is bounded by it.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_rooms(16);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_rooms(mut self, rooms: usize) -> Server {
+        self.max_rooms = rooms;
+        self
+    }
+
+    /// Most memory all WebSocket connections of the server together may hold for output their
+    /// peers have not taken (default [`MAX_QUEUED_OUTPUT`](crate::ws::MAX_QUEUED_OUTPUT),
+    /// 256 MiB). A frame queued for many connections counts once per worker. Past it, the
+    /// connections furthest behind — owed more than the limit shared among those owed
+    /// anything — are closed as their next output arrives, their application told 1008, and
+    /// counted in [`ServerStats::lagging_closed`](crate::http::ServerStats::lagging_closed).
+    /// Each connection is also closed when it alone is owed more than
+    /// [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_queued_output(64 << 20);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_queued_output(mut self, bytes: usize) -> Server {
+        self.max_queued_output = bytes;
+        self
+    }
+
+    /// Serves HTTPS only (and WSS, and SSE over HTTPS) on this server's port (feature `tls`).
+    /// Every route, limit, room and deferred reply works as over plain HTTP; a plain HTTP
+    /// request sent to the port gets a plain `400` saying so. Replace the certificates while
+    /// running with [`Control::reload_tls`]. A server with a `taking` hook cannot also speak
+    /// TLS (its sockets carry records, not requests): starting it is an `InvalidInput` error.
+    ///
+    /// ```no_run
+    /// use web::tls::ServerTls;
+    /// let server = web::http::Server::bind("0.0.0.0:8443")?
+    ///     .tls(ServerTls::from_pem_files("cert.pem", "key.pem")?);
+    /// server.run(|_req| web::http::text_response(200, "secure hello\n"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::tls::ServerTls) -> Server {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// How long a TLS client has to finish its handshake (default
+    /// [`HANDSHAKE_TIMEOUT`](crate::tls::HANDSHAKE_TIMEOUT)); one that has not is closed and
+    /// counted in [`ServerStats::tls_timeouts`].
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?
+    ///     .handshake_timeout(std::time::Duration::from_secs(3));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Server {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// At most how many records the server seals under one traffic key of a TLS connection
+    /// before it changes the key: TLS 1.3 sends a KeyUpdate, TLS 1.2 (which cannot change
+    /// keys) says `close_notify` and closes. The default, and the ceiling, is each AEAD's own
+    /// safe limit (RFC 8446 §5.5, as rustls keeps it): 2^24 records for AES-GCM, none short of
+    /// the sequence number for ChaCha20-Poly1305. A lower figure changes keys sooner, which
+    /// tests use to see it happen.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.tls_records_per_key(1 << 20);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_records_per_key(mut self, records: u64) -> Server {
+        // A key seals its KeyUpdate too: two records at least.
+        self.tls_records_per_key = records.max(2);
+        self
+    }
+
+    /// Calls `taken(conn, raw)` with every request before it is answered; see [`serve_taking`].
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.taking(|_conn, raw| raw.starts_with(b"GET /raw "));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn taking(
+        mut self,
+        taken: impl Fn(&TcpStream, &[u8]) -> bool + Send + Sync + 'static,
+    ) -> Server {
+        self.taken = Some(Box::new(taken));
+        self
+    }
+}

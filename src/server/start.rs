@@ -1,0 +1,237 @@
+//! Starting a built [`Server`]: its workers (plain or under TLS), its fleet and its ticks, run
+//! here or spawned.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use reactor::{Config, Reactor};
+
+use super::builder::Listen;
+use super::conn::HttpService;
+use super::dispatch::{Counter, DynHandler, Shared};
+use super::ticks::Tick;
+use super::*;
+use crate::http::{Request, Response};
+use crate::ws::{OutputBudget, Timeouts, WsCommand, WsSettings};
+
+impl Server {
+    fn reactor(
+        mut self,
+        handler: Box<DynHandler>,
+    ) -> io::Result<(Running, Arc<Shared>, FleetThreads)> {
+        if !self.share_one_arena {
+            // Before any of the server's threads (workers, ticks, fleet) start.
+            reactor::arena_sharing(false);
+        }
+        let budget = OutputBudget::new(self.max_queued_output);
+        let tls = self.tls_service(Arc::clone(&budget))?;
+        let workers = self
+            .workers
+            .unwrap_or_else(|| Config::default().worker_count());
+        let config = Config::default()
+            .workers(workers)
+            .max_connections(self.max_connections)
+            .drain_deadline(self.drain_timeout);
+        self.control.attach_budget(Arc::clone(&budget));
+        let replies = deferred::Replies::new(workers, self.max_connections);
+        self.control.attach_replies(Arc::clone(&replies));
+        let shared = Arc::new(Shared {
+            handler,
+            taken: self.taken,
+            limits: self.limits,
+            budget: self.budget.map(AtomicU64::new),
+            served: (0..workers)
+                .map(|_| Counter::default())
+                .collect::<Arc<[Counter]>>(),
+            remote: std::sync::OnceLock::new(),
+            websocket: self.websocket,
+            sse: self.sse,
+            ws_settings: Arc::new(WsSettings {
+                max_message: self.max_message,
+                max_rooms: self.max_rooms,
+                budget,
+                timeouts: Timeouts {
+                    write: self.limits.write_timeout,
+                    close: self.close_timeout,
+                    linger: self.limits.linger,
+                },
+                rooms: self.rooms.clone(),
+                open: self.control.websockets(),
+                streams: self.control.streams(),
+                ping_interval: self.ping_interval,
+                deflate: self.deflate,
+            }),
+            replies,
+            reply_timeout: self.reply_timeout,
+        });
+        let service = |worker| HttpService {
+            shared: Arc::clone(&shared),
+            worker: worker as u32,
+        };
+        let listeners = match self.listen {
+            Listen::Bound(first) => {
+                let addr = first.local_addr()?;
+                let mut listeners = vec![first];
+                for _ in 1..workers {
+                    listeners.push(reactor::bind_reuseport(addr)?);
+                }
+                listeners
+            }
+            Listen::Given(listener) => vec![listener],
+        };
+        let reactor = match tls {
+            None => Running::Plain(Reactor::from_listeners(listeners, config, service)?),
+            #[cfg(feature = "tls")]
+            Some(tls) => Running::Tls(Reactor::from_listeners(listeners, config, move |worker| {
+                crate::tls::TlsService {
+                    inner: service(worker),
+                    shared: Arc::clone(&tls),
+                }
+            })?),
+        };
+        let _ = shared.remote.set(reactor.remote());
+        let _ = shared.replies.remote.set(reactor.remote());
+        let mut schedule = Vec::new();
+        if !shared.sse.is_empty() {
+            schedule.push(Tick {
+                every: self.heartbeat,
+                command: WsCommand::Heartbeat,
+            });
+        }
+        if let (Some(every), false) = (self.ping_interval, shared.websocket.is_empty()) {
+            // Two sweeps an interval: see `PING_INTERVAL`.
+            schedule.push(Tick {
+                every: every / 2,
+                command: WsCommand::Sweep,
+            });
+        }
+        ticks::start(reactor.remote(), schedule)?;
+        self.rooms.attach(reactor.remote());
+        #[cfg(feature = "redis")]
+        let fleet = match &self.fleet {
+            Some(fleet) => {
+                let (link, threads) = fleet.serve_rooms(&self.rooms)?;
+                self.rooms.attach_fleet(Box::new(link));
+                Some(threads)
+            }
+            None => None,
+        };
+        #[cfg(not(feature = "redis"))]
+        let fleet = ();
+        self.control
+            .attach(reactor.remote(), Arc::clone(&shared.served));
+        Ok((reactor, shared, fleet))
+    }
+
+    /// Serves on this thread until the server stops (after [`requests`](Server::requests) are
+    /// served, or never).
+    ///
+    /// ```no_run
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// server.run(|_req| web::http::text_response(200, "hi"))?; // until stopped
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn run(
+        self,
+        handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    ) -> io::Result<()> {
+        // The fleet's threads stop after the workers (locals drop after the tail).
+        let (reactor, _shared, _fleet) = self.reactor(Box::new(handler))?;
+        match reactor {
+            Running::Plain(reactor) => reactor.run(),
+            #[cfg(feature = "tls")]
+            Running::Tls(reactor) => reactor.run(),
+        }
+    }
+
+    /// Serves on background threads; the handle stops and joins them.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// let reply = web::http::get("127.0.0.1", handle.local_addr().port(), "/")?;
+    /// assert_eq!(web::http::response_body(&reply).unwrap(), b"hi");
+    /// handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn(
+        self,
+        handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    ) -> io::Result<ServerHandle> {
+        let control = self.control.clone();
+        let (reactor, _shared, fleet) = self.reactor(Box::new(handler))?;
+        let handle = match reactor {
+            Running::Plain(reactor) => reactor.spawn()?,
+            #[cfg(feature = "tls")]
+            Running::Tls(reactor) => reactor.spawn()?,
+        };
+        Ok(ServerHandle {
+            handle,
+            control,
+            _fleet: fleet,
+        })
+    }
+}
+
+/// The fleet threads of a running server (none without the `redis` feature); dropped after
+/// the workers stop.
+#[cfg(feature = "redis")]
+pub(super) type FleetThreads = Option<crate::fleet::Running>;
+#[cfg(not(feature = "redis"))]
+pub(super) type FleetThreads = ();
+
+/// The workers of a server about to run: plain, or each connection under TLS.
+enum Running {
+    Plain(Reactor<HttpService>),
+    #[cfg(feature = "tls")]
+    Tls(Reactor<crate::tls::TlsService<HttpService>>),
+}
+
+impl Running {
+    fn remote(&self) -> reactor::Remote<WsCommand> {
+        match self {
+            Running::Plain(reactor) => reactor.remote(),
+            #[cfg(feature = "tls")]
+            Running::Tls(reactor) => reactor.remote(),
+        }
+    }
+}
+
+#[cfg(feature = "tls")]
+type TlsShared = Arc<crate::tls::TlsShared>;
+#[cfg(not(feature = "tls"))]
+type TlsShared = std::convert::Infallible;
+
+impl Server {
+    /// What every TLS connection shares, when the server speaks TLS (attached to its control,
+    /// for reloads and figures).
+    #[cfg(feature = "tls")]
+    fn tls_service(&mut self, budget: Arc<OutputBudget>) -> io::Result<Option<TlsShared>> {
+        let Some(tls) = self.tls.take() else {
+            return Ok(None);
+        };
+        if self.taken.is_some() {
+            // The hook takes the socket, which carries records, not requests.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a TLS server cannot hand its connections to a `taking` hook",
+            ));
+        }
+        let shared = Arc::new(crate::tls::TlsShared {
+            configs: crate::tls::Configs::new(&tls)?,
+            counters: Arc::default(),
+            handshake_timeout: self.handshake_timeout,
+            linger: self.limits.linger,
+            budget,
+            records_per_key: self.tls_records_per_key,
+        });
+        self.control.attach_tls(Arc::clone(&shared));
+        Ok(Some(shared))
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn tls_service(&mut self, _budget: Arc<OutputBudget>) -> io::Result<Option<TlsShared>> {
+        Ok(None)
+    }
+}
