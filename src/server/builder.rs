@@ -28,19 +28,53 @@ pub(super) enum Listen {
 
 /// An HTTP/1.1 server: bind, set limits, then [`run`](Server::run) or [`spawn`](Server::spawn).
 ///
-/// Every connection is a strand in one of the workers' reactors. Limits, timeouts and the
-/// statuses they answer with:
+/// Every connection is a strand in one of the workers' reactors.
+///
+/// # Limits and defaults
+///
+/// **The one table of every setting, its default and what happens past it** (the guide, the
+/// design notes and the README point here):
 ///
 /// | setting | default | when exceeded |
 /// |---|---|---|
-/// | [`max_head_bytes`](Server::max_head_bytes) | 16 KiB | 431 (414 when the request line alone is longer) |
-/// | [`max_headers`](Server::max_headers) | 100 | 431 |
-/// | [`max_body`](Server::max_body) | 1 MiB | 413 |
-/// | [`header_timeout`](Server::header_timeout) | 10 s | 408 |
-/// | [`idle_timeout`](Server::idle_timeout) | 75 s | closed quietly |
-/// | [`write_timeout`](Server::write_timeout) | 30 s | closed |
-/// | [`max_connections`](Server::max_connections) | 100 000 | new connections wait in the backlog |
+/// | [`max_head_bytes`](Server::max_head_bytes) | [`MAX_HEAD_BYTES`](crate::http::MAX_HEAD_BYTES), 16 KiB | 431 (414 when the request line alone is longer) |
+/// | [`max_headers`](Server::max_headers) | [`MAX_HEADERS`](crate::http::MAX_HEADERS), 100 | 431 |
+/// | [`max_body`](Server::max_body) | [`MAX_BODY`](crate::http::MAX_BODY), 1 MiB | 413 |
+/// | [`header_timeout`](Server::header_timeout): a request arriving whole | [`HEADER_TIMEOUT`](crate::http::HEADER_TIMEOUT), 10 s | 408, closed |
+/// | [`idle_timeout`](Server::idle_timeout): keep-alive idle | [`IDLE_TIMEOUT`](crate::http::IDLE_TIMEOUT), 75 s | closed quietly |
+/// | [`write_timeout`](Server::write_timeout): the socket taking output | [`WRITE_TIMEOUT`](crate::http::WRITE_TIMEOUT), 30 s | closed |
+/// | [`linger`](Server::linger): reading after the last reply | [`LINGER`](crate::http::LINGER), 2 s | closed |
+/// | [`max_connections`](Server::max_connections) | [`MAX_CONNECTIONS`](crate::http::MAX_CONNECTIONS), 100 000 | new connections wait in the backlog |
+/// | [`drain_timeout`](Server::drain_timeout): a graceful stop | [`DRAIN_TIMEOUT`](crate::http::DRAIN_TIMEOUT), 10 s | requests still in flight are closed |
+/// | [`reply_timeout`](Server::reply_timeout): a deferred reply coming | [`REPLY_TIMEOUT`](crate::http::REPLY_TIMEOUT), 60 s | 503 |
+/// | [`requests`](Server::requests): requests served in all | none | the server stops |
 /// | [`workers`](Server::workers) | available cores | |
+/// | [`heartbeat`](Server::heartbeat): an event stream with nothing to send | [`HEARTBEAT`](crate::http::HEARTBEAT), 15 s | a comment line is sent |
+/// | [`ping_interval`](Server::ping_interval): a WebSocket peer silent | [`PING_INTERVAL`](crate::http::PING_INTERVAL), 30 s | pinged; closed an interval after an unanswered ping |
+/// | [`close_timeout`](Server::close_timeout): a peer answering our close | [`CLOSE_TIMEOUT`](crate::ws::CLOSE_TIMEOUT), 5 s | closed anyway |
+/// | [`max_message`](Server::max_message): a WebSocket message | [`MAX_MESSAGE`](crate::ws::MAX_MESSAGE), 64 KiB | close 1009 |
+/// | [`max_rooms`](Server::max_rooms): rooms of one connection | [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024 | `join` joins nothing, `try_join` answers `false` |
+/// | [`max_queued_output`](Server::max_queued_output): output owed to all slow peers together | [`MAX_QUEUED_OUTPUT`](crate::ws::MAX_QUEUED_OUTPUT), 256 MiB | the peers furthest behind are closed (1008 for a WebSocket) |
+/// | [`history`](Server::history): rooms' recent messages | none kept; with [`History`](crate::ws::History): [`HISTORY_ROOMS`](crate::ws::HISTORY_ROOMS) 1 000 rooms, [`HISTORY_BYTES`](crate::ws::HISTORY_BYTES) 8 MiB, [`KEEP_FOR`](crate::ws::KEEP_FOR) 1 h | the oldest go |
+/// | [`deflate`](Server::deflate): permessage-deflate | off | |
+/// | `handshake_timeout` (`--features tls`): a TLS handshake | `web::tls::HANDSHAKE_TIMEOUT`, 10 s | closed, counted |
+/// | `tls_records_per_key` (`--features tls`) | the AEAD's limit (2²⁴ for AES-GCM) | TLS 1.3: a key update; TLS 1.2: closed |
+/// | [`share_one_arena`](Server::share_one_arena) | on | |
+///
+/// Fixed limits, not settings: each bounds what one peer can make a connection hold, at a size
+/// no honest peer comes near, or is where the server stops reading so that output cannot pile
+/// up.
+///
+/// | fixed limit | value | when exceeded |
+/// |---|---|---|
+/// | chunk extensions over a whole body | [`MAX_CHUNK_EXTENSIONS`](crate::http::MAX_CHUNK_EXTENSIONS), 16 KiB | 400 |
+/// | trailer lines | [`MAX_TRAILER_BYTES`](crate::http::MAX_TRAILER_BYTES), 16 KiB | 400 |
+/// | a body's pace | 1 KiB per header timeout | 408 |
+/// | HTTP output queued before reading stops | 64 KiB | reading resumes when the socket takes it |
+/// | a streamed body's output held | [`STREAM_WINDOW`](crate::http::STREAM_WINDOW), 256 KiB | the [`BodySender`](crate::http::BodySender) waits |
+/// | WebSocket output queued before reading stops | [`WS_HIGH_WATER`](crate::ws::WS_HIGH_WATER), 256 KiB | reading resumes when the peer takes it |
+/// | WebSocket output owed to one peer | [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG), 16 MiB | close 1008 |
+/// | linger while the server stops | 250 ms | closed |
 ///
 /// Each refusal is followed by `Connection: close`.
 ///

@@ -1,36 +1,7 @@
-//! Every limit and timeout of a server's connections, with its default, in one place.
-//!
-//! | setting | default | when exceeded |
-//! |---|---|---|
-//! | request line + headers | [`MAX_HEAD_BYTES`](crate::http::MAX_HEAD_BYTES) (16 KiB) | 431 (414 when the request line alone is longer) |
-//! | header lines | [`MAX_HEADERS`](crate::http::MAX_HEADERS) (100) | 431 |
-//! | body | [`MAX_BODY`] (1 MiB) | 413 |
-//! | a request arriving whole | [`HEADER_TIMEOUT`] (10 s) | 408, close |
-//! | keep-alive idle | [`IDLE_TIMEOUT`] (75 s) | closed quietly |
-//! | the socket taking output | [`WRITE_TIMEOUT`] (30 s) | closed |
-//! | lingering after the last reply | [`LINGER`] (2 s) | closed |
-//! | open connections | [`MAX_CONNECTIONS`] (100 000) | new connections wait in the backlog |
-//! | graceful shutdown | [`DRAIN_TIMEOUT`] (10 s) | requests still in flight are closed |
-//! | a deferred reply coming | [`REPLY_TIMEOUT`] (60 s) | 503 |
-//! | an event stream with nothing to send | [`HEARTBEAT`] (15 s) | a comment line is sent |
-//! | a WebSocket peer silent | [`PING_INTERVAL`] (30 s) | pinged; closed when its answer does not come within an interval |
-//! | a WebSocket peer answering our close | [`CLOSE_TIMEOUT`](crate::ws::CLOSE_TIMEOUT) (5 s) | closed anyway |
-//! | a WebSocket message | [`MAX_MESSAGE`](crate::ws::MAX_MESSAGE) (64 KiB) | close 1009 |
-//! | WebSocket output held for all slow peers together | [`MAX_QUEUED_OUTPUT`](crate::ws::MAX_QUEUED_OUTPUT) (256 MiB) | the peers furthest behind closed (1008) |
-//!
-//! And the fixed limits, which are not settings: each bounds what one peer can make a
-//! connection hold, at a size no honest peer comes near, or is a point where the server stops
-//! reading so that output cannot pile up.
-//!
-//! | fixed limit | value | when exceeded | where |
-//! |---|---|---|---|
-//! | chunk extensions over a whole body | [`MAX_CHUNK_EXTENSIONS`](crate::http::MAX_CHUNK_EXTENSIONS) (16 KiB) | 400 | `http/message/chunked.rs` |
-//! | trailer lines | [`MAX_TRAILER_BYTES`](crate::http::MAX_TRAILER_BYTES) (16 KiB) | 400 | `http/message/chunked.rs` |
-//! | a body's pace | 1 KiB per header timeout (`MIN_BODY_PROGRESS`) | 408 | `server/exchange.rs` |
-//! | HTTP output queued before reading stops | 64 KiB (`HIGH_WATER`) | reading resumes when the socket takes it | `server/http_strand.rs` |
-//! | WebSocket output queued before reading stops | [`WS_HIGH_WATER`](crate::ws::WS_HIGH_WATER) (256 KiB) | reading resumes when the peer takes it | `ws/strand.rs` |
-//! | WebSocket output owed to one peer | [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG) (16 MiB) | close 1008 | `ws/strand.rs` |
-//! | linger while the server stops | 250 ms (`DRAIN_LINGER`) | closed | `server/http_strand.rs` |
+//! Every limit and timeout of a server's connections with its default, as values the
+//! server's parts read (`Limits`) and as the public constants. The table of them all, with
+//! what happens past each, is `Server`'s rustdoc (src/server/builder.rs): one table, which the
+//! documents point to.
 
 use std::time::Duration;
 
