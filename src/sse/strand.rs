@@ -91,22 +91,37 @@ thread_local! {
     static BEAT: Arc<[u8]> = HEARTBEAT.into();
 }
 
+/// Where a stream stands in ending, in the order it goes through them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Sending events.
+    Open,
+    /// Ends once what is queued is written (the application, the server or its stop asked).
+    Ending,
+    /// Ended: our side is shut; what the client still sends is read and dropped until it
+    /// closes (or the linger time passes).
+    Shut,
+}
+
 /// What a stream keeps while it has something to do.
 struct Busy {
     out: Outbox,
-    /// The stream ends once `out` is written.
-    ending: bool,
-    /// Ended: our side is shut; waiting for the client's end.
-    shut: bool,
+    stage: Stage,
     /// When the socket must have taken some output.
     deadline: Option<Instant>,
     joining: Joining,
 }
 
 impl Busy {
+    /// The stream is to end once its output is written (if it is not ending already).
+    fn end(&mut self) {
+        if self.stage == Stage::Open {
+            self.stage = Stage::Ending;
+        }
+    }
+
     fn is_done(&self) -> bool {
-        !self.ending
-            && !self.shut
+        self.stage == Stage::Open
             && self.deadline.is_none()
             && self.joining.is_empty()
             && self.out.pending() == 0
@@ -123,8 +138,7 @@ impl<H: SseHandler> SseStrand<H> {
                 budget.map_or_else(|| crate::ws::OutputBudget::new(usize::MAX), Arc::clone);
             Box::new(Busy {
                 out: Outbox::new(budget),
-                ending: false,
-                shut: false,
+                stage: Stage::Open,
                 deadline: None,
                 joining: Joining::default(),
             })
@@ -136,7 +150,11 @@ impl<H: SseHandler> SseStrand<H> {
     }
 
     fn ending(&self) -> bool {
-        self.busy.as_ref().is_some_and(|b| b.ending)
+        self.busy.as_ref().is_some_and(|b| b.stage != Stage::Open)
+    }
+
+    fn shut(&self) -> bool {
+        self.busy.as_ref().is_some_and(|b| b.stage == Stage::Shut)
     }
 
     /// Runs `f` with the stream as a callback sees it; a close it asked for ends the stream.
@@ -146,7 +164,7 @@ impl<H: SseHandler> SseStrand<H> {
             return;
         };
         let endpoint = &*member.endpoint;
-        let mut close = busy.ending;
+        let mut close = busy.stage != Stage::Open;
         let mut sse = Sse {
             out: &mut busy.out,
             close: &mut close,
@@ -160,7 +178,9 @@ impl<H: SseHandler> SseStrand<H> {
             },
         };
         f(&endpoint.handler, &mut sse, &mut member.state);
-        busy.ending = close;
+        if close {
+            busy.end();
+        }
     }
 
     /// The stream ended: it leaves its rooms and the application gets its state back (once).
@@ -192,10 +212,10 @@ impl<H: SseHandler> SseStrand<H> {
                     self.tell(io.id());
                     return Next::Close;
                 }
-                Ok(true) if busy.ending && !busy.shut => {
+                Ok(true) if busy.stage == Stage::Ending => {
                     // The body ends where the connection does: our side is shut, and what
                     // the client still sends is read and dropped until it closes.
-                    busy.shut = true;
+                    busy.stage = Stage::Shut;
                     busy.deadline = Some(io.now() + timeouts.linger);
                     self.tell(io.id());
                     if io.shutdown_write().is_err() {
@@ -205,8 +225,7 @@ impl<H: SseHandler> SseStrand<H> {
                 Ok(_) => {}
             }
         }
-        let shut = self.busy.as_ref().is_some_and(|b| b.shut);
-        if io.read_ready() || shut {
+        if io.read_ready() || self.shut() {
             for _ in 0..16 {
                 match io.read() {
                     Read::Data(_) => continue,
@@ -219,7 +238,9 @@ impl<H: SseHandler> SseStrand<H> {
             }
         }
         match self.busy.as_ref() {
-            Some(b) if b.shut => Next::read().until(b.deadline.unwrap_or_else(|| io.now())),
+            Some(b) if b.stage == Stage::Shut => {
+                Next::read().until(b.deadline.unwrap_or_else(|| io.now()))
+            }
             _ => self.park(io.now(), progressed),
         }
     }
@@ -282,7 +303,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         let id = io.id();
         self.with_sse(id, |handler, sse, state| handler.open(sse, state));
         if io.remote().is_shutting_down() {
-            self.b().ending = true;
+            self.b().end();
         }
         self.run(io)
     }
@@ -297,7 +318,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
     }
 
     fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next {
-        if self.busy.as_ref().is_some_and(|b| b.shut) {
+        if self.shut() {
             return self.run(io);
         }
         let behind = self.pending() > 0;
@@ -311,7 +332,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
                     let out = &mut self.b().out;
                     let _ = BEAT.try_with(|beat| out.push_shared(beat));
                 }
-                WsCommand::Close(_) => self.b().ending = true,
+                WsCommand::Close(_) => self.b().end(),
                 WsCommand::Join(room) => {
                     if let Some(member) = &self.member {
                         let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);
@@ -347,10 +368,10 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
     }
 
     fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
-        if self.busy.as_ref().is_some_and(|b| b.shut) {
+        if self.shut() {
             return self.run(io);
         }
-        self.b().ending = true;
+        self.b().end();
         self.run(io)
     }
 
