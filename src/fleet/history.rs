@@ -34,6 +34,10 @@ use crate::ws::history::Entry;
 const EPOCH_MS: u64 = 1_735_689_600_000;
 const SPREAD: u32 = 11;
 
+/// Ids a room's counter gives stay below this (exact as a JavaScript number, and as Lua's
+/// doubles); an answer at or past it is refused.
+pub(crate) const MAX_ID: u64 = 1 << 52;
+
 /// How long the posts behind a gap (a post reserved and never published) wait for it.
 pub(crate) const STALE: Duration = Duration::from_secs(2);
 
@@ -181,7 +185,9 @@ pub(crate) struct Floor {
 impl Floor {
     /// The floor for a room whose copy's newest id is `held`.
     pub(crate) fn of(&self, held: Option<u64>) -> u64 {
-        let known = self.given.max(held.unwrap_or(0));
+        // A held id out of the counter's range (a hostile Redis's history) raises nothing.
+        let held = held.filter(|&id| id < MAX_ID).unwrap_or(0);
+        let known = self.given.max(held);
         now_spread().max(known.saturating_add(1))
     }
 
@@ -257,7 +263,16 @@ mod tests {
             ahead + 10,
             "the room's copy counts too"
         );
-        assert_eq!(Floor::default().of(Some(u64::MAX)), u64::MAX, "no overflow");
+        let (before, of, after) = (
+            now_spread(),
+            Floor::default().of(Some(u64::MAX)),
+            now_spread(),
+        );
+        assert!(
+            before <= of && of <= after,
+            "an id out of range raises nothing"
+        );
+        assert_eq!(Floor::default().of(Some(MAX_ID - 1)), MAX_ID);
     }
 
     proptest::proptest! {

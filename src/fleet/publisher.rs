@@ -194,7 +194,9 @@ fn reserve(
                 redis::Value::Array(pair) => match pair.as_slice() {
                     [redis::Value::Int(first), redis::Value::Int(before)] => {
                         match (u64::try_from(*first), u64::try_from(*before)) {
-                            (Ok(first), Ok(before)) if before < first && first < 1 << 52 => {
+                            (Ok(first), Ok(before))
+                                if before < first && first < history::MAX_ID =>
+                            {
                                 Ok((first, before))
                             }
                             _ => Err(io::Error::other("a room's counter out of its range")),
