@@ -254,8 +254,10 @@ impl<'c> RequestBuilder<'c> {
     /// most once, and such a failure is its error. When the server keeps the connection open
     /// after the response, the client keeps it for the next request.
     ///
-    /// Errors as the [`Client`]'s, and `InvalidInput` for a URL that is not `http://`,
-    /// `Unsupported` for `https://` (TLS is not built in yet).
+    /// Errors as the [`Client`]'s, and `InvalidInput` for a URL that is neither `http://` nor
+    /// `https://`; `https://` runs TLS first (feature `tls`, the server's certificate checked
+    /// for the URL's host; `Client::tls` sets what is trusted), and is `Unsupported` in a build
+    /// without it.
     ///
     /// ```no_run
     /// let client = web::http::Client::new();

@@ -194,7 +194,8 @@ impl WsConnect {
     }
 
     /// Connects to `url` and completes the opening handshake (RFC 6455 §4.1): the answer must
-    /// be `101` with the right `Sec-WebSocket-Accept`, no extension (none is offered) and a
+    /// be `101` with the right `Sec-WebSocket-Accept`, no extension but permessage-deflate when
+    /// `WsConnect::deflate` offered it (and with parameters the offer allows), and a
     /// subprotocol among those offered, if any. `wss://` runs TLS first (feature `tls`; the
     /// server's certificate is checked for the URL's host). Errors: `InvalidInput` for a bad
     /// URL or header, `Unsupported` for `wss://` in a build without TLS, `InvalidData` for a
