@@ -156,6 +156,26 @@ struct Busy {
     charge: Charge,
 }
 
+/// What a parked connection waits for on its socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Interest {
+    read: bool,
+    write: bool,
+}
+
+impl Interest {
+    /// The next request, or the client's end.
+    const READ: Interest = Interest {
+        read: true,
+        write: false,
+    };
+    /// Room for what is owed (reading stops meanwhile).
+    const WRITE: Interest = Interest {
+        read: false,
+        write: true,
+    };
+}
+
 impl HttpStrand {
     pub(crate) fn new(shared: Arc<Shared>) -> HttpStrand {
         HttpStrand {
@@ -432,8 +452,7 @@ impl Busy {
         conn: &Conn<'_>,
         io: &Io<'_, WsCommand>,
         progressed: bool,
-        read: bool,
-        write: bool,
+        wants: Interest,
     ) -> Next {
         let shared = conn.shared;
         let limits = &shared.limits;
@@ -461,8 +480,8 @@ impl Busy {
             self.set_deadline(Some(now + after));
         }
         Next::Park {
-            read,
-            write,
+            read: wants.read,
+            write: wants.write,
             deadline: self.deadline,
         }
     }
@@ -508,11 +527,11 @@ impl Busy {
         for _ in 0..READS_PER_TURN {
             match io.read() {
                 Read::Data(_) => continue,
-                Read::WouldBlock => return self.park(conn, io, false, true, false),
+                Read::WouldBlock => return self.park(conn, io, false, Interest::READ),
                 Read::Closed | Read::Error(_) => return Next::Close,
             }
         }
-        self.park(conn, io, false, true, false)
+        self.park(conn, io, false, Interest::READ)
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
@@ -537,7 +556,7 @@ impl Busy {
                 Ok(true) if self.state != State::Serving => return self.linger(conn, io),
                 Ok(true) => {}
                 Ok(false) if self.state != State::Serving || self.held_back() => {
-                    return self.park(conn, io, progressed, false, true);
+                    return self.park(conn, io, progressed, Interest::WRITE);
                 }
                 Ok(false) => {}
             }
@@ -571,7 +590,8 @@ impl Busy {
                 if drained || full || reads == READS_PER_TURN {
                     // Drained, or let other connections run (resumed next turn).
                     let write = self.output.has_pending();
-                    return self.park(conn, io, progressed, !full, write);
+                    let wants = Interest { read: !full, write };
+                    return self.park(conn, io, progressed, wants);
                 }
                 reads += 1;
                 match io.read() {
@@ -585,7 +605,8 @@ impl Busy {
                     }
                     Read::WouldBlock => {
                         let write = self.output.has_pending();
-                        return self.park(conn, io, progressed, true, write);
+                        let wants = Interest { read: true, write };
+                        return self.park(conn, io, progressed, wants);
                     }
                     // A client that stops sending while its reply is deferred has gone: the
                     // reply is no longer wanted (`closed` tells its holder).
