@@ -141,11 +141,7 @@ struct Busy {
     /// holds none).
     reader: Option<Box<RequestReader>>,
     output: Output,
-    deadline: Option<Instant>,
-    /// `deadline` is not known yet: the connection was idle, and its keep-alive deadline is
-    /// the one the reactor holds. Read back ([`Io::deadline`]) only if it is kept: a request
-    /// that arrives restarts it anyway, so the common path never converts it.
-    deadline_in_reactor: bool,
+    deadline: Deadline,
     timer: Timer,
     /// A WebSocket upgrade just accepted: its request and the bytes that came after it.
     upgrade: Option<Box<Upgrade>>,
@@ -154,6 +150,18 @@ struct Busy {
     /// What the output holds, charged to the server's output budget while the peer has not
     /// taken it all (see [`Busy::owes_too_much`]).
     charge: Charge,
+}
+
+/// When a busy connection's wait ends, as far as it knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deadline {
+    /// Not known here: the connection was idle, and its keep-alive deadline is the one the
+    /// reactor holds. Read back ([`Io::deadline`]) only if it is kept: a request that arrives
+    /// restarts it anyway, so the common path never converts it.
+    InReactor,
+    /// No deadline.
+    Never,
+    At(Instant),
 }
 
 /// What a parked connection waits for on its socket.
@@ -275,8 +283,7 @@ impl Busy {
             waits: Waits::Bytes,
             reader: None,
             output: Output::default(),
-            deadline: None,
-            deadline_in_reactor: true,
+            deadline: Deadline::InReactor,
             timer: if waiting { Timer::Reply } else { Timer::Idle },
             upgrade: None,
             stream: None,
@@ -472,24 +479,26 @@ impl Busy {
         };
         let moved =
             timer != self.timer || (progressed && matches!(timer, Timer::Idle | Timer::Write));
-        if !moved && self.deadline_in_reactor {
+        if !moved && self.deadline == Deadline::InReactor {
             self.set_deadline(io.deadline());
         }
-        if moved || self.deadline.is_none() {
+        if moved || !matches!(self.deadline, Deadline::At(_)) {
             self.timer = timer;
             self.set_deadline(Some(now + after));
         }
         Next::Park {
             read: wants.read,
             write: wants.write,
-            deadline: self.deadline,
+            deadline: match self.deadline {
+                Deadline::At(at) => Some(at),
+                Deadline::InReactor | Deadline::Never => None,
+            },
         }
     }
 
     /// The deadline to park with from now on (the reactor's is then no longer the one).
     fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.deadline = deadline;
-        self.deadline_in_reactor = false;
+        self.deadline = deadline.map_or(Deadline::Never, Deadline::At);
     }
 
     /// Charges what the output holds to the server's output budget — only once something stays
