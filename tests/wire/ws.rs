@@ -86,7 +86,14 @@ impl Client {
 
     pub fn more(&mut self) {
         let mut chunk = [0u8; 65536];
-        let n = self.conn.read(&mut chunk).unwrap();
+        let n = loop {
+            // A read with a timeout is not restarted after a signal (a test beside this one
+            // signals its child processes): it is tried again, as the HTTP client's.
+            match self.conn.read(&mut chunk) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                got => break got.unwrap(),
+            }
+        };
         assert!(n > 0, "connection closed early");
         self.buf.extend_from_slice(&chunk[..n]);
     }
@@ -132,6 +139,7 @@ impl Client {
                 Ok(0) => return,
                 Ok(_) => continue,
                 Err(e) if e.kind() == ErrorKind::ConnectionReset => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => panic!("expected the server to close: {e}"),
             }
         }
