@@ -8,7 +8,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::wire;
 
 use web::http::{
     Header, Layer, RateLimit, Server, ServerHandle, ask, header_in, json_response,
@@ -21,23 +23,6 @@ fn second() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
-}
-
-/// Runs `sequence` inside one wall-clock second, starting it just after a second begins; tries
-/// again (up to 5 times) when the second changed while it ran.
-fn within_one_second<T>(mut sequence: impl FnMut() -> T) -> T {
-    for _ in 0..5 {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-        thread::sleep(Duration::from_nanos(
-            1_000_000_000 - u64::from(now.subsec_nanos()) + 5_000_000,
-        ));
-        let start = second();
-        let result = sequence();
-        if second() == start {
-            return result;
-        }
-    }
-    panic!("five attempts in a row straddled a second boundary: is the machine overloaded?");
 }
 
 /// A server with `workers` workers answering 200 behind `limiter`.
@@ -63,7 +48,7 @@ fn forwarded(value: &str) -> Vec<Header> {
 #[test]
 fn specification_example_get_200_post_200_second_post_429() {
     let (_server, port) = limited(rate_limits(1, 100, 0), 2);
-    let statuses = within_one_second(|| {
+    let statuses = wire::within_one_second(|_| {
         [
             status(port, "GET", &[]),
             status(port, "POST", &[]),
@@ -76,7 +61,7 @@ fn specification_example_get_200_post_200_second_post_429() {
 #[test]
 fn rate_limit_limits_writes_of_all_callers_together_and_never_reads() {
     let (_server, port) = limited(rate_limit(2), 2);
-    let statuses = within_one_second(|| {
+    let statuses = wire::within_one_second(|_| {
         let mut s = vec![];
         for _ in 0..20 {
             s.push(status(port, "GET", &[]));
@@ -119,7 +104,7 @@ fn a_json_api_refuses_with_its_own_json_429_and_retry_after_1() {
         .refusal(json_response(429, json))
         .layer();
     let (_server, port) = limited(limiter, 1);
-    let replies = within_one_second(|| {
+    let replies = wire::within_one_second(|_| {
         [
             ask("127.0.0.1", port, "POST", "/", &[], b"a").unwrap(),
             ask("127.0.0.1", port, "POST", "/", &[], b"b").unwrap(),
@@ -136,7 +121,7 @@ fn a_json_api_refuses_with_its_own_json_429_and_retry_after_1() {
 #[test]
 fn callers_named_by_x_forwarded_for_have_separate_buckets_that_forged_entries_cannot_escape() {
     let (_server, port) = limited(rate_limits(1, 100, 1), 2);
-    let statuses = within_one_second(|| {
+    let statuses = wire::within_one_second(|_| {
         [
             // The proxy appended 127.0.0.2: its first write passes.
             status(port, "POST", &forwarded("127.0.0.2")),
@@ -180,7 +165,7 @@ fn exactly_the_allowance_passes_per_caller_across_4_workers_and_8_concurrent_cli
         .unwrap();
     let port = server.local_addr().port();
 
-    let (statuses, start) = within_one_second(|| {
+    let (statuses, start) = wire::within_one_second(|_| {
         calls.lock().unwrap().clear();
         let start = second();
         let threads: Vec<_> = (0..THREADS)
@@ -230,7 +215,7 @@ fn exactly_the_allowance_passes_for_one_shared_bucket_across_4_workers() {
     const PER_THREAD: usize = 25;
     const WRITES: u32 = 37;
     let (server, port) = limited(rate_limit(WRITES), 4);
-    let statuses = within_one_second(|| {
+    let statuses = wire::within_one_second(|_| {
         let threads: Vec<_> = (0..THREADS)
             .map(|_| {
                 thread::spawn(move || {

@@ -310,6 +310,27 @@ pub fn harness_name(module: &str, name: &str) -> String {
     }
 }
 
+/// Runs `sequence(attempt)` inside one wall-clock second, starting it just after a second
+/// begins; tries again (up to 5 times) when the second changed while it ran.
+pub fn within_one_second<T>(mut sequence: impl FnMut(u32) -> T) -> T {
+    let second = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+    };
+    for attempt in 0..5 {
+        std::thread::sleep(Duration::from_nanos(
+            1_000_000_000 - u64::from(second().subsec_nanos()) + 5_000_000,
+        ));
+        let start = second().as_secs();
+        let result = sequence(attempt);
+        if second().as_secs() == start {
+            return result;
+        }
+    }
+    panic!("five attempts in a row straddled a second boundary: is the machine overloaded?");
+}
+
 /// Polls `cond` every few milliseconds until it holds; panics with `what` after `limit`.
 pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + limit;
