@@ -1,41 +1,54 @@
 //! The chat example as a process of its own, for the tests of its contract.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::examples::examples_dir;
 use super::ws::Client;
 
-/// A chat process on a free port of 127.0.0.1, killed (by its PID) when dropped.
+/// A chat process on a port of 127.0.0.1 it bound itself (`--port 0`, the port read from
+/// the line it prints), killed (by its PID) when dropped. (A port found free here and handed
+/// over could be taken first by another test's server.)
 pub struct Chat {
     child: Child,
     pub port: u16,
+    /// The chat's standard error, kept open so that its last lines can be written.
+    _stderr: BufReader<ChildStderr>,
 }
 
 impl Chat {
     pub fn start(args: &[&str]) -> Chat {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(examples_dir().join("chat"))
-            .args(["--port", &port.to_string(), "--workers", "2"])
+        let mut child = Command::new(examples_dir().join("chat"))
+            .args(["--port", "0", "--workers", "2"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let chat = Chat { child, port };
-        let until = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "the chat did not start");
-            std::thread::sleep(Duration::from_millis(20));
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        // "chat: http://127.0.0.1:PORT/" once it listens.
+        let port = loop {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "the chat ended before it listened"
+            );
+            if let Some(port) = line
+                .trim_end()
+                .strip_prefix("chat: http://127.0.0.1:")
+                .and_then(|rest| rest.trim_end_matches('/').parse().ok())
+            {
+                break port;
+            }
+        };
+        Chat {
+            child,
+            port,
+            _stderr: stderr,
         }
-        chat
     }
 
     /// One request (`<method> <target>`, `extra` header lines, `Connection: close`); the
