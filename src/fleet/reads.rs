@@ -31,7 +31,7 @@ impl Reads {
     pub(crate) fn read<T>(
         &self,
         fleet: &Fleet,
-        read: impl FnOnce(&mut resp::Conn) -> io::Result<T>,
+        mut read: impl FnMut(&mut resp::Conn) -> io::Result<T>,
     ) -> Option<T> {
         let counters = &fleet.counters;
         // One deadline for the whole read, a connection made for it included.
@@ -49,12 +49,16 @@ impl Reads {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
-        let conn = match kept {
-            Some(conn) => Ok(conn),
-            None => resp::Conn::open(fleet.client.get_connection_info(), fleet.timeout)
-                .inspect(|_| Counters::add(&counters.connections, 1)),
+        let open = || {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            resp::Conn::open(fleet.client.get_connection_info(), left)
+                .inspect(|_| Counters::add(&counters.connections, 1))
         };
-        let within = |mut conn: resp::Conn| {
+        let within = |mut conn: resp::Conn,
+                      read: &mut dyn FnMut(&mut resp::Conn) -> io::Result<T>| {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(io::ErrorKind::TimedOut.into());
@@ -62,7 +66,22 @@ impl Reads {
             conn.set_timeout(left);
             read(&mut conn).map(|v| (v, conn))
         };
-        match conn.and_then(within) {
+        let got = match kept {
+            // A kept connection Redis has closed (it restarted, say) fails at once: the kept
+            // ones go, and the read is made once more on a new connection, within the deadline.
+            Some(conn) => match within(conn, &mut read) {
+                Err(e) if e.kind() != io::ErrorKind::TimedOut => {
+                    self.idle
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clear();
+                    open().and_then(|conn| within(conn, &mut read))
+                }
+                got => got,
+            },
+            None => open().and_then(|conn| within(conn, &mut read)),
+        };
+        match got {
             Ok((value, conn)) => {
                 let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
                 if idle.len() < KEEP {

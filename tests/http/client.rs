@@ -1,6 +1,8 @@
 //! The blocking client against the library's own server and against hand-written servers that
 //! misbehave on purpose.
 
+use crate::wire;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
@@ -372,10 +374,7 @@ fn a_reply_over_the_limit_is_an_error_not_an_allocation() {
 
 #[test]
 fn connecting_to_a_closed_port_is_refused() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let (port, _held) = wire::closed_port();
     assert_eq!(
         get("127.0.0.1", port, "/").unwrap_err().kind(),
         ErrorKind::ConnectionRefused

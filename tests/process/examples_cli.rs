@@ -165,10 +165,7 @@ fn a_port_another_program_serves_is_a_readable_error_and_exit_code_1() {
 
 #[test]
 fn a_refused_connection_is_a_readable_error_and_exit_code_1() {
-    let port = {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    }; // closed: nothing listens there now
+    let (port, _held) = wire::closed_port();
     let out = run("fetch", &["127.0.0.1", &port.to_string(), "/"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -301,6 +301,40 @@ impl Client {
     }
 }
 
+/// A port of 127.0.0.1 where nothing listens and nothing else can: a socket bound to it that
+/// never listens (a connection there is refused), held until the returned guard is dropped. A
+/// port found free and let go may be taken by another test's server before it is used.
+pub fn closed_port() -> (u16, ClosedPort) {
+    // SAFETY: socket(2), bind(2) and getsockname(2) on a descriptor this function owns, with a
+    // `sockaddr_in` and its length; the descriptor is closed by the guard's drop.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let bound = libc::bind(fd, (&raw const addr).cast(), len);
+        assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut len = len;
+        let named = libc::getsockname(fd, (&raw mut addr).cast(), &mut len);
+        assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+        (u16::from_be(addr.sin_port), ClosedPort(fd))
+    }
+}
+
+/// Holds a [`closed_port`].
+pub struct ClosedPort(libc::c_int);
+
+impl Drop for ClosedPort {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor `closed_port` opened, closed once.
+        unsafe {
+            libc::close(self.0);
+        }
+    }
+}
+
 /// The name the test harness knows test `name` of module `module` (its `module_path!()`) by:
 /// for a test that runs itself again in a child process (`--exact`).
 pub fn harness_name(module: &str, name: &str) -> String {
