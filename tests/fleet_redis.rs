@@ -16,7 +16,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use web::fleet::Fleet;
 use web::http::{
@@ -231,14 +231,6 @@ fn text_of(c: &mut Client) -> String {
     String::from_utf8(payload).unwrap()
 }
 
-/// The wall-clock second now.
-fn second() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
 /// A fresh prefix per test, so tests sharing nothing never see each other's channels.
 fn fleet(redis: &Redis, prefix: &str) -> Fleet {
     Fleet::new(&redis.url()).unwrap().prefix(prefix)
@@ -317,14 +309,6 @@ fn an_instance_subscribes_only_to_rooms_with_local_members() {
     a.shutdown().unwrap();
 }
 
-/// Sleeps until just after a wall-clock second starts.
-fn wait_for_second_start() {
-    let into = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_millis());
-    std::thread::sleep(Duration::from_millis(u64::from(1000 - into) + 5));
-}
-
 #[test]
 #[ignore = "needs redis-server (run by .ci/run)"]
 fn rate_limits_count_a_caller_once_across_instances() {
@@ -350,34 +334,27 @@ fn rate_limits_count_a_caller_once_across_instances() {
         std::thread::sleep(Duration::from_millis(15));
         status
     };
-    for attempt in 0.. {
-        assert!(attempt < 5, "five bursts straddled a second boundary");
-        wait_for_second_start();
-        let started = second();
-        // 10 writes and 4 reads of one caller alternating over the two instances, and one
-        // write of another caller.
+    // 10 writes and 4 reads of one caller alternating over the two instances, and one write of
+    // another caller, all in one wall-clock second.
+    let (writes, reads, other) = wire::within_one_second(|_| {
         let writes: Vec<u16> = (0..10)
             .map(|i| spaced([&a, &b][i % 2], req("POST", "10.0.0.1")))
             .collect();
         let reads: Vec<u16> = (0..4)
             .map(|i| spaced([&a, &b][i % 2], req("GET", "10.0.0.1")))
             .collect();
-        let other = b(req("POST", "10.0.0.2")).status;
-        if second() != started {
-            continue;
-        }
-        let admitted = writes.iter().filter(|&&s| s == 201).count();
-        assert!((5..=6).contains(&admitted), "{writes:?}");
-        assert!(writes[..5].iter().all(|&s| s == 201), "{writes:?}");
-        assert!(writes[6..].iter().all(|&s| s == 429), "{writes:?}");
-        let read = reads.iter().filter(|&&s| s == 201).count();
-        assert!(
-            (2..=3).contains(&read),
-            "reads: their own bucket: {reads:?}"
-        );
-        assert_eq!(other, 201, "another caller: its own bucket");
-        break;
-    }
+        (writes, reads, b(req("POST", "10.0.0.2")).status)
+    });
+    let admitted = writes.iter().filter(|&&s| s == 201).count();
+    assert!((5..=6).contains(&admitted), "{writes:?}");
+    assert!(writes[..5].iter().all(|&s| s == 201), "{writes:?}");
+    assert!(writes[6..].iter().all(|&s| s == 429), "{writes:?}");
+    let read = reads.iter().filter(|&&s| s == 201).count();
+    assert!(
+        (2..=3).contains(&read),
+        "reads: their own bucket: {reads:?}"
+    );
+    assert_eq!(other, 201, "another caller: its own bucket");
     assert_eq!(fa.stats().local_decisions + fb.stats().local_decisions, 0);
 }
 
@@ -414,22 +391,16 @@ fn with_redis_unreachable_an_instance_serves_its_own_members_and_never_waits_on_
             "",
         )
     };
-    for attempt in 0.. {
-        assert!(attempt < 5, "five bursts straddled a second boundary");
-        let started = second();
+    let (statuses, took) = wire::within_one_second(|_| {
         let begun = Instant::now();
         let statuses: Vec<u16> = (0..4).map(|_| app(post()).status).collect();
-        let took = begun.elapsed();
-        if second() != started {
-            continue;
-        }
-        assert_eq!(statuses, [201, 201, 429, 429], "the local count");
-        assert!(
-            took < Duration::from_millis(80),
-            "four decisions took {took:?}"
-        );
-        break;
-    }
+        (statuses, begun.elapsed())
+    });
+    assert_eq!(statuses, [201, 201, 429, 429], "the local count");
+    assert!(
+        took < Duration::from_millis(80),
+        "four decisions took {took:?}"
+    );
     assert!(f.stats().local_decisions >= 4);
     assert!(!f.stats().subscribed);
     server.shutdown().unwrap();
