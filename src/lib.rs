@@ -5,6 +5,8 @@ mod client;
 #[cfg(feature = "redis")]
 pub mod fleet;
 pub mod http;
+mod live;
+mod rooms;
 mod server;
 pub mod sse;
 #[cfg(feature = "tls")]

@@ -18,7 +18,7 @@ use super::url::{Schemes, Url};
 use super::wire::{self, Conn};
 use crate::http::grammar::{is_field_byte, is_token};
 use crate::http::{Header, parse_reply_head};
-use crate::ws::app::Message;
+use crate::rooms::Message;
 use crate::ws::close::{WsError, close_payload};
 use crate::ws::decoder::{Decoder, Event, MAX_MESSAGE};
 use crate::ws::deflate::{

@@ -11,7 +11,7 @@
 //!              script publishes it: the instance bytes are zero, as no one skips a post)
 //! ```
 
-use crate::ws::Message;
+use crate::rooms::Message;
 
 /// What an envelope carries.
 #[derive(Clone, Debug, PartialEq, Eq)]

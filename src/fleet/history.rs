@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::resp;
-use crate::ws::history::Entry;
+use crate::rooms::history::Entry;
 
 const EPOCH_MS: u64 = 1_735_689_600_000;
 const SPREAD: u32 = 11;

@@ -14,8 +14,8 @@ use super::history;
 use super::reader::{self, PresenceCache, Wanted};
 use super::reads::Reads;
 use super::{Counters, Fleet, envelope, names, publisher, subscriber};
-use crate::ws::history::Entry;
-use crate::ws::{Instances, Message, Rooms, Text, Then};
+use crate::rooms::history::Entry;
+use crate::rooms::{Instances, Message, Rooms, Text, Then};
 
 /// What the publisher thread is handed.
 pub(crate) enum Outgoing {

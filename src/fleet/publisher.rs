@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::link::{Outgoing, Post};
 use super::{Counters, Fleet, history, names, presence, resp};
-use crate::ws::Rooms;
+use crate::rooms::Rooms;
 
 /// Most messages sent in one round trip.
 const BATCH: usize = 256;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::link::Shared;
 use super::{Fleet, history, names, presence};
-use crate::ws::history::Entry;
+use crate::rooms::history::Entry;
 
 /// How often an idle reader looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);

@@ -20,8 +20,8 @@ use super::envelope::Carried;
 use super::link::Changed;
 use super::resp::Next;
 use super::{Counters, Fleet, envelope, names, pause, resp};
-use crate::ws::Rooms;
-use crate::ws::history::Entry;
+use crate::rooms::Rooms;
+use crate::rooms::history::Entry;
 
 /// Longest wait for a message before looking at membership changes and the stop flag.
 const POLL: Duration = Duration::from_millis(100);

@@ -1,5 +1,5 @@
 //! What reaches an HTTP connection from other threads: the deferred reply a handler promised
-//! ([`Reply`](crate::http::Reply)), inside [`WsCommand::Http`](crate::ws::WsCommand::Http) —
+//! ([`Reply`](crate::http::Reply)), inside [`Command::Http`](crate::ws::Command::Http) —
 //! an answer, or a streamed body's head and pieces — and the window a streamed body's sender
 //! and its connection share ([`Flow`]). Here, under the worker's message, because every
 //! connection's strand receives that message; the server makes and reads these.
@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use super::Response;
 
 /// A deferred reply on its way to its connection (inside
-/// [`WsCommand::Http`](crate::ws::WsCommand::Http)); made by [`Reply`](crate::http::Reply) only.
+/// [`Command::Http`](crate::ws::Command::Http)); made by [`Reply`](crate::http::Reply) only.
 #[derive(Clone, Debug)]
 pub(crate) struct HttpMsg {
     pub(crate) seq: NonZeroU32,

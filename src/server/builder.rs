@@ -11,8 +11,9 @@ use super::limits::{
 };
 use super::serving::first_address;
 use super::taken::DynTaken;
+use crate::sse::SseApp;
 use crate::sse::{SseHandler, SseRoute};
-use crate::ws::{LiveApp, MAX_MESSAGE, Rooms, Route, WsHandler};
+use crate::ws::{MAX_MESSAGE, Rooms, Route, WsApp, WsHandler};
 
 #[cfg(doc)]
 use super::*;
@@ -54,7 +55,7 @@ pub(super) enum Listen {
 /// | [`close_timeout`](Server::close_timeout): a peer answering our close | [`CLOSE_TIMEOUT`](crate::ws::CLOSE_TIMEOUT), 5 s | closed anyway |
 /// | [`max_message`](Server::max_message): a WebSocket message | [`MAX_MESSAGE`](crate::ws::MAX_MESSAGE), 64 KiB | close 1009 |
 /// | [`max_rooms`](Server::max_rooms): rooms of one connection | [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024 | `join` joins nothing, `try_join` answers `false` |
-/// | [`max_queued_output`](Server::max_queued_output): output owed to all slow peers together | [`MAX_QUEUED_OUTPUT`](crate::ws::MAX_QUEUED_OUTPUT), 256 MiB | the peers furthest behind are closed (1008 for a WebSocket) |
+/// | [`max_queued_output`](Server::max_queued_output): output owed to all slow peers together | [`MAX_QUEUED_OUTPUT`](crate::live::MAX_QUEUED_OUTPUT), 256 MiB | the peers furthest behind are closed (1008 for a WebSocket) |
 /// | [`history`](Server::history): rooms' recent messages | none kept; with [`History`](crate::ws::History): [`HISTORY_ROOMS`](crate::ws::HISTORY_ROOMS) 1 000 rooms, [`HISTORY_BYTES`](crate::ws::HISTORY_BYTES) 8 MiB, [`KEEP_FOR`](crate::ws::KEEP_FOR) 1 h | the oldest go |
 /// | [`deflate`](Server::deflate): permessage-deflate | off | |
 /// | `handshake_timeout` (`--features tls`): a TLS handshake | `web::tls::HANDSHAKE_TIMEOUT`, 10 s | closed, counted |
@@ -96,8 +97,8 @@ pub struct Server {
     pub(super) reply_timeout: Duration,
     pub(super) budget: Option<u64>,
     pub(super) taken: Option<Box<DynTaken>>,
-    pub(super) websocket: Vec<LiveRoute>,
-    pub(super) sse: Vec<LiveRoute>,
+    pub(super) websocket: Vec<LiveRoute<dyn WsApp>>,
+    pub(super) sse: Vec<LiveRoute<dyn SseApp>>,
     pub(super) heartbeat: Duration,
     pub(super) ping_interval: Option<Duration>,
     pub(super) deflate: Option<crate::ws::Deflate>,
@@ -187,8 +188,8 @@ impl Server {
             close_timeout: crate::ws::CLOSE_TIMEOUT,
             max_message: MAX_MESSAGE,
             max_rooms: crate::ws::MAX_ROOMS,
-            max_queued_output: crate::ws::MAX_QUEUED_OUTPUT,
-            rooms: Rooms::default(),
+            max_queued_output: crate::live::MAX_QUEUED_OUTPUT,
+            rooms: Rooms::new(super::encoding::ENCODING),
             control: Control::default(),
             #[cfg(feature = "redis")]
             fleet: None,
@@ -416,7 +417,7 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn websocket<H: WsHandler>(mut self, path: &str, handler: H) -> Server {
-        let app: Box<dyn LiveApp> = Box::new(Route::new(handler));
+        let app: Box<dyn WsApp> = Box::new(Route::new(handler));
         match self.websocket.iter_mut().find(|r| r.path == path) {
             Some(route) => route.app = app,
             None => self.websocket.push(LiveRoute {
@@ -457,7 +458,7 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn sse<H: SseHandler>(mut self, path: &str, handler: H) -> Server {
-        let app: Box<dyn LiveApp> = Box::new(SseRoute::new(handler));
+        let app: Box<dyn SseApp> = Box::new(SseRoute::new(handler));
         match self.sse.iter_mut().find(|r| r.path == path) {
             Some(route) => route.app = app,
             None => self.sse.push(LiveRoute {
@@ -635,7 +636,7 @@ impl Server {
     }
 
     /// Most memory all WebSocket connections of the server together may hold for output their
-    /// peers have not taken (default [`MAX_QUEUED_OUTPUT`](crate::ws::MAX_QUEUED_OUTPUT),
+    /// peers have not taken (default [`MAX_QUEUED_OUTPUT`](crate::live::MAX_QUEUED_OUTPUT),
     /// 256 MiB). A frame queued for many connections counts once per worker. Past it, the
     /// connections furthest behind — owed more than the limit shared among those owed
     /// anything — are closed as their next output arrives, their application told 1008, and

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
-use crate::ws::{LiveConn, WsCommand, local_members};
+use crate::live::{Command, LiveConn};
+use crate::rooms::{Delivery, local_members};
 
 use super::dispatch::Shared;
 use super::http_strand::HttpStrand;
@@ -36,13 +37,15 @@ impl Service for HttpService {
         crate::http::message::pool::clear();
         super::output::clear_pool();
         crate::ws::worker_idle();
+        crate::rooms::worker_idle();
+        crate::live::forget_worker_frames();
     }
 
     /// One message per worker reaches its members of a room, or its share of a broadcast.
-    fn fan_out(&mut self, msg: &WsCommand, to: &mut Vec<ConnId>) {
+    fn fan_out(&mut self, msg: &Command, to: &mut Vec<ConnId>) {
         match msg {
-            WsCommand::Publish { room, .. } => local_members(room, to),
-            WsCommand::FanOut { ids, .. } => {
+            Command::Room(Delivery::Publish { room, .. }) => local_members(room, to),
+            Command::FanOut { ids, .. } => {
                 to.extend(ids.iter().filter(|id| id.worker() == self.worker))
             }
             _ => {}
@@ -66,8 +69,8 @@ impl Conn {
     /// starts it.
     fn http(
         &mut self,
-        io: &mut Io<'_, WsCommand>,
-        step: impl FnOnce(&mut HttpStrand, &mut Io<'_, WsCommand>) -> Next,
+        io: &mut Io<'_, Command>,
+        step: impl FnOnce(&mut HttpStrand, &mut Io<'_, Command>) -> Next,
     ) -> Next {
         let Conn::Http(http) = self else {
             return Next::Close;
@@ -86,26 +89,26 @@ impl Conn {
 }
 
 impl Strand for Conn {
-    type Msg = WsCommand;
+    type Msg = Command;
 
-    fn resume(&mut self, io: &mut Io<'_, WsCommand>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, Command>, wake: Wake) -> Next {
         match self {
             Conn::Http(_) => self.http(io, |h, io| h.resume(io, wake == Wake::Timeout)),
             Conn::Live(live) => live.resume(io, wake == Wake::Timeout),
         }
     }
 
-    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
         match self {
             Conn::Http(_) => self.http(io, |h, io| h.drain(io)),
             Conn::Live(live) => live.drain(io),
         }
     }
 
-    fn message(&mut self, io: &mut Io<'_, WsCommand>, msg: WsCommand) -> Next {
+    fn message(&mut self, io: &mut Io<'_, Command>, msg: Command) -> Next {
         match self {
             Conn::Http(_) => match msg {
-                WsCommand::Http(msg) => self.http(io, |h, io| h.message(io, msg)),
+                Command::Http(msg) => self.http(io, |h, io| h.message(io, msg)),
                 _ => self.http(io, |h, io| h.run(io)),
             },
             Conn::Live(live) => live.message(io, msg),
@@ -113,7 +116,7 @@ impl Strand for Conn {
     }
 
     /// A message to every connection of the worker (a heartbeat) is for SSE streams only.
-    fn wants(&self, msg: &WsCommand) -> bool {
+    fn wants(&self, msg: &Command) -> bool {
         match self {
             Conn::Live(live) => live.wants(msg),
             Conn::Http(_) => false,

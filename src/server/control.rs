@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crate::ws::WsCommand;
+use crate::live::Command;
 
 use super::ServerStats;
 use super::dispatch::Counter;
@@ -36,7 +36,7 @@ pub struct Control {
 
 #[derive(Default)]
 struct Shared {
-    remote: OnceLock<reactor::Remote<WsCommand>>,
+    remote: OnceLock<reactor::Remote<Command>>,
     served: OnceLock<Arc<[Counter]>>,
     /// `shutdown` was asked for before the server started.
     early_stop: std::sync::atomic::AtomicBool,
@@ -44,7 +44,7 @@ struct Shared {
     websockets: Arc<AtomicUsize>,
     streams: Arc<AtomicUsize>,
     /// The output queued for WebSocket peers, once the server is built.
-    budget: OnceLock<Arc<crate::ws::OutputBudget>>,
+    budget: OnceLock<Arc<crate::live::OutputBudget>>,
     replies: OnceLock<Arc<super::deferred::Replies>>,
     /// The figures of the server's fleet, if it has one.
     #[cfg(feature = "redis")]
@@ -64,7 +64,7 @@ impl std::fmt::Debug for Control {
 
 impl Control {
     /// Connects the control to its server once the workers exist.
-    pub(crate) fn attach(&self, remote: reactor::Remote<WsCommand>, served: Arc<[Counter]>) {
+    pub(crate) fn attach(&self, remote: reactor::Remote<Command>, served: Arc<[Counter]>) {
         let _ = self.shared.served.set(served);
         if self.shared.remote.set(remote).is_ok() && self.shared.early_stop.load(Ordering::SeqCst) {
             self.shutdown();
@@ -115,7 +115,7 @@ impl Control {
     }
 
     /// Shows the server's queued output and its lagging peers in its stats.
-    pub(crate) fn attach_budget(&self, budget: Arc<crate::ws::OutputBudget>) {
+    pub(crate) fn attach_budget(&self, budget: Arc<crate::live::OutputBudget>) {
         let _ = self.shared.budget.set(budget);
     }
 

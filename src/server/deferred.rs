@@ -16,7 +16,7 @@ use reactor::{ConnId, Remote};
 
 use crate::http::Response;
 use crate::http::later::{Delivery, HttpMsg};
-use crate::ws::WsCommand;
+use crate::live::Command;
 
 use super::streamed::{BodySender, Later};
 
@@ -39,7 +39,7 @@ pub(crate) struct Wait {
 /// Per server: the remote that reaches the workers, each worker's table of waiting replies,
 /// and the figures.
 pub(crate) struct Replies {
-    pub(crate) remote: OnceLock<Remote<WsCommand>>,
+    pub(crate) remote: OnceLock<Remote<Command>>,
     /// Per worker, per slab key: `seq << 32 | generation` of the reply the connection waits
     /// for, 0 when none. Written by the worker, read by anyone.
     slots: Box<[WorkerSlots]>,
@@ -356,5 +356,5 @@ pub(crate) fn deliver(replies: &Replies, id: ConnId, msg: HttpMsg) -> bool {
     replies
         .remote
         .get()
-        .is_some_and(|remote| remote.send(id, WsCommand::Http(msg)))
+        .is_some_and(|remote| remote.send(id, Command::Http(msg)))
 }

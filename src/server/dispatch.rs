@@ -14,10 +14,9 @@ use super::exchange::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
 use crate::http::{Body, Refusal, Request, Response, Version, path_of};
-use crate::ws::{
-    LiveApp, LiveConn, WsCommand, WsSettings, agree, check_upgrade, extensions_of,
-    switching_protocols,
-};
+use crate::live::{Command, LiveConn, LiveSettings};
+use crate::sse::SseApp;
+use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
 
 use super::deferred::{Deferral, Exchange, Replies, Wait, answering};
 use super::limits::Limits;
@@ -42,23 +41,25 @@ pub(crate) struct Shared {
     /// Requests answered, per worker.
     pub(crate) served: Arc<[Counter]>,
     /// The server's remote, set once the reactor exists: whether it is shutting down.
-    pub(crate) remote: OnceLock<reactor::Remote<WsCommand>>,
+    pub(crate) remote: OnceLock<reactor::Remote<Command>>,
     /// Where WebSocket upgrades are accepted, and by whom.
-    pub(crate) websocket: Vec<LiveRoute>,
+    pub(crate) websocket: Vec<LiveRoute<dyn WsApp>>,
     /// Where Server-Sent Events streams are served, and by whom.
-    pub(crate) sse: Vec<LiveRoute>,
+    pub(crate) sse: Vec<LiveRoute<dyn SseApp>>,
     /// What every WebSocket connection of the server is made with.
     pub(crate) ws_settings: Arc<WsSettings>,
+    /// What every event stream of the server is made with.
+    pub(crate) sse_settings: Arc<LiveSettings>,
     /// The deferred replies connections wait for.
     pub(crate) replies: Arc<Replies>,
     /// How long a deferred reply may take before the server answers 503.
     pub(crate) reply_timeout: std::time::Duration,
 }
 
-/// A WebSocket route: the path it serves and its application.
-pub(crate) struct LiveRoute {
+/// A WebSocket or event-stream route: the path it serves and its application.
+pub(crate) struct LiveRoute<A: ?Sized> {
     pub(crate) path: String,
-    pub(crate) app: Box<dyn LiveApp>,
+    pub(crate) app: Box<A>,
 }
 
 impl Shared {
@@ -71,6 +72,7 @@ impl Shared {
             websocket: &self.websocket,
             sse: &self.sse,
             ws_settings: Some(&self.ws_settings),
+            sse_settings: Some(&self.sse_settings),
             budget: self.budget.as_ref(),
             served: Some(&self.served),
             remote: self.remote.get(),
@@ -90,12 +92,13 @@ impl Shared {
 pub(crate) struct App<'a> {
     pub(crate) handler: &'a dyn Fn(Request) -> Response,
     pub(crate) taken: Option<&'a DynTaken>,
-    pub(crate) websocket: &'a [LiveRoute],
-    pub(crate) sse: &'a [LiveRoute],
+    pub(crate) websocket: &'a [LiveRoute<dyn WsApp>],
+    pub(crate) sse: &'a [LiveRoute<dyn SseApp>],
     pub(crate) ws_settings: Option<&'a Arc<WsSettings>>,
+    pub(crate) sse_settings: Option<&'a Arc<LiveSettings>>,
     pub(crate) budget: Option<&'a AtomicU64>,
     pub(crate) served: Option<&'a [Counter]>,
-    pub(crate) remote: Option<&'a reactor::Remote<WsCommand>>,
+    pub(crate) remote: Option<&'a reactor::Remote<Command>>,
     /// The server's table of deferred replies.
     pub(crate) replies: Option<&'a Replies>,
     /// How long `handle_conn` waits for a deferred reply.
@@ -111,6 +114,7 @@ impl<'a> App<'a> {
             websocket: &[],
             sse: &[],
             ws_settings: None,
+            sse_settings: None,
             budget: None,
             served: None,
             remote: None,
@@ -138,7 +142,7 @@ impl<'a> App<'a> {
     /// The WebSocket route `req` is for: its path, and it asks for WebSocket (a key, or
     /// `Upgrade: websocket`). A request to the route that asks badly is the route's to refuse
     /// (400, RFC 6455 §4.2.1), not the HTTP handler's.
-    fn websocket_route(&self, req: &Request) -> Option<&'a LiveRoute> {
+    fn websocket_route(&self, req: &Request) -> Option<&'a LiveRoute<dyn WsApp>> {
         if self.websocket.is_empty() {
             return None;
         }
@@ -152,7 +156,7 @@ impl<'a> App<'a> {
     }
 
     /// The Server-Sent Events route `req` is for: its path, with `GET` (or `HEAD`).
-    fn sse_route(&self, req: &Request) -> Option<&'a LiveRoute> {
+    fn sse_route(&self, req: &Request) -> Option<&'a LiveRoute<dyn SseApp>> {
         if self.sse.is_empty() || !(req.method_is("GET") || req.method_is("HEAD")) {
             return None;
         }
@@ -452,7 +456,7 @@ fn dispatch(
 /// decision — all before anything but a refusal is written.
 fn upgrade(
     app: &App<'_>,
-    route: &LiveRoute,
+    route: &LiveRoute<dyn WsApp>,
     request: &Request,
     version: Version,
     early: &[u8],
@@ -491,11 +495,16 @@ fn upgrade(
 
 /// A request for a Server-Sent Events route: the application's decision, then the stream's
 /// head (a `HEAD` request gets the head alone, and the connection closes).
-fn open_stream(app: &App<'_>, route: &LiveRoute, request: &Request, turn: &mut Turn<'_>) -> Stop {
+fn open_stream(
+    app: &App<'_>,
+    route: &LiveRoute<dyn SseApp>,
+    request: &Request,
+    turn: &mut Turn<'_>,
+) -> Stop {
     let head_only = request.method_is("HEAD");
-    let decided = match (app.ws_settings, app.remote) {
+    let decided = match (app.sse_settings, app.remote) {
         (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
-            route.app.accept(request, settings, remote, None)
+            route.app.accept(request, settings, remote)
         }))
         .unwrap_or_else(|_| Err(Refusal::Panicked.response())),
         _ => Err(Refusal::NoEventStreams.response()),

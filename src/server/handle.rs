@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use super::Control;
 use super::start::FleetThreads;
 use super::*;
-use crate::ws::WsCommand;
+use crate::live::Command;
 
 /// A running server: its address, its figures, and a graceful stop.
 ///
@@ -24,7 +24,7 @@ use crate::ws::WsCommand;
 /// ```
 #[must_use = "dropping a ServerHandle stops the server; keep it, or call join()"]
 pub struct ServerHandle {
-    pub(super) handle: reactor::Handle<WsCommand>,
+    pub(super) handle: reactor::Handle<Command>,
     pub(super) control: Control,
     /// Stopped after the workers (fields drop in order).
     pub(super) _fleet: FleetThreads,

@@ -21,7 +21,7 @@ use crate::http::Response;
 use crate::http::later::{Delivery, HttpMsg};
 use crate::http::render::{has_body, render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
-use crate::ws::{Charge, WsCommand};
+use crate::live::{Charge, Command};
 
 use super::deferred::{Exchange, Wait};
 use super::dispatch::{Answered, Shared, Stop, Turn, Upgrade, answer};
@@ -197,8 +197,8 @@ impl HttpStrand {
     /// afterwards only if there is something to keep.
     fn with_busy(
         &mut self,
-        io: &mut Io<'_, WsCommand>,
-        f: impl FnOnce(&mut Busy, &mut Conn<'_>, &mut Io<'_, WsCommand>) -> Next,
+        io: &mut Io<'_, Command>,
+        f: impl FnOnce(&mut Busy, &mut Conn<'_>, &mut Io<'_, Command>) -> Next,
     ) -> Next {
         let mut conn = Conn {
             shared: &self.shared,
@@ -223,16 +223,16 @@ impl HttpStrand {
         }
     }
 
-    pub(crate) fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+    pub(crate) fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
         self.with_busy(io, |busy, conn, io| busy.resume(conn, io, timeout))
     }
 
-    pub(crate) fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    pub(crate) fn run(&mut self, io: &mut Io<'_, Command>) -> Next {
         self.with_busy(io, |busy, conn, io| busy.run(conn, io))
     }
 
     /// A deferred reply arrived: sent if it is the one the connection waits for.
-    pub(crate) fn message(&mut self, io: &mut Io<'_, WsCommand>, msg: HttpMsg) -> Next {
+    pub(crate) fn message(&mut self, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
         self.with_busy(io, |busy, conn, io| busy.delivered(conn, io, msg))
     }
 
@@ -246,7 +246,7 @@ impl HttpStrand {
     /// The server is stopping: a request that has arrived (whole or in part) is read and
     /// answered, its reply the last; a connection with nothing unread shuts its side and
     /// lingers briefly (`DRAIN_LINGER`), dropping what crosses it.
-    pub(crate) fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
         self.with_busy(io, |busy, conn, io| busy.run(conn, io))
     }
 
@@ -457,7 +457,7 @@ impl Busy {
     fn park(
         &mut self,
         conn: &Conn<'_>,
-        io: &Io<'_, WsCommand>,
+        io: &Io<'_, Command>,
         progressed: bool,
         wants: Interest,
     ) -> Next {
@@ -511,7 +511,7 @@ impl Busy {
         if pending == 0 && !self.charge.is_held() {
             return false;
         }
-        let budget = &conn.shared.ws_settings.budget;
+        let budget = &conn.shared.ws_settings.live.budget;
         let held = self.output.held_bytes();
         self.charge.set(budget, held, pending > 0);
         // A reply holds its whole buffer until its last byte is written, however much of it
@@ -524,7 +524,7 @@ impl Busy {
     }
 
     /// Shuts our side and starts lingering.
-    fn linger(&mut self, conn: &Conn<'_>, io: &mut Io<'_, WsCommand>) -> Next {
+    fn linger(&mut self, conn: &Conn<'_>, io: &mut Io<'_, Command>) -> Next {
         if self.state != State::Lingering {
             self.state = State::Lingering;
             self.input = Vec::new();
@@ -544,7 +544,7 @@ impl Busy {
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
-    fn run(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>) -> Next {
+    fn run(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>) -> Next {
         let mut progressed = false;
         let mut reads = 0;
         let mut steps = 0;
@@ -644,7 +644,7 @@ impl Busy {
     /// A deferred reply came (or its `Reply` was dropped, or a piece of a streamed reply):
     /// if it is for the request awaited, it is queued, and once the reply is complete what was
     /// pipelined behind it is answered.
-    fn delivered(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>, msg: HttpMsg) -> Next {
+    fn delivered(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
         let Some(wait) = conn.wait.filter(|w| w.seq == msg.seq) else {
             return self.run(conn, io); // a reply already answered otherwise: dropped
         };
@@ -682,7 +682,7 @@ impl Busy {
     fn send_reply(
         &mut self,
         conn: &mut Conn<'_>,
-        io: &Io<'_, WsCommand>,
+        io: &Io<'_, Command>,
         wait: Wait,
         mut res: Response,
     ) {
@@ -701,7 +701,7 @@ impl Busy {
     fn start_stream(
         &mut self,
         conn: &mut Conn<'_>,
-        io: &Io<'_, WsCommand>,
+        io: &Io<'_, Command>,
         wait: Wait,
         start: Arc<StreamStart>,
     ) {
@@ -722,14 +722,14 @@ impl Busy {
 
     /// The streamed body ends before its end: what is queued is written, then the connection
     /// closes, so the client sees an incomplete body (no last chunk, or short of its length).
-    fn cut_stream(&mut self, conn: &mut Conn<'_>, io: &Io<'_, WsCommand>, wait: Wait) {
+    fn cut_stream(&mut self, conn: &mut Conn<'_>, io: &Io<'_, Command>, wait: Wait) {
         self.stream = None;
         self.reply_done(conn, io, wait, false);
     }
 
     /// The deferred reply is complete in the output: the connection serves what follows it,
     /// or closes after it.
-    fn reply_done(&mut self, conn: &mut Conn<'_>, io: &Io<'_, WsCommand>, wait: Wait, keep: bool) {
+    fn reply_done(&mut self, conn: &mut Conn<'_>, io: &Io<'_, Command>, wait: Wait, keep: bool) {
         *conn.wait = None;
         conn.shared.replies.close(io.id(), wait.seq);
         if !keep {
@@ -742,7 +742,7 @@ impl Busy {
         self.set_deadline(None);
     }
 
-    fn timed_out(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>) -> Next {
+    fn timed_out(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>) -> Next {
         self.set_deadline(None);
         match (self.timer, self.state, *conn.wait) {
             (Timer::Reply, State::Serving, Some(wait)) => {
@@ -777,7 +777,7 @@ impl Busy {
         }
     }
 
-    fn resume(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+    fn resume(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>, timeout: bool) -> Next {
         if timeout {
             return self.timed_out(conn, io);
         }

@@ -32,6 +32,7 @@ pub(crate) mod conn;
 mod control;
 mod deferred;
 mod dispatch;
+mod encoding;
 mod exchange;
 mod handle;
 mod http_strand;

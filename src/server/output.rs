@@ -9,7 +9,7 @@ use reactor::Io;
 
 use crate::http::Body;
 use crate::http::message::pool::{self, POOL_BUFFER_MAX};
-use crate::ws::WsCommand;
+use crate::live::Command;
 
 thread_local! {
     /// Output buffers of finished replies, reused so a busy connection does not allocate one per
@@ -81,7 +81,7 @@ impl Output {
     #[inline]
     pub(crate) fn flush(
         &mut self,
-        io: &mut Io<'_, WsCommand>,
+        io: &mut Io<'_, Command>,
         progressed: &mut bool,
     ) -> std::io::Result<bool> {
         while self.has_pending() {

@@ -13,7 +13,8 @@ use super::dispatch::{Counter, DynHandler, Shared};
 use super::ticks::Tick;
 use super::*;
 use crate::http::{Request, Response};
-use crate::ws::{OutputBudget, Timeouts, WsCommand, WsSettings};
+use crate::live::{Command, LiveSettings, OutputBudget, Timeouts};
+use crate::ws::WsSettings;
 
 impl Server {
     fn reactor(
@@ -36,6 +37,19 @@ impl Server {
         self.control.attach_budget(Arc::clone(&budget));
         let replies = deferred::Replies::new(workers, self.max_connections);
         self.control.attach_replies(Arc::clone(&replies));
+        let live = LiveSettings {
+            max_rooms: self.max_rooms,
+            budget,
+            timeouts: Timeouts {
+                write: self.limits.write_timeout,
+                close: self.close_timeout,
+                linger: self.limits.linger,
+            },
+            rooms: self.rooms.clone(),
+            open: self.control.websockets(),
+            streams: self.control.streams(),
+            ping_interval: self.ping_interval,
+        };
         let shared = Arc::new(Shared {
             handler,
             taken: self.taken,
@@ -48,20 +62,11 @@ impl Server {
             websocket: self.websocket,
             sse: self.sse,
             ws_settings: Arc::new(WsSettings {
+                live: live.clone(),
                 max_message: self.max_message,
-                max_rooms: self.max_rooms,
-                budget,
-                timeouts: Timeouts {
-                    write: self.limits.write_timeout,
-                    close: self.close_timeout,
-                    linger: self.limits.linger,
-                },
-                rooms: self.rooms.clone(),
-                open: self.control.websockets(),
-                streams: self.control.streams(),
-                ping_interval: self.ping_interval,
                 deflate: self.deflate,
             }),
+            sse_settings: Arc::new(live),
             replies,
             reply_timeout: self.reply_timeout,
         });
@@ -96,18 +101,18 @@ impl Server {
         if !shared.sse.is_empty() {
             schedule.push(Tick {
                 every: self.heartbeat,
-                command: WsCommand::Heartbeat,
+                command: Command::Heartbeat,
             });
         }
         if let (Some(every), false) = (self.ping_interval, shared.websocket.is_empty()) {
             // Two sweeps an interval: see `PING_INTERVAL`.
             schedule.push(Tick {
                 every: every / 2,
-                command: WsCommand::Sweep,
+                command: Command::Sweep,
             });
         }
         ticks::start(reactor.remote(), schedule)?;
-        self.rooms.attach(reactor.remote());
+        self.rooms.attach(Box::new(reactor.remote()));
         #[cfg(feature = "redis")]
         let fleet = match &self.fleet {
             Some(fleet) => {
@@ -189,7 +194,7 @@ enum Running {
 }
 
 impl Running {
-    fn remote(&self) -> reactor::Remote<WsCommand> {
+    fn remote(&self) -> reactor::Remote<Command> {
         match self {
             Running::Plain(reactor) => reactor.remote(),
             #[cfg(feature = "tls")]

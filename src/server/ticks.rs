@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use reactor::Remote;
 
-use crate::ws::WsCommand;
+use crate::live::Command;
 
 /// How often the thread looks whether the server is stopping (it ends within this).
 const CHECK: Duration = Duration::from_millis(200);
@@ -15,12 +15,12 @@ const CHECK: Duration = Duration::from_millis(200);
 /// One thing done on a schedule.
 pub(crate) struct Tick {
     pub(crate) every: Duration,
-    pub(crate) command: WsCommand,
+    pub(crate) command: Command,
 }
 
 /// Starts the ticks of the server behind `remote` (no thread when there are none), until it
 /// stops.
-pub(crate) fn start(remote: Remote<WsCommand>, ticks: Vec<Tick>) -> std::io::Result<()> {
+pub(crate) fn start(remote: Remote<Command>, ticks: Vec<Tick>) -> std::io::Result<()> {
     if ticks.is_empty() {
         return Ok(());
     }

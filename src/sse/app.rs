@@ -8,7 +8,8 @@ use reactor::{ConnId, Remote};
 
 use crate::http::event_stream::Event;
 use crate::http::{Request, Response};
-use crate::ws::{Message, Rooms, WsCommand};
+use crate::live::{Command, Outbox};
+use crate::rooms::{Message, Rooms, Seat};
 
 /// The callbacks of a Server-Sent Events route served by
 /// [`Server::sse`](crate::http::Server::sse): a `GET` to its path becomes a `text/event-stream`
@@ -94,9 +95,11 @@ impl<T: SseHandler> SseHandler for Arc<T> {
 /// }
 /// ```
 pub struct Sse<'a> {
-    pub(crate) out: &'a mut crate::ws::Outbox,
+    pub(crate) out: &'a mut Outbox,
     pub(crate) close: &'a mut bool,
-    pub(crate) seat: crate::ws::Seat<'a>,
+    /// The server's remote (for [`Sse::sender`]).
+    pub(crate) remote: &'a Remote<Command>,
+    pub(crate) seat: Seat<'a>,
 }
 
 impl Sse<'_> {
@@ -147,7 +150,7 @@ impl Sse<'_> {
     pub fn sender(&self) -> SseSender {
         SseSender {
             id: self.seat.id,
-            remote: self.seat.remote.clone(),
+            remote: self.remote.clone(),
         }
     }
 
@@ -255,7 +258,7 @@ impl Sse<'_> {
 #[derive(Clone)]
 pub struct SseSender {
     id: ConnId,
-    remote: Remote<WsCommand>,
+    remote: Remote<Command>,
 }
 
 impl std::fmt::Debug for SseSender {
@@ -284,7 +287,7 @@ impl SseSender {
     /// }
     /// ```
     pub fn send(&self, event: &Event) -> bool {
-        self.remote.send(self.id, WsCommand::Event(event.shared()))
+        self.remote.send(self.id, Command::Event(event.shared()))
     }
 
     /// Ends the stream after what is queued.
@@ -295,7 +298,6 @@ impl SseSender {
     /// }
     /// ```
     pub fn close(&self) -> bool {
-        self.remote
-            .send(self.id, WsCommand::Close(crate::ws::NORMAL))
+        self.remote.send(self.id, Command::Close(1000))
     }
 }

@@ -7,4 +7,4 @@ mod strand;
 
 pub use crate::http::event_stream::Event;
 pub use app::{Sse, SseHandler, SseSender};
-pub(crate) use strand::SseRoute;
+pub(crate) use strand::{SseApp, SseRoute};

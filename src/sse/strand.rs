@@ -17,9 +17,20 @@ use reactor::{ConnId, Io, Next, Read, Remote};
 use super::app::{Sse, SseHandler};
 use crate::http::event_stream::HEARTBEAT;
 use crate::http::{Request, Response};
-use crate::ws::{Joined, Joining, LiveApp, LiveConn, Outbox, Seat, history_back, join_back};
-use crate::ws::{Timeouts, WsCommand, WsSettings};
-use crate::ws::{leave_all, write_out};
+use crate::live::{Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, write_out};
+use crate::rooms::{Delivery, Forms, Joined, Joining, Seat, history_back, join_back, leave_all};
+
+/// An event-stream route's application, whatever its handler type.
+pub(crate) trait SseApp: Send + Sync {
+    /// The application's decision on a request for the stream: the connection to become, or
+    /// the response that refuses it.
+    fn accept(
+        &self,
+        req: &Request,
+        settings: &Arc<LiveSettings>,
+        remote: &Remote<Command>,
+    ) -> Result<Box<dyn LiveConn>, Response>;
+}
 
 /// A route's application: its handler and, from the first stream on, what every stream of the
 /// route shares.
@@ -40,17 +51,16 @@ impl<H> SseRoute<H> {
 /// What the streams of one route share: the handler, the server's settings and remote.
 struct Endpoint<H> {
     handler: Arc<H>,
-    settings: Arc<WsSettings>,
-    remote: Remote<WsCommand>,
+    settings: Arc<LiveSettings>,
+    remote: Remote<Command>,
 }
 
-impl<H: SseHandler> LiveApp for SseRoute<H> {
+impl<H: SseHandler> SseApp for SseRoute<H> {
     fn accept(
         &self,
         req: &Request,
-        settings: &Arc<WsSettings>,
-        remote: &Remote<WsCommand>,
-        _deflate: Option<crate::ws::Agreed>,
+        settings: &Arc<LiveSettings>,
+        remote: &Remote<Command>,
     ) -> Result<Box<dyn LiveConn>, Response> {
         let state = self.handler.accept(req)?;
         let endpoint = self.endpoint.get_or_init(|| {
@@ -134,8 +144,7 @@ impl<H: SseHandler> SseStrand<H> {
     fn b(&mut self) -> &mut Busy {
         let budget = self.member.as_ref().map(|m| &m.endpoint.settings.budget);
         self.busy.get_or_insert_with(|| {
-            let budget =
-                budget.map_or_else(|| crate::ws::OutputBudget::new(usize::MAX), Arc::clone);
+            let budget = budget.map_or_else(|| OutputBudget::new(usize::MAX), Arc::clone);
             Box::new(Busy {
                 out: Outbox::new(budget),
                 stage: Stage::Open,
@@ -168,9 +177,9 @@ impl<H: SseHandler> SseStrand<H> {
         let mut sse = Sse {
             out: &mut busy.out,
             close: &mut close,
+            remote: &endpoint.remote,
             seat: Seat {
                 id,
-                remote: &endpoint.remote,
                 rooms: &endpoint.settings.rooms,
                 joined: &mut self.joined,
                 joining: &mut busy.joining,
@@ -195,7 +204,7 @@ impl<H: SseHandler> SseStrand<H> {
     }
 
     /// Writes what is queued, reads (and drops) what the client sent, and parks.
-    fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn run(&mut self, io: &mut Io<'_, Command>) -> Next {
         let mut progressed = false;
         let timeouts = self.timeouts();
         if let Some(busy) = self.busy.as_deref_mut() {
@@ -282,7 +291,7 @@ impl<H: SseHandler> SseStrand<H> {
 }
 
 impl<H: SseHandler> LiveConn for SseStrand<H> {
-    fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, _early: &[u8]) -> Next {
+    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, _early: &[u8]) -> Next {
         self.b().out.push_own(out);
         if let Some(member) = &self.member {
             member
@@ -308,7 +317,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         self.run(io)
     }
 
-    fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
         if timeout {
             // The client took no output for the write timeout (or lingered past our end).
             self.tell(io.id());
@@ -317,30 +326,34 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         self.run(io)
     }
 
-    fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next {
+    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next {
         if self.shut() {
             return self.run(io);
         }
         let behind = self.pending() > 0;
         if !self.ending() {
             match cmd {
-                WsCommand::Event(event)
-                | WsCommand::Publish {
-                    event: Some(event), ..
-                } => self.b().out.push_shared(&event),
-                WsCommand::Heartbeat if !behind => {
+                Command::Event(event)
+                | Command::Room(Delivery::Publish {
+                    forms:
+                        Forms {
+                            event: Some(event), ..
+                        },
+                    ..
+                }) => self.b().out.push_shared(&event),
+                Command::Heartbeat if !behind => {
                     let out = &mut self.b().out;
                     let _ = BEAT.try_with(|beat| out.push_shared(beat));
                 }
-                WsCommand::Close(_) => self.b().end(),
-                WsCommand::Join(room) => {
+                Command::Close(_) => self.b().end(),
+                Command::Room(Delivery::Join(room)) => {
                     if let Some(member) = &self.member {
                         let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);
                         let rooms = &member.endpoint.settings.rooms;
                         join_back(joining, &self.joined, rooms, &room, io.id());
                     }
                 }
-                WsCommand::History(came) => {
+                Command::Room(Delivery::History(came)) => {
                     self.b();
                     if let Some(b) = self.busy.as_deref_mut() {
                         let out = &mut b.out;
@@ -367,7 +380,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         self.park(io.now(), false)
     }
 
-    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
         if self.shut() {
             return self.run(io);
         }
@@ -386,7 +399,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
             })
     }
 
-    fn wants(&self, msg: &WsCommand) -> bool {
-        matches!(msg, WsCommand::Heartbeat)
+    fn wants(&self, msg: &Command) -> bool {
+        matches!(msg, Command::Heartbeat)
     }
 }

@@ -10,7 +10,7 @@ use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 
 use super::server_config::Configs;
 use super::session::{Session, release_buffers};
-use crate::ws::OutputBudget;
+use crate::live::OutputBudget;
 
 /// How long a client has to finish its handshake by default; see
 /// [`Server::handshake_timeout`](crate::http::Server::handshake_timeout).

@@ -7,23 +7,9 @@ use std::sync::Arc;
 use reactor::{ConnId, Remote};
 
 use super::frame::{OP_BINARY, OP_TEXT};
-use super::rooms::{Rooms, encode};
 use crate::http::{Request, Response};
-
-/// A whole message.
-///
-/// ```
-/// use web::ws::Message;
-/// let m = Message::Text("hi".into());
-/// assert!(matches!(m, Message::Text(ref t) if t == "hi"));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Message {
-    /// A text message.
-    Text(String),
-    /// A binary message.
-    Binary(Vec<u8>),
-}
+use crate::live::{Command, Outbox};
+use crate::rooms::{Message, Rooms, Seat};
 
 /// The callbacks of a WebSocket application served by
 /// [`Server::websocket`](crate::http::Server::websocket). They run on the connection's worker
@@ -122,57 +108,6 @@ impl<T: WsHandler> WsHandler for Arc<T> {
     }
 }
 
-/// What other threads send to a worker's connections (through [`WsSender`], [`broadcast`],
-/// [`Rooms::publish`], deferred replies and SSE senders): the worker's message type, internal.
-#[derive(Clone, Debug)]
-pub(crate) enum WsCommand {
-    /// Send a message.
-    Send(Message),
-    /// To a worker: send `frame` to those of `ids` it serves (what [`broadcast`] sends, one per
-    /// worker).
-    FanOut {
-        /// The recipients (the worker picks its own).
-        ids: Arc<[ConnId]>,
-        /// The encoded frame.
-        frame: Arc<[u8]>,
-    },
-    /// To a worker: send `frame` to its members of `room` (what [`Rooms::publish`] sends, one
-    /// per worker with members), and `event` to its Server-Sent Events members.
-    Publish {
-        /// The room.
-        room: Arc<str>,
-        /// The encoded frame.
-        frame: Arc<[u8]>,
-        /// The same message as an event of a `text/event-stream` (`None` for a binary
-        /// message, which SSE members do not get).
-        event: Option<Arc<[u8]>>,
-    },
-    /// To a Server-Sent Events stream: send this encoded event (what
-    /// [`SseSender`](crate::sse::SseSender) sends).
-    Event(Arc<[u8]>),
-    /// To every Server-Sent Events stream of a worker (sent to all with
-    /// [`Remote::send_all`]): a comment line, if it has nothing else to send, so that proxies
-    /// see traffic on an idle stream.
-    Heartbeat,
-    /// To every WebSocket of a worker (sent to all with [`Remote::send_all`], twice per
-    /// [`Server::ping_interval`](crate::http::Server::ping_interval)): a liveness sweep. A
-    /// connection silent since the sweep before is pinged; one still silent an interval after
-    /// its ping is closed as gone.
-    Sweep,
-    /// Close with this code.
-    Close(u16),
-    /// To a connection of a worker, from itself: enter it in the worker's list of `room`'s
-    /// members (what [`Ws::join`] queues, behind the publishes already sent). Only the last
-    /// join of a room the connection queued counts, and only while it is still a member.
-    Join(Arc<str>),
-    /// To an HTTP connection: the deferred reply a [`Reply`](crate::http::Reply) sends.
-    Http(crate::http::later::HttpMsg),
-    /// To a connection: the fleet's history of a room it joined, and its place in the room
-    /// (see `Rooms::join_recent`).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // only a fleet reads rooms elsewhere
-    History(super::history::Handed),
-}
-
 /// A connection as a callback sees it: messages sent here go straight into its output, without
 /// a trip through another thread.
 ///
@@ -185,14 +120,16 @@ pub(crate) enum WsCommand {
 /// }
 /// ```
 pub struct Ws<'a> {
-    pub(crate) out: &'a mut super::outbox::Outbox,
+    pub(crate) out: &'a mut Outbox,
     /// What the peer agreed to for permessage-deflate (`None`: not in use).
     pub(crate) deflate: Option<&'a super::Agreed>,
     /// The peer's window, when our messages keep their context.
     pub(crate) history: &'a mut super::deflate::History,
     pub(crate) close: &'a mut Option<u16>,
+    /// The server's remote (for [`Ws::sender`]).
+    pub(crate) remote: &'a Remote<Command>,
     /// Its rooms.
-    pub(crate) seat: super::seat::Seat<'a>,
+    pub(crate) seat: Seat<'a>,
 }
 
 impl Ws<'_> {
@@ -288,7 +225,7 @@ impl Ws<'_> {
     pub fn sender(&self) -> WsSender {
         WsSender {
             id: self.seat.id,
-            remote: self.seat.remote.clone(),
+            remote: self.remote.clone(),
         }
     }
 
@@ -322,7 +259,7 @@ impl Ws<'_> {
         let (out, deflate, history) = (&mut *self.out, self.deflate, &mut *self.history);
         // The frame the history made once, by reference.
         self.seat.join_after(room, 0, &mut |line| {
-            super::deflate::queue_shared(out, &line.frame, deflate, history)
+            super::deflate::queue_shared(out, &line.message, deflate, history)
         })
     }
 
@@ -410,7 +347,7 @@ impl Ws<'_> {
 #[derive(Clone)]
 pub struct WsSender {
     id: ConnId,
-    remote: Remote<WsCommand>,
+    remote: Remote<Command>,
 }
 
 impl std::fmt::Debug for WsSender {
@@ -440,7 +377,7 @@ impl WsSender {
     /// ```
     pub fn send_text(&self, text: impl Into<String>) -> bool {
         self.remote
-            .send(self.id, WsCommand::Send(Message::Text(text.into())))
+            .send(self.id, Command::Send(Message::Text(text.into())))
     }
 
     /// Queues a binary message.
@@ -452,7 +389,7 @@ impl WsSender {
     /// ```
     pub fn send_binary(&self, body: impl Into<Vec<u8>>) -> bool {
         self.remote
-            .send(self.id, WsCommand::Send(Message::Binary(body.into())))
+            .send(self.id, Command::Send(Message::Binary(body.into())))
     }
 
     /// Closes the connection with `code`: as [`Ws::close`] (a code that may not be sent is left
@@ -464,7 +401,7 @@ impl WsSender {
     /// }
     /// ```
     pub fn close(&self, code: u16) -> bool {
-        self.remote.send(self.id, WsCommand::Close(code))
+        self.remote.send(self.id, Command::Close(code))
     }
 }
 
@@ -478,7 +415,7 @@ impl WsSender {
 /// web::ws::broadcast(&members, &web::ws::Message::Text("hello, all".into()));
 /// ```
 pub fn broadcast(to: &[WsSender], msg: &Message) -> usize {
-    let frame = encode(msg);
+    let frame = super::frame::encode(msg);
     let mut queued = 0;
     let mut rest = to;
     while let Some(first) = rest.first() {
@@ -497,7 +434,7 @@ pub fn broadcast(to: &[WsSender], msg: &Message) -> usize {
                 continue;
             }
             let count = ids.len();
-            let cmd = WsCommand::FanOut {
+            let cmd = Command::FanOut {
                 ids,
                 frame: Arc::clone(&frame),
             };

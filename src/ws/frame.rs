@@ -287,6 +287,21 @@ pub fn write_frame(out: &mut Vec<u8>, first: u8, payload: &[u8], mask: Option<[u
     }
 }
 
+/// A message's unmasked frame, encoded once for every recipient (a broadcast, a room).
+pub(crate) fn encode(msg: &crate::rooms::Message) -> std::sync::Arc<[u8]> {
+    match msg {
+        crate::rooms::Message::Text(t) => encode_whole(Opcode::Text, t.as_bytes()),
+        crate::rooms::Message::Binary(b) => encode_whole(Opcode::Binary, b),
+    }
+}
+
+/// A whole message's unmasked frame, in a buffer of its own size.
+pub(crate) fn encode_whole(opcode: Opcode, payload: &[u8]) -> std::sync::Arc<[u8]> {
+    let mut frame = Vec::with_capacity(payload.len() + 10);
+    write_frame(&mut frame, opcode.fin(), payload, None);
+    frame.into()
+}
+
 /// Appends a frame head without a mask key: `first`, then `len` in its shortest form (the
 /// mask bit set when `masked`, the key for the caller to append).
 pub(crate) fn write_head(out: &mut Vec<u8>, first: u8, len: usize, masked: bool) {

@@ -14,68 +14,30 @@
 //! write timeout is closed too.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use reactor::{ConnId, Io, Next, Read, Remote};
 
-use super::app::{Message, Ws, WsCommand, WsHandler};
-use super::budget::OutputBudget;
+use super::app::{Ws, WsHandler};
 use super::close::{GOING_AWAY, POLICY, close_payload};
 use super::decoder::{Decoder, Event};
 use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
 use super::frame::{OP_BINARY, OP_TEXT, Opcode, Role, write_frame};
-use super::outbox::{Outbox, WRITE_PIECES};
-use super::rooms::{Joined, Rooms};
-use super::seat::{Joining, Seat, history_back, join_back, leave_all};
+use crate::live::{Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, write_out};
+use crate::rooms::{
+    Delivery, Forms, Joined, Joining, Message, Seat, history_back, join_back, leave_all,
+};
 
 /// Output waiting for the peer beyond which a WebSocket strand stops reading.
 pub const WS_HIGH_WATER: usize = 256 * 1024;
-/// Unsent output beyond which a connection is closed as a peer that does not read.
-pub const WS_MAX_BACKLOG: usize = 16 * 1024 * 1024;
-/// Default time a WebSocket peer has to answer our close frame before the connection is
-/// closed anyway ([`Server::close_timeout`](crate::http::Server::close_timeout)): at a graceful
-/// stop, the longest a stop waits for peers that do not answer (they are waited for together,
-/// not one after another; a stop whose peers all answer returns as soon as they have).
-pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A connection the server pushes to, as the server's slab entry holds it, whatever its
-/// application: [`WsStrand`] (WebSocket) or `SseStrand` (Server-Sent Events) for each handler
-/// type, behind one pointer.
-pub(crate) trait LiveConn: Send {
-    /// Opens: the application's `open`, then the bytes that came with the upgrade request.
-    /// `out` is what the connection still owes the peer (the 101 among it).
-    fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next;
-    fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next;
-    fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next;
-    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next;
-    /// The connection left the reactor: it leaves its rooms and the application gets its state
-    /// back, if neither happened yet.
-    fn closed(&mut self, id: ConnId);
-    fn held_bytes(&self) -> usize;
-    /// Whether a message to every connection of the worker is for this one (see
-    /// [`WsCommand::Heartbeat`]).
-    fn wants(&self, msg: &WsCommand) -> bool {
-        let _ = msg;
-        false
-    }
-}
-
-/// What a route needs to turn an accepted upgrade into a connection (the same for every
-/// route of a server).
+/// What a WebSocket route's connections are made with (the same for every route of a
+/// server).
 pub(crate) struct WsSettings {
+    /// What every live connection is made with.
+    pub(crate) live: LiveSettings,
+    /// The largest message a peer may send.
     pub(crate) max_message: usize,
-    /// Most rooms one connection may be in.
-    pub(crate) max_rooms: usize,
-    /// The output queued for all connections of the server, and its limit.
-    pub(crate) budget: Arc<OutputBudget>,
-    pub(crate) timeouts: Timeouts,
-    pub(crate) rooms: Rooms,
-    /// Open WebSocket connections of the server.
-    pub(crate) open: Arc<std::sync::atomic::AtomicUsize>,
-    /// Open Server-Sent Events streams of the server.
-    pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
-    /// The liveness interval ([`Server::ping_interval`](crate::http::Server::ping_interval)).
-    pub(crate) ping_interval: Option<Duration>,
     /// permessage-deflate, when the server offers it ([`Server::deflate`]).
     ///
     /// [`Server::deflate`]: crate::http::Server
@@ -83,15 +45,15 @@ pub(crate) struct WsSettings {
 }
 
 /// A WebSocket route's application, whatever its handler type.
-pub(crate) trait LiveApp: Send + Sync {
+pub(crate) trait WsApp: Send + Sync {
     /// The application's decision on an upgrade request (already checked for the protocol):
     /// the connection to become, or the response that refuses it. `deflate`: what the peer
-    /// agreed to for permessage-deflate (a WebSocket's; `None` for event streams).
+    /// agreed to for permessage-deflate.
     fn accept(
         &self,
         req: &crate::http::Request,
         settings: &Arc<WsSettings>,
-        remote: &Remote<WsCommand>,
+        remote: &Remote<Command>,
         deflate: Option<Agreed>,
     ) -> Result<Box<dyn LiveConn>, crate::http::Response>;
 }
@@ -119,16 +81,16 @@ impl<H> Route<H> {
 struct Endpoint<H> {
     handler: Arc<H>,
     settings: Arc<WsSettings>,
-    remote: Remote<WsCommand>,
+    remote: Remote<Command>,
     deflate: Option<Agreed>,
 }
 
-impl<H: WsHandler> LiveApp for Route<H> {
+impl<H: WsHandler> WsApp for Route<H> {
     fn accept(
         &self,
         req: &crate::http::Request,
         settings: &Arc<WsSettings>,
-        remote: &Remote<WsCommand>,
+        remote: &Remote<Command>,
         deflate: Option<Agreed>,
     ) -> Result<Box<dyn LiveConn>, crate::http::Response> {
         let state = self.handler.accept(req)?;
@@ -161,50 +123,6 @@ enum Closing {
     /// until it closes (or the server's linger time), so that closing does not reset the connection before
     /// the peer has read our close frame.
     Lingering,
-}
-
-/// Writes what `out` holds until the socket takes no more: `Ok(true)` when all of it went.
-pub(crate) fn write_out(
-    out: &mut Outbox,
-    io: &mut Io<'_, WsCommand>,
-    progressed: &mut bool,
-) -> std::io::Result<bool> {
-    while out.pending() > 0 {
-        let mut slices = [std::io::IoSlice::new(&[]); WRITE_PIECES];
-        let pieces = out.unsent(&mut slices);
-        let n = match &slices[..pieces] {
-            [one] => io.write(one)?,
-            many => io.write_vectored(many)?,
-        };
-        if n == 0 {
-            return Ok(false);
-        }
-        *progressed = true;
-        out.advance(n);
-    }
-    Ok(true)
-}
-
-/// The server's timeouts a live connection applies, kept in its busy part so that they
-/// outlive the application's side (the close frame is written after the application was told).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Timeouts {
-    /// How long the socket may take no output.
-    pub(crate) write: Duration,
-    /// How long the peer has to answer our close frame.
-    pub(crate) close: Duration,
-    /// How long a closed connection reads and drops what the peer still sends.
-    pub(crate) linger: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Timeouts {
-        Timeouts {
-            write: crate::http::WRITE_TIMEOUT,
-            close: CLOSE_TIMEOUT,
-            linger: crate::http::LINGER,
-        }
-    }
 }
 
 /// A WebSocket connection in the reactor, with its application's state: idle, three pointers
@@ -290,8 +208,8 @@ fn busy<'b, H>(
                 let s = &e.settings;
                 WsBusy::new(
                     s.max_message,
-                    s.timeouts,
-                    Arc::clone(&s.budget),
+                    s.live.timeouts,
+                    Arc::clone(&s.live.budget),
                     e.deflate.as_ref(),
                 )
             }
@@ -352,13 +270,13 @@ impl<H: WsHandler> WsStrand<H> {
                 deflate: endpoint.deflate.as_ref(),
                 history: &mut busy.history,
                 close: &mut close,
+                remote: &endpoint.remote,
                 seat: Seat {
                     id,
-                    remote: &endpoint.remote,
-                    rooms: &endpoint.settings.rooms,
+                    rooms: &endpoint.settings.live.rooms,
                     joined: &mut self.joined,
                     joining: &mut busy.joining,
-                    max_rooms: endpoint.settings.max_rooms,
+                    max_rooms: endpoint.settings.live.max_rooms,
                 },
             };
             f(&endpoint.handler, &mut ws, &mut member.state);
@@ -397,11 +315,12 @@ impl<H: WsHandler> WsStrand<H> {
         leave_all(
             &mut self.joined,
             Some(joining),
-            &endpoint.settings.rooms,
+            &endpoint.settings.live.rooms,
             id,
         );
         endpoint
             .settings
+            .live
             .open
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         endpoint.handler.close(id, state, code);
@@ -420,7 +339,7 @@ impl<H: WsHandler> WsStrand<H> {
     /// Pings the peer. An idle connection writes the two bytes straight to the socket, so the
     /// ping costs its system call and nothing else (no busy part, no allocation); only if the
     /// socket does not take them whole are they queued.
-    fn ping(&mut self, io: &mut Io<'_, WsCommand>) {
+    fn ping(&mut self, io: &mut Io<'_, Command>) {
         const PING: [u8; 2] = [Opcode::Ping.fin(), 0];
         let sent = match &self.busy {
             None => io.write(&PING).unwrap_or(0),
@@ -493,11 +412,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     /// Writes what is pending: `Ok(true)` when all of it went.
-    fn flush(
-        &mut self,
-        io: &mut Io<'_, WsCommand>,
-        progressed: &mut bool,
-    ) -> std::io::Result<bool> {
+    fn flush(&mut self, io: &mut Io<'_, Command>, progressed: &mut bool) -> std::io::Result<bool> {
         let Some(busy) = self.busy.as_mut() else {
             return Ok(true);
         };
@@ -535,7 +450,7 @@ impl<H: WsHandler> WsStrand<H> {
     /// Writes what is pending, then reads what the socket has — if it may have anything: woken
     /// only to write (the output queued by a publish, say), a read would only answer
     /// `WouldBlock`, one system call per recipient saved.
-    fn run(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn run(&mut self, io: &mut Io<'_, Command>) -> Next {
         let mut progressed = false;
         let id = io.id();
         // Whether the last read drained the socket (see `reactor::Read`).
@@ -590,7 +505,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     /// Reads and drops what the peer still sends, until it closes its side.
-    fn linger(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn linger(&mut self, io: &mut Io<'_, Command>) -> Next {
         for _ in 0..16 {
             match io.read() {
                 Read::Data(_) => continue,
@@ -606,11 +521,12 @@ impl<H: WsHandler> WsStrand<H> {
 }
 
 impl<H: WsHandler> LiveConn for WsStrand<H> {
-    fn start(&mut self, io: &mut Io<'_, WsCommand>, out: Vec<u8>, early: &[u8]) -> Next {
+    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, early: &[u8]) -> Next {
         self.b().out.push_own(out);
         let id = io.id();
         if let Some(settings) = self.settings() {
             settings
+                .live
                 .open
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
@@ -626,7 +542,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.settle(next)
     }
 
-    fn resume(&mut self, io: &mut Io<'_, WsCommand>, timeout: bool) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
         if timeout {
             // No output taken for the write timeout, or no close reply in time.
             self.tell(io.id(), None);
@@ -636,7 +552,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.settle(next)
     }
 
-    fn message(&mut self, io: &mut Io<'_, WsCommand>, cmd: WsCommand) -> Next {
+    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next {
         if self.closing() == Closing::Lingering {
             return self.linger(io);
         }
@@ -646,7 +562,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         if self.closing() == Closing::No {
             let deflate = self.member.as_ref().and_then(|m| m.endpoint.deflate);
             match cmd {
-                WsCommand::Send(msg) => {
+                Command::Send(msg) => {
                     let b = self.b();
                     let (opcode, bytes) = match msg {
                         Message::Text(t) => (OP_TEXT, t.into_bytes()),
@@ -654,12 +570,16 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                     };
                     queue_owned(&mut b.out, opcode, bytes, deflate.as_ref(), &mut b.history)
                 }
-                WsCommand::FanOut { frame, .. } | WsCommand::Publish { frame, .. } => {
+                Command::FanOut { frame, .. }
+                | Command::Room(Delivery::Publish {
+                    forms: Forms { message: frame, .. },
+                    ..
+                }) => {
                     let b = self.b();
                     queue_shared(&mut b.out, &frame, deflate.as_ref(), &mut b.history)
                 }
-                WsCommand::Close(code) => self.queue_close(code),
-                WsCommand::Sweep => match io.silent_sweeps() {
+                Command::Close(code) => self.queue_close(code),
+                Command::Sweep => match io.silent_sweeps() {
                     0 => {}
                     // Silent for half an interval to an interval: ping.
                     1 => self.ping(io),
@@ -672,18 +592,18 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                     }
                 },
                 // For an HTTP connection that has turned WebSocket since, or for event streams.
-                WsCommand::Http(_) | WsCommand::Event(_) | WsCommand::Heartbeat => {}
-                WsCommand::History(came) => {
+                Command::Http(_) | Command::Event(_) | Command::Heartbeat => {}
+                Command::Room(Delivery::History(came)) => {
                     let b = busy(&mut self.busy, self.member.as_ref().map(|m| &*m.endpoint));
                     let (out, history) = (&mut b.out, &mut b.history);
                     history_back(Some(&mut b.joining), &self.joined, &came, |line| {
-                        queue_shared(out, &line.frame, deflate.as_ref(), history)
+                        queue_shared(out, &line.message, deflate.as_ref(), history)
                     });
                 }
-                WsCommand::Join(room) => {
+                Command::Room(Delivery::Join(room)) => {
                     if let Some(member) = &self.member {
                         let joining = self.busy.as_deref_mut().map(|b| &mut b.joining);
-                        let rooms = &member.endpoint.settings.rooms;
+                        let rooms = &member.endpoint.settings.live.rooms;
                         join_back(joining, &self.joined, rooms, &room, io.id());
                     }
                 }
@@ -701,7 +621,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.settle(next)
     }
 
-    fn drain(&mut self, io: &mut Io<'_, WsCommand>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
         if self.closing() == Closing::Lingering {
             return self.linger(io);
         }
@@ -713,8 +633,8 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.tell(id, None);
     }
 
-    fn wants(&self, msg: &WsCommand) -> bool {
-        matches!(msg, WsCommand::Sweep) && self.member.is_some() && self.closing() == Closing::No
+    fn wants(&self, msg: &Command) -> bool {
+        matches!(msg, Command::Sweep) && self.member.is_some() && self.closing() == Closing::No
     }
 
     fn held_bytes(&self) -> usize {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::Agreed;
 use super::codec::compress;
+use crate::live::Outbox;
 use crate::ws::frame::{Opcode, Role, parse_head, write_frame, write_head};
-use crate::ws::outbox::Outbox;
 
 /// RSV1: the message is compressed (RFC 7692 §6).
 pub(crate) const RSV1: u8 = 0x40;

@@ -11,13 +11,15 @@
 //! id is greater. A line that arrives late (from the fleet's copy) takes its place by id, and
 //! one already held is not taken twice.
 //!
-//! **Shared.** Each line keeps its two encodings, made once: the WebSocket frame and the
-//! event-stream event (with its `id`). A member joining later is handed them by reference, so
+//! **Shared.** Each line keeps its two encodings, made once by the rooms' encoding: the whole
+//! message (a WebSocket frame) and the event (with its `id`). A member joining later is handed them by reference, so
 //! a replay costs each member a reference per line, not a copy, and the bytes bound counts
 //! them. Pure: no locks, no I/O.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+
+use crate::rooms::Encoding;
 
 /// A message as the fleet exchanges it: its id and its text.
 pub(crate) type Entry = (u64, Arc<str>);
@@ -27,29 +29,26 @@ pub(crate) type Entry = (u64, Arc<str>);
 pub(crate) struct Line {
     pub(crate) id: u64,
     pub(crate) text: Arc<str>,
-    /// The unmasked WebSocket text frame.
-    pub(crate) frame: Arc<[u8]>,
-    /// The event-stream event, `id` and `data`.
+    /// For members that take whole messages (a WebSocket's text frame).
+    pub(crate) message: Arc<[u8]>,
+    /// For members that take events (an event with its `id`).
     pub(crate) event: Arc<[u8]>,
 }
 
 impl Line {
-    pub(crate) fn new(id: u64, text: Arc<str>) -> Line {
-        let frame = crate::ws::rooms::encode_text(&text);
-        let event = crate::http::event_stream::Event::new(text.to_string())
-            .id(id.to_string())
-            .shared();
+    /// Message `id` of a room, encoded by `encoding`.
+    pub(crate) fn new(id: u64, text: Arc<str>, encoding: &Encoding) -> Line {
         Line {
             id,
+            message: (encoding.text)(&text),
+            event: (encoding.text_event)(Some(id), &text),
             text,
-            frame,
-            event,
         }
     }
 
     /// Bytes it holds (what the history's byte bound counts).
     fn bytes(&self) -> usize {
-        self.text.len() + self.frame.len() + self.event.len()
+        self.text.len() + self.message.len() + self.event.len()
     }
 
     pub(crate) fn entry(&self) -> Entry {
@@ -191,16 +190,17 @@ impl Recent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rooms::PLAIN;
 
     impl Recent {
         /// Keeps `text` as `room`'s next message, with no room that has members.
         fn record_quiet(&mut self, room: &str, text: &str) {
             let id = self.writes + 1;
-            self.record(room, Line::new(id, text.into()), |_| false);
+            self.record(room, Line::new(id, text.into(), &PLAIN), |_| false);
         }
 
         fn keep(&mut self, room: &str, id: u64, live: impl Fn(&str) -> bool) -> bool {
-            self.record(room, Line::new(id, format!("m{id}").into()), live)
+            self.record(room, Line::new(id, format!("m{id}").into(), &PLAIN), live)
         }
 
         /// What the lines held cost, counted afresh.
@@ -221,11 +221,11 @@ mod tests {
     }
 
     #[test]
-    fn a_line_keeps_its_frame_and_its_event_with_its_id() {
-        let line = Line::new(42, "a\nb".into());
-        assert_eq!(&line.frame[..], b"\x81\x03a\nb");
-        assert_eq!(&line.event[..], b"id: 42\ndata: a\ndata: b\n\n");
-        assert_eq!(line.bytes(), 3 + 5 + 24);
+    fn a_line_keeps_its_two_encodings_with_its_id() {
+        let line = Line::new(42, "a\nb".into(), &PLAIN);
+        assert_eq!(&line.message[..], b"M:a\nb");
+        assert_eq!(&line.event[..], b"T42:a\nb");
+        assert_eq!(line.bytes(), 3 + 5 + 7, "the text and both encodings");
         assert_eq!(line.entry(), (42, "a\nb".into()));
     }
 
@@ -336,14 +336,20 @@ mod tests {
         // What a hostile Redis's answer of large entries comes to: the bound holds.
         let mut h = Recent::new(20, 5, 10_000);
         for id in 1..=20 {
-            h.record("big", Line::new(id, "z".repeat(800).into()), |_| true);
+            h.record("big", Line::new(id, "z".repeat(800).into(), &PLAIN), |_| {
+                true
+            });
             assert!(h.bytes <= 10_000, "{} bytes at {id}", h.bytes);
         }
         let held = ids(h.lines("big"));
         assert_eq!(held.last(), Some(&20));
         assert!(held.len() < 20 && held.windows(2).all(|w| w[0] + 1 == w[1]));
         // One line larger than the bound is the one kept.
-        h.record("big", Line::new(21, "y".repeat(20_000).into()), |_| true);
+        h.record(
+            "big",
+            Line::new(21, "y".repeat(20_000).into(), &PLAIN),
+            |_| true,
+        );
         assert_eq!(ids(h.lines("big")), [21]);
         assert_eq!(h.bytes, h.counted());
     }

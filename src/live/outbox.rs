@@ -151,10 +151,10 @@ impl Outbox {
     }
 
     /// Whether the peer is so far behind that its connection is to be dropped: owed more than
-    /// [`WS_MAX_BACKLOG`](super::WS_MAX_BACKLOG), or more than its share while the server's
+    /// [`WS_MAX_BACKLOG`](super::conn::WS_MAX_BACKLOG), or more than its share while the server's
     /// output budget is spent (counted then as a connection dropped for falling behind).
     pub(crate) fn falls_behind(&self) -> bool {
-        let behind = self.pending > super::WS_MAX_BACKLOG || self.budget.sheds(self.pending);
+        let behind = self.pending > super::conn::WS_MAX_BACKLOG || self.budget.sheds(self.pending);
         if behind {
             self.budget.dropped_one();
         }

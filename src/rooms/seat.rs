@@ -5,13 +5,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use reactor::{ConnId, Remote};
+use reactor::ConnId;
 
-use super::app::WsCommand;
 use super::history::{Handed, Line};
-use super::rooms::{Joined, Rooms};
+use super::{Delivery, Joined, Rooms};
 
-/// What a connection waits for in one room: the joins it queued ([`WsCommand::Join`]) that
+/// What a connection waits for in one room: the joins it queued ([`Delivery::Join`]) that
 /// have not come back yet, and the fleet's history of the room (a join with history on a room
 /// this instance did not follow: see `Rooms::join_recent`).
 #[derive(Default)]
@@ -21,7 +20,7 @@ struct Queued {
 }
 
 /// A join waiting for the fleet's history of its room: the connection is not counted in the
-/// room until it comes ([`WsCommand::History`] counts it).
+/// room until it comes ([`Delivery::History`] counts it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Waiting {
     /// Still wanted: the history is sent and the connection entered when it comes.
@@ -139,7 +138,6 @@ pub(crate) fn leave_all(joined: &mut Joined, joining: Option<&Joining>, rooms: &
 /// One connection's rooms, borrowed for a callback.
 pub(crate) struct Seat<'a> {
     pub(crate) id: ConnId,
-    pub(crate) remote: &'a Remote<WsCommand>,
     pub(crate) rooms: &'a Rooms,
     pub(crate) joined: &'a mut Joined,
     pub(crate) joining: &'a mut Joining,
@@ -164,8 +162,8 @@ impl Seat<'_> {
         self.joined.push(Arc::clone(&name));
         // Entered in the worker's list behind what is already queued for the worker.
         if self
-            .remote
-            .send(self.id, WsCommand::Join(Arc::clone(&name)))
+            .rooms
+            .to_conn(self.id, Delivery::Join(Arc::clone(&name)))
         {
             self.joining.0.entry(name).or_default().joins += 1;
         } else {

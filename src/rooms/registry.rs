@@ -23,16 +23,15 @@
 //! and a member whose unsent output passes [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG) is
 //! closed with 1008 (the strand's backpressure policy).
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use reactor::{ConnId, Remote};
+use reactor::ConnId;
 
-use super::app::{Message, WsCommand};
-use super::frame::{OP_BINARY, OP_TEXT, write_frame};
+use super::delivery::{Delivery, Encoding, Forms, Workers};
 use super::history::{History, Kept};
+use super::{Message, local};
 
 /// Default limit on the rooms one WebSocket connection may be in at once
 /// ([`Server::max_rooms`](crate::http::Server::max_rooms)).
@@ -55,15 +54,16 @@ pub const MAX_ROOMS: usize = 1024;
 /// # handle.shutdown()?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Rooms {
     shared: Arc<Shared>,
 }
 
-#[derive(Default)]
 struct Shared {
-    /// The server's remote, set when it starts.
-    remote: OnceLock<Remote<WsCommand>>,
+    /// How messages are encoded for members.
+    encoding: Encoding,
+    /// The server's workers, set when it starts.
+    workers: OnceLock<Box<dyn Workers>>,
     /// Members per worker of each room that has any.
     counts: Mutex<HashMap<Arc<str>, Arc<Count>>>,
     /// The other instances, when the server has a fleet.
@@ -147,9 +147,37 @@ impl Shared {
 }
 
 impl Rooms {
+    /// A server's rooms, whose messages `encoding` encodes for their members.
+    pub(crate) fn new(encoding: Encoding) -> Rooms {
+        Rooms {
+            shared: Arc::new(Shared {
+                encoding,
+                workers: OnceLock::new(),
+                counts: Mutex::default(),
+                #[cfg(feature = "redis")]
+                fleet: OnceLock::new(),
+                kept: Mutex::default(),
+            }),
+        }
+    }
+
     /// Connects the registry to its server once the server's workers exist.
-    pub(crate) fn attach(&self, remote: Remote<WsCommand>) {
-        let _ = self.shared.remote.set(remote);
+    pub(crate) fn attach(&self, workers: Box<dyn Workers>) {
+        let _ = self.shared.workers.set(workers);
+    }
+
+    /// How this server's messages are encoded for members.
+    pub(crate) fn encoding(&self) -> &Encoding {
+        &self.shared.encoding
+    }
+
+    /// Sends `delivery` to connection `id`; `false` when the server does not run, the
+    /// connection is known gone or its worker's queue is full.
+    pub(crate) fn to_conn(&self, id: ConnId, delivery: Delivery) -> bool {
+        self.shared
+            .workers
+            .get()
+            .is_some_and(|w| w.to_conn(id, delivery))
     }
 
     /// Joins the registry to the other instances of a fleet.
@@ -195,7 +223,7 @@ impl Rooms {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn publish(&self, room: &str, msg: &Message) -> usize {
-        if self.shared.remote.get().is_none() {
+        if self.shared.workers.get().is_none() {
             return 0;
         }
         let reached = self.publish_local(room, msg);
@@ -218,14 +246,13 @@ impl Rooms {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn publish_event(&self, room: &str, event: &crate::http::event_stream::Event) -> usize {
-        if self.shared.remote.get().is_none() {
+        if self.shared.workers.get().is_none() {
             return 0;
         }
-        let msg = Message::Text(event.data().to_owned());
-        let reached = self.fan_out(room, || (encode(&msg), Some(event.shared())));
+        let reached = self.fan_out(room, || self.shared.encoding.event_forms(event));
         #[cfg(feature = "redis")]
         if let Some(fleet) = self.shared.fleet.get() {
-            fleet.publish(room, &msg);
+            fleet.publish(room, &Message::Text(event.data().to_owned()));
         }
         reached
     }
@@ -233,23 +260,13 @@ impl Rooms {
     /// [`publish`](Rooms::publish) to this instance's members only (what the fleet's
     /// subscriber does with what other instances published).
     pub(crate) fn publish_local(&self, room: &str, msg: &Message) -> usize {
-        self.fan_out(room, || {
-            let event = match msg {
-                Message::Text(text) => Some(crate::http::event_stream::data_event(text)),
-                Message::Binary(_) => None,
-            };
-            (encode(msg), event)
-        })
+        self.fan_out(room, || self.shared.encoding.forms(msg))
     }
 
-    /// Sends a frame and an event (`encode`d once, if the room has members) to the workers
-    /// with members of `room`.
-    pub(super) fn fan_out(
-        &self,
-        room: &str,
-        encode: impl FnOnce() -> (Arc<[u8]>, Option<Arc<[u8]>>),
-    ) -> usize {
-        let Some(remote) = self.shared.remote.get() else {
+    /// Sends a message's forms (`encode`d once, if the room has members) to the workers with
+    /// members of `room`.
+    pub(super) fn fan_out(&self, room: &str, encode: impl FnOnce() -> Forms) -> usize {
+        let Some(workers) = self.shared.workers.get() else {
             return 0;
         };
         let Some((name, count)) = self
@@ -260,17 +277,16 @@ impl Rooms {
         else {
             return 0;
         };
-        let (frame, event) = encode();
+        let forms = encode();
         let mut reached = 0;
         for (w, members) in count.per_worker.iter().enumerate() {
             let members = members.load(Ordering::Acquire);
             if members > 0 {
-                let cmd = WsCommand::Publish {
+                let delivery = Delivery::Publish {
                     room: Arc::clone(&name),
-                    frame: Arc::clone(&frame),
-                    event: event.clone(),
+                    forms: forms.clone(),
                 };
-                if remote.send_worker(w, cmd) {
+                if workers.to_worker(w, delivery) {
                     reached += members;
                 }
             }
@@ -360,7 +376,7 @@ impl Rooms {
         }
         // New, or made before the server ran (a `Follow`) for fewer workers: made with room for
         // every worker, what was counted carried over.
-        let workers = self.shared.remote.get().map_or(1, |r| r.workers());
+        let workers = self.shared.workers.get().map_or(1, |w| w.count());
         let slots = workers.max(worker as usize + 1);
         let before = known.as_ref().map(|(_, count)| &**count);
         let count = Arc::new(Count {
@@ -398,13 +414,12 @@ impl Rooms {
     /// Makes `id` (a connection of the calling worker thread) receive what its worker fans out
     /// for `room` from now on.
     pub(crate) fn join_local(&self, room: &Arc<str>, id: ConnId) {
-        LOCAL.with(|local| local.borrow_mut().join(room, id));
+        local::join(room, id);
     }
 
     /// Takes `id` out of `room`, here and in the counts (`id` must have been counted in).
     pub(crate) fn leave(&self, room: &str, id: ConnId) {
-        // During a worker thread's teardown the thread-local may be gone: nothing to fan out to.
-        let _ = LOCAL.try_with(|local| local.borrow_mut().leave(room, id));
+        local::leave(room, id);
         self.uncount(room, id);
     }
 
@@ -458,274 +473,6 @@ impl Drop for Seated {
     }
 }
 
-/// A message's frame, encoded once for every recipient.
-pub(crate) fn encode(msg: &Message) -> Arc<[u8]> {
-    match msg {
-        Message::Text(t) => encode_frame(OP_TEXT, t.as_bytes()),
-        Message::Binary(b) => encode_frame(OP_BINARY, b),
-    }
-}
-
-/// A text message's frame, encoded once for every recipient.
-pub(crate) fn encode_text(text: &str) -> Arc<[u8]> {
-    encode_frame(OP_TEXT, text.as_bytes())
-}
-
-fn encode_frame(opcode: u8, payload: &[u8]) -> Arc<[u8]> {
-    let mut frame = Vec::with_capacity(payload.len() + 10);
-    write_frame(&mut frame, 0x80 | opcode, payload, None);
-    frame.into()
-}
-
-/// The ids of this worker's members of `room` (what a publish fans out to).
-/// The worker has no connection left: its tables of rooms and of shared room lists give their
-/// memory back.
-pub(crate) fn forget_worker_rooms() {
-    let _ = LOCAL.try_with(|l| {
-        let mut l = l.borrow_mut();
-        if l.rooms.is_empty() {
-            l.rooms = HashMap::new();
-        }
-    });
-    let _ = LISTS.try_with(|l| {
-        let mut l = l.borrow_mut();
-        if l.is_empty() {
-            *l = HashSet::new();
-        }
-    });
-}
-
-pub(crate) fn local_members(room: &str, to: &mut Vec<ConnId>) {
-    LOCAL.with(|local| {
-        if let Some(members) = local.borrow().rooms.get(room) {
-            to.reserve_exact(members.len());
-            to.extend(members.iter().copied());
-        }
-    });
-}
-
-thread_local! {
-    /// The members of each room on this worker thread.
-    static LOCAL: RefCell<LocalRooms> = RefCell::new(LocalRooms::default());
-}
-
-/// One worker's members of each room: a set per room (joining and leaving cost O(1), also when
-/// thousands leave at once; a publish walks the set; about 14 to 28 bytes a member).
-#[derive(Default)]
-struct LocalRooms {
-    rooms: HashMap<Arc<str>, HashSet<ConnId>>,
-}
-
-impl LocalRooms {
-    /// Adds `id`; `false` when it was a member already.
-    fn join(&mut self, room: &Arc<str>, id: ConnId) -> bool {
-        self.rooms.entry(Arc::clone(room)).or_default().insert(id)
-    }
-
-    fn leave(&mut self, room: &str, id: ConnId) -> bool {
-        let Some(members) = self.rooms.get_mut(room) else {
-            return false;
-        };
-        if !members.remove(&id) {
-            return false;
-        }
-        if members.is_empty() {
-            // The last member left: the room's memory goes back.
-            self.rooms.remove(room);
-        } else if members.capacity() > 4 * members.len().max(16) {
-            // Most left: what they took goes back too.
-            members.shrink_to_fit();
-        }
-        true
-    }
-}
-
-/// The rooms one connection is in: one pointer, null while in none. A short list (up to
-/// [`SHARED_ROOMS`] rooms, in the order joined) is shared by every connection of the worker in
-/// the same rooms (a thousand members of one room hold one list between them); a longer one is
-/// the connection's own, with an index, so that joining and leaving cost O(1) however many
-/// rooms a connection is in. Held by the connection (its strand), to leave its rooms when it
-/// ends.
-#[derive(Default)]
-pub(crate) struct Joined(Option<Arc<RoomList>>);
-
-/// Rooms up to which a connection's list is shared with the others in the same rooms.
-const SHARED_ROOMS: usize = 8;
-
-/// A list of rooms: shared (interned) while short; past [`SHARED_ROOMS`], one connection's own
-/// with each room's position in `index`.
-#[derive(Default)]
-struct RoomList {
-    rooms: Vec<Arc<str>>,
-    /// Empty for a shared list.
-    index: HashMap<Arc<str>, usize>,
-}
-
-/// A shared list as the table keeps it: found by its rooms.
-struct Interned(Arc<RoomList>);
-
-impl PartialEq for Interned {
-    fn eq(&self, other: &Interned) -> bool {
-        self.0.rooms == other.0.rooms
-    }
-}
-
-impl Eq for Interned {}
-
-impl std::hash::Hash for Interned {
-    fn hash<S: std::hash::Hasher>(&self, state: &mut S) {
-        // As the slice hashes, so that a lookup by `[Arc<str>]` finds it.
-        self.0.rooms[..].hash(state);
-    }
-}
-
-impl std::borrow::Borrow<[Arc<str>]> for Interned {
-    fn borrow(&self) -> &[Arc<str>] {
-        &self.0.rooms
-    }
-}
-
-thread_local! {
-    /// The short room lists of this worker's connections, each kept once.
-    static LISTS: RefCell<HashSet<Interned>> = RefCell::new(HashSet::new());
-}
-
-/// The shared list equal to `rooms` (made and kept if none is).
-fn intern(rooms: Vec<Arc<str>>) -> Arc<RoomList> {
-    let found = LISTS.try_with(|lists| lists.borrow().get(&rooms[..]).map(|l| Arc::clone(&l.0)));
-    if let Ok(Some(list)) = found {
-        return list;
-    }
-    let list = Arc::new(RoomList {
-        rooms,
-        index: HashMap::new(),
-    });
-    let _ = LISTS.try_with(|lists| lists.borrow_mut().insert(Interned(Arc::clone(&list))));
-    list
-}
-
-/// Lets go of one holder's `list`; the last connection holding a shared list takes it out of
-/// the table.
-fn release(list: Arc<RoomList>) {
-    let _ = LISTS.try_with(|lists| {
-        let mut lists = lists.borrow_mut();
-        let kept = lists
-            .get(&list.rooms[..])
-            .is_some_and(|l| Arc::ptr_eq(&l.0, &list));
-        // Held by the table and by us alone (every holder lives on this thread).
-        if kept && Arc::strong_count(&list) == 2 {
-            lists.remove(&list.rooms[..]);
-        }
-    });
-}
-
-impl Joined {
-    /// The rooms (in the order joined while they are few).
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.0.as_deref().into_iter().flat_map(|l| l.rooms.iter())
-    }
-
-    /// How many rooms.
-    pub(crate) fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |l| l.rooms.len())
-    }
-
-    pub(crate) fn contains(&self, room: &str) -> bool {
-        match self.0.as_deref() {
-            None => false,
-            Some(list) if list.index.is_empty() => list.rooms.iter().any(|r| &**r == room),
-            Some(list) => list.index.contains_key(room),
-        }
-    }
-
-    /// Adds `room` (the caller checked it is not in).
-    pub(crate) fn push(&mut self, room: Arc<str>) {
-        if let Some(own) = self.own() {
-            own.index.insert(Arc::clone(&room), own.rooms.len());
-            own.rooms.push(room);
-            return;
-        }
-        let mut rooms: Vec<Arc<str>> = self.iter().cloned().collect();
-        rooms.push(room);
-        self.set(rooms);
-    }
-
-    /// Takes `room` out; `false` when it was not in.
-    pub(crate) fn remove(&mut self, room: &str) -> bool {
-        if !self.contains(room) {
-            return false;
-        }
-        if let Some(own) = self.own() {
-            if let Some(at) = own.index.remove(room) {
-                own.rooms.swap_remove(at);
-                if let Some(moved) = own.rooms.get(at) {
-                    own.index.insert(Arc::clone(moved), at);
-                }
-            }
-            if own.rooms.len() > SHARED_ROOMS {
-                return true;
-            }
-        }
-        let rooms: Vec<Arc<str>> = self.iter().filter(|r| &***r != room).cloned().collect();
-        self.set(rooms);
-        true
-    }
-
-    /// Takes every room out.
-    pub(crate) fn take(&mut self) -> Vec<Arc<str>> {
-        let rooms = self.iter().cloned().collect();
-        self.set(Vec::new());
-        rooms
-    }
-
-    /// The connection's own list, when it is long enough to be one.
-    fn own(&mut self) -> Option<&mut RoomList> {
-        let list = self.0.as_mut()?;
-        if list.index.is_empty() {
-            return None;
-        }
-        Arc::get_mut(list)
-    }
-
-    fn set(&mut self, rooms: Vec<Arc<str>>) {
-        let new = match rooms.len() {
-            0 => None,
-            n if n <= SHARED_ROOMS => Some(intern(rooms)),
-            _ => {
-                let index = rooms
-                    .iter()
-                    .enumerate()
-                    .map(|(at, room)| (Arc::clone(room), at))
-                    .collect();
-                Some(Arc::new(RoomList { rooms, index }))
-            }
-        };
-        if let Some(old) = std::mem::replace(&mut self.0, new) {
-            release(old);
-        }
-    }
-
-    /// Heap bytes held for the list: none of its own while it is shared (the names are the
-    /// registry's); a long list's vector and index.
-    pub(crate) fn held_bytes(&self) -> usize {
-        match self.0.as_deref() {
-            Some(list) if !list.index.is_empty() => {
-                list.rooms.capacity() * std::mem::size_of::<Arc<str>>()
-                    + list.index.capacity() * std::mem::size_of::<(Arc<str>, usize, u64)>()
-            }
-            _ => 0,
-        }
-    }
-}
-
-impl Drop for Joined {
-    fn drop(&mut self) {
-        if let Some(list) = self.0.take() {
-            release(list);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -735,166 +482,8 @@ mod tests {
     }
 
     #[test]
-    fn local_rooms_join_leave_and_list_members() {
-        let mut local = LocalRooms::default();
-        let a: Arc<str> = "a".into();
-        assert!(local.join(&a, id(1)));
-        assert!(!local.join(&a, id(1)), "already a member");
-        assert!(local.join(&a, id(2)));
-        assert!(local.join(&a, id(3)));
-        assert!(local.leave("a", id(1)));
-        assert!(!local.leave("a", id(1)));
-        let mut ids = Vec::new();
-        LOCAL.with(|l| *l.borrow_mut() = std::mem::take(&mut local));
-        local_members("a", &mut ids);
-        LOCAL.with(|l| local = std::mem::take(&mut *l.borrow_mut()));
-        ids.sort_by_key(|i| i.key());
-        assert_eq!(ids, [id(2), id(3)]);
-        assert!(local.leave("a", id(2)) && local.leave("a", id(3)));
-        assert!(local.rooms.is_empty(), "an empty room is forgotten");
-    }
-
-    #[test]
-    fn many_leaving_at_once_leave_the_rest_and_give_memory_back() {
-        let mut local = LocalRooms::default();
-        let r: Arc<str> = "r".into();
-        for k in 0..1000 {
-            local.join(&r, id(k));
-        }
-        let grown = local.rooms["r"].capacity();
-        for k in (0..1000).filter(|k| k % 50 != 0) {
-            assert!(local.leave("r", id(k)));
-        }
-        let room = &local.rooms["r"];
-        let mut left: Vec<u32> = room.iter().map(|i| i.key()).collect();
-        left.sort();
-        assert_eq!(left, (0..1000).step_by(50).collect::<Vec<u32>>());
-        assert!(
-            room.capacity() * 4 < grown,
-            "{} of {grown} kept",
-            room.capacity()
-        );
-    }
-
-    #[test]
-    fn a_connection_s_rooms_join_leave_and_take_in_every_shape() {
-        assert_eq!(
-            std::mem::size_of::<Joined>(),
-            8,
-            "one pointer in the strand"
-        );
-        let mut joined = Joined::default();
-        assert!(!joined.remove("a"));
-        joined.push("a".into());
-        assert!(joined.contains("a") && !joined.contains("b"));
-        joined.push("b".into());
-        joined.push("c".into());
-        let names = |j: &Joined| j.iter().map(|r| r.to_string()).collect::<Vec<_>>();
-        assert_eq!(names(&joined), ["a", "b", "c"]);
-        assert!(joined.remove("b") && !joined.remove("b"));
-        assert!(joined.remove("a"));
-        assert_eq!(names(&joined), ["c"]);
-        assert!(!joined.remove("x"));
-        assert!(joined.remove("c"));
-        assert!(names(&joined).is_empty());
-        joined.push("d".into());
-        joined.push("e".into());
-        let taken: Vec<String> = joined.take().iter().map(|r| r.to_string()).collect();
-        assert_eq!(taken, ["d", "e"]);
-        assert!(names(&joined).is_empty());
-        assert_eq!(joined.held_bytes(), 0);
-    }
-
-    /// Connections in the same rooms share one list, and the last one to let go of a list
-    /// takes it out of the worker's table.
-    #[test]
-    fn a_long_list_is_the_connection_s_own_and_changes_in_place() {
-        let mut joined = Joined::default();
-        let names: Vec<Arc<str>> = (0..5000).map(|i| format!("room-{i}").into()).collect();
-        for (i, name) in names.iter().enumerate() {
-            let before = joined.0.as_ref().map(Arc::as_ptr);
-            joined.push(Arc::clone(name));
-            if i > SHARED_ROOMS {
-                // Past the shared size the list is changed where it is: no copy per join.
-                assert_eq!(
-                    joined.0.as_ref().map(Arc::as_ptr),
-                    before,
-                    "join {i} copied"
-                );
-            }
-        }
-        assert_eq!(joined.len(), 5000);
-        assert!(names.iter().all(|n| joined.contains(n)));
-        assert!(!joined.contains("room-5000"));
-        assert!(joined.held_bytes() > 0);
-        // Leave every other room, in place; the index stays right for the rest.
-        let before = joined.0.as_ref().map(Arc::as_ptr);
-        for name in names.iter().step_by(2) {
-            assert!(joined.remove(name));
-            assert!(!joined.remove(name));
-        }
-        assert_eq!(joined.0.as_ref().map(Arc::as_ptr), before, "leaving copied");
-        assert_eq!(joined.len(), 2500);
-        for (i, name) in names.iter().enumerate() {
-            assert_eq!(joined.contains(name), i % 2 == 1, "{name}");
-        }
-        // Down to the shared size: shared again, with the others in the same rooms.
-        let rest: Vec<Arc<str>> = names.iter().skip(1).step_by(2).cloned().collect();
-        for name in &rest[SHARED_ROOMS..] {
-            assert!(joined.remove(name));
-        }
-        assert_eq!(joined.len(), SHARED_ROOMS);
-        assert_eq!(joined.held_bytes(), 0, "shared again");
-        let mut other = Joined::default();
-        for name in joined.iter().cloned().collect::<Vec<_>>() {
-            other.push(name);
-        }
-        assert!(Arc::ptr_eq(
-            joined.0.as_ref().unwrap(),
-            other.0.as_ref().unwrap()
-        ));
-        let mut sorted: Vec<_> = joined.take();
-        sorted.sort();
-        let mut want = rest[..SHARED_ROOMS].to_vec();
-        want.sort();
-        assert_eq!(sorted, want);
-    }
-
-    #[test]
-    fn connections_in_the_same_rooms_share_one_list_and_the_table_empties() {
-        let lists = || LISTS.with(|l| l.borrow().len());
-        let before = lists();
-        let mut members: Vec<Joined> = (0..1000).map(|_| Joined::default()).collect();
-        for j in &mut members {
-            j.push("lobby".into());
-        }
-        assert_eq!(lists(), before + 1, "one list for a thousand members");
-        let first = members[0].0.clone();
-        assert!(members.iter().all(|j| {
-            j.0.as_ref()
-                .zip(first.as_ref())
-                .is_some_and(|(a, b)| Arc::ptr_eq(a, b))
-        }));
-        drop(first);
-        members[0].push("games".into());
-        assert_eq!(lists(), before + 2);
-        assert!(members[0].remove("games"));
-        assert_eq!(
-            lists(),
-            before + 1,
-            "back to the shared list; the other one is gone"
-        );
-        for j in &mut members[..500] {
-            j.take();
-        }
-        assert_eq!(lists(), before + 1);
-        drop(members);
-        assert_eq!(lists(), before, "every list gone with its last holder");
-    }
-
-    #[test]
     fn counts_follow_joins_and_leaves_and_empty_rooms_go() {
-        let rooms = Rooms::default();
+        let rooms = Rooms::new(super::super::PLAIN);
         let x = rooms.count_in("x", 0);
         rooms.join_local(&x, id(1));
         rooms.count_in("x", 0);

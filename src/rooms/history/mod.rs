@@ -27,7 +27,11 @@ use std::time::Duration;
 pub(crate) use recent::Entry;
 pub(crate) use recent::{Line, Recent};
 
-use super::rooms::Rooms;
+use super::Rooms;
+#[cfg(feature = "redis")]
+use super::delivery::Delivery;
+use super::delivery::Forms;
+use super::registry::Seated;
 
 /// Default rooms whose history an instance keeps.
 pub const HISTORY_ROOMS: usize = 1_000;
@@ -243,7 +247,7 @@ impl Rooms {
             let mut kept = self.kept();
             let id = next_local(&mut kept);
             let text: Arc<str> = text(id).into();
-            self.deliver(&mut kept, room, Line::new(id, text));
+            self.deliver(&mut kept, room, Line::new(id, text, self.encoding()));
             id
         };
         then(Some(id));
@@ -390,7 +394,7 @@ impl Rooms {
     /// In a fleet, a room this instance does not follow (or is still filling for another
     /// join) is first read from Redis — on the fleet's reader thread, never here: the
     /// connection is a member at once but counted when the read comes back, and is sent its
-    /// history then ([`WsCommand::History`](super::WsCommand::History)), in the critical
+    /// history then ([`Delivery::History`]), in the critical
     /// section, so the room's later messages reach it after its history. The room is
     /// followed meanwhile, so what is posted is not missed.
     pub(crate) fn join_recent(
@@ -417,10 +421,13 @@ impl Rooms {
     /// Keeps message `id` of `room` and sends it to the room's members and the watcher — the
     /// same encodings for both, made once.
     fn deliver(&self, kept: &mut Kept, room: &str, line: Line) {
-        let (frame, event) = (Arc::clone(&line.frame), Arc::clone(&line.event));
+        let forms = Forms {
+            message: Arc::clone(&line.message),
+            event: Some(Arc::clone(&line.event)),
+        };
         let (id, text) = (line.id, Arc::clone(&line.text));
         kept.recent.record(room, line, |r| self.members(r) > 0);
-        self.fan_out(room, || (frame, Some(event)));
+        self.fan_out(room, || forms);
         if let Some(watch) = &kept.watcher {
             watch(room, id, &text);
         }
@@ -437,7 +444,7 @@ impl Rooms {
 /// lines to send, and the connection's place in the room, counted already.
 pub(crate) struct HistoryCame {
     pub(crate) lines: Vec<Line>,
-    pub(crate) seated: super::rooms::Seated,
+    pub(crate) seated: Seated,
 }
 
 /// A [`HistoryCame`] inside a worker message, which may be cloned (a message for every
@@ -475,7 +482,11 @@ impl Rooms {
     /// dropped — so a member gets each message once, in id order.
     pub(crate) fn receive_posted(&self, room: &str, id: u64, text: &str) {
         let mut kept = self.kept();
-        self.take_from_fleet(&mut kept, room, Line::new(id, Arc::from(text)));
+        self.take_from_fleet(
+            &mut kept,
+            room,
+            Line::new(id, Arc::from(text), self.encoding()),
+        );
     }
 
     /// Whether a join of `room` needs the fleet's history first: the instance keeps history,
@@ -500,12 +511,12 @@ impl Rooms {
         let follow = self.follow(room);
         drop(kept);
         seat.wait_for_history(Arc::clone(&name));
-        let (rooms, id, remote) = (self.clone(), seat.id, seat.remote.clone());
+        let (rooms, id) = (self.clone(), seat.id);
         let room = Arc::clone(&name);
         link.history_then(
             &name,
             per_room,
-            Box::new(move |fleets| rooms.history_came(&room, after, fleets, id, &remote, follow)),
+            Box::new(move |fleets| rooms.history_came(&room, after, fleets, id, follow)),
         );
         true
     }
@@ -521,17 +532,16 @@ impl Rooms {
         after: u64,
         fleets: Option<Vec<Entry>>,
         id: reactor::ConnId,
-        remote: &reactor::Remote<super::WsCommand>,
         follow: super::Follow,
     ) {
         let mut kept = self.kept();
         self.merge_filled(&mut kept, room, fleets);
         let lines: Vec<Line> = kept.recent.after(room, after).cloned().collect();
-        let seated = super::rooms::Seated::count(self, room, id);
-        // Dropped with the command if the connection is gone: the count goes with it.
-        let _ = remote.send(
+        let seated = Seated::count(self, room, id);
+        // Dropped with the delivery if the connection is gone: the count goes with it.
+        let _ = self.to_conn(
             id,
-            super::WsCommand::History(Handed::new(HistoryCame { lines, seated })),
+            Delivery::History(Handed::new(HistoryCame { lines, seated })),
         );
         drop(kept);
         drop(follow);
@@ -562,11 +572,11 @@ impl Rooms {
         let last = kept.recent.last(room);
         fleets.sort_unstable_by_key(|(id, _)| *id);
         for (line_id, text) in fleets {
-            let new = kept
-                .recent
-                .record(room, Line::new(line_id, Arc::clone(&text)), |r| {
-                    self.members(r) > 0
-                });
+            let new = kept.recent.record(
+                room,
+                Line::new(line_id, Arc::clone(&text), self.encoding()),
+                |r| self.members(r) > 0,
+            );
             if new
                 && last.is_none_or(|last| line_id > last)
                 && let Some(watch) = &kept.watcher
@@ -586,7 +596,7 @@ impl Rooms {
             let id = floor.max(kept.last_id + 1);
             kept.last_id = id;
             let text: Arc<str> = text(id).into();
-            self.deliver(&mut kept, room, Line::new(id, text));
+            self.deliver(&mut kept, room, Line::new(id, text, self.encoding()));
             id
         };
         then(Some(id));
@@ -618,7 +628,7 @@ impl Rooms {
     pub(crate) fn catch_up(&self, room: &str, lines: Vec<Entry>) {
         let mut kept = self.kept();
         for (id, text) in lines {
-            self.take_from_fleet(&mut kept, room, Line::new(id, text));
+            self.take_from_fleet(&mut kept, room, Line::new(id, text, self.encoding()));
         }
     }
 

@@ -1,0 +1,106 @@
+//! A connection the server pushes to — a WebSocket, an event stream — as the server's slab
+//! entry holds it, whatever its application: what the reactor asks of it, the server's settings
+//! it is made with, and writing its output out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reactor::{ConnId, Io, Next};
+
+use super::budget::OutputBudget;
+use super::command::Command;
+use super::outbox::{Outbox, WRITE_PIECES};
+use crate::rooms::Rooms;
+
+/// Unsent output beyond which a connection is closed as a peer that does not read (a WebSocket with
+/// 1008, an event stream at once).
+pub const WS_MAX_BACKLOG: usize = 16 * 1024 * 1024;
+
+/// Default time a WebSocket peer has to answer our close frame before the connection is
+/// closed anyway ([`Server::close_timeout`](crate::http::Server::close_timeout)): at a graceful
+/// stop, the longest a stop waits for peers that do not answer (they are waited for together,
+/// not one after another; a stop whose peers all answer returns as soon as they have).
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection the server pushes to, as the server's slab entry holds it, whatever its
+/// application: `WsStrand` (WebSocket) or `SseStrand` (Server-Sent Events) for each handler
+/// type, behind one pointer.
+pub(crate) trait LiveConn: Send {
+    /// Opens: the application's `open`, then the bytes that came with the upgrade request.
+    /// `out` is what the connection still owes the peer (the 101 among it).
+    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, early: &[u8]) -> Next;
+    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next;
+    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next;
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next;
+    /// The connection left the reactor: it leaves its rooms and the application gets its state
+    /// back, if neither happened yet.
+    fn closed(&mut self, id: ConnId);
+    fn held_bytes(&self) -> usize;
+    /// Whether a message to every connection of the worker is for this one (see
+    /// [`Command::Heartbeat`]).
+    fn wants(&self, msg: &Command) -> bool {
+        let _ = msg;
+        false
+    }
+}
+
+/// What every live connection of a server is made with (the same for every route).
+#[derive(Clone)]
+pub(crate) struct LiveSettings {
+    /// Most rooms one connection may be in.
+    pub(crate) max_rooms: usize,
+    /// The output queued for all connections of the server, and its limit.
+    pub(crate) budget: Arc<OutputBudget>,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) rooms: Rooms,
+    /// Open WebSocket connections of the server.
+    pub(crate) open: Arc<std::sync::atomic::AtomicUsize>,
+    /// Open Server-Sent Events streams of the server.
+    pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
+    /// The liveness interval ([`Server::ping_interval`](crate::http::Server::ping_interval)).
+    pub(crate) ping_interval: Option<Duration>,
+}
+
+/// Writes what `out` holds until the socket takes no more: `Ok(true)` when all of it went.
+pub(crate) fn write_out(
+    out: &mut Outbox,
+    io: &mut Io<'_, Command>,
+    progressed: &mut bool,
+) -> std::io::Result<bool> {
+    while out.pending() > 0 {
+        let mut slices = [std::io::IoSlice::new(&[]); WRITE_PIECES];
+        let pieces = out.unsent(&mut slices);
+        let n = match &slices[..pieces] {
+            [one] => io.write(one)?,
+            many => io.write_vectored(many)?,
+        };
+        if n == 0 {
+            return Ok(false);
+        }
+        *progressed = true;
+        out.advance(n);
+    }
+    Ok(true)
+}
+
+/// The server's timeouts a live connection applies, kept in its busy part so that they
+/// outlive the application's side (the close frame is written after the application was told).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    /// How long the socket may take no output.
+    pub(crate) write: Duration,
+    /// How long the peer has to answer our close frame.
+    pub(crate) close: Duration,
+    /// How long a closed connection reads and drops what the peer still sends.
+    pub(crate) linger: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            write: crate::http::WRITE_TIMEOUT,
+            close: CLOSE_TIMEOUT,
+            linger: crate::http::LINGER,
+        }
+    }
+}
