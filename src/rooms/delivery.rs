@@ -91,7 +91,7 @@ pub(crate) trait Workers: Send + Sync {
 
 /// An encoding for tests that shows what was encoded: `M:` and a text message, `B:` and a binary one, `E:` and the
 /// event's data, `T<id>:` and a text.
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 pub(crate) const PLAIN: Encoding = Encoding {
     text: |t| format!("M:{t}").into_bytes().into(),
     binary: |b| [b"B:".as_slice(), b].concat().into(),

@@ -8,6 +8,8 @@
 //! The public names are read from `web::ws` (and `web::sse`'s docs), where the specification
 //! has them.
 
+#[cfg(any(test, fuzzing))]
+pub(crate) mod check;
 mod delivery;
 pub(crate) mod history;
 #[cfg(feature = "redis")]
@@ -18,7 +20,7 @@ mod message;
 mod registry;
 mod seat;
 
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 pub(crate) use delivery::PLAIN;
 pub(crate) use delivery::{Delivery, Encoding, Forms, Workers};
 pub use history::{HISTORY_BYTES, HISTORY_ROOMS, History, KEEP_FOR};
