@@ -16,10 +16,4 @@ pub mod ws;
 /// Entry points of the fuzz targets that reach inside (built only under `cargo fuzz`).
 #[cfg(fuzzing)]
 #[doc(hidden)]
-pub mod fuzzing {
-    /// Plays the steps `data` describes on a server's rooms and checks them against a model
-    /// after each (see `rooms/check.rs`).
-    pub fn rooms(data: &[u8]) {
-        crate::rooms::check::run(&crate::rooms::check::Op::decode(data));
-    }
-}
+pub mod fuzzing;

@@ -24,7 +24,7 @@ use crate::ws::decoder::{Decoder, Event, MAX_MESSAGE};
 use crate::ws::deflate::{
     CLIENT_OFFER, ClientAgreed, OwnCompressor, RSV1, accept_response, client_codecs,
 };
-use crate::ws::frame::{OP_BINARY, OP_CLOSE, OP_TEXT, Opcode, Role, write_frame};
+use crate::ws::frame::{Opcode, Role, write_frame};
 use crate::ws::handshake::{accept_key, random_16};
 
 /// Default time to connect and complete the opening handshake ([`WsConnect::timeout`]).
@@ -543,7 +543,7 @@ impl WsWriter {
     }
 
     /// Sends one frame, masked with a fresh key; after our close frame, nothing is sent.
-    fn frame(&self, first: u8, payload: &[u8]) -> io::Result<()> {
+    fn frame(&self, opcode: Opcode, payload: &[u8]) -> io::Result<()> {
         let mut side = self.lock();
         if side.close_sent {
             return Err(io::Error::new(
@@ -554,7 +554,8 @@ impl WsWriter {
         let mut mask = [0u8; 4];
         mask.copy_from_slice(&random_16()[..4]);
         let mut out = Vec::with_capacity(payload.len() + 14);
-        let data = matches!(first & 0x0f, OP_TEXT | OP_BINARY);
+        let data = matches!(opcode, Opcode::Text | Opcode::Binary);
+        let first = opcode.fin();
         let mut compressed = Vec::new();
         let squeezed = match side.compressor.as_mut() {
             Some(c) if data => c.compress(payload, &mut compressed),
@@ -564,7 +565,7 @@ impl WsWriter {
             true => write_frame(&mut out, first | RSV1, &compressed, Some(mask)),
             false => write_frame(&mut out, first, payload, Some(mask)),
         }
-        if first & 0x0f == OP_CLOSE {
+        if opcode == Opcode::Close {
             side.close_sent = true;
         }
         side.stream.write_all(&out)
@@ -579,8 +580,8 @@ impl WsWriter {
     /// ```
     pub fn send(&self, msg: &Message) -> io::Result<()> {
         match msg {
-            Message::Text(t) => self.frame(Opcode::Text.fin(), t.as_bytes()),
-            Message::Binary(b) => self.frame(Opcode::Binary.fin(), b),
+            Message::Text(t) => self.frame(Opcode::Text, t.as_bytes()),
+            Message::Binary(b) => self.frame(Opcode::Binary, b),
         }
     }
 
@@ -592,7 +593,7 @@ impl WsWriter {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn send_text(&self, text: &str) -> io::Result<()> {
-        self.frame(Opcode::Text.fin(), text.as_bytes())
+        self.frame(Opcode::Text, text.as_bytes())
     }
 
     /// Sends a binary message.
@@ -603,7 +604,7 @@ impl WsWriter {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn send_binary(&self, bytes: &[u8]) -> io::Result<()> {
-        self.frame(Opcode::Binary.fin(), bytes)
+        self.frame(Opcode::Binary, bytes)
     }
 
     /// Sends a ping (at most 125 bytes of payload); the pong is not handed to the application.
@@ -614,7 +615,7 @@ impl WsWriter {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn ping(&self, payload: &[u8]) -> io::Result<()> {
-        self.frame(Opcode::Ping.fin(), &payload[..payload.len().min(125)])
+        self.frame(Opcode::Ping, &payload[..payload.len().min(125)])
     }
 
     /// Sends our close frame (once; later calls do nothing) without waiting for the answer:
@@ -637,7 +638,7 @@ impl WsWriter {
             cut -= 1;
         }
         payload.extend_from_slice(&reason.as_bytes()[..cut]);
-        self.frame(Opcode::Close.fin(), &payload)
+        self.frame(Opcode::Close, &payload)
     }
 
     /// Answers the server's close frame with the same code (none for none), unless ours went.
@@ -646,14 +647,14 @@ impl WsWriter {
             return Ok(());
         }
         let payload = code.map_or_else(Vec::new, close_payload);
-        self.frame(Opcode::Close.fin(), &payload)
+        self.frame(Opcode::Close, &payload)
     }
 
     fn pong(&self, payload: &[u8]) -> io::Result<()> {
         if self.lock().close_sent {
             return Ok(()); // after our close frame, no more frames (RFC 6455 §5.5.1)
         }
-        self.frame(Opcode::Pong.fin(), payload)
+        self.frame(Opcode::Pong, payload)
     }
 
     fn shutdown(&self) {

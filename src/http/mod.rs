@@ -29,6 +29,7 @@ pub(crate) use error::Refusal;
 pub use head::{
     Framing, HeadLimits, HeadParser, MAX_HEAD_BYTES, MAX_HEADERS, RequestHead, Version,
 };
+pub(crate) use message::ReplyRules;
 pub use message::{
     Body, HTML, Header, HeaderRef, Headers, InvalidHeader, JSON, Request, Response, TEXT, header,
     header_in, html_response, json_response, set_cookie, text_response, try_with_header,

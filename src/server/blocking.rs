@@ -49,7 +49,7 @@ fn serve_blocking(
     limits: &Limits,
 ) -> io::Result<usize> {
     conn.set_write_timeout(Some(limits.write_timeout))?;
-    let app = App::handler_only(handler);
+    let app = App::HandlerOnly(handler);
     let mut reader = RequestReader::new(limits.head, limits.max_body);
     let mut input: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
@@ -133,17 +133,18 @@ fn serve_blocking(
 /// Writes a streamed reply as its pieces come; whether the connection stays open after it (a
 /// body cut short, close-delimited, or after a `Connection: close` request ends it).
 fn send_streamed(conn: &mut TcpStream, streamed: Streamed) -> io::Result<bool> {
-    let Streamed {
-        stream,
-        keep,
-        head_only,
-        http10,
-    } = streamed;
-    let mut framing = StreamFraming::choose(stream.length, http10);
+    let Streamed { stream, rules } = streamed;
+    let mut framing = StreamFraming::choose(stream.length, rules.http10);
     let mut out = Vec::new();
-    let keep = render_stream_head(&mut out, &stream.head, keep, framing, Instant::now());
+    let keep = render_stream_head(
+        &mut out,
+        &stream.head,
+        rules.keep_alive,
+        framing,
+        Instant::now(),
+    );
     conn.write_all(&out)?;
-    if head_only || !has_body(stream.head.status) {
+    if rules.head_only || !has_body(stream.head.status) {
         return Ok(keep);
     }
     loop {

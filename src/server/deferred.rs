@@ -19,6 +19,7 @@ use crate::http::later::{Delivery, HttpMsg};
 use crate::live::Command;
 
 use super::streamed::{BodySender, Later};
+use crate::http::ReplyRules;
 
 /// Slots per chunk of a worker's table (allocated when a connection of that range first
 /// defers: 8 KiB).
@@ -28,12 +29,8 @@ const CHUNK: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Wait {
     pub(crate) seq: NonZeroU32,
-    /// The connection stays open after the reply (the request allowed it).
-    pub(crate) keep_alive: bool,
-    /// A `HEAD` request: the reply's head only.
-    pub(crate) head_only: bool,
-    /// An HTTP/1.0 request: a streamed body of unknown length is close-delimited.
-    pub(crate) http10: bool,
+    /// What the request allows its reply.
+    pub(crate) rules: ReplyRules,
 }
 
 /// Per server: the remote that reaches the workers, each worker's table of waiting replies,

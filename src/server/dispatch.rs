@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::exchange::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
-use crate::http::{Body, Refusal, Request, Response, Version, path_of};
+use crate::http::{Body, Refusal, ReplyRules, Request, Response, Version, path_of};
 use crate::live::{Command, LiveConn, LiveSettings};
 use crate::sse::SseApp;
 use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
@@ -66,19 +66,7 @@ impl Shared {
     /// What dispatching needs of the server, borrowed.
     #[inline]
     pub(crate) fn app(&self) -> App<'_> {
-        App {
-            handler: &*self.handler,
-            taken: self.taken.as_deref(),
-            websocket: &self.websocket,
-            sse: &self.sse,
-            ws_settings: Some(&self.ws_settings),
-            sse_settings: Some(&self.sse_settings),
-            budget: self.budget.as_ref(),
-            served: Some(&self.served),
-            remote: self.remote.get(),
-            replies: Some(&self.replies),
-            reply_timeout: self.reply_timeout,
-        }
+        App::Server(self)
     }
 
     #[inline]
@@ -87,67 +75,76 @@ impl Shared {
     }
 }
 
-/// What dispatching needs of a server: its handler and hooks (for `handle_conn`, a handler
-/// alone).
-pub(crate) struct App<'a> {
-    pub(crate) handler: &'a dyn Fn(Request) -> Response,
-    pub(crate) taken: Option<&'a DynTaken>,
-    pub(crate) websocket: &'a [LiveRoute<dyn WsApp>],
-    pub(crate) sse: &'a [LiveRoute<dyn SseApp>],
-    pub(crate) ws_settings: Option<&'a Arc<WsSettings>>,
-    pub(crate) sse_settings: Option<&'a Arc<LiveSettings>>,
-    pub(crate) budget: Option<&'a AtomicU64>,
-    pub(crate) served: Option<&'a [Counter]>,
-    pub(crate) remote: Option<&'a reactor::Remote<Command>>,
-    /// The server's table of deferred replies.
-    pub(crate) replies: Option<&'a Replies>,
-    /// How long `handle_conn` waits for a deferred reply.
-    pub(crate) reply_timeout: std::time::Duration,
+/// What dispatching serves with.
+#[derive(Clone, Copy)]
+pub(crate) enum App<'a> {
+    /// A server's connection: its handler, routes, hooks, budget, figures and remote.
+    Server(&'a Shared),
+    /// `handle_conn`: a handler alone — no hooks, no budget, no figures, no live routes.
+    HandlerOnly(&'a dyn Fn(Request) -> Response),
 }
 
 impl<'a> App<'a> {
-    /// A handler alone: no hooks, no budget, no figures (what `handle_conn` serves with).
-    pub(crate) fn handler_only(handler: &'a dyn Fn(Request) -> Response) -> App<'a> {
-        App {
-            handler,
-            taken: None,
-            websocket: &[],
-            sse: &[],
-            ws_settings: None,
-            sse_settings: None,
-            budget: None,
-            served: None,
-            remote: None,
-            replies: None,
-            reply_timeout: super::limits::REPLY_TIMEOUT,
+    fn handler(self) -> &'a dyn Fn(Request) -> Response {
+        match self {
+            App::Server(shared) => &*shared.handler,
+            App::HandlerOnly(handler) => handler,
         }
+    }
+
+    fn server(self) -> Option<&'a Shared> {
+        match self {
+            App::Server(shared) => Some(shared),
+            App::HandlerOnly(_) => None,
+        }
+    }
+
+    fn taken(self) -> Option<&'a DynTaken> {
+        self.server().and_then(|s| s.taken.as_deref())
+    }
+
+    fn budget(self) -> Option<&'a AtomicU64> {
+        self.server().and_then(|s| s.budget.as_ref())
+    }
+
+    /// The server's remote, once it runs.
+    fn remote(self) -> Option<&'a reactor::Remote<Command>> {
+        self.server().and_then(|s| s.remote.get())
+    }
+
+    /// How long `handle_conn` waits for a deferred reply.
+    fn reply_timeout(self) -> std::time::Duration {
+        self.server()
+            .map_or(super::limits::REPLY_TIMEOUT, |s| s.reply_timeout)
     }
 
     /// Takes one request from the budget: false when it is spent.
     fn spend(&self) -> bool {
-        self.budget.is_none_or(|b| {
+        self.budget().is_none_or(|b| {
             b.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
                 .is_ok()
         })
     }
 
     fn budget_spent(&self) -> bool {
-        self.budget.is_some_and(|b| b.load(Ordering::Acquire) == 0)
+        self.budget()
+            .is_some_and(|b| b.load(Ordering::Acquire) == 0)
     }
 
     fn shutting_down(&self) -> bool {
-        self.remote.is_some_and(|r| r.is_shutting_down())
+        self.remote().is_some_and(|r| r.is_shutting_down())
     }
 
     /// The WebSocket route `req` is for: its path, and it asks for WebSocket (a key, or
     /// `Upgrade: websocket`). A request to the route that asks badly is the route's to refuse
     /// (400, RFC 6455 §4.2.1), not the HTTP handler's.
     fn websocket_route(&self, req: &Request) -> Option<&'a LiveRoute<dyn WsApp>> {
-        if self.websocket.is_empty() {
+        let routes = &self.server()?.websocket;
+        if routes.is_empty() {
             return None;
         }
         let path = path_of(req.path());
-        let route = self.websocket.iter().find(|r| r.path == path)?;
+        let route = routes.iter().find(|r| r.path == path)?;
         let asks = !req.header_bytes("sec-websocket-key").is_empty()
             || req
                 .headers()
@@ -157,11 +154,12 @@ impl<'a> App<'a> {
 
     /// The Server-Sent Events route `req` is for: its path, with `GET` (or `HEAD`).
     fn sse_route(&self, req: &Request) -> Option<&'a LiveRoute<dyn SseApp>> {
-        if self.sse.is_empty() || !(req.method_is("GET") || req.method_is("HEAD")) {
+        let routes = &self.server()?.sse;
+        if routes.is_empty() || !(req.method_is("GET") || req.method_is("HEAD")) {
             return None;
         }
         let path = path_of(req.path());
-        self.sse.iter().find(|r| r.path == path)
+        routes.iter().find(|r| r.path == path)
     }
 }
 
@@ -225,9 +223,7 @@ pub(crate) enum Stop {
 /// A streamed reply for `handle_conn`, with what its request allows.
 pub(crate) struct Streamed {
     pub(crate) stream: ThreadStream,
-    pub(crate) keep: bool,
-    pub(crate) head_only: bool,
-    pub(crate) http10: bool,
+    pub(crate) rules: ReplyRules,
 }
 
 /// What answering the buffered requests came to.
@@ -253,7 +249,8 @@ pub(crate) fn answer(
     let mut served = 0;
     let done = answer_each(app, reader, buf, turn, &mut served);
     // Counted once per call, not per request: one atomic add for a whole pipelined batch.
-    if let (Some(counters), true) = (app.served, served > 0) {
+    if let (Some(shared), true) = (app.server(), served > 0) {
+        let counters = &shared.served;
         counters[turn.worker % counters.len()]
             .0
             .fetch_add(served, Ordering::Relaxed);
@@ -277,7 +274,7 @@ fn answer_each(
     };
     loop {
         let held =
-            turn.unwritten() >= turn.high_water || (app.taken.is_some() && turn.unwritten() > 0);
+            turn.unwritten() >= turn.high_water || (app.taken().is_some() && turn.unwritten() > 0);
         if held {
             done.stop = Stop::Held;
             return done;
@@ -308,14 +305,14 @@ fn answer_each(
             Step::Done {
                 request,
                 version,
-                keep_alive,
+                rules,
                 used,
             } => {
                 let raw = &buf[at..];
                 done.used += used;
                 done.completed += 1;
                 let early = &buf[done.used..];
-                match dispatch(app, request, version, keep_alive, raw, early, turn) {
+                match dispatch(app, request, version, rules, raw, early, turn) {
                     Dispatched::Answered { keep, body, spent } => {
                         *served += 1;
                         done.spent |= spent;
@@ -372,7 +369,7 @@ fn dispatch(
     app: &App<'_>,
     request: Request,
     version: Version,
-    keep_alive: bool,
+    rules: ReplyRules,
     raw: &[u8],
     early: &[u8],
     turn: &mut Turn<'_>,
@@ -382,12 +379,12 @@ fn dispatch(
         return Dispatched::Stop(Stop::Close);
     }
     if let Some(route) = app.websocket_route(&request) {
-        return Dispatched::Stop(upgrade(app, route, &request, version, early, turn));
+        return Dispatched::Stop(upgrade(app, route, &request, version, rules, early, turn));
     }
     if let Some(route) = app.sse_route(&request) {
-        return Dispatched::Stop(open_stream(app, route, &request, turn));
+        return Dispatched::Stop(open_stream(app, route, &request, rules, turn));
     }
-    if let (Some(taken), Some(fd)) = (app.taken, turn.fd) {
+    if let (Some(taken), Some(fd)) = (app.taken(), turn.fd) {
         match hand_over(taken, fd, raw) {
             Some(true) => return Dispatched::Stop(Stop::Taken),
             Some(false) => {}
@@ -396,10 +393,9 @@ fn dispatch(
             None => return Dispatched::Stop(Stop::Failed),
         }
     }
-    let head_only = request.method_is("HEAD");
     let mut slot = None;
     let (panicked, deferral) =
-        answering(turn.exchange, || respond(app.handler, request, &mut slot));
+        answering(turn.exchange, || respond(app.handler(), request, &mut slot));
     let spent = app.budget_spent();
     let mut later = None;
     match (deferral, panicked) {
@@ -407,31 +403,23 @@ fn dispatch(
         // A handler that panicked after deferring is answered 500 now.
         (Some(Deferral::Conn(seq)), true) => {
             if let Exchange::Conn(id) = turn.exchange
-                && let Some(replies) = app.replies
+                && let Some(shared) = app.server()
             {
-                replies.close(id, seq);
+                shared.replies.close(id, seq);
             }
         }
         (Some(Deferral::Conn(seq)), false) => {
-            let keep_alive = keep_alive && !spent;
             return Dispatched::Deferred(Wait {
                 seq,
-                keep_alive,
-                head_only,
-                http10: version == Version::Http10,
+                rules: rules.keeping(!spent),
             });
         }
         (Some(Deferral::Blocking(rx)), false) => {
-            later = Some(match rx.recv_timeout(app.reply_timeout) {
+            later = Some(match rx.recv_timeout(app.reply_timeout()) {
                 Ok(Later::Answer(res)) => res,
                 Ok(Later::Stream(stream)) => {
-                    let keep = keep_alive && !spent && !app.shutting_down();
-                    let stream = Box::new(Streamed {
-                        stream,
-                        keep,
-                        head_only,
-                        http10: version == Version::Http10,
-                    });
+                    let rules = rules.keeping(!spent && !app.shutting_down());
+                    let stream = Box::new(Streamed { stream, rules });
                     return Dispatched::Stop(Stop::Streamed(stream));
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Refusal::ReplyLate.response(),
@@ -447,8 +435,15 @@ fn dispatch(
         None => slot.get_or_insert_with(panic_reply),
     };
     // Read after the handler ran: a shutdown begun meanwhile makes this reply the last.
-    let keep = keep_alive && !spent && !app.shutting_down();
-    let (keep, body) = render_in_place(turn.out, res, keep, head_only, turn.now, turn.inline_limit);
+    let keep = rules.keeping(!spent && !app.shutting_down()).keep_alive;
+    let (keep, body) = render_in_place(
+        turn.out,
+        res,
+        keep,
+        rules.head_only,
+        turn.now,
+        turn.inline_limit,
+    );
     Dispatched::Answered { keep, body, spent }
 }
 
@@ -459,12 +454,13 @@ fn upgrade(
     route: &LiveRoute<dyn WsApp>,
     request: &Request,
     version: Version,
+    rules: ReplyRules,
     early: &[u8],
     turn: &mut Turn<'_>,
 ) -> Stop {
-    let head_only = request.method_is("HEAD");
     let decided = check_upgrade(request, version).and_then(|accept| {
-        let (Some(settings), Some(remote)) = (app.ws_settings, app.remote) else {
+        let (Some(settings), Some(remote)) = (app.server().map(|s| &s.ws_settings), app.remote())
+        else {
             return Err(Refusal::NoWebSocket.response());
         };
         let (agreed, response) = match &settings.deflate {
@@ -487,7 +483,14 @@ fn upgrade(
             }))
         }
         Err(refusal) => {
-            render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
+            render(
+                turn.out,
+                refusal,
+                false,
+                rules.head_only,
+                turn.now,
+                usize::MAX,
+            );
             Stop::Close
         }
     }
@@ -499,10 +502,10 @@ fn open_stream(
     app: &App<'_>,
     route: &LiveRoute<dyn SseApp>,
     request: &Request,
+    rules: ReplyRules,
     turn: &mut Turn<'_>,
 ) -> Stop {
-    let head_only = request.method_is("HEAD");
-    let decided = match (app.sse_settings, app.remote) {
+    let decided = match (app.server().map(|s| &s.sse_settings), app.remote()) {
         (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
             route.app.accept(request, settings, remote)
         }))
@@ -513,7 +516,7 @@ fn open_stream(
         Ok(conn) => {
             let head = Response::new(200, "text/event-stream", stream_headers(), "");
             render_open_ended(turn.out, &head, turn.now);
-            if head_only {
+            if rules.head_only {
                 return Stop::Close;
             }
             Stop::Upgrade(Box::new(Upgrade {
@@ -522,7 +525,14 @@ fn open_stream(
             }))
         }
         Err(refusal) => {
-            render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
+            render(
+                turn.out,
+                refusal,
+                false,
+                rules.head_only,
+                turn.now,
+                usize::MAX,
+            );
             Stop::Close
         }
     }
@@ -594,7 +604,7 @@ mod tests {
             exchange: Exchange::Blocking,
             worker: 0,
         };
-        let done = answer(&App::handler_only(&handle), &mut reader, input, &mut turn);
+        let done = answer(&App::HandlerOnly(&handle), &mut reader, input, &mut turn);
         (String::from_utf8_lossy(&out).into_owned(), done)
     }
 

@@ -3,7 +3,8 @@
 //! for both the reactor strand and the blocking [`handle_conn`](crate::http::handle_conn).
 
 use crate::http::{
-    ChunkedDecoder, Framing, HeadLimits, HeadParser, ParseError, Request, RequestHead, Version,
+    ChunkedDecoder, Framing, HeadLimits, HeadParser, ParseError, ReplyRules, Request, RequestHead,
+    Version,
 };
 
 /// Bytes of body that extend a request's deadline by another header timeout: a body must
@@ -24,7 +25,8 @@ pub(crate) enum Step {
     Done {
         request: Request,
         version: Version,
-        keep_alive: bool,
+        /// What the request allows its reply.
+        rules: ReplyRules,
         used: usize,
     },
     /// A request that cannot be served: answer `ParseError::status` and close. `head_only`
@@ -137,7 +139,7 @@ impl RequestReader {
                         return Step::Done {
                             used: head.len,
                             version: head.version,
-                            keep_alive: head.keep_alive,
+                            rules: ReplyRules::of(&head),
                             request: head.request,
                         };
                     }
@@ -179,6 +181,7 @@ impl RequestReader {
                 let Some(BodyState { head, .. }) = self.body.take() else {
                     return Step::More;
                 };
+                let rules = ReplyRules::of(&head);
                 let mut request = head.request;
                 if let Framing::Length(_) = head.framing {
                     request.append_body(buf.get(head.len..used).unwrap_or_default());
@@ -186,7 +189,7 @@ impl RequestReader {
                 Step::Done {
                     request,
                     version: head.version,
-                    keep_alive: head.keep_alive,
+                    rules,
                     used,
                 }
             }

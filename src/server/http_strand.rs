@@ -686,10 +686,16 @@ impl Busy {
         wait: Wait,
         mut res: Response,
     ) {
-        let keep = wait.keep_alive && !conn.shared.shutting_down();
+        let rules = wait.rules.keeping(!conn.shared.shutting_down());
         let (out, _) = self.output.buffer();
-        let (keep, body) =
-            render_in_place(out, &mut res, keep, wait.head_only, io.now(), INLINE_BODY);
+        let (keep, body) = render_in_place(
+            out,
+            &mut res,
+            rules.keep_alive,
+            rules.head_only,
+            io.now(),
+            INLINE_BODY,
+        );
         if !body.is_empty() {
             self.output.set_body(body);
         }
@@ -708,11 +714,11 @@ impl Busy {
         let Some(StreamStart { head, length, flow }) = Arc::into_inner(start) else {
             return self.cut_stream(conn, io, wait); // never: one message, one holder
         };
-        let framing = StreamFraming::choose(length, wait.http10);
-        let keep = wait.keep_alive && !conn.shared.shutting_down();
+        let rules = wait.rules.keeping(!conn.shared.shutting_down());
+        let framing = StreamFraming::choose(length, rules.http10);
         let (out, _) = self.output.buffer();
-        let keep = render_stream_head(out, &head, keep, framing, io.now());
-        if wait.head_only || !has_body(head.status) {
+        let keep = render_stream_head(out, &head, rules.keep_alive, framing, io.now());
+        if rules.head_only || !has_body(head.status) {
             drop(flow); // tells the sender its body is not wanted
             return self.reply_done(conn, io, wait, keep);
         }

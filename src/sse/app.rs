@@ -298,6 +298,9 @@ impl SseSender {
     /// }
     /// ```
     pub fn close(&self) -> bool {
-        self.remote.send(self.id, Command::Close(1000))
+        self.remote.send(
+            self.id,
+            Command::Close(1000), /* the code is WebSocket's; a stream just ends */
+        )
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use reactor::{ConnId, Remote};
 
-use super::frame::{OP_BINARY, OP_TEXT};
+use super::frame::Opcode;
 use crate::http::{Request, Response};
 use crate::live::{Command, Outbox};
 use crate::rooms::{Message, Rooms, Seat};
@@ -125,7 +125,7 @@ pub struct Ws<'a> {
     pub(crate) deflate: Option<&'a super::Agreed>,
     /// The peer's window, when our messages keep their context.
     pub(crate) history: &'a mut super::deflate::History,
-    pub(crate) close: &'a mut Option<u16>,
+    pub(crate) close: &'a mut Option<super::close::CloseCode>,
     /// The server's remote (for [`Ws::sender`]).
     pub(crate) remote: &'a Remote<Command>,
     /// Its rooms.
@@ -141,7 +141,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn send_text(&mut self, text: &str) {
-        self.frame(OP_TEXT, text.as_bytes());
+        self.frame(Opcode::Text, text.as_bytes());
     }
 
     /// Sends a binary message.
@@ -152,7 +152,7 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn send_binary(&mut self, body: &[u8]) {
-        self.frame(OP_BINARY, body);
+        self.frame(Opcode::Binary, body);
     }
 
     /// Sends a message (text as text, binary as binary).
@@ -182,8 +182,8 @@ impl Ws<'_> {
             return;
         }
         let (opcode, bytes) = match msg {
-            Message::Text(t) => (OP_TEXT, t.into_bytes()),
-            Message::Binary(b) => (OP_BINARY, b),
+            Message::Text(t) => (Opcode::Text, t.into_bytes()),
+            Message::Binary(b) => (Opcode::Binary, b),
         };
         super::deflate::queue_owned(self.out, opcode, bytes, self.deflate, self.history);
     }
@@ -199,7 +199,7 @@ impl Ws<'_> {
     /// ```
     pub fn close(&mut self, code: u16) {
         if self.close.is_none() {
-            *self.close = Some(code);
+            *self.close = Some(super::close::CloseCode::new(code));
         }
     }
 
@@ -324,7 +324,7 @@ impl Ws<'_> {
         self.seat.rooms
     }
 
-    fn frame(&mut self, opcode: u8, payload: &[u8]) {
+    fn frame(&mut self, opcode: Opcode, payload: &[u8]) {
         if self.close.is_none() {
             super::deflate::queue_message(self.out, opcode, payload, self.deflate, self.history);
         }

@@ -3,11 +3,8 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 
-use super::close::{NORMAL, close_payload};
-use super::frame::{
-    FIXED_MASK, FrameHead, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, Opcode, apply_mask,
-    write_frame,
-};
+use super::close::CloseCode;
+use super::frame::{FIXED_MASK, FrameHead, Opcode, apply_mask, write_frame};
 use super::handshake::{upgrade_reply, ws_wanted};
 use crate::http::{MAX_HEAD_BYTES, parse_reply_head};
 
@@ -210,16 +207,16 @@ pub fn ws_read(conn: &mut TcpStream) -> io::Result<String> {
         let client_side = acc.get(1).is_some_and(|b| b & 0x80 == 0);
         let (payload, rest) = ws_take(conn, std::mem::take(&mut acc))?;
         acc = rest;
-        match opcode {
-            OP_PING => {
+        match Opcode::from_u8(opcode) {
+            Some(Opcode::Ping) => {
                 // A client masks every frame it sends (RFC 6455 §5.3); a server never does.
                 let mask = client_side.then(fresh_mask);
                 let mut pong = Vec::new();
                 write_frame(&mut pong, Opcode::Pong.fin(), &payload, mask);
                 conn.write_all(&pong)?;
             }
-            OP_PONG => {}
-            OP_CLOSE => return Ok(String::new()),
+            Some(Opcode::Pong) => {}
+            Some(Opcode::Close) => return Ok(String::new()),
             _ => {
                 return String::from_utf8(payload).map_err(|_| {
                     io::Error::new(io::ErrorKind::InvalidData, "text frame is not UTF-8")
@@ -256,7 +253,7 @@ fn fresh_mask() -> [u8; 4] {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn ws_write(conn: &mut TcpStream, text: &str) -> io::Result<usize> {
-    write_message(conn, OP_TEXT, text.as_bytes())
+    write_message(conn, Opcode::Text, text.as_bytes())
 }
 
 /// Sends a binary message in one frame. Returns the bytes written: the whole frame, head
@@ -268,12 +265,12 @@ pub fn ws_write(conn: &mut TcpStream, text: &str) -> io::Result<usize> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn ws_write_bin(conn: &mut TcpStream, body: &[u8]) -> io::Result<usize> {
-    write_message(conn, OP_BINARY, body)
+    write_message(conn, Opcode::Binary, body)
 }
 
-fn write_message(conn: &mut TcpStream, opcode: u8, payload: &[u8]) -> io::Result<usize> {
+fn write_message(conn: &mut TcpStream, opcode: Opcode, payload: &[u8]) -> io::Result<usize> {
     let mut frame = Vec::with_capacity(payload.len() + 10);
-    write_frame(&mut frame, 0x80 | opcode, payload, None);
+    write_frame(&mut frame, opcode.fin(), payload, None);
     conn.write_all(&frame)?;
     Ok(frame.len())
 }
@@ -290,7 +287,7 @@ pub fn ws_close(mut conn: TcpStream) -> io::Result<()> {
     write_frame(
         &mut frame,
         Opcode::Close.fin(),
-        &close_payload(NORMAL),
+        &CloseCode::NORMAL.payload(),
         None,
     );
     let sent = conn.write_all(&frame);

@@ -1,19 +1,110 @@
 //! Close codes (RFC 6455 §7.4) and the close frame's payload.
 
+/// A close code (RFC 6455 §7.4): the named codes the library sends, and the one rule for
+/// which codes may be on the wire. The specification's functions take and give a `u16`
+/// ([`NORMAL`], [`close_payload`], ...); this is the type behind them.
+///
+/// ```
+/// use web::ws::CloseCode;
+/// assert_eq!(CloseCode::GOING_AWAY.get(), 1001);
+/// assert!(CloseCode::new(4000).may_be_sent());
+/// assert!(!CloseCode::new(1006).may_be_sent()); // "no close frame": never on the wire
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CloseCode(u16);
+
+impl CloseCode {
+    /// 1000: normal closure.
+    pub const NORMAL: CloseCode = CloseCode(1000);
+    /// 1001: the endpoint is going away (server shutting down).
+    pub const GOING_AWAY: CloseCode = CloseCode(1001);
+    /// 1002: protocol error.
+    pub const PROTOCOL_ERROR: CloseCode = CloseCode(1002);
+    /// 1007: a text message (or close reason) that is not UTF-8.
+    pub const INVALID_DATA: CloseCode = CloseCode(1007);
+    /// 1008: policy violation (used when a peer does not read what it is sent).
+    pub const POLICY: CloseCode = CloseCode(1008);
+    /// 1009: a message too big to process.
+    pub const TOO_BIG: CloseCode = CloseCode(1009);
+    /// 1011: the server met an unexpected condition.
+    pub const INTERNAL_ERROR: CloseCode = CloseCode(1011);
+
+    /// The code `code`, whatever it is (what may be sent of it is [`may_be_sent`]'s to say).
+    ///
+    /// ```
+    /// assert_eq!(web::ws::CloseCode::new(1000), web::ws::CloseCode::NORMAL);
+    /// ```
+    ///
+    /// [`may_be_sent`]: CloseCode::may_be_sent
+    pub const fn new(code: u16) -> CloseCode {
+        CloseCode(code)
+    }
+
+    /// The number.
+    ///
+    /// ```
+    /// assert_eq!(web::ws::CloseCode::TOO_BIG.get(), 1009);
+    /// ```
+    pub const fn get(self) -> u16 {
+        self.0
+    }
+
+    /// Whether the code may be in a close frame: 1000–1003, 1007–1011 and the later
+    /// registered 1012–1014, and 3000–4999 (registered and private use). 1004–1006 and 1015
+    /// are reserved never to be sent; anything else is unassigned.
+    ///
+    /// ```
+    /// assert!(web::ws::CloseCode::POLICY.may_be_sent());
+    /// assert!(!web::ws::CloseCode::new(1005).may_be_sent());
+    /// ```
+    pub const fn may_be_sent(self) -> bool {
+        matches!(self.0, 1000..=1003 | 1007..=1014 | 3000..=4999)
+    }
+
+    /// The payload of a close frame sent for this code: the code when it
+    /// [may be sent](CloseCode::may_be_sent), else nothing (an empty payload is what 1005,
+    /// "no code", stands for). Every close frame the library writes takes its payload from
+    /// here.
+    ///
+    /// ```
+    /// assert_eq!(web::ws::CloseCode::NORMAL.payload(), [0x03, 0xe8]);
+    /// assert!(web::ws::CloseCode::new(1015).payload().is_empty());
+    /// ```
+    pub fn payload(self) -> Vec<u8> {
+        if self.may_be_sent() {
+            self.0.to_be_bytes().to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+impl From<u16> for CloseCode {
+    fn from(code: u16) -> CloseCode {
+        CloseCode(code)
+    }
+}
+
+impl From<CloseCode> for u16 {
+    fn from(code: CloseCode) -> u16 {
+        code.0
+    }
+}
+
 /// 1000: normal closure.
-pub const NORMAL: u16 = 1000;
+pub const NORMAL: u16 = CloseCode::NORMAL.get();
 /// 1001: the endpoint is going away (server shutting down).
-pub const GOING_AWAY: u16 = 1001;
+pub const GOING_AWAY: u16 = CloseCode::GOING_AWAY.get();
 /// 1002: protocol error.
-pub const PROTOCOL_ERROR: u16 = 1002;
+pub const PROTOCOL_ERROR: u16 = CloseCode::PROTOCOL_ERROR.get();
 /// 1007: a text message (or close reason) that is not UTF-8.
-pub const INVALID_DATA: u16 = 1007;
+pub const INVALID_DATA: u16 = CloseCode::INVALID_DATA.get();
 /// 1008: policy violation (used when a peer does not read what it is sent).
-pub const POLICY: u16 = 1008;
+pub const POLICY: u16 = CloseCode::POLICY.get();
 /// 1009: a message too big to process.
-pub const TOO_BIG: u16 = 1009;
+pub const TOO_BIG: u16 = CloseCode::TOO_BIG.get();
 /// 1011: the server met an unexpected condition.
-pub const INTERNAL_ERROR: u16 = 1011;
+pub const INTERNAL_ERROR: u16 = CloseCode::INTERNAL_ERROR.get();
 
 /// Why a WebSocket peer's input was refused, each with the close code it earns (RFC 6455 §7.4):
 /// the one place a broken rule meets its code.
@@ -44,10 +135,20 @@ impl WsError {
     /// assert_eq!(web::ws::WsError::TooBig.code(), 1009);
     /// ```
     pub fn code(self) -> u16 {
+        self.close_code().get()
+    }
+
+    /// The close code to close the connection with, as a [`CloseCode`].
+    ///
+    /// ```
+    /// use web::ws::{CloseCode, WsError};
+    /// assert_eq!(WsError::Protocol.close_code(), CloseCode::PROTOCOL_ERROR);
+    /// ```
+    pub fn close_code(self) -> CloseCode {
         match self {
-            WsError::Protocol => PROTOCOL_ERROR,
-            WsError::InvalidData => INVALID_DATA,
-            WsError::TooBig => TOO_BIG,
+            WsError::Protocol => CloseCode::PROTOCOL_ERROR,
+            WsError::InvalidData => CloseCode::INVALID_DATA,
+            WsError::TooBig => CloseCode::TOO_BIG,
         }
     }
 }
@@ -70,34 +171,27 @@ impl From<WsError> for std::io::Error {
     }
 }
 
-/// Whether a peer may send `code` in a close frame: 1000–1003, 1007–1011 and the later
-/// registered 1012–1014, and 3000–4999 (registered and private use). 1004–1006 and 1015 are
-/// reserved never to be sent; anything else is unassigned.
+/// Whether a peer may send `code` in a close frame ([`CloseCode::may_be_sent`]).
 ///
 /// ```
 /// assert!(web::ws::is_valid_code(1000));
 /// assert!(!web::ws::is_valid_code(1005)); // reserved: never sent
 /// ```
 pub fn is_valid_code(code: u16) -> bool {
-    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
+    CloseCode::new(code).may_be_sent()
 }
 
-/// The payload of a close frame we send for `code`: the code itself when a peer may send it
-/// ([`is_valid_code`]), else no code at all. RFC 6455 §7.4 keeps 1005, 1006 and 1015 off the
-/// wire (they stand for "no code", "no close frame" and "TLS failed"), and the unassigned
-/// codes mean nothing to a peer; an empty payload is what 1005 stands for. Every close frame
-/// the library writes takes its payload from here.
+/// The payload of a close frame we send for `code` ([`CloseCode::payload`]): the code itself
+/// when a peer may send it ([`is_valid_code`]), else no code at all. RFC 6455 §7.4 keeps 1005,
+/// 1006 and 1015 off the wire (they stand for "no code", "no close frame" and "TLS failed"),
+/// and the unassigned codes mean nothing to a peer.
 ///
 /// ```
 /// assert_eq!(web::ws::close_payload(1000), vec![0x03, 0xe8]);
 /// assert_eq!(web::ws::close_payload(1006), Vec::<u8>::new());
 /// ```
 pub fn close_payload(code: u16) -> Vec<u8> {
-    if is_valid_code(code) {
-        code.to_be_bytes().to_vec()
-    } else {
-        Vec::new()
-    }
+    CloseCode::new(code).payload()
 }
 
 /// A close frame's payload taken apart: `Ok(None)` when empty, `Ok(Some((code, reason)))`, or

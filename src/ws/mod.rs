@@ -20,8 +20,8 @@ pub use blocking::{
     ws_frame_op, ws_read, ws_take, ws_write, ws_write_bin,
 };
 pub use close::{
-    GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG, WsError,
-    close_payload, is_valid_code, parse_close,
+    CloseCode, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG,
+    WsError, close_payload, is_valid_code, parse_close,
 };
 pub use decoder::{Decoder, Event, MAX_MESSAGE};
 #[cfg(not(feature = "deflate"))]

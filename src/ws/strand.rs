@@ -19,10 +19,10 @@ use std::time::Instant;
 use reactor::{ConnId, Io, Next, Read, Remote};
 
 use super::app::{Ws, WsHandler};
-use super::close::{GOING_AWAY, POLICY, close_payload};
+use super::close::CloseCode;
 use super::decoder::{Decoder, Event};
 use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
-use super::frame::{OP_BINARY, OP_TEXT, Opcode, Role, write_frame};
+use super::frame::{Opcode, Role, write_frame};
 use crate::live::{Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, write_out};
 use crate::rooms::{
     Delivery, Forms, Joined, Joining, Message, Seat, history_back, join_back, leave_all,
@@ -106,6 +106,14 @@ impl<H: WsHandler> WsApp for Route<H> {
         });
         Ok(Box::new(WsStrand::new(Arc::clone(endpoint), state)))
     }
+}
+
+/// Whether a parked connection reads from its peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    On,
+    /// Stopped while more than [`WS_HIGH_WATER`] bytes wait for the peer (backpressure).
+    Paused,
 }
 
 /// Where a WebSocket connection is in its closing handshake.
@@ -299,13 +307,13 @@ impl<H: WsHandler> WsStrand<H> {
     /// Drops a peer that does not read rather than grow without bound: the application is told
     /// 1008 (no close frame: the peer would not read it).
     fn shed(&mut self, id: ConnId) -> Next {
-        self.tell(id, Some(POLICY));
+        self.tell(id, Some(CloseCode::POLICY));
         Next::Close
     }
 
     /// The connection ended: it leaves its rooms, and the application gets its state back
     /// (once).
-    fn tell(&mut self, id: ConnId, code: Option<u16>) {
+    fn tell(&mut self, id: ConnId, code: Option<CloseCode>) {
         let Some(Member { endpoint, state }) = self.member.take() else {
             return; // told already
         };
@@ -323,15 +331,15 @@ impl<H: WsHandler> WsStrand<H> {
             .live
             .open
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        endpoint.handler.close(id, state, code);
+        endpoint.handler.close(id, state, code.map(CloseCode::get));
     }
 
     /// Queues our close frame with `code` (once) and starts the closing handshake.
-    fn queue_close(&mut self, code: u16) {
+    fn queue_close(&mut self, code: CloseCode) {
         let busy = self.b();
         if busy.closing == Closing::No {
             busy.out
-                .write(|buf| write_frame(buf, Opcode::Close.fin(), &close_payload(code), None));
+                .write(|buf| write_frame(buf, Opcode::Close.fin(), &code.payload(), None));
             busy.closing = Closing::Sent;
         }
     }
@@ -358,9 +366,9 @@ impl<H: WsHandler> WsStrand<H> {
             match self.b().decoder.next(bytes) {
                 Err(broken) => {
                     // A broken rule: close with its code, read nothing more.
-                    self.queue_close(broken.code());
+                    self.queue_close(broken.close_code());
                     self.b().closing = Closing::Done;
-                    self.tell(id, Some(broken.code()));
+                    self.tell(id, Some(broken.close_code()));
                     return;
                 }
                 Ok((used, event)) => {
@@ -396,12 +404,12 @@ impl<H: WsHandler> WsStrand<H> {
                 if busy.closing == Closing::No {
                     let payload = code
                         .as_ref()
-                        .map_or_else(Vec::new, |(c, _)| close_payload(*c));
+                        .map_or_else(Vec::new, |(c, _)| CloseCode::new(*c).payload());
                     busy.out
                         .write(|buf| write_frame(buf, Opcode::Close.fin(), &payload, None));
                 }
                 busy.closing = Closing::Done;
-                self.tell(id, code.map(|(c, _)| c));
+                self.tell(id, code.map(|(c, _)| CloseCode::new(c)));
                 return;
             }
         };
@@ -422,7 +430,7 @@ impl<H: WsHandler> WsStrand<H> {
         written
     }
 
-    fn park(&mut self, now: Instant, progressed: bool, read: bool) -> Next {
+    fn park(&mut self, now: Instant, progressed: bool, reading: Reading) -> Next {
         let Some(busy) = self.busy.as_mut() else {
             return Next::read();
         };
@@ -441,7 +449,7 @@ impl<H: WsHandler> WsStrand<H> {
             busy.deadline = None;
         }
         Next::Park {
-            read,
+            read: reading == Reading::On,
             write,
             deadline: busy.deadline,
         }
@@ -479,13 +487,13 @@ impl<H: WsHandler> WsStrand<H> {
                 Ok(true) if self.closing() == Closing::Lingering => return self.linger(io),
                 Ok(true) => {}
                 Ok(false) if self.pending() > WS_HIGH_WATER => {
-                    return self.park(io.now(), progressed, false);
+                    return self.park(io.now(), progressed, Reading::Paused);
                 }
                 Ok(false) => {}
             }
             if drained || !io.read_ready() {
                 // Nothing to read (drained, or a wake to write only): one system call saved.
-                return self.park(io.now(), progressed, true);
+                return self.park(io.now(), progressed, Reading::On);
             }
             match io.read() {
                 Read::Data(bytes) => {
@@ -493,7 +501,7 @@ impl<H: WsHandler> WsStrand<H> {
                     self.take(bytes, id);
                     drained = !io.read_ready();
                 }
-                Read::WouldBlock => return self.park(io.now(), progressed, true),
+                Read::WouldBlock => return self.park(io.now(), progressed, Reading::On),
                 Read::Closed | Read::Error(_) => {
                     self.tell(id, None);
                     return Next::Close;
@@ -501,7 +509,7 @@ impl<H: WsHandler> WsStrand<H> {
             }
         }
         // Let other connections run; resumed next turn.
-        self.park(io.now(), progressed, true)
+        self.park(io.now(), progressed, Reading::On)
     }
 
     /// Reads and drops what the peer still sends, until it closes its side.
@@ -533,7 +541,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.with_ws(id, |handler, ws, state| handler.open(ws, state));
         if io.remote().is_shutting_down() {
             // Upgraded while the server drains: the drain has passed this connection by.
-            self.queue_close(GOING_AWAY);
+            self.queue_close(CloseCode::GOING_AWAY);
         }
         if !early.is_empty() {
             self.take(early, id);
@@ -565,8 +573,8 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                 Command::Send(msg) => {
                     let b = self.b();
                     let (opcode, bytes) = match msg {
-                        Message::Text(t) => (OP_TEXT, t.into_bytes()),
-                        Message::Binary(bytes) => (OP_BINARY, bytes),
+                        Message::Text(t) => (Opcode::Text, t.into_bytes()),
+                        Message::Binary(bytes) => (Opcode::Binary, bytes),
                     };
                     queue_owned(&mut b.out, opcode, bytes, deflate.as_ref(), &mut b.history)
                 }
@@ -578,7 +586,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                     let b = self.b();
                     queue_shared(&mut b.out, &frame, deflate.as_ref(), &mut b.history)
                 }
-                Command::Close(code) => self.queue_close(code),
+                Command::Close(code) => self.queue_close(CloseCode::new(code)),
                 Command::Sweep => match io.silent_sweeps() {
                     0 => {}
                     // Silent for half an interval to an interval: ping.
@@ -617,7 +625,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         }
         // Written at the end of the worker's turn, with everything else the turn queues for
         // this connection: several publishes in one turn cost one write, not one each.
-        let next = self.park(io.now(), false, true);
+        let next = self.park(io.now(), false, Reading::On);
         self.settle(next)
     }
 
@@ -625,7 +633,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         if self.closing() == Closing::Lingering {
             return self.linger(io);
         }
-        self.queue_close(GOING_AWAY);
+        self.queue_close(CloseCode::GOING_AWAY);
         self.run(io)
     }
 

@@ -13,6 +13,7 @@ pub(crate) mod render;
 pub(crate) mod reply;
 mod request;
 mod response;
+mod rules;
 
 pub use header::{Header, HeaderRef, InvalidHeader, header, header_in};
 pub use request::{Headers, Request};
@@ -21,3 +22,4 @@ pub use response::{
     Body, HTML, JSON, Response, TEXT, html_response, json_response, set_cookie, text_response,
     try_with_header, with_header,
 };
+pub(crate) use rules::ReplyRules;

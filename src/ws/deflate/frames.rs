@@ -56,13 +56,13 @@ const SCRATCH_KEEP: usize = 64 * 1024;
 /// `history`: the connection's window, when its messages keep their context.
 pub(crate) fn write_message(
     buf: &mut Vec<u8>,
-    opcode: u8,
+    opcode: Opcode,
     payload: &[u8],
     agreed: Option<&Agreed>,
     history: Option<&mut History>,
 ) {
     let Some(agreed) = agreed.filter(|a| payload.len() >= a.min_size as usize) else {
-        write_frame(buf, 0x80 | opcode, payload, None);
+        write_frame(buf, opcode.fin(), payload, None);
         return;
     };
     SCRATCH.with(|scratch| {
@@ -80,12 +80,12 @@ pub(crate) fn write_message(
             dictionary,
             &mut scratch,
         ) {
-            write_frame(buf, 0x80 | RSV1 | opcode, &scratch, None);
+            write_frame(buf, opcode.fin() | RSV1, &scratch, None);
             if let (true, Some(h)) = (takeover, history) {
                 h.extend(payload, agreed.window);
             }
         } else {
-            write_frame(buf, 0x80 | opcode, payload, None);
+            write_frame(buf, opcode.fin(), payload, None);
         }
         if scratch.capacity() > SCRATCH_KEEP {
             *scratch = Vec::new();
@@ -147,7 +147,7 @@ pub(crate) fn shared_frame(frame: &Arc<[u8]>, agreed: &Agreed) -> Option<Arc<[u8
 /// Queues a message for a connection that agreed to `agreed` (`None`: not in use).
 pub(crate) fn queue_message(
     out: &mut Outbox,
-    opcode: u8,
+    opcode: Opcode,
     payload: &[u8],
     agreed: Option<&Agreed>,
     history: &mut History,
@@ -163,7 +163,7 @@ const TAKE_MIN: usize = 1024;
 /// payload that goes uncompressed is queued as it is, without a copy.
 pub(crate) fn queue_owned(
     out: &mut Outbox,
-    opcode: u8,
+    opcode: Opcode,
     payload: Vec<u8>,
     agreed: Option<&Agreed>,
     history: &mut History,
@@ -172,7 +172,7 @@ pub(crate) fn queue_owned(
     if compressible || payload.len() < TAKE_MIN {
         return queue_message(out, opcode, &payload, agreed, history);
     }
-    out.write(|buf| write_head(buf, 0x80 | opcode, payload.len(), false));
+    out.write(|buf| write_head(buf, opcode.fin(), payload.len(), false));
     out.push_taken(payload);
 }
 
@@ -200,20 +200,19 @@ pub(crate) fn queue_shared(
 
 /// The opcode and payload of `frame` when it is one whole, unmasked, uncompressed text or
 /// binary frame (what the library encodes for a publish or a broadcast).
-fn whole_message(frame: &[u8]) -> Option<(u8, &[u8])> {
+fn whole_message(frame: &[u8]) -> Option<(Opcode, &[u8])> {
     let head = parse_head(frame, Role::Client, true).ok()??;
     let payload = frame.get(head.head_len..)?;
     let whole = head.fin
         && !head.rsv1
         && matches!(head.opcode, Opcode::Text | Opcode::Binary)
         && head.len == payload.len() as u64;
-    whole.then_some((head.opcode.as_u8(), payload))
+    whole.then_some((head.opcode, payload))
 }
 
 #[cfg(all(test, feature = "deflate"))]
 mod tests {
     use super::*;
-    use crate::ws::OP_TEXT;
     use crate::ws::deflate::{Inflater, inflate};
 
     fn agreed(takeover: bool) -> Agreed {
@@ -238,7 +237,7 @@ mod tests {
             (Some(agreed(false)), &b"short"[..]),
         ] {
             let mut buf = Vec::new();
-            write_message(&mut buf, OP_TEXT, payload, agreed.as_ref(), None);
+            write_message(&mut buf, Opcode::Text, payload, agreed.as_ref(), None);
             assert_eq!(payload_of(&buf), (false, payload.to_vec()));
         }
     }
@@ -249,14 +248,14 @@ mod tests {
         let mut buf = Vec::new();
         write_message(
             &mut buf,
-            OP_TEXT,
+            Opcode::Text,
             text.as_bytes(),
             Some(&agreed(false)),
             None,
         );
         let (rsv1, data) = payload_of(&buf);
         assert!(rsv1);
-        assert_eq!(buf[0] & 0x0f, OP_TEXT);
+        assert_eq!(buf[0] & 0x0f, Opcode::Text.as_u8());
         let back = inflate(&mut Inflater::Shared, &data, 10_000).unwrap();
         assert_eq!(back, text.as_bytes());
     }
@@ -272,7 +271,7 @@ mod tests {
             let mut buf = Vec::new();
             write_message(
                 &mut buf,
-                OP_TEXT,
+                Opcode::Text,
                 text.as_bytes(),
                 Some(&agreed(true)),
                 Some(&mut history),
