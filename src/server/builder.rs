@@ -6,14 +6,13 @@ use std::time::Duration;
 
 use super::Control;
 use super::dispatch::LiveRoute;
-use super::limits::{
-    DRAIN_TIMEOUT, HEARTBEAT, Limits, MAX_CONNECTIONS, PING_INTERVAL, REPLY_TIMEOUT,
-};
+use super::features::Extras;
+use super::limits::{DRAIN_TIMEOUT, HEARTBEAT, Limits, MAX_CONNECTIONS, REPLY_TIMEOUT};
 use super::serving::first_address;
 use super::taken::DynTaken;
 use crate::sse::SseApp;
 use crate::sse::{SseHandler, SseRoute};
-use crate::ws::{MAX_MESSAGE, Rooms, Route, WsApp, WsHandler};
+use crate::ws::{Rooms, Route, WsApp, WsConfig, WsHandler};
 
 #[cfg(doc)]
 use super::*;
@@ -51,7 +50,7 @@ pub(super) enum Listen {
 /// | [`requests`](Server::requests): requests served in all | none | the server stops |
 /// | [`workers`](Server::workers) | available cores | |
 /// | [`heartbeat`](Server::heartbeat): an event stream with nothing to send | [`HEARTBEAT`](crate::http::HEARTBEAT), 15 s | a comment line is sent |
-/// | [`ping_interval`](Server::ping_interval): a WebSocket peer silent | [`PING_INTERVAL`](crate::http::PING_INTERVAL), 30 s | pinged; closed an interval after an unanswered ping |
+/// | [`ping_interval`](Server::ping_interval): a WebSocket peer silent | [`PING_INTERVAL`](crate::ws::PING_INTERVAL), 30 s | pinged; closed an interval after an unanswered ping |
 /// | [`close_timeout`](Server::close_timeout): a peer answering our close | [`CLOSE_TIMEOUT`](crate::ws::CLOSE_TIMEOUT), 5 s | closed anyway |
 /// | [`max_message`](Server::max_message): a WebSocket message | [`MAX_MESSAGE`](crate::ws::MAX_MESSAGE), 64 KiB | close 1009 |
 /// | [`max_rooms`](Server::max_rooms): rooms of one connection | [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024 | `join` joins nothing, `try_join` answers `false` |
@@ -77,7 +76,9 @@ pub(super) enum Listen {
 /// | WebSocket output owed to one peer | [`WS_MAX_BACKLOG`](crate::ws::WS_MAX_BACKLOG), 16 MiB | close 1008 |
 /// | linger while the server stops | 250 ms | closed |
 ///
-/// Each refusal is followed by `Connection: close`.
+/// Each refusal is followed by `Connection: close`. The WebSocket settings can also be set
+/// together as a [`WsConfig`](crate::ws::WsConfig) ([`ws_config`](Server::ws_config)), the TLS
+/// ones as a `web::tls::TlsConfig` (`tls_config`, `--features tls`).
 ///
 /// ```no_run
 /// use web::http::{text_response, Server};
@@ -100,22 +101,13 @@ pub struct Server {
     pub(super) websocket: Vec<LiveRoute<dyn WsApp>>,
     pub(super) sse: Vec<LiveRoute<dyn SseApp>>,
     pub(super) heartbeat: Duration,
-    pub(super) ping_interval: Option<Duration>,
-    pub(super) deflate: Option<crate::ws::Deflate>,
-    pub(super) close_timeout: Duration,
-    pub(super) max_message: usize,
+    pub(super) ws: WsConfig,
     pub(super) max_rooms: usize,
     pub(super) max_queued_output: usize,
     pub(super) rooms: Rooms,
     pub(super) control: Control,
-    #[cfg(feature = "redis")]
-    pub(super) fleet: Option<crate::fleet::Fleet>,
-    #[cfg(feature = "tls")]
-    pub(super) tls: Option<crate::tls::ServerTls>,
-    #[cfg(feature = "tls")]
-    pub(super) handshake_timeout: Duration,
-    #[cfg(feature = "tls")]
-    pub(super) tls_records_per_key: u64,
+    /// What the optional features add (`features.rs`).
+    pub(super) extras: Extras,
 }
 
 impl Server {
@@ -183,22 +175,12 @@ impl Server {
             websocket: Vec::new(),
             sse: Vec::new(),
             heartbeat: HEARTBEAT,
-            ping_interval: Some(PING_INTERVAL),
-            deflate: None,
-            close_timeout: crate::ws::CLOSE_TIMEOUT,
-            max_message: MAX_MESSAGE,
+            ws: WsConfig::default(),
             max_rooms: crate::ws::MAX_ROOMS,
             max_queued_output: crate::live::MAX_QUEUED_OUTPUT,
             rooms: Rooms::new(super::encoding::ENCODING),
             control: Control::default(),
-            #[cfg(feature = "redis")]
-            fleet: None,
-            #[cfg(feature = "tls")]
-            tls: None,
-            #[cfg(feature = "tls")]
-            handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
-            #[cfg(feature = "tls")]
-            tls_records_per_key: u64::MAX,
+            extras: Extras::default(),
         }
     }
 
@@ -495,11 +477,11 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn close_timeout(mut self, d: Duration) -> Server {
-        self.close_timeout = d;
+        self.ws = self.ws.close_timeout(d);
         self
     }
 
-    /// Liveness of WebSocket peers (default `Some(`[`PING_INTERVAL`]`)`, 30 s; `None` turns it
+    /// Liveness of WebSocket peers (default `Some(`[`PING_INTERVAL`](crate::ws::PING_INTERVAL)`)`, 30 s; `None` turns it
     /// off): a peer from which nothing arrived for half an interval to an interval is pinged,
     /// and one from which nothing arrives within an interval of its ping is closed — the
     /// application's `close` is told with no code. Any frame counts, so an active peer is never
@@ -519,27 +501,7 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn ping_interval(mut self, every: Option<Duration>) -> Server {
-        self.ping_interval = every.filter(|d| !d.is_zero());
-        self
-    }
-
-    /// WebSocket compression (permessage-deflate, RFC 7692) for clients that offer it —
-    /// every browser does; off by default (`None`). [`Deflate::default()`] keeps no state per
-    /// connection: one compressor and one decompressor per worker serve them all, and a message
-    /// published to a room is compressed once per worker. `max_message` limits a message's
-    /// size once inflated. Clients that do not offer the extension get plain frames.
-    ///
-    /// [`Deflate::default()`]: crate::ws::Deflate
-    ///
-    /// ```
-    /// use web::ws::Deflate;
-    /// let server = web::http::Server::bind("127.0.0.1:0")?.deflate(Some(Deflate::default()));
-    /// # let _ = server;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    #[cfg(feature = "deflate")]
-    pub fn deflate(mut self, deflate: Option<crate::ws::Deflate>) -> Server {
-        self.deflate = deflate;
+        self.ws = self.ws.ping_interval(every);
         self
     }
 
@@ -590,21 +552,18 @@ impl Server {
         self
     }
 
-    /// Makes this server one instance of a `web::fleet::Fleet` (`--features
-    /// redis`): a publish to a room reaches its members on every instance, through Redis. The
-    /// fleet's threads start and stop with the server; its figures appear in
-    /// [`ServerStats`]. Rate limits are shared with [`RateLimit::fleet`](crate::http::RateLimit::fleet).
+    /// Every WebSocket setting at once (the setters [`max_message`](Server::max_message),
+    /// [`ping_interval`](Server::ping_interval), [`close_timeout`](Server::close_timeout) and
+    /// [`deflate`](Server::deflate) set one each).
     ///
-    /// ```no_run
-    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1:6379/")?;
-    /// let server = web::http::Server::bind("127.0.0.1:8080")?.fleet(&fleet);
-    /// server.run(|_req| web::http::text_response(200, "one of several"))?;
+    /// ```
+    /// let config = web::ws::WsConfig::default().max_message(1 << 20).ping_interval(None);
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.ws_config(config);
+    /// # let _ = server;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    #[cfg(feature = "redis")]
-    pub fn fleet(mut self, fleet: &crate::fleet::Fleet) -> Server {
-        self.control.attach_fleet(fleet.counters());
-        self.fleet = Some(fleet.clone());
+    pub fn ws_config(mut self, config: WsConfig) -> Server {
+        self.ws = config;
         self
     }
 
@@ -617,7 +576,7 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn max_message(mut self, bytes: usize) -> Server {
-        self.max_message = bytes;
+        self.ws = self.ws.max_message(bytes);
         self
     }
 
@@ -651,60 +610,6 @@ impl Server {
     /// ```
     pub fn max_queued_output(mut self, bytes: usize) -> Server {
         self.max_queued_output = bytes;
-        self
-    }
-
-    /// Serves HTTPS only (and WSS, and SSE over HTTPS) on this server's port (feature `tls`).
-    /// Every route, limit, room and deferred reply works as over plain HTTP; a plain HTTP
-    /// request sent to the port gets a plain `400` saying so. Replace the certificates while
-    /// running with [`Control::reload_tls`]. A server with a `taking` hook cannot also speak
-    /// TLS (its sockets carry records, not requests): starting it is an `InvalidInput` error.
-    ///
-    /// ```no_run
-    /// use web::tls::ServerTls;
-    /// let server = web::http::Server::bind("0.0.0.0:8443")?
-    ///     .tls(ServerTls::from_pem_files("cert.pem", "key.pem")?);
-    /// server.run(|_req| web::http::text_response(200, "secure hello\n"))?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, tls: crate::tls::ServerTls) -> Server {
-        self.tls = Some(tls);
-        self
-    }
-
-    /// How long a TLS client has to finish its handshake (default
-    /// [`HANDSHAKE_TIMEOUT`](crate::tls::HANDSHAKE_TIMEOUT)); one that has not is closed and
-    /// counted in [`ServerStats::tls_timeouts`].
-    ///
-    /// ```
-    /// let server = web::http::Server::bind("127.0.0.1:0")?
-    ///     .handshake_timeout(std::time::Duration::from_secs(3));
-    /// # let _ = server;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    #[cfg(feature = "tls")]
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Server {
-        self.handshake_timeout = timeout;
-        self
-    }
-
-    /// At most how many records the server seals under one traffic key of a TLS connection
-    /// before it changes the key: TLS 1.3 sends a KeyUpdate, TLS 1.2 (which cannot change
-    /// keys) says `close_notify` and closes. The default, and the ceiling, is each AEAD's own
-    /// safe limit (RFC 8446 §5.5, as rustls keeps it): 2^24 records for AES-GCM, none short of
-    /// the sequence number for ChaCha20-Poly1305. A lower figure changes keys sooner, which
-    /// tests use to see it happen.
-    ///
-    /// ```
-    /// let server = web::http::Server::bind("127.0.0.1:0")?.tls_records_per_key(1 << 20);
-    /// # let _ = server;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    #[cfg(feature = "tls")]
-    pub fn tls_records_per_key(mut self, records: u64) -> Server {
-        // A key seals its KeyUpdate too: two records at least.
-        self.tls_records_per_key = records.max(2);
         self
     }
 

@@ -4,7 +4,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::Control;
-use super::start::FleetThreads;
+use super::features::FleetThreads;
 use super::*;
 use crate::live::Command;
 

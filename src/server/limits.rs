@@ -31,13 +31,8 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time between the comment lines an idle event stream gets
 /// ([`Server::heartbeat`](crate::http::Server::heartbeat)).
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
-/// Default interval of the liveness pings of WebSocket peers
-/// ([`Server::ping_interval`](crate::http::Server::ping_interval)): a peer from which nothing
-/// has arrived for half an interval to an interval is pinged, and closed if nothing arrives
-/// within an interval of the ping, so a peer that vanished (a phone out of coverage, a laptop
-/// shut, a NAT box that forgot it) is closed 1.5 to 2 intervals after its last byte — 45–60 s.
-/// 30 s also keeps NAT mappings and proxies of mobile networks from timing the connection out.
-pub const PING_INTERVAL: Duration = Duration::from_secs(30);
+// WebSocket's own setting, read from `web::http` where the specification has it.
+pub use crate::ws::PING_INTERVAL;
 
 /// Limits and timeouts of a server's connections.
 #[derive(Clone, Copy, Debug)]

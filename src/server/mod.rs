@@ -34,6 +34,7 @@ mod deferred;
 mod dispatch;
 mod encoding;
 mod exchange;
+mod features;
 mod handle;
 mod http_strand;
 mod limits;

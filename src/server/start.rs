@@ -10,6 +10,7 @@ use reactor::{Config, Reactor};
 use super::builder::Listen;
 use super::conn::HttpService;
 use super::dispatch::{Counter, DynHandler, Shared};
+use super::features::FleetThreads;
 use super::ticks::Tick;
 use super::*;
 use crate::http::{Request, Response};
@@ -42,13 +43,13 @@ impl Server {
             budget,
             timeouts: Timeouts {
                 write: self.limits.write_timeout,
-                close: self.close_timeout,
+                close: self.ws.close_timeout,
                 linger: self.limits.linger,
             },
             rooms: self.rooms.clone(),
             open: self.control.websockets(),
             streams: self.control.streams(),
-            ping_interval: self.ping_interval,
+            ping_interval: self.ws.ping_interval,
         };
         let shared = Arc::new(Shared {
             handler,
@@ -63,8 +64,8 @@ impl Server {
             sse: self.sse,
             ws_settings: Arc::new(WsSettings {
                 live: live.clone(),
-                max_message: self.max_message,
-                deflate: self.deflate,
+                max_message: self.ws.max_message,
+                deflate: self.ws.deflate,
             }),
             sse_settings: Arc::new(live),
             replies,
@@ -104,7 +105,7 @@ impl Server {
                 command: Command::Heartbeat,
             });
         }
-        if let (Some(every), false) = (self.ping_interval, shared.websocket.is_empty()) {
+        if let (Some(every), false) = (self.ws.ping_interval, shared.websocket.is_empty()) {
             // Two sweeps an interval: see `PING_INTERVAL`.
             schedule.push(Tick {
                 every: every / 2,
@@ -113,17 +114,7 @@ impl Server {
         }
         ticks::start(reactor.remote(), schedule)?;
         self.rooms.attach(Box::new(reactor.remote()));
-        #[cfg(feature = "redis")]
-        let fleet = match &self.fleet {
-            Some(fleet) => {
-                let (link, threads) = fleet.serve_rooms(&self.rooms)?;
-                self.rooms.attach_fleet(Box::new(link));
-                Some(threads)
-            }
-            None => None,
-        };
-        #[cfg(not(feature = "redis"))]
-        let fleet = ();
+        let fleet = self.extras.start_fleet(&self.rooms)?;
         self.control
             .attach(reactor.remote(), Arc::clone(&shared.served));
         Ok((reactor, shared, fleet))
@@ -181,11 +172,6 @@ impl Server {
 
 /// The fleet threads of a running server (none without the `redis` feature); dropped after
 /// the workers stop.
-#[cfg(feature = "redis")]
-pub(super) type FleetThreads = Option<crate::fleet::Running>;
-#[cfg(not(feature = "redis"))]
-pub(super) type FleetThreads = ();
-
 /// The workers of a server about to run: plain, or each connection under TLS.
 enum Running {
     Plain(Reactor<HttpService>),
@@ -200,43 +186,5 @@ impl Running {
             #[cfg(feature = "tls")]
             Running::Tls(reactor) => reactor.remote(),
         }
-    }
-}
-
-#[cfg(feature = "tls")]
-type TlsShared = Arc<crate::tls::TlsShared>;
-#[cfg(not(feature = "tls"))]
-type TlsShared = std::convert::Infallible;
-
-impl Server {
-    /// What every TLS connection shares, when the server speaks TLS (attached to its control,
-    /// for reloads and figures).
-    #[cfg(feature = "tls")]
-    fn tls_service(&mut self, budget: Arc<OutputBudget>) -> io::Result<Option<TlsShared>> {
-        let Some(tls) = self.tls.take() else {
-            return Ok(None);
-        };
-        if self.taken.is_some() {
-            // The hook takes the socket, which carries records, not requests.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a TLS server cannot hand its connections to a `taking` hook",
-            ));
-        }
-        let shared = Arc::new(crate::tls::TlsShared {
-            configs: crate::tls::Configs::new(&tls)?,
-            counters: Arc::default(),
-            handshake_timeout: self.handshake_timeout,
-            linger: self.limits.linger,
-            budget,
-            records_per_key: self.tls_records_per_key,
-        });
-        self.control.attach_tls(Arc::clone(&shared));
-        Ok(Some(shared))
-    }
-
-    #[cfg(not(feature = "tls"))]
-    fn tls_service(&mut self, _budget: Arc<OutputBudget>) -> io::Result<Option<TlsShared>> {
-        Ok(None)
     }
 }

@@ -13,6 +13,7 @@
 
 mod alert;
 mod client;
+mod config;
 mod first_flight;
 mod peer_limits;
 mod pem;
@@ -25,7 +26,7 @@ mod traffic;
 
 pub use client::ClientTls;
 pub(crate) use client::TlsStream;
+pub use config::{HANDSHAKE_TIMEOUT, TlsConfig};
 pub(crate) use server_config::Configs;
 pub use server_config::ServerTls;
-pub use strand::HANDSHAKE_TIMEOUT;
 pub(crate) use strand::{TlsService, TlsShared};

@@ -12,10 +12,6 @@ use super::server_config::Configs;
 use super::session::{Session, release_buffers};
 use crate::live::OutputBudget;
 
-/// How long a client has to finish its handshake by default; see
-/// [`Server::handshake_timeout`](crate::http::Server::handshake_timeout).
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// What every connection of a TLS server shares.
 pub(crate) struct TlsShared {
     pub(crate) configs: Configs,
