@@ -131,7 +131,15 @@ fn child(mode: &str) -> ! {
     if mode == "one_request_then_wait" {
         server = server.requests(1);
     }
-    server.control().shutdown_on_signals().unwrap();
+    let control = server.control();
+    control.shutdown_on_signals().unwrap();
+    // Says when the graceful stop begins (what a second signal waits for).
+    std::thread::spawn(move || {
+        while !control.is_shutting_down() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        say("stopping");
+    });
     println!("{}", server.local_addr().unwrap().port());
     std::io::stdout().flush().unwrap();
     let handler_takes = match mode {
@@ -141,16 +149,37 @@ fn child(mode: &str) -> ! {
     };
     server
         .run(move |_req| {
+            say("handling");
             std::thread::sleep(handler_takes);
             text_response(200, "answered")
         })
         .unwrap();
     if mode == "one_request_then_wait" {
-        println!("stopped");
-        std::io::stdout().flush().unwrap();
+        say("stopped");
         std::thread::sleep(Duration::from_secs(30));
     }
     std::process::exit(0);
+}
+
+/// A line to the test, from the child.
+fn say(what: &str) {
+    println!("{what}");
+    std::io::stdout().flush().unwrap();
+}
+
+/// Waits until the child says `what`.
+fn wait_for(out: &mut BufReader<ChildStdout>, what: &str) {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child ended before saying {what:?}"
+        );
+        if line.trim() == what {
+            return;
+        }
+    }
 }
 
 /// This test binary started again as a child running `child(mode)` for test `test`; returns
@@ -194,14 +223,14 @@ fn send_signal(child: &std::process::Child, signal: libc::c_int) {
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
 }
 
-/// A connection with a request sent, given 200 ms to reach the handler.
-fn request_in_flight(port: u16) -> TcpStream {
+/// A connection with a request sent and in the child's handler.
+fn request_in_flight(port: u16, out: &mut BufReader<ChildStdout>) -> TcpStream {
     let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     conn.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for(out, "handling");
     conn
 }
 
@@ -209,11 +238,11 @@ fn request_in_flight(port: u16) -> TcpStream {
 fn sigterm_and_sigint_stop_the_server_gracefully_and_the_process_exits_zero() {
     be_the_child_if_asked();
     for signal in [libc::SIGTERM, libc::SIGINT] {
-        let (mut child, out, port) = spawn_child(
+        let (mut child, mut out, port) = spawn_child(
             "sigterm_and_sigint_stop_the_server_gracefully_and_the_process_exits_zero",
             "answer_after_700ms",
         );
-        let mut conn = request_in_flight(port);
+        let mut conn = request_in_flight(port, &mut out);
         send_signal(&child, signal);
         let mut reply = String::new();
         conn.read_to_string(&mut reply).unwrap();
@@ -234,13 +263,13 @@ fn sigterm_and_sigint_stop_the_server_gracefully_and_the_process_exits_zero() {
 fn a_second_signal_while_requests_drain_ends_the_process_at_once() {
     be_the_child_if_asked();
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        let (mut child, out, port) = spawn_child(
+        let (mut child, mut out, port) = spawn_child(
             "a_second_signal_while_requests_drain_ends_the_process_at_once",
             "answer_after_10s",
         );
-        let mut conn = request_in_flight(port);
+        let mut conn = request_in_flight(port, &mut out);
         send_signal(&child, signal); // the graceful stop begins: it would wait for the handler
-        std::thread::sleep(Duration::from_millis(200));
+        wait_for(&mut out, "stopping");
         send_signal(&child, signal); // nothing more to stop gracefully: the default action
         let status = child.wait().unwrap();
         drop(out);
@@ -261,12 +290,8 @@ fn a_signal_after_the_server_stopped_acts_as_without_the_library() {
     );
     let reply = web::http::get("127.0.0.1", port, "/").unwrap();
     assert_eq!(web::http::status_of(&reply), Some(200));
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(
-        line, "stopped\n",
-        "the server stopped after its one request"
-    );
+    // The server stopped after its one request.
+    wait_for(&mut out, "stopped");
     send_signal(&child, libc::SIGINT);
     let status = child.wait().unwrap();
     // Ctrl-C ends the process, as it would without the library's handler, instead of being

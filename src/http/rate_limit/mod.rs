@@ -15,7 +15,7 @@ mod caller;
 mod table;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::message::{Request, Response, text_response, with_header};
 use super::middleware::{Layer, layer};
@@ -105,6 +105,7 @@ pub struct RateLimit {
     refusal: Response,
     /// Where the counts are shared with other instances (`RateLimit::fleet`).
     across: Option<Arc<dyn StartsCounts>>,
+    clock: Clock,
 }
 
 impl RateLimit {
@@ -123,6 +124,7 @@ impl RateLimit {
             max_callers: MAX_CALLERS,
             refusal: too_many(),
             across: None,
+            clock: Clock::System,
         }
     }
 
@@ -141,6 +143,7 @@ impl RateLimit {
             max_callers: MAX_CALLERS,
             refusal: too_many(),
             across: None,
+            clock: Clock::System,
         }
     }
 
@@ -204,6 +207,28 @@ impl RateLimit {
         self
     }
 
+    /// The time the limiter counts seconds by, as time since the Unix epoch (default: the
+    /// system's clock). What a test or a simulation sets, to step time by hand instead of
+    /// waiting for the wall clock; the clock must not go backwards.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    /// let second = Arc::new(AtomicU64::new(1));
+    /// let now = Arc::clone(&second);
+    /// let limiter = web::http::RateLimit::new(1, 0, 0)
+    ///     .clock(move || Duration::from_secs(now.load(Ordering::Relaxed)))
+    ///     .limiter();
+    /// assert!(limiter.admit_write("a") && !limiter.admit_write("a"));
+    /// second.store(2, Ordering::Relaxed); // the next second: a new allowance
+    /// assert!(limiter.admit_write("a"));
+    /// ```
+    pub fn clock(mut self, clock: impl Fn() -> Duration + Send + Sync + 'static) -> RateLimit {
+        self.clock = Clock::Given(Arc::new(clock));
+        self
+    }
+
     /// The middleware, for [`wrap`](crate::http::wrap): [`RateLimit::limiter`] and its
     /// [`layer`](RateLimiter::layer).
     ///
@@ -240,6 +265,7 @@ impl RateLimit {
             hops: self.hops,
             refusal: self.refusal,
             shared,
+            clock: self.clock,
         }))
     }
 }
@@ -260,6 +286,7 @@ struct Counting {
     hops: usize,
     refusal: Response,
     shared: Option<Box<dyn SharedCounts>>,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for RateLimiter {
@@ -323,7 +350,7 @@ impl RateLimiter {
     /// The decision for one request of `kind` from `caller`: this instance's count, and with a
     /// fleet what the others counted as far as it is known. Never waits.
     fn decide(&self, caller: &str, kind: Kind) -> bool {
-        let now = now();
+        let now = self.0.clock.second();
         let used = self.0.limiter.admit_counted(caller, kind, now);
         if let (Some(shared), Some(allowance)) = (&self.0.shared, self.0.limiter.allowance(kind)) {
             let admitted = shared.admit(caller, kind, allowance, now, used);
@@ -374,11 +401,34 @@ fn too_many() -> Response {
     with_header(text_response(429, TOO_MANY), "Retry-After", "1")
 }
 
-/// The wall-clock second now (0 before 1970).
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+/// The time a limiter counts by.
+#[derive(Clone)]
+enum Clock {
+    /// The wall clock.
+    System,
+    /// [`RateLimit::clock`]'s.
+    Given(Arc<dyn Fn() -> Duration + Send + Sync>),
+}
+
+impl Clock {
+    /// The second now, since the Unix epoch (0 before 1970).
+    fn second(&self) -> u64 {
+        match self {
+            Clock::System => SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            Clock::Given(clock) => clock().as_secs(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Clock::System => "System",
+            Clock::Given(_) => "Given",
+        })
+    }
 }
 
 /// Which bucket a request counts in.
