@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::http::{Client, Failure, is_stale, keeps_alive, request_bytes};
 use super::url::{Schemes, Url};
-use super::wire::{self, Conn};
+use super::wire::{self, ClientConn};
 use crate::http::message::Header;
 use crate::http::reply::{parse_reply_head, response_body};
 
@@ -27,7 +27,7 @@ pub const CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 type Origin = (bool, String, u16);
 
 /// Idle connections by origin, each with the time it became idle.
-type ByHost = HashMap<Origin, Vec<(Conn, Instant)>>;
+type ByHost = HashMap<Origin, Vec<(ClientConn, Instant)>>;
 
 /// The idle connections of a client and its clones, by host and port.
 #[derive(Debug, Default)]
@@ -42,7 +42,7 @@ impl IdleSet {
     }
 
     /// The most recently used idle connection to `origin` that is not past `timeout`.
-    fn take(&self, origin: &Origin, timeout: Duration) -> Option<Conn> {
+    fn take(&self, origin: &Origin, timeout: Duration) -> Option<ClientConn> {
         let mut conns = self.lock();
         let list = conns.get_mut(origin)?;
         // Past the idle timeout: dropped (closed) rather than risked.
@@ -55,7 +55,7 @@ impl IdleSet {
     }
 
     /// Keeps `conn` for the next request to `origin`, unless `max` are kept already.
-    fn put(&self, origin: Origin, conn: Conn, max: usize) {
+    fn put(&self, origin: Origin, conn: ClientConn, max: usize) {
         let mut conns = self.lock();
         let list = conns.entry(origin).or_default();
         if list.len() < max {

@@ -25,7 +25,7 @@ impl Wire for TcpStream {
 }
 
 /// A client's connection to a server.
-pub(crate) enum Conn {
+pub(crate) enum ClientConn {
     Plain(TcpStream),
     /// TLS, with the plaintext a `peek` read and nobody took yet.
     #[cfg(feature = "tls")]
@@ -35,12 +35,12 @@ pub(crate) enum Conn {
     },
 }
 
-impl std::fmt::Debug for Conn {
+impl std::fmt::Debug for ClientConn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self {
-            Conn::Plain(_) => "Conn::Plain",
+            ClientConn::Plain(_) => "ClientConn::Plain",
             #[cfg(feature = "tls")]
-            Conn::Tls { .. } => "Conn::Tls",
+            ClientConn::Tls { .. } => "ClientConn::Tls",
         };
         f.debug_tuple(kind)
             .field(&self.tcp().peer_addr().ok())
@@ -48,22 +48,22 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-impl Conn {
+impl ClientConn {
     /// The TCP connection beneath.
     pub(crate) fn tcp(&self) -> &TcpStream {
         match self {
-            Conn::Plain(s) => s,
+            ClientConn::Plain(s) => s,
             #[cfg(feature = "tls")]
-            Conn::Tls { stream, .. } => stream.tcp(),
+            ClientConn::Tls { stream, .. } => stream.tcp(),
         }
     }
 
     /// Another handle on the same connection (a reader and a writer on two threads).
-    pub(crate) fn try_clone(&self) -> io::Result<Conn> {
+    pub(crate) fn try_clone(&self) -> io::Result<ClientConn> {
         Ok(match self {
-            Conn::Plain(s) => Conn::Plain(s.try_clone()?),
+            ClientConn::Plain(s) => ClientConn::Plain(s.try_clone()?),
             #[cfg(feature = "tls")]
-            Conn::Tls { stream, .. } => Conn::Tls {
+            ClientConn::Tls { stream, .. } => ClientConn::Tls {
                 stream: stream.try_clone()?,
                 ahead: Vec::new(),
             },
@@ -73,19 +73,19 @@ impl Conn {
     /// Ends the connection both ways (TLS says `close_notify` first).
     pub(crate) fn shutdown(&mut self) {
         #[cfg(feature = "tls")]
-        if let Conn::Tls { stream, .. } = self {
+        if let ClientConn::Tls { stream, .. } = self {
             let _ = stream.close_notify();
         }
         let _ = self.tcp().shutdown(Shutdown::Both);
     }
 }
 
-impl Read for Conn {
+impl Read for ClientConn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.read(buf),
+            ClientConn::Plain(s) => s.read(buf),
             #[cfg(feature = "tls")]
-            Conn::Tls { stream, ahead } => {
+            ClientConn::Tls { stream, ahead } => {
                 if ahead.is_empty() {
                     return stream.read(buf);
                 }
@@ -98,29 +98,29 @@ impl Read for Conn {
     }
 }
 
-impl Write for Conn {
+impl Write for ClientConn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.write(buf),
+            ClientConn::Plain(s) => s.write(buf),
             #[cfg(feature = "tls")]
-            Conn::Tls { stream, .. } => stream.write(buf),
+            ClientConn::Tls { stream, .. } => stream.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Conn::Plain(s) => s.flush(),
+            ClientConn::Plain(s) => s.flush(),
             #[cfg(feature = "tls")]
-            Conn::Tls { stream, .. } => stream.flush(),
+            ClientConn::Tls { stream, .. } => stream.flush(),
         }
     }
 }
 
-impl Wire for Conn {
+impl Wire for ClientConn {
     fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.peek(buf),
+            ClientConn::Plain(s) => s.peek(buf),
             #[cfg(feature = "tls")]
-            Conn::Tls { stream, ahead } => {
+            ClientConn::Tls { stream, ahead } => {
                 if ahead.is_empty() {
                     // Read straight into what is kept for the next read.
                     ahead.resize(buf.len(), 0);
@@ -163,9 +163,9 @@ pub(crate) fn secure(
     host: &str,
     alpn: &[u8],
     tls: Option<&TlsChoice>,
-) -> io::Result<Conn> {
+) -> io::Result<ClientConn> {
     if !secure {
-        return Ok(Conn::Plain(tcp));
+        return Ok(ClientConn::Plain(tcp));
     }
     #[cfg(feature = "tls")]
     {
@@ -178,7 +178,7 @@ pub(crate) fn secure(
             }
         };
         let stream = tls.connect(tcp, host, alpn)?;
-        Ok(Conn::Tls {
+        Ok(ClientConn::Tls {
             stream,
             ahead: Vec::new(),
         })
@@ -187,7 +187,7 @@ pub(crate) fn secure(
     {
         let _ = (host, alpn, tls);
         // `secure` here: an `Unsupported` error.
-        supported(secure).map(|()| Conn::Plain(tcp))
+        supported(secure).map(|()| ClientConn::Plain(tcp))
     }
 }
 

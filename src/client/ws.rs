@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use super::url::{Schemes, Url};
-use super::wire::{self, Conn};
+use super::wire::{self, ClientConn};
 use crate::http::grammar::{is_field_byte, is_token};
 use crate::http::{Header, parse_reply_head};
 use crate::rooms::Message;
@@ -381,7 +381,7 @@ impl WsConnect {
 }
 
 /// Reads the response head; returns it and the bytes that came after it.
-fn read_head(stream: &mut Conn) -> io::Result<(crate::http::ReplyHead, Vec<u8>)> {
+fn read_head(stream: &mut ClientConn) -> io::Result<(crate::http::ReplyHead, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -529,7 +529,7 @@ pub struct WsWriter {
 
 #[derive(Debug)]
 struct WriteSide {
-    stream: Conn,
+    stream: ClientConn,
     /// Our close frame went: nothing but a pong may follow it... and not even that.
     close_sent: bool,
     /// permessage-deflate, when agreed.
@@ -665,7 +665,7 @@ impl WsWriter {
 /// The receiving half of a [`WsClient`].
 #[derive(Debug)]
 pub struct WsReader {
-    stream: Conn,
+    stream: ClientConn,
     decoder: Decoder,
     /// Bytes read and not decoded yet.
     pending: Vec<u8>,

@@ -148,7 +148,7 @@ pub(crate) fn parse_entry(bytes: &[u8]) -> Option<Entry> {
 
 /// The last `n` entries of history list `key`, oldest first (what is not an entry passed
 /// over, and never more than `n`, whatever Redis answers).
-pub(crate) fn read(conn: &mut resp::Conn, key: &[u8], n: usize) -> io::Result<Vec<Entry>> {
+pub(crate) fn read(conn: &mut resp::RedisConn, key: &[u8], n: usize) -> io::Result<Vec<Entry>> {
     let last = i64::try_from(n).unwrap_or(i64::MAX);
     let cmd = redis::cmd("LRANGE")
         .arg(key)

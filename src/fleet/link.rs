@@ -82,7 +82,7 @@ impl Drop for Post {
 
 /// What the workers and the fleet's threads share: the reads' connections, the presence
 /// cache.
-pub(crate) struct Shared {
+pub(crate) struct LinkShared {
     pub(crate) reads: Reads,
     pub(crate) presence: PresenceCache,
 }
@@ -123,7 +123,7 @@ pub(crate) struct RoomsLink {
     /// The reader thread's queue.
     wanted: SyncSender<Wanted>,
     changed: Arc<Changed>,
-    shared: Arc<Shared>,
+    shared: Arc<LinkShared>,
 }
 
 impl Instances for RoomsLink {
@@ -259,7 +259,7 @@ impl Fleet {
         let (queue, outgoing) = sync_channel(self.queue);
         let (changed, ear) = Changed::new()?;
         let changed = Arc::new(changed);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(LinkShared {
             reads: Reads::default(),
             presence: PresenceCache::default(),
         });

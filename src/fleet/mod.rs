@@ -255,7 +255,7 @@ impl Fleet {
         failures: &mut u32,
         salt: u64,
         mut wait: impl FnMut(Duration) -> bool,
-    ) -> Option<resp::Conn> {
+    ) -> Option<resp::RedisConn> {
         loop {
             if *failures > 0 {
                 let jitter = self.instance.rotate_left(*failures) ^ salt;
@@ -277,8 +277,8 @@ impl Fleet {
     }
 
     /// A connection to Redis with the fleet threads' limits (see [`resp`]).
-    fn connect(&self) -> io::Result<resp::Conn> {
-        resp::Conn::open(self.client.get_connection_info(), IO_TIMEOUT)
+    fn connect(&self) -> io::Result<resp::RedisConn> {
+        resp::RedisConn::open(self.client.get_connection_info(), IO_TIMEOUT)
     }
 }
 

@@ -49,7 +49,7 @@ return n
 
 /// Writes this instance's counts (`rooms`: each room with members here, and how many).
 pub(crate) fn beat(
-    conn: &mut resp::Conn,
+    conn: &mut resp::RedisConn,
     prefix: &str,
     instance: u64,
     rooms: &[(String, usize)],
@@ -81,7 +81,7 @@ pub(crate) fn beat(
 }
 
 /// Takes this instance's counts out (a stopping instance).
-pub(crate) fn goodbye(conn: &mut resp::Conn, prefix: &str, instance: u64) -> io::Result<()> {
+pub(crate) fn goodbye(conn: &mut resp::RedisConn, prefix: &str, instance: u64) -> io::Result<()> {
     let mut pipe = redis::pipe();
     pipe.cmd("DEL").arg(names::presence_key(prefix, instance));
     pipe.cmd("SREM")
@@ -92,7 +92,7 @@ pub(crate) fn goodbye(conn: &mut resp::Conn, prefix: &str, instance: u64) -> io:
 
 /// The members of `room` on the other instances, as they last reported them.
 pub(crate) fn others(
-    conn: &mut resp::Conn,
+    conn: &mut resp::RedisConn,
     prefix: &str,
     instance: u64,
     room: &str,

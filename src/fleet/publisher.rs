@@ -49,7 +49,7 @@ pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, rooms: &Rooms, s
 /// dropped and counted).
 fn serve(
     fleet: &Fleet,
-    con: &mut resp::Conn,
+    con: &mut resp::RedisConn,
     outgoing: &Receiver<Outgoing>,
     rooms: &Rooms,
     floor: &mut history::Floor,
@@ -115,7 +115,7 @@ struct Scripts {
 }
 
 impl Scripts {
-    fn load(con: &mut resp::Conn) -> io::Result<Scripts> {
+    fn load(con: &mut resp::RedisConn) -> io::Result<Scripts> {
         let mut pipe = redis::pipe();
         pipe.cmd("SCRIPT").arg("LOAD").arg(history::RESERVE);
         pipe.cmd("SCRIPT").arg("LOAD").arg(history::PUBLISH);
@@ -146,7 +146,7 @@ impl Posts {
 /// and the posts, in one pipeline; the posts' posters told their ids.
 fn send(
     fleet: &Fleet,
-    con: &mut resp::Conn,
+    con: &mut resp::RedisConn,
     scripts: &Scripts,
     ids: Ids<'_>,
     publishes: Vec<(Vec<u8>, Vec<u8>)>,
@@ -168,7 +168,7 @@ fn send(
 /// Round trip 1: the ids of a batch's posts, per room (the first and the one before it).
 fn reserve(
     prefix: &str,
-    con: &mut resp::Conn,
+    con: &mut resp::RedisConn,
     scripts: &Scripts,
     ids: Ids<'_>,
     posts: &Posts,
@@ -218,7 +218,7 @@ fn reserve(
 /// Round trip 2: the publishes, and the posts with their texts made; the posters told.
 fn send_reserved(
     prefix: &str,
-    con: &mut resp::Conn,
+    con: &mut resp::RedisConn,
     scripts: &Scripts,
     publishes: Vec<(Vec<u8>, Vec<u8>)>,
     posts: Posts,

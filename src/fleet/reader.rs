@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::link::Shared;
+use super::link::LinkShared;
 use super::{Fleet, history, names, presence};
 use crate::rooms::history::Entry;
 
@@ -99,7 +99,12 @@ impl PresenceCache {
 }
 
 /// The reader thread, until `stop`.
-pub(crate) fn run(fleet: &Fleet, wanted: &Receiver<Wanted>, shared: &Shared, stop: &AtomicBool) {
+pub(crate) fn run(
+    fleet: &Fleet,
+    wanted: &Receiver<Wanted>,
+    shared: &LinkShared,
+    stop: &AtomicBool,
+) {
     loop {
         let next = match wanted.recv_timeout(POLL) {
             Ok(next) => next,

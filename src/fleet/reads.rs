@@ -21,7 +21,7 @@ const KEEP: usize = 4;
 /// The kept connections and when reads may be tried again.
 #[derive(Default)]
 pub(crate) struct Reads {
-    idle: Mutex<Vec<resp::Conn>>,
+    idle: Mutex<Vec<resp::RedisConn>>,
     paused_until: Mutex<Option<Instant>>,
 }
 
@@ -31,7 +31,7 @@ impl Reads {
     pub(crate) fn read<T>(
         &self,
         fleet: &Fleet,
-        mut read: impl FnMut(&mut resp::Conn) -> io::Result<T>,
+        mut read: impl FnMut(&mut resp::RedisConn) -> io::Result<T>,
     ) -> Option<T> {
         let counters = &fleet.counters;
         // One deadline for the whole read, a connection made for it included.
@@ -54,18 +54,19 @@ impl Reads {
             if left.is_zero() {
                 return Err(io::ErrorKind::TimedOut.into());
             }
-            resp::Conn::open(fleet.client.get_connection_info(), left)
+            resp::RedisConn::open(fleet.client.get_connection_info(), left)
                 .inspect(|_| Counters::add(&counters.connections, 1))
         };
-        let within = |mut conn: resp::Conn,
-                      read: &mut dyn FnMut(&mut resp::Conn) -> io::Result<T>| {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(io::ErrorKind::TimedOut.into());
-            }
-            conn.set_timeout(left);
-            read(&mut conn).map(|v| (v, conn))
-        };
+        let within =
+            |mut conn: resp::RedisConn,
+             read: &mut dyn FnMut(&mut resp::RedisConn) -> io::Result<T>| {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                conn.set_timeout(left);
+                read(&mut conn).map(|v| (v, conn))
+            };
         let got = match kept {
             // A kept connection Redis has closed (it restarted, say) fails at once: the kept
             // ones go, and the read is made once more on a new connection, within the deadline.

@@ -73,8 +73,8 @@ impl Write for Stream {
     }
 }
 
-/// What [`Conn::reply_within`] found.
-pub(crate) enum Next {
+/// What [`RedisConn::reply_within`] found.
+pub(crate) enum Awaited {
     Reply(Value),
     /// The bell rang first.
     Rung,
@@ -83,7 +83,7 @@ pub(crate) enum Next {
 }
 
 /// One connection to Redis.
-pub(crate) struct Conn {
+pub(crate) struct RedisConn {
     stream: Stream,
     /// Bytes received and not yet taken as replies.
     buf: Vec<u8>,
@@ -92,10 +92,10 @@ pub(crate) struct Conn {
     timeout: Duration,
 }
 
-impl Conn {
+impl RedisConn {
     /// Connects (within `timeout`), authenticates and selects the database the URL names;
     /// every later reply must arrive whole within `timeout`.
-    pub(crate) fn open(info: &ConnectionInfo, timeout: Duration) -> io::Result<Conn> {
+    pub(crate) fn open(info: &ConnectionInfo, timeout: Duration) -> io::Result<RedisConn> {
         let stream = match info.addr() {
             ConnectionAddr::Tcp(host, port) => {
                 let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for Redis");
@@ -126,7 +126,7 @@ impl Conn {
                 ));
             }
         };
-        let mut conn = Conn {
+        let mut conn = RedisConn {
             stream,
             buf: Vec::new(),
             scan: Scan::default(),
@@ -180,16 +180,16 @@ impl Conn {
 
     /// The next reply if one starts within `wait` (then it must be whole within the timeout
     /// from there), or the bell `ear` hears rang first.
-    pub(crate) fn reply_within(&mut self, wait: Duration, ear: &Ear) -> io::Result<Next> {
+    pub(crate) fn reply_within(&mut self, wait: Duration, ear: &Ear) -> io::Result<Awaited> {
         if self.buf.is_empty() {
             match ear.wait(self.stream.as_raw_fd(), wait)? {
                 Heard::Readable => self.fill()?,
-                Heard::Rung => return Ok(Next::Rung),
-                Heard::Quiet => return Ok(Next::Quiet),
+                Heard::Rung => return Ok(Awaited::Rung),
+                Heard::Quiet => return Ok(Awaited::Quiet),
             }
         }
         self.reply_until(Instant::now() + self.timeout)
-            .map(Next::Reply)
+            .map(Awaited::Reply)
     }
 
     fn reply_until(&mut self, until: Instant) -> io::Result<Value> {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use super::bell::Ear;
 use super::envelope::Carried;
 use super::link::Changed;
-use super::resp::Next;
+use super::resp::Awaited;
 use super::{Counters, Fleet, envelope, names, pause, resp};
 use crate::rooms::Rooms;
 use crate::rooms::history::Entry;
@@ -50,7 +50,7 @@ fn session(
     changed: &Changed,
     ear: &Ear,
     stop: &AtomicBool,
-    con: &mut resp::Conn,
+    con: &mut resp::RedisConn,
 ) -> std::io::Result<()> {
     let counters = &fleet.counters;
     let mut subscribed: HashSet<Arc<str>> = HashSet::new();
@@ -79,10 +79,10 @@ fn session(
         }
         caught.hand_over_older_than(CATCH_UP_WAIT, rooms);
         let reply = match con.reply_within(POLL, ear)? {
-            Next::Reply(reply) => reply,
+            Awaited::Reply(reply) => reply,
             // A room's first member joined or its last left: (un)subscribed at once.
-            Next::Rung => continue,
-            Next::Quiet => {
+            Awaited::Rung => continue,
+            Awaited::Quiet => {
                 caught.hand_over_older_than(Duration::ZERO, rooms);
                 continue;
             }

@@ -110,7 +110,7 @@ impl Workers for Recorder {
 
 /// One connection as its strand holds it.
 #[derive(Default)]
-struct Conn {
+struct Member {
     joined: Joined,
     joining: Joining,
 }
@@ -129,7 +129,7 @@ pub(crate) fn run(ops: &[Op]) {
     rooms.keep_history(History::new(PER_ROOM).rooms(2));
     let sent = Recorder::default();
     rooms.attach(Box::new(sent.clone()));
-    let mut conns: BTreeMap<u8, Conn> = BTreeMap::new();
+    let mut conns: BTreeMap<u8, Member> = BTreeMap::new();
     let mut follows: HashMap<u8, Vec<Follow>> = HashMap::new();
     let mut last_id = 0;
     for op in ops {
@@ -239,7 +239,7 @@ pub(crate) fn run(ops: &[Op]) {
 
 /// What a publish to `room` sent: `form` once to each worker with members there, nothing to
 /// the others.
-fn check_published(sent: &Recorder, conns: &BTreeMap<u8, Conn>, room: u8, form: &[u8]) {
+fn check_published(sent: &Recorder, conns: &BTreeMap<u8, Member>, room: u8, form: &[u8]) {
     let mut sent = sent.sent();
     let reached: BTreeSet<usize> = sent.to_workers.iter().map(|s| s.0).collect();
     assert_eq!(
@@ -260,7 +260,7 @@ fn check_published(sent: &Recorder, conns: &BTreeMap<u8, Conn>, room: u8, form: 
 }
 
 /// The rooms agree with the connections: who is counted, who each worker's list holds.
-fn check(rooms: &Rooms, conns: &BTreeMap<u8, Conn>, sent: &Recorder, op: &Op) {
+fn check(rooms: &Rooms, conns: &BTreeMap<u8, Member>, sent: &Recorder, op: &Op) {
     let sent = sent.sent();
     let mut listed = Vec::new();
     for room in 0..ROOMS {

@@ -56,10 +56,10 @@ pub const MAX_ROOMS: usize = 1024;
 /// ```
 #[derive(Clone)]
 pub struct Rooms {
-    shared: Arc<Shared>,
+    shared: Arc<RoomsShared>,
 }
 
-struct Shared {
+struct RoomsShared {
     /// How messages are encoded for members.
     encoding: Encoding,
     /// The server's workers, set when it starts.
@@ -139,7 +139,7 @@ impl std::fmt::Debug for Rooms {
     }
 }
 
-impl Shared {
+impl RoomsShared {
     fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<Count>>> {
         // A panic while holding this lock cannot leave the map inconsistent.
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
@@ -150,7 +150,7 @@ impl Rooms {
     /// A server's rooms, whose messages `encoding` encodes for their members.
     pub(crate) fn new(encoding: Encoding) -> Rooms {
         Rooms {
-            shared: Arc::new(Shared {
+            shared: Arc::new(RoomsShared {
                 encoding,
                 workers: OnceLock::new(),
                 counts: Mutex::default(),

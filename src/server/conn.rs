@@ -8,28 +8,28 @@ use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 use crate::live::{Command, LiveConn};
 use crate::rooms::{Delivery, local_members};
 
-use super::dispatch::Shared;
+use super::dispatch::ServerShared;
 use super::http_strand::HttpStrand;
 
 /// Makes the strand of each connection a worker accepts.
 pub(crate) struct HttpService {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<ServerShared>,
     /// This worker's index.
     pub(crate) worker: u32,
 }
 
 impl Service for HttpService {
-    type Strand = Conn;
+    type Strand = ConnStrand;
 
     fn open(
         &mut self,
         _stream: &mio::net::TcpStream,
         _peer: std::net::SocketAddr,
         _id: ConnId,
-    ) -> Conn {
+    ) -> ConnStrand {
         // Runs on the worker's thread: `defer` there reaches this server's table.
         super::deferred::install(&self.shared.replies);
-        Conn::Http(HttpStrand::new(Arc::clone(&self.shared)))
+        ConnStrand::Http(HttpStrand::new(Arc::clone(&self.shared)))
     }
 
     /// No connection left on this worker: the request and output buffer pools are emptied.
@@ -54,7 +54,7 @@ impl Service for HttpService {
 }
 
 /// A connection's strand.
-pub(crate) enum Conn {
+pub(crate) enum ConnStrand {
     /// Serving HTTP requests.
     Http(HttpStrand),
     /// A connection the server pushes to — upgraded to WebSocket, or a Server-Sent Events
@@ -64,7 +64,7 @@ pub(crate) enum Conn {
     Live(Box<dyn LiveConn>),
 }
 
-impl Conn {
+impl ConnStrand {
     /// Runs `step` on the HTTP strand; if it accepted an upgrade, becomes a WebSocket strand and
     /// starts it.
     fn http(
@@ -72,7 +72,7 @@ impl Conn {
         io: &mut Io<'_, Command>,
         step: impl FnOnce(&mut HttpStrand, &mut Io<'_, Command>) -> Next,
     ) -> Next {
-        let Conn::Http(http) = self else {
+        let ConnStrand::Http(http) = self else {
             return Next::Close;
         };
         let next = step(http, io);
@@ -80,60 +80,60 @@ impl Conn {
             return next;
         };
         let super::dispatch::Upgrade { conn, early } = *upgrade;
-        *self = Conn::Live(conn);
+        *self = ConnStrand::Live(conn);
         match self {
-            Conn::Live(live) => live.start(io, out, &early),
-            Conn::Http(_) => Next::Close,
+            ConnStrand::Live(live) => live.start(io, out, &early),
+            ConnStrand::Http(_) => Next::Close,
         }
     }
 }
 
-impl Strand for Conn {
+impl Strand for ConnStrand {
     type Msg = Command;
 
     fn resume(&mut self, io: &mut Io<'_, Command>, wake: Wake) -> Next {
         match self {
-            Conn::Http(_) => self.http(io, |h, io| h.resume(io, wake == Wake::Timeout)),
-            Conn::Live(live) => live.resume(io, wake == Wake::Timeout),
+            ConnStrand::Http(_) => self.http(io, |h, io| h.resume(io, wake == Wake::Timeout)),
+            ConnStrand::Live(live) => live.resume(io, wake == Wake::Timeout),
         }
     }
 
     fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
         match self {
-            Conn::Http(_) => self.http(io, |h, io| h.drain(io)),
-            Conn::Live(live) => live.drain(io),
+            ConnStrand::Http(_) => self.http(io, |h, io| h.drain(io)),
+            ConnStrand::Live(live) => live.drain(io),
         }
     }
 
     fn message(&mut self, io: &mut Io<'_, Command>, msg: Command) -> Next {
         match self {
-            Conn::Http(_) => match msg {
+            ConnStrand::Http(_) => match msg {
                 Command::Http(msg) => self.http(io, |h, io| h.message(io, msg)),
                 _ => self.http(io, |h, io| h.run(io)),
             },
-            Conn::Live(live) => live.message(io, msg),
+            ConnStrand::Live(live) => live.message(io, msg),
         }
     }
 
     /// A message to every connection of the worker (a heartbeat) is for SSE streams only.
     fn wants(&self, msg: &Command) -> bool {
         match self {
-            Conn::Live(live) => live.wants(msg),
-            Conn::Http(_) => false,
+            ConnStrand::Live(live) => live.wants(msg),
+            ConnStrand::Http(_) => false,
         }
     }
 
     fn closed(&mut self, id: ConnId) {
         match self {
-            Conn::Http(http) => http.closed(id),
-            Conn::Live(live) => live.closed(id),
+            ConnStrand::Http(http) => http.closed(id),
+            ConnStrand::Live(live) => live.closed(id),
         }
     }
 
     fn held_bytes(&self) -> usize {
         match self {
-            Conn::Http(h) => h.held_bytes(),
-            Conn::Live(live) => live.held_bytes(),
+            ConnStrand::Http(h) => h.held_bytes(),
+            ConnStrand::Live(live) => live.held_bytes(),
         }
     }
 }
@@ -148,11 +148,14 @@ mod tests {
         // The server, the busy part (null while idle) and the deferred reply awaited.
         assert_eq!(size_of::<super::HttpStrand>(), 24);
         // The WebSocket variant is one (wide) pointer: 16 bytes, and the tag.
-        assert_eq!(size_of::<super::Conn>(), 24);
+        assert_eq!(size_of::<super::ConnStrand>(), 24);
         // Around it the reactor keeps the socket (4 bytes; debug builds of mio add a selector
         // id), the generation (4), the timer link (12) and flags (1); the slab's vacant variant
         // fits in the niche of the strand's tag.
         let socket_extra = (size_of::<mio::net::TcpStream>() - 4).next_multiple_of(8);
-        assert_eq!(reactor::entry_size::<super::Conn>(), 48 + socket_extra);
+        assert_eq!(
+            reactor::entry_size::<super::ConnStrand>(),
+            48 + socket_extra
+        );
     }
 }

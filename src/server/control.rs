@@ -31,11 +31,11 @@ use super::signals;
 /// ```
 #[derive(Clone, Default)]
 pub struct Control {
-    shared: Arc<Shared>,
+    shared: Arc<ControlShared>,
 }
 
 #[derive(Default)]
-struct Shared {
+struct ControlShared {
     remote: OnceLock<reactor::Remote<Command>>,
     served: OnceLock<Arc<[Counter]>>,
     /// `shutdown` was asked for before the server started.

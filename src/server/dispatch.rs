@@ -32,7 +32,7 @@ pub(crate) type DynHandler = dyn Fn(Request) -> Response + Send + Sync;
 pub(crate) struct Counter(pub(crate) AtomicU64);
 
 /// What all connections of a server share.
-pub(crate) struct Shared {
+pub(crate) struct ServerShared {
     pub(crate) handler: Box<DynHandler>,
     pub(crate) taken: Option<Box<DynTaken>>,
     pub(crate) limits: Limits,
@@ -62,7 +62,7 @@ pub(crate) struct LiveRoute<A: ?Sized> {
     pub(crate) app: Box<A>,
 }
 
-impl Shared {
+impl ServerShared {
     /// What dispatching needs of the server, borrowed.
     #[inline]
     pub(crate) fn app(&self) -> App<'_> {
@@ -79,7 +79,7 @@ impl Shared {
 #[derive(Clone, Copy)]
 pub(crate) enum App<'a> {
     /// A server's connection: its handler, routes, hooks, budget, figures and remote.
-    Server(&'a Shared),
+    Server(&'a ServerShared),
     /// `handle_conn`: a handler alone — no hooks, no budget, no figures, no live routes.
     HandlerOnly(&'a dyn Fn(Request) -> Response),
 }
@@ -92,7 +92,7 @@ impl<'a> App<'a> {
         }
     }
 
-    fn server(self) -> Option<&'a Shared> {
+    fn server(self) -> Option<&'a ServerShared> {
         match self {
             App::Server(shared) => Some(shared),
             App::HandlerOnly(_) => None,

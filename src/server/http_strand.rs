@@ -24,7 +24,7 @@ use crate::http::stream_framing::StreamFraming;
 use crate::live::{Charge, Command};
 
 use super::deferred::{Exchange, Wait};
-use super::dispatch::{Answered, Shared, Stop, Turn, Upgrade, answer};
+use super::dispatch::{Answered, ServerShared, Stop, Turn, Upgrade, answer};
 use super::output::Output;
 use super::streamed::Streaming;
 use crate::http::Refusal;
@@ -108,7 +108,7 @@ enum Leaves {
     /// It stays: more requests, or the end of the replies.
     #[default]
     No,
-    /// Upgraded to WebSocket: `Conn` turns the strand into a WebSocket one.
+    /// Upgraded to WebSocket: `ConnStrand` turns the strand into a WebSocket one.
     Upgraded,
     /// The `taken` hook took the socket.
     Taken,
@@ -120,7 +120,7 @@ enum Leaves {
 /// between requests (a keep-alive connection waiting for its next request holds no heap memory
 /// and its idle deadline lives in the reactor's timer wheel, see [`Io::deadline`]).
 pub(crate) struct HttpStrand {
-    shared: Arc<Shared>,
+    shared: Arc<ServerShared>,
     /// `None` while idle; made on the stack when a request arrives and boxed only if the
     /// connection has to keep something when the resume ends (part of a request, unwritten
     /// output, a closing state).
@@ -185,7 +185,7 @@ impl Interest {
 }
 
 impl HttpStrand {
-    pub(crate) fn new(shared: Arc<Shared>) -> HttpStrand {
+    pub(crate) fn new(shared: Arc<ServerShared>) -> HttpStrand {
         HttpStrand {
             shared,
             busy: None,
@@ -198,9 +198,9 @@ impl HttpStrand {
     fn with_busy(
         &mut self,
         io: &mut Io<'_, Command>,
-        f: impl FnOnce(&mut Busy, &mut Conn<'_>, &mut Io<'_, Command>) -> Next,
+        f: impl FnOnce(&mut Busy, &mut Resume<'_>, &mut Io<'_, Command>) -> Next,
     ) -> Next {
-        let mut conn = Conn {
+        let mut conn = Resume {
             shared: &self.shared,
             wait: &mut self.wait,
         };
@@ -268,8 +268,8 @@ impl HttpStrand {
 
 /// What a resume of the connection shares beside its busy part: the server, and the reply the
 /// connection waits for.
-struct Conn<'a> {
-    shared: &'a Shared,
+struct Resume<'a> {
+    shared: &'a ServerShared,
     wait: &'a mut Option<Wait>,
 }
 
@@ -326,7 +326,7 @@ impl Busy {
     /// Answers every complete request at the start of `buf`; returns the bytes used.
     fn answer(
         &mut self,
-        conn: &mut Conn<'_>,
+        conn: &mut Resume<'_>,
         buf: &[u8],
         ctx: &Ctx,
         outcome: &mut Outcome,
@@ -403,7 +403,7 @@ impl Busy {
     }
 
     /// Takes bytes just read.
-    fn take(&mut self, conn: &mut Conn<'_>, bytes: &[u8], ctx: &Ctx, outcome: &mut Outcome) {
+    fn take(&mut self, conn: &mut Resume<'_>, bytes: &[u8], ctx: &Ctx, outcome: &mut Outcome) {
         if self.state != State::Serving {
             return; // after the last reply, the rest is dropped
         }
@@ -430,7 +430,7 @@ impl Busy {
     }
 
     /// Answers what `input` holds (after backpressure eased, or with more bytes).
-    fn answer_input(&mut self, conn: &mut Conn<'_>, ctx: &Ctx, outcome: &mut Outcome) {
+    fn answer_input(&mut self, conn: &mut Resume<'_>, ctx: &Ctx, outcome: &mut Outcome) {
         let mut input = std::mem::take(&mut self.input);
         let used = self.answer(conn, &input, ctx, outcome);
         if used == input.len() || !self.keeps_input(outcome) {
@@ -441,7 +441,7 @@ impl Busy {
     }
 
     /// A request started, or a body made progress: the request timer (re)starts.
-    fn restart_request_timer(&mut self, shared: &Shared, new_request: bool, now: Instant) {
+    fn restart_request_timer(&mut self, shared: &ServerShared, new_request: bool, now: Instant) {
         let have = self.input.len();
         let body_progress = self
             .reader
@@ -456,7 +456,7 @@ impl Busy {
     /// Parks, waiting for `read` and/or `write` with the deadline the state calls for.
     fn park(
         &mut self,
-        conn: &Conn<'_>,
+        conn: &Resume<'_>,
         io: &Io<'_, Command>,
         progressed: bool,
         wants: Interest,
@@ -506,7 +506,7 @@ impl Busy {
     /// more than its share while the budget is spent (counted as a connection dropped for
     /// falling behind): every reply, deferred, long-poll or streamed, counts against the one
     /// budget with WebSocket and event-stream output.
-    fn owes_too_much(&mut self, conn: &Conn<'_>) -> bool {
+    fn owes_too_much(&mut self, conn: &Resume<'_>) -> bool {
         let pending = self.output.pending();
         if pending == 0 && !self.charge.is_held() {
             return false;
@@ -524,7 +524,7 @@ impl Busy {
     }
 
     /// Shuts our side and starts lingering.
-    fn linger(&mut self, conn: &Conn<'_>, io: &mut Io<'_, Command>) -> Next {
+    fn linger(&mut self, conn: &Resume<'_>, io: &mut Io<'_, Command>) -> Next {
         if self.state != State::Lingering {
             self.state = State::Lingering;
             self.input = Vec::new();
@@ -544,7 +544,7 @@ impl Busy {
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
-    fn run(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>) -> Next {
+    fn run(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Next {
         let mut progressed = false;
         let mut reads = 0;
         let mut steps = 0;
@@ -631,7 +631,7 @@ impl Busy {
             match outcome.leaves {
                 Leaves::Taken => return Next::release(drop),
                 Leaves::Failed => return Next::Close,
-                // `Conn` turns this strand into a WebSocket one before anything else runs.
+                // `ConnStrand` turns this strand into a WebSocket one before anything else runs.
                 Leaves::Upgraded => return Next::sleep(),
                 Leaves::No => {}
             }
@@ -644,7 +644,7 @@ impl Busy {
     /// A deferred reply came (or its `Reply` was dropped, or a piece of a streamed reply):
     /// if it is for the request awaited, it is queued, and once the reply is complete what was
     /// pipelined behind it is answered.
-    fn delivered(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
+    fn delivered(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
         let Some(wait) = conn.wait.filter(|w| w.seq == msg.seq) else {
             return self.run(conn, io); // a reply already answered otherwise: dropped
         };
@@ -681,7 +681,7 @@ impl Busy {
     /// Queues the reply to the deferred request: the connection then serves what follows it.
     fn send_reply(
         &mut self,
-        conn: &mut Conn<'_>,
+        conn: &mut Resume<'_>,
         io: &Io<'_, Command>,
         wait: Wait,
         mut res: Response,
@@ -706,7 +706,7 @@ impl Busy {
     /// or a bodiless status: the reply is then complete).
     fn start_stream(
         &mut self,
-        conn: &mut Conn<'_>,
+        conn: &mut Resume<'_>,
         io: &Io<'_, Command>,
         wait: Wait,
         start: Arc<StreamStart>,
@@ -728,14 +728,14 @@ impl Busy {
 
     /// The streamed body ends before its end: what is queued is written, then the connection
     /// closes, so the client sees an incomplete body (no last chunk, or short of its length).
-    fn cut_stream(&mut self, conn: &mut Conn<'_>, io: &Io<'_, Command>, wait: Wait) {
+    fn cut_stream(&mut self, conn: &mut Resume<'_>, io: &Io<'_, Command>, wait: Wait) {
         self.stream = None;
         self.reply_done(conn, io, wait, false);
     }
 
     /// The deferred reply is complete in the output: the connection serves what follows it,
     /// or closes after it.
-    fn reply_done(&mut self, conn: &mut Conn<'_>, io: &Io<'_, Command>, wait: Wait, keep: bool) {
+    fn reply_done(&mut self, conn: &mut Resume<'_>, io: &Io<'_, Command>, wait: Wait, keep: bool) {
         *conn.wait = None;
         conn.shared.replies.close(io.id(), wait.seq);
         if !keep {
@@ -748,7 +748,7 @@ impl Busy {
         self.set_deadline(None);
     }
 
-    fn timed_out(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>) -> Next {
+    fn timed_out(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Next {
         self.set_deadline(None);
         match (self.timer, self.state, *conn.wait) {
             (Timer::Reply, State::Serving, Some(wait)) => {
@@ -783,7 +783,7 @@ impl Busy {
         }
     }
 
-    fn resume(&mut self, conn: &mut Conn<'_>, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+    fn resume(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>, timeout: bool) -> Next {
         if timeout {
             return self.timed_out(conn, io);
         }

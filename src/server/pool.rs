@@ -47,10 +47,10 @@ pub struct Pool {
 
 /// Dropped with the last clone of the pool: the threads are told to end.
 struct Owner {
-    shared: Arc<Shared>,
+    shared: Arc<PoolShared>,
 }
 
-struct Shared {
+struct PoolShared {
     queue: Mutex<Queue>,
     ready: Condvar,
     limit: usize,
@@ -71,7 +71,7 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-impl Shared {
+impl PoolShared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
         // Jobs run outside the lock: a panic cannot leave the queue half-changed.
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
@@ -115,7 +115,7 @@ impl Pool {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn new(threads: usize, queue: usize) -> std::io::Result<Pool> {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(PoolShared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 closed: false,

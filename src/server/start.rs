@@ -9,7 +9,7 @@ use reactor::{Config, Reactor};
 
 use super::builder::Listen;
 use super::conn::HttpService;
-use super::dispatch::{Counter, DynHandler, Shared};
+use super::dispatch::{Counter, DynHandler, ServerShared};
 use super::features::FleetThreads;
 use super::ticks::Tick;
 use super::*;
@@ -21,7 +21,7 @@ impl Server {
     fn reactor(
         mut self,
         handler: Box<DynHandler>,
-    ) -> io::Result<(Running, Arc<Shared>, FleetThreads)> {
+    ) -> io::Result<(Running, Arc<ServerShared>, FleetThreads)> {
         if !self.share_one_arena {
             // Before any of the server's threads (workers, ticks, fleet) start.
             reactor::arena_sharing(false);
@@ -51,7 +51,7 @@ impl Server {
             streams: self.control.streams(),
             ping_interval: self.ws.ping_interval,
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ServerShared {
             handler,
             taken: self.taken,
             limits: self.limits,

@@ -203,8 +203,8 @@ mod tests {
     fn a_tls_connection_adds_a_pointer_to_the_slab_entry_and_two_small_boxes() {
         // The slab entry: the plain connection's strand and one pointer (to the session).
         assert_eq!(
-            size_of::<super::TlsConn<crate::server::conn::Conn>>(),
-            size_of::<crate::server::conn::Conn>() + 8
+            size_of::<super::TlsConn<crate::server::conn::ConnStrand>>(),
+            size_of::<crate::server::conn::ConnStrand>() + 8
         );
         // The session: who protects the records, what a read or write left (empty while
         // idle), the turn's read budget, the ClientHello's walk (boxed, while it lasts), the
