@@ -114,6 +114,7 @@ impl Server {
         }
         ticks::start(reactor.remote(), schedule)?;
         self.rooms.attach(Box::new(reactor.remote()));
+        #[allow(clippy::let_unit_value)] // `()` without the fleet feature
         let fleet = self.extras.start_fleet(&self.rooms)?;
         self.control
             .attach(reactor.remote(), Arc::clone(&shared.served));
