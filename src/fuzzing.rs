@@ -43,3 +43,48 @@ pub fn h2_frames(data: &[u8]) {
         }
     }
 }
+
+/// One HTTP/2 connection fed the preface and then `data` in pieces of the sizes its first
+/// bytes choose, each request answered at once with a small body: never a panic, the output
+/// owed never far past its bound, nothing read after a connection error, and the state held
+/// within its bounds.
+pub fn h2_connection(data: &[u8]) {
+    use crate::h2::conn::{Config, Conn, Event, OUTPUT_HIGH, PREFACE};
+    use crate::h2::hpack::{Scratch, encoder};
+    let Some((&split, rest)) = data.split_first() else {
+        return;
+    };
+    let piece = usize::from(split % 64) + 1;
+    let mut conn = Conn::new(Config::default());
+    let mut out = Vec::new();
+    conn.preface(&mut out);
+    let mut input = PREFACE.to_vec();
+    input.extend_from_slice(rest);
+    let mut scratch = Scratch::default();
+    let mut pending: Vec<u8> = Vec::new();
+    for chunk in input.chunks(piece) {
+        pending.extend_from_slice(chunk);
+        let mut answer = Vec::new();
+        let used = conn.receive(&pending, &mut out, &mut scratch, &mut |e| {
+            if let Event::Request { stream, .. } | Event::Refuse { stream, .. } = e {
+                answer.push(stream);
+            }
+        });
+        pending.drain(..used);
+        for stream in answer {
+            let mut block = Vec::new();
+            encoder::write_status(&mut block, 200);
+            encoder::write_field(&mut block, "content-type", b"text/plain");
+            conn.send_headers(stream, &block, false, &mut out);
+            conn.send_data(stream, b"hello", true, &mut out);
+        }
+        assert!(out.len() < OUTPUT_HIGH + 64 * 1024);
+        if conn.is_closed() {
+            assert_eq!(conn.open_streams(), 0);
+            return;
+        }
+        // The peer reads what it is owed.
+        out.clear();
+        assert!(conn.held_bytes() < 1 << 20);
+    }
+}

@@ -1,0 +1,828 @@
+//! One HTTP/2 connection as a server keeps it (RFC 9113 §3.4, §5, §6.5, §6.9): the preface,
+//! settings, the streams and their states, header blocks (HEADERS and CONTINUATION) decoded
+//! into requests, both sides' flow control, and the bounds that keep one peer from costing
+//! more than its share. Pure: bytes in, events and bytes out.
+//!
+//! **Bounds.** Frames that cost this side work but give the peer nothing it is owed — resets
+//! of its own streams, empty DATA, CONTINUATION fragments, PRIORITY, streams refused, pings and
+//! settings — draw on one budget that each finished stream refills; spent, the connection ends
+//! with ENHANCE_YOUR_CALM (Rapid Reset, CVE-2023-44487, and the 2019 floods). What this side
+//! owes in return (ACKs, resets) stops the reading while [`Conn::receive`]'s output is past
+//! [`OUTPUT_HIGH`], so a peer that does not read cannot make it grow. A header block is bounded
+//! in bytes and fragments (CONTINUATION flood, CVE-2024-27316); a header list over the size
+//! this side advertised decodes (HPACK stays in step) but is refused on its stream.
+
+use super::error::{ErrorCode, H2Error};
+use super::frame::{self, Frame, HEAD_LEN, Head, Kind, MAX_WINDOW, Setting, flags};
+use super::headers::{HeaderList, Refused};
+use super::hpack::{Decoder, Scratch};
+
+/// The connection preface a client starts with (RFC 9113 §3.4).
+pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// The window every stream and the connection start with (RFC 9113 §6.9.2).
+pub(crate) const DEFAULT_WINDOW: u32 = 65_535;
+/// Output owed past which no more input is taken until it is written.
+pub(crate) const OUTPUT_HIGH: usize = 64 * 1024;
+/// Fragments one header block may come in.
+const MAX_FRAGMENTS: u32 = 64;
+/// What the peer may spend on frames that give it nothing (see the module's notes), and what
+/// each finished stream gives back.
+const FLOOD_BUDGET: u32 = 1_000;
+const FLOOD_REFILL: u32 = 10;
+
+/// What this side advertises.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Config {
+    pub(crate) max_concurrent_streams: u32,
+    /// Each stream's receive window.
+    pub(crate) stream_window: u32,
+    /// The connection's receive window.
+    pub(crate) conn_window: u32,
+    pub(crate) header_table_size: u32,
+    pub(crate) max_header_list_size: u32,
+    /// RFC 8441: extended CONNECT (WebSocket over HTTP/2).
+    pub(crate) connect_protocol: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_concurrent_streams: 250,
+            stream_window: DEFAULT_WINDOW,
+            conn_window: 1 << 20,
+            header_table_size: 4096,
+            max_header_list_size: 16 * 1024,
+            connect_protocol: true,
+        }
+    }
+}
+
+/// What the peer sent, for the server to act on.
+#[derive(Debug)]
+pub(crate) enum Event<'a> {
+    /// A request's head; `end_stream` when it has no body.
+    Request {
+        stream: u32,
+        head: &'a HeaderList,
+        end_stream: bool,
+    },
+    /// A request refused before its handler: answer it with `status` (431: its header list is
+    /// larger than advertised).
+    Refuse { stream: u32, status: u16 },
+    /// A piece of a request's body; `end_stream` with its last.
+    Data {
+        stream: u32,
+        data: &'a [u8],
+        end_stream: bool,
+    },
+    /// The stream ended without its reply being wanted (reset by the peer, or by this side for
+    /// a broken rule): forget it.
+    Reset { stream: u32 },
+    /// Stream windows opened: what waits to be sent may go on.
+    WindowOpened,
+}
+
+/// Where a stream is (RFC 9113 §5.1), as this side sees it; closed streams are not kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Both sides may send.
+    Open,
+    /// The peer ended its side (END_STREAM): only the reply is to come.
+    HalfClosedRemote,
+    /// This side ended the reply; the peer's body still comes.
+    HalfClosedLocal,
+}
+
+#[derive(Debug)]
+struct Stream {
+    id: u32,
+    state: State,
+    /// What the peer may still send on it.
+    recv_window: i64,
+    /// What this side may still send on it.
+    send_window: i64,
+    /// The request's `content-length`, checked against its DATA.
+    content_length: Option<u64>,
+    received: u64,
+}
+
+/// A header block arriving in fragments.
+#[derive(Debug)]
+struct Block {
+    stream: u32,
+    end_stream: bool,
+    fragments: u32,
+}
+
+/// Where the connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the client's preface.
+    Preface,
+    /// Waiting for the client's first frame, which must be SETTINGS.
+    FirstSettings,
+    Open,
+    /// This side sent GOAWAY: no new streams; the ones in flight finish.
+    GoingAway,
+    /// A connection error was sent: nothing more is read.
+    Closed,
+}
+
+/// One HTTP/2 connection's state.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    config: Config,
+    phase: Phase,
+    decoder: Decoder,
+    streams: Vec<Stream>,
+    /// The highest stream the peer opened.
+    last_stream: u32,
+    block: Option<Block>,
+    /// The header block's fragments so far.
+    fragments: Vec<u8>,
+    head: HeaderList,
+    /// The last streams that closed (to tell a frame on one from an unexpected id).
+    closed: [u32; 4],
+    recv_window: i64,
+    send_window: i64,
+    /// The peer's settings this side acts on.
+    peer_initial_window: u32,
+    peer_max_frame_size: u32,
+    flood: u32,
+}
+
+impl Conn {
+    /// A connection that will advertise `config`; its first output is [`Conn::preface`].
+    pub(crate) fn new(config: Config) -> Conn {
+        Conn {
+            decoder: Decoder::new(config.header_table_size as usize),
+            config,
+            phase: Phase::Preface,
+            streams: Vec::new(),
+            last_stream: 0,
+            block: None,
+            fragments: Vec::new(),
+            head: HeaderList::default(),
+            closed: [0; 4],
+            recv_window: i64::from(DEFAULT_WINDOW),
+            send_window: i64::from(DEFAULT_WINDOW),
+            peer_initial_window: DEFAULT_WINDOW,
+            peer_max_frame_size: frame::MIN_MAX_FRAME_SIZE,
+            flood: FLOOD_BUDGET,
+        }
+    }
+
+    /// The server's preface: its SETTINGS, and the connection window opened to its size.
+    pub(crate) fn preface(&self, out: &mut Vec<u8>) {
+        let c = &self.config;
+        frame::write_settings(
+            out,
+            &[
+                Setting::MaxConcurrentStreams(c.max_concurrent_streams),
+                Setting::InitialWindowSize(c.stream_window),
+                Setting::HeaderTableSize(c.header_table_size),
+                Setting::MaxHeaderListSize(c.max_header_list_size),
+                Setting::EnableConnectProtocol(c.connect_protocol),
+            ],
+        );
+        if c.conn_window > DEFAULT_WINDOW {
+            frame::write_window_update(out, 0, c.conn_window - DEFAULT_WINDOW);
+        }
+    }
+
+    /// Reads what `input` holds of whole frames (and the preface), hands what they mean to
+    /// `event`, and appends what is owed to the peer to `out`: the bytes used (the rest is an
+    /// incomplete frame, or waits while `out` is past [`OUTPUT_HIGH`]). After a connection
+    /// error, GOAWAY is in `out` and nothing more is read: close once it is written.
+    pub(crate) fn receive(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        scratch: &mut Scratch,
+        event: &mut dyn FnMut(Event<'_>),
+    ) -> usize {
+        let mut used = 0;
+        if self.phase == Phase::Preface {
+            let n = input.len().min(PREFACE.len());
+            if input[..n] != PREFACE[..n] {
+                return self.fail(out, ErrorCode::Protocol, used);
+            }
+            if n < PREFACE.len() {
+                return 0;
+            }
+            used = PREFACE.len();
+            self.phase = Phase::FirstSettings;
+        }
+        while self.phase != Phase::Closed && out.len() < OUTPUT_HIGH {
+            let rest = &input[used..];
+            let Some(head) = Head::parse(rest) else {
+                break;
+            };
+            if head.len > frame::MIN_MAX_FRAME_SIZE {
+                return self.fail(out, ErrorCode::FrameSize, used);
+            }
+            let end = HEAD_LEN + head.len as usize;
+            let Some(payload) = rest.get(HEAD_LEN..end) else {
+                break;
+            };
+            used += end;
+            if let Err(error) = self.frame(&head, payload, out, scratch, event) {
+                match error {
+                    H2Error::Connection(code) => return self.fail(out, code, used),
+                    H2Error::Stream(stream, code) => self.reset(stream, code, out, event),
+                }
+            }
+        }
+        used
+    }
+
+    /// A connection error: GOAWAY with `code` and the last stream this side processed.
+    fn fail(&mut self, out: &mut Vec<u8>, code: ErrorCode, used: usize) -> usize {
+        frame::write_goaway(out, self.last_stream, code);
+        self.phase = Phase::Closed;
+        self.streams = Vec::new();
+        used
+    }
+
+    /// Whether the connection ended in error (GOAWAY sent): close after writing.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Draws on the flood budget: a connection error when it is spent.
+    fn spend(&mut self, cost: u32) -> Result<(), H2Error> {
+        self.flood = self
+            .flood
+            .checked_sub(cost)
+            .ok_or(H2Error::Connection(ErrorCode::EnhanceYourCalm))?;
+        Ok(())
+    }
+
+    fn frame(
+        &mut self,
+        head: &Head,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+        scratch: &mut Scratch,
+        event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), H2Error> {
+        let parsed = frame::parse(head, payload, frame::MIN_MAX_FRAME_SIZE)?;
+        if self.phase == Phase::FirstSettings {
+            if !matches!(parsed, Frame::Settings { ack: false, .. }) {
+                return Err(H2Error::Connection(ErrorCode::Protocol));
+            }
+            self.phase = Phase::Open;
+        }
+        if let Some(block) = &self.block {
+            // Nothing but the block's CONTINUATION may come between its fragments.
+            match parsed {
+                Frame::Continuation { stream, .. } if stream == block.stream => {}
+                _ => return Err(H2Error::Connection(ErrorCode::Protocol)),
+            }
+        }
+        match parsed {
+            Frame::Settings { ack: true, .. } => Ok(()),
+            Frame::Settings { params, .. } => {
+                self.spend(1)?;
+                for setting in frame::settings(params) {
+                    self.apply(setting, event)?;
+                }
+                frame::write_settings_ack(out);
+                Ok(())
+            }
+            Frame::Ping { ack: true, .. } => Ok(()),
+            Frame::Ping { data, .. } => {
+                self.spend(1)?;
+                frame::write_ping(out, data, true);
+                Ok(())
+            }
+            Frame::GoAway { .. } => {
+                // The peer starts no new streams; those in flight finish.
+                if self.phase == Phase::Open {
+                    self.phase = Phase::GoingAway;
+                }
+                Ok(())
+            }
+            Frame::WindowUpdate {
+                stream: 0,
+                increment,
+            } => {
+                self.send_window += i64::from(increment);
+                if self.send_window > i64::from(MAX_WINDOW) {
+                    return Err(H2Error::Connection(ErrorCode::FlowControl));
+                }
+                event(Event::WindowOpened);
+                Ok(())
+            }
+            Frame::WindowUpdate { stream, increment } => {
+                self.idle_is_an_error(stream)?;
+                if let Some(s) = self.stream_mut(stream) {
+                    s.send_window += i64::from(increment);
+                    if s.send_window > i64::from(MAX_WINDOW) {
+                        return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
+                    }
+                    event(Event::WindowOpened);
+                }
+                Ok(())
+            }
+            Frame::RstStream { stream, .. } => {
+                self.idle_is_an_error(stream)?;
+                if self.remove(stream) {
+                    // A stream the peer opened and reset before its reply: Rapid Reset's unit.
+                    self.spend(FLOOD_REFILL / 2)?;
+                    event(Event::Reset { stream });
+                }
+                Ok(())
+            }
+            Frame::Priority => self.spend(1),
+            Frame::Unknown => Ok(()),
+            Frame::Headers {
+                stream,
+                block,
+                end_stream,
+                end_headers,
+            } => self.headers(stream, block, end_stream, end_headers, out, scratch, event),
+            Frame::Continuation {
+                stream,
+                block,
+                end_headers,
+            } => {
+                self.spend(u32::from(block.is_empty()))?;
+                let Some(b) = self.block.as_mut() else {
+                    // A CONTINUATION with no block open.
+                    return Err(H2Error::Connection(ErrorCode::Protocol));
+                };
+                b.fragments += 1;
+                if b.fragments > MAX_FRAGMENTS {
+                    return Err(H2Error::Connection(ErrorCode::EnhanceYourCalm));
+                }
+                self.append_fragment(block)?;
+                if end_headers {
+                    let Block { end_stream, .. } = self
+                        .block
+                        .take()
+                        .ok_or(H2Error::Connection(ErrorCode::Internal))?;
+                    let fragments = std::mem::take(&mut self.fragments);
+                    let result =
+                        self.header_block(stream, &fragments, end_stream, out, scratch, event);
+                    self.fragments = fragments;
+                    self.fragments.clear();
+                    if self.fragments.capacity() > 4096 {
+                        self.fragments = Vec::new();
+                    }
+                    result?;
+                }
+                Ok(())
+            }
+            Frame::Data {
+                stream,
+                data,
+                end_stream,
+                flow_len,
+            } => self.data(stream, data, end_stream, flow_len, out, event),
+        }
+    }
+
+    /// A setting of the peer's, applied.
+    fn apply(&mut self, setting: Setting, event: &mut dyn FnMut(Event<'_>)) -> Result<(), H2Error> {
+        match setting {
+            Setting::InitialWindowSize(size) => {
+                // Every stream's window moves by the difference (RFC 9113 §6.9.2).
+                let delta = i64::from(size) - i64::from(self.peer_initial_window);
+                self.peer_initial_window = size;
+                for s in &mut self.streams {
+                    s.send_window += delta;
+                    if s.send_window > i64::from(MAX_WINDOW) {
+                        return Err(H2Error::Connection(ErrorCode::FlowControl));
+                    }
+                }
+                if delta > 0 {
+                    event(Event::WindowOpened);
+                }
+            }
+            Setting::MaxFrameSize(size) => self.peer_max_frame_size = size,
+            // This side's encoder keeps no table and never pushes: nothing to change.
+            Setting::HeaderTableSize(_)
+            | Setting::EnablePush(_)
+            | Setting::MaxConcurrentStreams(_)
+            | Setting::MaxHeaderListSize(_)
+            | Setting::EnableConnectProtocol(_) => {}
+        }
+        Ok(())
+    }
+
+    /// A frame other than HEADERS, PRIORITY or a reset on a stream the peer never opened.
+    fn idle_is_an_error(&self, stream: u32) -> Result<(), H2Error> {
+        if stream > self.last_stream {
+            return Err(H2Error::Connection(ErrorCode::Protocol));
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn headers(
+        &mut self,
+        stream: u32,
+        block: &[u8],
+        end_stream: bool,
+        end_headers: bool,
+        out: &mut Vec<u8>,
+        scratch: &mut Scratch,
+        event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), H2Error> {
+        if end_headers {
+            return self.header_block(stream, block, end_stream, out, scratch, event);
+        }
+        self.block = Some(Block {
+            stream,
+            end_stream,
+            fragments: 1,
+        });
+        self.fragments.clear();
+        self.append_fragment(block)
+    }
+
+    fn append_fragment(&mut self, fragment: &[u8]) -> Result<(), H2Error> {
+        // Bounded by what a header list this side accepts can take, and a margin: a block
+        // past it cannot be decoded without holding it whole.
+        let bound = self.config.max_header_list_size as usize + 16 * 1024;
+        if self.fragments.len() + fragment.len() > bound {
+            return Err(H2Error::Connection(ErrorCode::EnhanceYourCalm));
+        }
+        self.fragments.extend_from_slice(fragment);
+        Ok(())
+    }
+
+    /// A whole header block on `stream`: a new request, or trailers.
+    fn header_block(
+        &mut self,
+        stream: u32,
+        block: &[u8],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+        scratch: &mut Scratch,
+        event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), H2Error> {
+        let trailers = self.stream(stream).is_some();
+        let max = self.config.max_header_list_size as usize;
+        let mut head = std::mem::take(&mut self.head);
+        head.clear();
+        let decoded = self
+            .decoder
+            .decode(block, scratch, |n, v| head.push(n, v, max, trailers));
+        let result = match decoded {
+            Err(_) => Err(H2Error::Connection(ErrorCode::Compression)),
+            Ok(()) if trailers => self.trailers(stream, &head, end_stream, event),
+            Ok(()) => self.open(stream, &head, end_stream, out, event),
+        };
+        self.head = head;
+        result
+    }
+
+    /// Trailers on an open stream: they must end it.
+    fn trailers(
+        &mut self,
+        stream: u32,
+        head: &HeaderList,
+        end_stream: bool,
+        event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), H2Error> {
+        let Some(s) = self.stream(stream) else {
+            return Err(H2Error::Connection(ErrorCode::Internal));
+        };
+        if s.state != State::Open && s.state != State::HalfClosedLocal {
+            return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
+        }
+        if !end_stream || head.finish_trailers().is_err() {
+            return Err(H2Error::Stream(stream, ErrorCode::Protocol));
+        }
+        self.end_remote(stream, event)
+    }
+
+    /// A new stream.
+    fn open(
+        &mut self,
+        stream: u32,
+        head: &HeaderList,
+        end_stream: bool,
+        out: &mut Vec<u8>,
+        event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), H2Error> {
+        if stream.is_multiple_of(2) || stream <= self.last_stream {
+            // An even id is a server's, a lower one unexpected (RFC 9113 §5.1.1) — unless it
+            // is a stream that just closed: a frame on a closed stream (§5.1).
+            let code = if self.closed.contains(&stream) {
+                ErrorCode::StreamClosed
+            } else {
+                ErrorCode::Protocol
+            };
+            return Err(H2Error::Connection(code));
+        }
+        self.last_stream = stream;
+        if self.phase == Phase::GoingAway {
+            frame::write_rst_stream(out, stream, ErrorCode::RefusedStream);
+            return Ok(());
+        }
+        if self.streams.len() >= self.config.max_concurrent_streams as usize {
+            self.spend(FLOOD_REFILL)?;
+            return Err(H2Error::Stream(stream, ErrorCode::RefusedStream));
+        }
+        let content_length = match head.field(b"content-length") {
+            None => None,
+            Some(v) => match std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()) {
+                Some(n) => Some(n),
+                None => return Err(H2Error::Stream(stream, ErrorCode::Protocol)),
+            },
+        };
+        match head.finish_request(self.config.connect_protocol) {
+            Err(Refused::Malformed(_)) => return Err(H2Error::Stream(stream, ErrorCode::Protocol)),
+            Err(Refused::TooLarge) => {
+                self.streams
+                    .push(self.new_stream(stream, content_length, end_stream));
+                event(Event::Refuse {
+                    stream,
+                    status: 431,
+                });
+                return Ok(());
+            }
+            Ok(()) => {}
+        }
+        if end_stream && content_length.is_some_and(|n| n > 0) {
+            return Err(H2Error::Stream(stream, ErrorCode::Protocol));
+        }
+        self.streams
+            .push(self.new_stream(stream, content_length, end_stream));
+        event(Event::Request {
+            stream,
+            head,
+            end_stream,
+        });
+        Ok(())
+    }
+
+    fn new_stream(&self, id: u32, content_length: Option<u64>, end_stream: bool) -> Stream {
+        Stream {
+            id,
+            state: if end_stream {
+                State::HalfClosedRemote
+            } else {
+                State::Open
+            },
+            recv_window: i64::from(self.config.stream_window),
+            send_window: i64::from(self.peer_initial_window),
+            content_length,
+            received: 0,
+        }
+    }
+
+    fn data(
+        &mut self,
+        stream: u32,
+        data: &[u8],
+        end_stream: bool,
+        flow_len: u32,
+        out: &mut Vec<u8>,
+        event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), H2Error> {
+        self.idle_is_an_error(stream)?;
+        // The connection window counts every DATA, on any stream (RFC 9113 §6.9).
+        self.recv_window -= i64::from(flow_len);
+        if self.recv_window < 0 {
+            return Err(H2Error::Connection(ErrorCode::FlowControl));
+        }
+        self.replenish_connection(out);
+        if data.is_empty() && !end_stream {
+            self.spend(1)?;
+        }
+        let stream_window = self.config.stream_window;
+        let Some(s) = self.stream_mut(stream) else {
+            // Closed: not this side's to read (RFC 9113 §5.1).
+            return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
+        };
+        if s.state == State::HalfClosedRemote {
+            return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
+        }
+        s.recv_window -= i64::from(flow_len);
+        if s.recv_window < 0 {
+            return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
+        }
+        s.received += data.len() as u64;
+        let over = s.content_length.is_some_and(|n| s.received > n)
+            || (end_stream && s.content_length.is_some_and(|n| s.received != n));
+        if over {
+            return Err(H2Error::Stream(stream, ErrorCode::Protocol));
+        }
+        if !end_stream && s.recv_window < i64::from(stream_window / 2) {
+            let increment = (i64::from(stream_window) - s.recv_window) as u32;
+            s.recv_window += i64::from(increment);
+            frame::write_window_update(out, stream, increment);
+        }
+        event(Event::Data {
+            stream,
+            data,
+            end_stream,
+        });
+        if end_stream {
+            self.end_remote(stream, event)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the connection window again once half of it is used (the body is the
+    /// application's to bound: it refuses one past its limit).
+    fn replenish_connection(&mut self, out: &mut Vec<u8>) {
+        let full = i64::from(self.config.conn_window);
+        if self.recv_window < full / 2 {
+            let increment = (full - self.recv_window) as u32;
+            self.recv_window += i64::from(increment);
+            frame::write_window_update(out, 0, increment);
+        }
+    }
+
+    /// The peer ended its side of `stream`.
+    fn end_remote(&mut self, stream: u32, event: &mut dyn FnMut(Event<'_>)) -> Result<(), H2Error> {
+        let Some(s) = self.stream_mut(stream) else {
+            return Ok(());
+        };
+        match s.state {
+            State::Open => s.state = State::HalfClosedRemote,
+            State::HalfClosedLocal => {
+                self.remove(stream);
+                self.finished();
+            }
+            State::HalfClosedRemote => {
+                return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
+            }
+        }
+        let _ = event;
+        Ok(())
+    }
+
+    /// This side resets `stream` for a broken rule.
+    fn reset(
+        &mut self,
+        stream: u32,
+        code: ErrorCode,
+        out: &mut Vec<u8>,
+        event: &mut dyn FnMut(Event<'_>),
+    ) {
+        frame::write_rst_stream(out, stream, code);
+        if self.remove(stream) {
+            event(Event::Reset { stream });
+        }
+        if self.spend(FLOOD_REFILL / 2).is_err() {
+            let _ = self.fail(out, ErrorCode::EnhanceYourCalm, 0);
+        }
+    }
+
+    fn stream(&self, id: u32) -> Option<&Stream> {
+        self.streams.iter().find(|s| s.id == id)
+    }
+
+    fn stream_mut(&mut self, id: u32) -> Option<&mut Stream> {
+        self.streams.iter_mut().find(|s| s.id == id)
+    }
+
+    /// Forgets `id`; whether it was open.
+    fn remove(&mut self, id: u32) -> bool {
+        let Some(at) = self.streams.iter().position(|s| s.id == id) else {
+            return false;
+        };
+        self.streams.swap_remove(at);
+        self.closed.rotate_right(1);
+        self.closed[0] = id;
+        if self.streams.is_empty() {
+            self.streams = Vec::new();
+        }
+        true
+    }
+
+    /// A stream finished as it should: the flood budget is refilled a little.
+    fn finished(&mut self) {
+        self.flood = (self.flood + FLOOD_REFILL).min(FLOOD_BUDGET);
+    }
+
+    /// Appends the reply's head on `stream` (its fields already HPACK-encoded in `block`);
+    /// `end_stream` when no body follows.
+    pub(crate) fn send_headers(
+        &mut self,
+        stream: u32,
+        block: &[u8],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) {
+        let max = self.peer_max_frame_size as usize;
+        let mut chunks = block.chunks(max.max(1));
+        let first = chunks.next().unwrap_or_default();
+        let more = block.len() > max;
+        let mut f = if end_stream { flags::END_STREAM } else { 0 };
+        if !more {
+            f |= flags::END_HEADERS;
+        }
+        frame::write_head(out, first.len(), Kind::Headers, f, stream);
+        out.extend_from_slice(first);
+        let rest: Vec<&[u8]> = chunks.collect();
+        for (i, chunk) in rest.iter().enumerate() {
+            let last = i + 1 == rest.len();
+            frame::write_head(
+                out,
+                chunk.len(),
+                Kind::Continuation,
+                if last { flags::END_HEADERS } else { 0 },
+                stream,
+            );
+            out.extend_from_slice(chunk);
+        }
+        if end_stream {
+            self.end_local(stream);
+        }
+    }
+
+    /// Appends as much of `data` as the windows and the peer's frame size allow on `stream`:
+    /// the bytes taken (the rest waits for a [`Event::WindowOpened`]). `end_stream` ends the
+    /// stream with the last of `data`, once all of it went.
+    pub(crate) fn send_data(
+        &mut self,
+        stream: u32,
+        data: &[u8],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let max = self.peer_max_frame_size as usize;
+        let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) else {
+            return 0;
+        };
+        let mut sent = 0;
+        loop {
+            let room = s.send_window.min(self.send_window).max(0) as usize;
+            let n = (data.len() - sent).min(room).min(max);
+            let last = sent + n == data.len();
+            if n == 0 && !(last && end_stream) {
+                break;
+            }
+            frame::write_head(
+                out,
+                n,
+                Kind::Data,
+                if last && end_stream {
+                    flags::END_STREAM
+                } else {
+                    0
+                },
+                stream,
+            );
+            out.extend_from_slice(&data[sent..sent + n]);
+            s.send_window -= n as i64;
+            self.send_window -= n as i64;
+            sent += n;
+            if last {
+                break;
+            }
+        }
+        if sent == data.len() && end_stream {
+            self.end_local(stream);
+        }
+        sent
+    }
+
+    /// This side ended `stream`'s reply.
+    fn end_local(&mut self, stream: u32) {
+        let Some(s) = self.stream_mut(stream) else {
+            return;
+        };
+        match s.state {
+            State::HalfClosedRemote => {
+                self.remove(stream);
+                self.finished();
+            }
+            _ => s.state = State::HalfClosedLocal,
+        }
+    }
+
+    /// A graceful stop: GOAWAY with the last stream taken; the streams in flight finish.
+    pub(crate) fn go_away(&mut self, out: &mut Vec<u8>) {
+        if matches!(
+            self.phase,
+            Phase::Open | Phase::FirstSettings | Phase::Preface
+        ) {
+            frame::write_goaway(out, self.last_stream, ErrorCode::NoError);
+            self.phase = Phase::GoingAway;
+        }
+    }
+
+    /// Streams open now.
+    pub(crate) fn open_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.decoder.held_bytes()
+            + self.streams.capacity() * std::mem::size_of::<Stream>()
+            + self.fragments.capacity()
+            + self.head.held_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests;
