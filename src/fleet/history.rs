@@ -26,13 +26,10 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use super::resp;
 use crate::rooms::history::Entry;
-
-const EPOCH_MS: u64 = 1_735_689_600_000;
-const SPREAD: u32 = 11;
 
 /// Ids a room's counter gives stay below this (exact as a JavaScript number, and as Lua's
 /// doubles); an answer at or past it is refused.
@@ -197,12 +194,8 @@ impl Floor {
     }
 }
 
-pub(crate) fn now_spread() -> u64 {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    ms.saturating_sub(EPOCH_MS) << SPREAD
-}
+/// The least id the clock allows now (see `rooms::history::ids`).
+pub(crate) use crate::rooms::history::from_clock as now_spread;
 
 /// A duration in whole milliseconds for Redis (at least 1).
 pub(crate) fn millis(d: Duration) -> u64 {
@@ -237,14 +230,6 @@ mod tests {
         for &bytes in foreign {
             assert_eq!(parse_entry(bytes), None, "{bytes:?}");
         }
-    }
-
-    #[test]
-    fn a_room_s_ids_start_from_the_clock_and_stay_exact_in_lua() {
-        let floor = now_spread();
-        assert!(floor > 1 << 40, "{floor}");
-        // Lua's numbers are doubles: every id below 2^53 is exact, until 2094.
-        const { assert!(((2094 - 2025) * 365 * 86_400_000u64) << SPREAD < 1 << 53) };
     }
 
     #[test]

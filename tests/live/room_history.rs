@@ -80,18 +80,20 @@ fn a_member_joining_gets_the_last_messages_then_every_new_one() {
     let (server, rooms) = start(3);
     let port = server.local_addr().port();
     let ids: Vec<u64> = (0..5).map(|n| post(&rooms, "r", n)).collect();
-    assert_eq!(ids, [1, 2, 3, 4, 5], "ids grow by one on a server alone");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids grow: {ids:?}");
     let mut c = Client::connect_to(port, "/ws?room=r");
-    assert_eq!(texts(&mut c, 3), ["2:3", "3:4", "4:5"]);
+    let last3: Vec<String> = (2..5).map(|n| format!("{n}:{}", ids[n])).collect();
+    assert_eq!(texts(&mut c, 3), last3);
     wait_until(Duration::from_secs(5), "the member counted", || {
         rooms.members("r") == 1
     });
-    post(&rooms, "r", 5);
-    assert_eq!(texts(&mut c, 1), ["5:6"]);
-    // Another room's history is its own.
+    let six = post(&rooms, "r", 5);
+    assert_eq!(texts(&mut c, 1), [format!("5:{six}")]);
+    // Another room's history is its own; the server's one counter goes on.
     let mut other = Client::connect_to(port, "/ws?room=empty");
-    post(&rooms, "empty", 9);
-    assert_eq!(texts(&mut other, 1), ["9:7"]);
+    let seven = post(&rooms, "empty", 9);
+    assert!(seven > six);
+    assert_eq!(texts(&mut other, 1), [format!("9:{seven}")]);
     drop((c, other)); // gone first: the shutdown waits for no closing handshake
     server.shutdown().unwrap();
 }
@@ -148,26 +150,29 @@ fn members_joining_while_messages_are_posted_get_each_once_in_order() {
 fn an_event_stream_resumes_after_the_last_id_it_saw() {
     let (server, rooms) = start(10);
     let port = server.local_addr().port();
-    for n in 0..4 {
-        post(&rooms, "feed", n);
-    }
+    let ids: Vec<u64> = (0..4).map(|n| post(&rooms, "feed", n)).collect();
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     use std::io::Write;
-    s.write_all(b"GET /sse?room=feed&after=2 HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        format!(
+            "GET /sse?room=feed&after={} HTTP/1.1\r\nHost: x\r\n\r\n",
+            ids[1]
+        )
+        .as_bytes(),
+    )
+    .unwrap();
     let mut got = String::new();
     let mut buf = [0u8; 4096];
-    while !got.contains("data: 3:4\n") {
+    let last = format!("data: 3:{}\n", ids[3]);
+    while !got.contains(&last) {
         let n = s.read(&mut buf).unwrap();
         assert!(n > 0, "the stream ended: {got}");
         got.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
-    assert!(
-        got.contains("id: 3\ndata: 2:3\n\n") && got.contains("id: 4\ndata: 3:4\n\n"),
-        "{got}"
-    );
-    assert!(!got.contains("data: 1:2"), "{got}");
+    let event = |n: usize| format!("id: {id}\ndata: {n}:{id}\n\n", id = ids[n]);
+    assert!(got.contains(&event(2)) && got.contains(&event(3)), "{got}");
+    assert!(!got.contains(&format!("data: 1:{}", ids[1])), "{got}");
     drop(s);
     server.shutdown().unwrap();
 }
@@ -180,24 +185,27 @@ fn since_and_watch_see_what_was_posted() {
         let seen = Arc::clone(&seen);
         rooms.watch(move |room, id, text| seen.lock().unwrap().push(format!("{room} {id} {text}")));
     }
-    for n in 0..4 {
-        post(&rooms, "w", n);
-    }
+    let ids: Vec<u64> = (0..4).map(|n| post(&rooms, "w", n)).collect();
     let since: Vec<(u64, String)> = rooms
-        .since("w", 2, || panic!("there are newer messages"))
+        .since("w", ids[1], || panic!("there are newer messages"))
         .into_iter()
         .map(|(id, text)| (id, text.to_string()))
         .collect();
-    assert_eq!(since, [(3, "2:3".into()), (4, "3:4".into())]);
+    let want: Vec<(u64, String)> = (2..4)
+        .map(|n| (ids[n], format!("{n}:{}", ids[n])))
+        .collect();
+    assert_eq!(since, want);
     let mut waited = false;
-    assert!(rooms.since("w", 4, || waited = true).is_empty());
+    assert!(rooms.since("w", ids[3], || waited = true).is_empty());
     assert!(
         waited,
         "nothing newer: the caller waits, in the critical section"
     );
     assert_eq!(
         *seen.lock().unwrap(),
-        ["w 1 0:1", "w 2 1:2", "w 3 2:3", "w 4 3:4"]
+        (0..4)
+            .map(|n| format!("w {id} {n}:{id}", id = ids[n]))
+            .collect::<Vec<_>>()
     );
     server.shutdown().unwrap();
 }
@@ -219,9 +227,9 @@ fn a_room_followed_before_the_server_runs_still_reaches_members_on_every_worker(
     wait_until(Duration::from_secs(5), "all eight counted", || {
         rooms.members("early") == 8
     });
-    post(&rooms, "early", 0);
+    let id = post(&rooms, "early", 0);
     for c in &mut members {
-        assert_eq!(texts(c, 1), ["0:1"]);
+        assert_eq!(texts(c, 1), [format!("0:{id}")]);
     }
     drop(follow);
     assert_eq!(
@@ -238,8 +246,24 @@ fn a_server_without_history_keeps_nothing_but_still_numbers_its_posts() {
     let server = Server::bind("127.0.0.1:0").unwrap();
     let rooms = server.rooms();
     let handle = server.spawn(|_req| text_response(404, "")).unwrap();
-    assert_eq!(post(&rooms, "r", 0), 1);
-    assert_eq!(post(&rooms, "r", 1), 2);
+    let first = post(&rooms, "r", 0);
+    assert!(post(&rooms, "r", 1) > first);
     assert!(rooms.since("r", 0, || {}).is_empty());
     handle.shutdown().unwrap();
+}
+
+/// A browser reconnecting with the `Last-Event-ID` it had before the server restarted misses
+/// nothing posted since: ids of a server alone keep growing across a restart.
+#[test]
+fn ids_keep_growing_across_a_restart_so_a_resume_from_before_it_misses_nothing() {
+    let (first, rooms) = start(5);
+    let before = post(&rooms, "news", 0);
+    first.shutdown().unwrap();
+    let (second, rooms) = start(5);
+    let after = post(&rooms, "news", 1);
+    assert!(after > before, "{after} after a restart, {before} before");
+    // A resume from before the restart gets what was posted since.
+    let resumed = rooms.since("news", before, || panic!("the new message is newer"));
+    assert_eq!(resumed, [(after, format!("1:{after}").into())]);
+    second.shutdown().unwrap();
 }

@@ -18,11 +18,13 @@
 //! counted in `FleetStats::local_reads`), so every instance, a restarted one too, serves the
 //! same recent messages.
 
+mod ids;
 mod recent;
 
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
+pub(crate) use ids::from_clock;
 #[cfg(feature = "redis")]
 pub(crate) use recent::Entry;
 pub(crate) use recent::{Line, Recent};
@@ -131,8 +133,8 @@ pub(crate) struct Kept {
     /// joins wait too, so that each gets the fleet's history).
     #[cfg(feature = "redis")]
     filling: std::collections::HashMap<Arc<str>, u32>,
-    /// The last id this instance gave itself: alone, one counter from 1; in a fleet, while
-    /// Redis is away (see `Rooms::post_alone`).
+    /// The last id this instance gave itself: alone, one counter for all rooms, never below
+    /// the clock (see `ids`); in a fleet, while Redis is away (see `Rooms::post_alone`).
     last_id: u64,
     watcher: Option<Watcher>,
 }
@@ -173,8 +175,11 @@ impl Rooms {
     ///
     /// **Ids and order.** A room's ids increase in the order its messages are posted, so
     /// "after id X" ([`since`](Rooms::since), [`Sse::join_after`](crate::sse::Sse::join_after))
-    /// means the same messages whether X is still held or not. On a server alone ids grow by
-    /// one from 1, one counter for all rooms. In a fleet each room has its own counter in
+    /// means the same messages whether X is still held or not. On a server alone one counter
+    /// serves all rooms (so an id names one message of the whole server, whatever its room),
+    /// and it starts from the clock — the milliseconds since 2025 times 2¹¹, one more than the
+    /// last after that — so ids keep growing across a restart and a browser resuming with a
+    /// `Last-Event-ID` from before it misses nothing posted since. In a fleet each room has its own counter in
     /// Redis, which gives a message its id and its place in the room's one order: every
     /// instance — this one included — delivers the room's messages in that order, when Redis
     /// hands them on, so the same id means the same message everywhere and resuming on another
@@ -186,9 +191,11 @@ impl Rooms {
     /// ```
     /// let server = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(20));
     /// let rooms = server.rooms();
-    /// let id = rooms.post("news", |id| format!(r#"{{"id":{id},"text":"hello"}}"#));
-    /// assert_eq!(id, Some(1));
-    /// assert_eq!(rooms.since("news", 0, || {}), [(1, r#"{"id":1,"text":"hello"}"#.into())]);
+    /// let id = rooms.post("news", |id| format!(r#"{{"id":{id},"text":"hello"}}"#)).unwrap();
+    /// let next = rooms.post("news", |id| format!(r#"{{"id":{id},"text":"again"}}"#)).unwrap();
+    /// assert!(next > id);
+    /// let kept = rooms.since("news", id, || {});
+    /// assert_eq!(kept, [(next, format!(r#"{{"id":{next},"text":"again"}}"#).into())]);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn post(
@@ -343,8 +350,8 @@ impl Rooms {
     /// ```
     /// let rooms = web::http::Server::bind("127.0.0.1:0")?.history(web::ws::History::new(5)).rooms();
     /// assert_eq!(rooms.last_id("news"), None);
-    /// rooms.post("news", |id| format!("{id}"));
-    /// assert_eq!(rooms.last_id("news"), Some(1));
+    /// let id = rooms.post("news", |id| format!("{id}"));
+    /// assert_eq!(rooms.last_id("news"), id);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn last_id(&self, room: &str) -> Option<u64> {
@@ -469,8 +476,10 @@ impl std::fmt::Debug for Handed {
     }
 }
 
+/// The next id of a server alone: one more than the last, and never below the clock, so that
+/// ids keep growing across a restart.
 fn next_local(kept: &mut Kept) -> u64 {
-    kept.last_id += 1;
+    kept.last_id = from_clock().max(kept.last_id.saturating_add(1));
     kept.last_id
 }
 
