@@ -256,9 +256,28 @@ impl Ws<'_> {
     /// }
     /// ```
     pub fn join_with_history(&mut self, room: &str) -> bool {
+        self.join_after(room, 0)
+    }
+
+    /// Sends `room`'s recent messages after message `after` (0: all the history holds),
+    /// oldest first, as text messages, then joins it: what a client that reconnects needs to
+    /// resume where it left off — give it the id of the last message it saw (a query
+    /// parameter, say) and it gets every message [posted](Rooms::post) since, exactly once,
+    /// from the history (as far as it still holds them) or from the room; "after" means of
+    /// greater ids, whether that id is still held or not, and ids keep growing across
+    /// restarts. A client learns a message's id from its text: [`Rooms::post`] makes the text
+    /// from the id. Whether the connection is a member now (as [`Ws::try_join`]; `false`
+    /// sends nothing).
+    ///
+    /// ```
+    /// fn resume(ws: &mut web::ws::Ws<'_>, last_seen: u64) {
+    ///     ws.join_after("lobby", last_seen);
+    /// }
+    /// ```
+    pub fn join_after(&mut self, room: &str, after: u64) -> bool {
         let (out, deflate, history) = (&mut *self.out, self.deflate, &mut *self.history);
         // The frame the history made once, by reference.
-        self.seat.join_after(room, 0, &mut |line| {
+        self.seat.join_after(room, after, &mut |line| {
             super::deflate::queue_shared(out, &line.message, deflate, history)
         })
     }

@@ -20,17 +20,24 @@ use wire::ws::Client;
 struct Chat;
 
 impl WsHandler for Chat {
-    type State = String;
+    type State = (String, u64);
 
-    fn accept(&self, req: &Request) -> Result<String, Response> {
-        Ok(param(query_of(req.path()), "room"))
+    fn accept(&self, req: &Request) -> Result<(String, u64), Response> {
+        let query = query_of(req.path());
+        Ok((
+            param(query, "room"),
+            param(query, "after").parse().unwrap_or(0),
+        ))
     }
 
-    fn open(&self, ws: &mut Ws<'_>, room: &mut String) {
-        assert!(ws.join_with_history(room));
+    fn open(&self, ws: &mut Ws<'_>, (room, after): &mut (String, u64)) {
+        match after {
+            0 => assert!(ws.join_with_history(room)),
+            after => assert!(ws.join_after(room, *after)),
+        }
     }
 
-    fn message(&self, _ws: &mut Ws<'_>, _room: &mut String, _msg: Message) {}
+    fn message(&self, _ws: &mut Ws<'_>, _state: &mut (String, u64), _msg: Message) {}
 }
 
 impl SseHandler for Chat {
@@ -266,4 +273,28 @@ fn ids_keep_growing_across_a_restart_so_a_resume_from_before_it_misses_nothing()
     let resumed = rooms.since("news", before, || panic!("the new message is newer"));
     assert_eq!(resumed, [(after, format!("1:{after}").into())]);
     second.shutdown().unwrap();
+}
+
+#[test]
+fn a_websocket_resumes_after_the_last_id_it_saw_then_gets_every_new_message() {
+    let (server, rooms) = start(5);
+    let port = server.local_addr().port();
+    let ids: Vec<u64> = (0..4).map(|n| post(&rooms, "feed", n)).collect();
+    let mut c = Client::connect_to(port, &format!("/ws?room=feed&after={}", ids[1]));
+    let missed: Vec<String> = (2..4).map(|n| format!("{n}:{}", ids[n])).collect();
+    assert_eq!(texts(&mut c, 2), missed, "what it missed, once, in order");
+    wait_until(Duration::from_secs(5), "the member counted", || {
+        rooms.members("feed") == 1
+    });
+    let next = post(&rooms, "feed", 4);
+    assert_eq!(texts(&mut c, 1), [format!("4:{next}")]);
+    // An id past every message resumes with nothing missed and nothing repeated.
+    let mut late = Client::connect_to(port, &format!("/ws?room=feed&after={next}"));
+    wait_until(Duration::from_secs(5), "the second member counted", || {
+        rooms.members("feed") == 2
+    });
+    let last = post(&rooms, "feed", 5);
+    assert_eq!(texts(&mut late, 1), [format!("5:{last}")]);
+    drop((c, late));
+    server.shutdown().unwrap();
 }
