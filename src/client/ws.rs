@@ -200,7 +200,8 @@ impl WsConnect {
     /// server's certificate is checked for the URL's host). Errors: `InvalidInput` for a bad
     /// URL or header, `Unsupported` for `wss://` in a build without TLS, `InvalidData` for a
     /// certificate that is not trusted or a TLS failure, `ConnectionRefused` when
-    /// the server answers anything but 101 (its status in the message), `InvalidData` for a
+    /// the server answers anything but 101 (its status in the message; the whole answer —
+    /// status, headers, body — as its [`UpgradeRefused`] inner error), `InvalidData` for a
     /// handshake that breaks the RFC, `TimedOut` past the timeout.
     ///
     /// ```no_run
@@ -225,6 +226,9 @@ impl WsConnect {
         )?;
         stream.write_all(&request)?;
         let (head, rest) = read_head(&mut stream)?;
+        if head.status != 101 {
+            return Err(refused(head, rest, &mut stream));
+        }
         let (protocol, agreed) = self.check(&head, &key)?;
         stream.tcp().set_read_timeout(self.read_timeout)?;
         stream.tcp().set_write_timeout(None)?;
@@ -254,6 +258,7 @@ impl WsConnect {
             reader,
             writer,
             protocol,
+            deflate: agreed.is_some(),
         })
     }
 
@@ -325,16 +330,6 @@ impl WsConnect {
         head: &crate::http::ReplyHead,
         key: &str,
     ) -> io::Result<(Option<String>, Option<ClientAgreed>)> {
-        if head.status != 101 {
-            return Err(io::Error::new(
-                io::ErrorKind::ConnectionRefused,
-                format!(
-                    "the server answered {} {}, not 101 Switching Protocols",
-                    head.status,
-                    crate::http::status_text(head.status)
-                ),
-            ));
-        }
         let field = |name: &str| -> Option<&str> {
             head.headers
                 .iter()
@@ -378,6 +373,91 @@ impl WsConnect {
         };
         Ok((protocol, agreed))
     }
+}
+
+/// The most of a refusal's body [`UpgradeRefused`] keeps.
+const REFUSAL_BODY: usize = 64 * 1024;
+
+/// The server answered an upgrade with something other than 101: what it said, as the
+/// `ConnectionRefused` error's inner error ([`io::Error::get_ref`]) — its status, its header
+/// lines and its body (as much of it as came within the handshake's timeout, at most 64 KiB),
+/// for a client that shows the reason (a 401's, a 403's).
+///
+/// ```no_run
+/// match web::ws::connect("ws://127.0.0.1:9001/private") {
+///     Err(e) => {
+///         if let Some(refused) = e.get_ref().and_then(|r| r.downcast_ref::<web::ws::UpgradeRefused>()) {
+///             println!("{}: {}", refused.status, String::from_utf8_lossy(&refused.body));
+///         }
+///     }
+///     Ok(_) => {}
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpgradeRefused {
+    /// The status the server answered.
+    pub status: u16,
+    /// Its header lines.
+    pub headers: Vec<Header>,
+    /// Its body, or the start of it.
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Display for UpgradeRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the server answered {} {}, not 101 Switching Protocols",
+            self.status,
+            crate::http::status_text(self.status)
+        )
+    }
+}
+
+impl std::error::Error for UpgradeRefused {}
+
+/// The refusal `head` starts, its body read as its framing says (or to the server's close),
+/// within the handshake's timeout and [`REFUSAL_BODY`].
+fn refused(head: crate::http::ReplyHead, mut raw: Vec<u8>, stream: &mut ClientConn) -> io::Error {
+    use crate::http::{ChunkedDecoder, ReplyFraming};
+    let mut chunked =
+        (head.framing == ReplyFraming::Chunked).then(|| ChunkedDecoder::new(REFUSAL_BODY as u64));
+    let want = match head.framing {
+        ReplyFraming::None => 0,
+        ReplyFraming::Length(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        ReplyFraming::Chunked | ReplyFraming::UntilClose => usize::MAX,
+    }
+    .min(REFUSAL_BODY);
+    let mut body = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match chunked.as_mut() {
+            Some(decoder) => {
+                let used = decoder.decode(&raw, &mut body).unwrap_or(raw.len());
+                raw.drain(..used.min(raw.len()));
+                if decoder.is_done() || body.len() >= want {
+                    break;
+                }
+            }
+            None => {
+                body.append(&mut raw);
+                if body.len() >= want {
+                    break;
+                }
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+        }
+    }
+    body.truncate(want);
+    let refused = UpgradeRefused {
+        status: head.status,
+        headers: head.headers,
+        body,
+    };
+    io::Error::new(io::ErrorKind::ConnectionRefused, refused)
 }
 
 /// Reads the response head; returns it and the bytes that came after it.
@@ -429,6 +509,8 @@ pub struct WsClient {
     reader: WsReader,
     writer: WsWriter,
     protocol: Option<String>,
+    /// permessage-deflate was agreed.
+    deflate: bool,
 }
 
 impl WsClient {
@@ -492,6 +574,30 @@ impl WsClient {
     /// ```
     pub fn protocol(&self) -> Option<&str> {
         self.protocol.as_deref()
+    }
+
+    /// Whether permessage-deflate was agreed ([`WsConnect::deflate`] offered it and the server
+    /// took it): messages both ways may then be compressed.
+    ///
+    /// ```no_run
+    /// let ws = web::ws::WsConnect::new().deflate(true).connect("ws://127.0.0.1:9001/")?;
+    /// println!("compressed: {}", ws.deflate());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn deflate(&self) -> bool {
+        self.deflate
+    }
+
+    /// Changes the longest wait for one message ([`WsConnect::read_timeout`]; `None` or zero:
+    /// no limit) — what a client that first waits for a greeting and then idles wants.
+    ///
+    /// ```no_run
+    /// let mut ws = web::ws::connect("ws://127.0.0.1:9001/")?;
+    /// ws.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
+        self.reader.set_read_timeout(timeout);
     }
 
     /// A sending half for another thread (all halves send over the one connection, a frame
@@ -744,6 +850,17 @@ impl WsReader {
             }
             self.pending.extend_from_slice(&chunk[..n]);
         }
+    }
+
+    /// Changes the longest wait for one message (see [`WsClient::set_read_timeout`]).
+    ///
+    /// ```no_run
+    /// let (mut reader, _writer) = web::ws::connect("ws://127.0.0.1:9001/")?.into_split();
+    /// reader.set_read_timeout(None); // wait as long as it takes
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
+        self.read_timeout = timeout.filter(|d| !d.is_zero());
     }
 
     /// The code of the server's close frame once the closing handshake is done (1005 when it

@@ -27,6 +27,8 @@ pub struct Event {
     event: Option<String>,
     retry: Option<u64>,
     data: String,
+    /// No data line at all (an event of `retry:` alone).
+    bare: bool,
 }
 
 impl Event {
@@ -77,6 +79,21 @@ impl Event {
         self
     }
 
+    /// An event of `retry:` alone: tells the browser how long to wait before it reconnects,
+    /// and dispatches nothing (an event with a data line, even an empty one, reaches
+    /// `onmessage`). A stream can send it first, before any data.
+    ///
+    /// ```
+    /// let e = web::sse::Event::reconnect_after(std::time::Duration::from_secs(10));
+    /// assert_eq!(e.to_bytes(), b"retry: 10000\n\n");
+    /// ```
+    pub fn reconnect_after(after: Duration) -> Event {
+        Event {
+            bare: true,
+            ..Event::default().retry(after)
+        }
+    }
+
     /// The event as it goes on the wire.
     ///
     /// ```
@@ -99,7 +116,9 @@ impl Event {
         if let Some(retry) = self.retry {
             field(out, "retry", &retry.to_string());
         }
-        data_lines(out, &self.data);
+        if !self.bare {
+            data_lines(out, &self.data);
+        }
         out.push(b'\n');
     }
 

@@ -14,7 +14,9 @@ pub(crate) mod handshake;
 mod strand;
 mod utf8;
 
-pub use crate::client::ws::{CONNECT_TIMEOUT, WsClient, WsConnect, WsReader, WsWriter, connect};
+pub use crate::client::ws::{
+    CONNECT_TIMEOUT, UpgradeRefused, WsClient, WsConnect, WsReader, WsWriter, connect,
+};
 pub use app::{Ws, WsHandler, WsSender, broadcast};
 pub use blocking::{
     MAX_FRAME, client_frame, client_frame_bin, fill, ws_accept, ws_close, ws_frame, ws_frame_bin,

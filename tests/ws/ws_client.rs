@@ -149,6 +149,68 @@ fn a_refused_upgrade_is_an_error_naming_the_status() {
 }
 
 #[test]
+fn a_refused_upgrade_hands_over_its_status_headers_and_body() {
+    let (handle, url) = server(None);
+    let err = web::ws::connect(&url.replace("/ws", "/private")).unwrap_err();
+    let refused = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<web::ws::UpgradeRefused>())
+        .expect("the refusal inside the error");
+    assert_eq!((refused.status, &refused.body[..]), (403, &b"no\n"[..]));
+    assert!(refused.headers.iter().any(|h| h.name == "content-type"));
+    handle.shutdown().unwrap();
+    // A chunked refusal's body, de-chunked; a refusal cut short keeps what came.
+    for (answer, body) in [
+        (
+            "HTTP/1.1 401 Unauthorized\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nwho\r\n1\r\n?\r\n0\r\n\r\n",
+            &b"who?"[..],
+        ),
+        (
+            "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 100\r\n\r\nslow down",
+            &b"slow down"[..],
+        ),
+    ] {
+        let (url, server) = fake(move |_| answer.to_owned(), |_| {});
+        let err = web::ws::connect(&url).unwrap_err();
+        server.join().unwrap();
+        let refused = err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<web::ws::UpgradeRefused>())
+            .unwrap();
+        assert_eq!(refused.body, body, "{answer}");
+    }
+}
+
+#[test]
+fn the_client_says_whether_deflate_was_agreed_and_its_read_timeout_can_change() {
+    let (handle, url) = server(None);
+    let mut plain = web::ws::connect(&url).unwrap();
+    assert!(!plain.deflate(), "not offered");
+    let _greeting = plain.recv().unwrap();
+    plain.set_read_timeout(Some(Duration::from_millis(50)));
+    assert_eq!(plain.recv().unwrap_err().kind(), ErrorKind::TimedOut);
+    plain.set_read_timeout(None);
+    plain.send_text("back").unwrap();
+    assert_eq!(text(plain.recv().unwrap()), "back");
+    handle.shutdown().unwrap();
+    #[cfg(feature = "deflate")]
+    {
+        let (url, server) = fake(
+            |key| {
+                switching(key).replace(
+                    "\r\n\r\n",
+                    "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+                )
+            },
+            |_| {},
+        );
+        let agreed = WsConnect::new().deflate(true).connect(&url).unwrap();
+        server.join().unwrap();
+        assert!(agreed.deflate());
+    }
+}
+
+#[test]
 fn another_thread_sends_while_one_receives() {
     let (handle, url) = server(None);
     let mut ws = web::ws::connect(&url).unwrap();
