@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # web-bench against the examples, briefly: `idle` holds 1 000 connections of each kind
-# (keep-alive HTTP to examples/hello, WebSocket to examples/ws_echo, event streams to the
-# chat's /sse) and its record must say they were all held, none failed, and each cost the
+# (keep-alive HTTP to examples/hello, WebSocket to examples/ws_echo — plain, and over TLS with
+# a message sent after the upgrade —, event streams to the chat's /sse) and its record must say they were all held, none failed, and each cost the
 # server between 1 and 2 000 bytes; `--help` of both commands answers. Every server is started
 # here on a free port of 127.0.0.1 and stopped by its PID.
 set -euo pipefail
@@ -9,7 +9,9 @@ cd "$(dirname "$0")/../.."
 source tests/interop/procs.sh
 
 cargo build --release -p web-bench
-cargo build --release --example hello --example ws_echo --example chat
+cargo build --release --example hello --example chat
+cargo build --release --features tls --example ws_echo
+command -v openssl >/dev/null || { echo "web_bench: FAIL: openssl is not installed (it makes the wss:// run's certificate)" >&2; exit 1; }
 bench=target/release/web-bench
 $bench idle --help >/dev/null
 $bench compare --help >/dev/null
@@ -22,14 +24,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# run NAME BINARY SCHEME TARGET KIND: starts BINARY on a free port with one worker, measures
-# 1 000 idle connections of KIND, checks the record.
+# run NAME BINARY SCHEME TARGET KIND [BENCH-ARGS...]: starts BINARY on a free port with one
+# worker (and $SERVER_ARGS), measures 1 000 idle connections of KIND, checks the record.
 run() {
     local name=$1 binary=$2 scheme=$3 target=$4 kind=$5
+    shift 5
     local port
     port=$(free_port)
     local pid
-    "$binary" --port "$port" --workers 1 >"$out/$name.log" 2>&1 &
+    # shellcheck disable=SC2086
+    "$binary" --port "$port" --workers 1 ${SERVER_ARGS:-} >"$out/$name.log" 2>&1 &
     pid=$!
     pids+=("$pid")
     for _ in $(seq 100); do
@@ -37,7 +41,7 @@ run() {
         sleep 0.1
     done
     timeout 300 $bench idle --pid "$pid" --url "$scheme://127.0.0.1:$port$target" --kind "$kind" -n 1000 \
-        --json "$out/$name.json" --svg "$out/$name.svg" | sed "s/^/$name: /"
+        --json "$out/$name.json" --svg "$out/$name.svg" "$@" | sed "s/^/$name: /"
     check "$name"
     stop_pid "$pid"
 }
@@ -64,4 +68,8 @@ PY
 run hello target/release/examples/hello http / http
 run ws_echo target/release/examples/ws_echo ws / ws
 run chat_sse target/release/examples/chat http "/sse?room=bench" sse
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$out/key.pem" \
+    -out "$out/cert.pem" -days 2 -subj /CN=127.0.0.1 >/dev/null 2>&1
+SERVER_ARGS="--tls-cert $out/cert.pem --tls-key $out/key.pem" \
+    run ws_echo_wss target/release/examples/ws_echo wss / ws --send subscribe
 echo "web_bench: passed"

@@ -53,6 +53,10 @@ pub struct Target {
     pub addr: SocketAddrV4,
     pub host: String,
     pub path: String,
+    /// `https://` or `wss://`: every connection runs TLS first.
+    pub secure: bool,
+    /// A text message each WebSocket sends once upgraded (a subscription, say).
+    pub send: Option<String>,
 }
 
 impl Target {
@@ -100,6 +104,8 @@ impl Target {
             addr: SocketAddrV4::new(ip, port),
             host: authority.to_owned(),
             path: path.to_owned(),
+            secure: default_port == 443,
+            send: None,
         })
     }
 }
@@ -160,43 +166,72 @@ pub fn open(
     tls: &Arc<rustls::ClientConfig>,
     timeout: Duration,
 ) -> io::Result<Held> {
-    let mut stream = connect_from(source(n), target.addr, timeout)?;
+    let stream = connect_from(source(n), target.addr, timeout)?;
+    // An https:// or wss:// URL runs TLS under every kind; `tls` is a GET through it.
+    let mut held = if target.secure || kind == Kind::Tls {
+        let name = rustls::pki_types::ServerName::try_from(target.addr.ip().to_string())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let conn =
+            rustls::ClientConnection::new(Arc::clone(tls), name).map_err(io::Error::other)?;
+        Held::Tls(Box::new(rustls::StreamOwned::new(conn, stream)))
+    } else {
+        Held::Plain(stream)
+    };
+    let s: &mut dyn ReadWrite = match &mut held {
+        Held::Plain(s) => s,
+        Held::Tls(t) => &mut **t,
+    };
     match kind {
-        Kind::Http => {
-            get(&mut stream, target)?;
-            Ok(Held::Plain(stream))
-        }
+        Kind::Http | Kind::Tls => get(s, target)?,
         Kind::Ws => {
-            upgrade(&mut stream, target)?;
-            Ok(Held::Plain(stream))
+            upgrade(s, target)?;
+            if let Some(text) = &target.send {
+                s.write_all(&masked_text(text))?;
+            }
         }
         Kind::Sse => {
             let request = format!(
                 "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
                 target.path, target.host
             );
-            stream.write_all(request.as_bytes())?;
-            let head = read_head(&mut stream, &mut Vec::new())?;
+            s.write_all(request.as_bytes())?;
+            let head = read_head(s, &mut Vec::new())?;
             let lower = head.to_ascii_lowercase();
             if !head.starts_with("HTTP/1.1 200") || !lower.contains("text/event-stream") {
                 return Err(refused("an event stream", &head));
             }
-            Ok(Held::Plain(stream))
-        }
-        Kind::Tls => {
-            let name = rustls::pki_types::ServerName::try_from(target.addr.ip().to_string())
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-            let conn =
-                rustls::ClientConnection::new(Arc::clone(tls), name).map_err(io::Error::other)?;
-            let mut tls = rustls::StreamOwned::new(conn, stream);
-            get(&mut tls, target)?;
-            Ok(Held::Tls(Box::new(tls)))
         }
     }
+    Ok(held)
+}
+
+/// A stream to read and write: plain or TLS.
+pub trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+/// One masked text frame, as a client sends it.
+pub fn masked_text(text: &str) -> Vec<u8> {
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    let payload = text.as_bytes();
+    let mut frame = vec![0x81];
+    match payload.len() {
+        n @ 0..=125 => frame.push(0x80 | n as u8),
+        n @ 126..=0xffff => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            frame.push(0x80 | 127);
+            frame.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
 }
 
 /// One `GET` on `s` and its whole reply (a `Content-Length` body, or none).
-pub fn get(s: &mut (impl Read + Write), target: &Target) -> io::Result<()> {
+pub fn get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Result<()> {
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\n\r\n",
         target.path, target.host
@@ -228,7 +263,7 @@ pub fn get(s: &mut (impl Read + Write), target: &Target) -> io::Result<()> {
 }
 
 /// A WebSocket upgrade of `s`; its `101` and accept key checked.
-pub fn upgrade(s: &mut TcpStream, target: &Target) -> io::Result<()> {
+pub fn upgrade(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Result<()> {
     let key = "dGhlIHNhbXBsZSBub25jZQ==";
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -251,7 +286,7 @@ pub fn upgrade(s: &mut TcpStream, target: &Target) -> io::Result<()> {
 
 /// Reads up to the end of a reply's head: the head (as text), and what came after it in
 /// `rest`. At most 64 KiB.
-fn read_head(s: &mut impl Read, rest: &mut Vec<u8>) -> io::Result<String> {
+fn read_head(s: &mut (impl Read + ?Sized), rest: &mut Vec<u8>) -> io::Result<String> {
     let mut got = Vec::with_capacity(512);
     let mut buf = [0u8; 4096];
     loop {
@@ -360,6 +395,9 @@ mod tests {
             ("127.0.0.1:8080", "/x?y=1")
         );
         assert_eq!(Target::parse("ws://localhost:9").unwrap().path, "/");
+        assert!(!Target::parse("ws://127.0.0.1:9/").unwrap().secure);
+        assert!(Target::parse("wss://127.0.0.1:9/").unwrap().secure);
+        assert!(Target::parse("https://127.0.0.1/").unwrap().secure);
         assert_eq!(Target::parse("https://127.0.0.5").unwrap().addr.port(), 443);
         for bad in [
             "http://10.0.0.1:80/",
@@ -378,5 +416,31 @@ mod tests {
         assert_eq!(source(0), Ipv4Addr::new(127, 0, 0, 2));
         assert_eq!(source(248), Ipv4Addr::new(127, 0, 0, 250));
         assert_eq!(source(249), source(0));
+    }
+
+    #[test]
+    fn a_sent_message_is_one_masked_text_frame() {
+        for len in [0usize, 5, 125, 126, 70_000] {
+            let text = "x".repeat(len);
+            let frame = masked_text(&text);
+            assert_eq!(frame[0], 0x81);
+            assert_eq!(frame[1] & 0x80, 0x80, "masked");
+            let (at, n) = match frame[1] & 0x7f {
+                126 => (4, u16::from_be_bytes([frame[2], frame[3]]) as usize),
+                127 => (
+                    10,
+                    u64::from_be_bytes(frame[2..10].try_into().unwrap()) as usize,
+                ),
+                n => (2, n as usize),
+            };
+            assert_eq!(n, len);
+            let mask = &frame[at..at + 4];
+            let payload: Vec<u8> = frame[at + 4..]
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b ^ mask[i % 4])
+                .collect();
+            assert_eq!(payload, text.as_bytes());
+        }
     }
 }

@@ -275,6 +275,8 @@ pub fn local(port: u16) -> Target {
         addr: SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port),
         host: format!("127.0.0.1:{port}"),
         path: "/".into(),
+        secure: false,
+        send: None,
     }
 }
 

@@ -75,7 +75,7 @@ const IDLE_OPTS: &[Opt] = &[
     Opt {
         name: "--url",
         value: Some("URL"),
-        help: "where to connect: http|ws|https|wss://127.x.x.x:PORT/PATH (needed)",
+        help: "where to connect: http|ws|https|wss://127.x.x.x:PORT/PATH (https and wss run TLS under any kind) (needed)",
     },
     Opt {
         name: "-n",
@@ -86,6 +86,11 @@ const IDLE_OPTS: &[Opt] = &[
         name: "--kind",
         value: Some("KIND"),
         help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET); default from the URL",
+    },
+    Opt {
+        name: "--send",
+        value: Some("TEXT"),
+        help: "with --kind ws: a text message each connection sends once upgraded (a subscription)",
     },
     Opt {
         name: "--json",
@@ -107,7 +112,8 @@ const IDLE_OPTS: &[Opt] = &[
 fn idle_command(args: &[String]) -> Result<ExitCode, Refused> {
     let given = args::parse(args, IDLE_OPTS, IDLE_ABOUT)?;
     let url: String = given.need("--url")?;
-    let target = conns::Target::parse(&url).map_err(Refused::Usage)?;
+    let mut target = conns::Target::parse(&url).map_err(Refused::Usage)?;
+    target.send = given.get("--send")?;
     let kind = match given.get::<conns::Kind>("--kind")? {
         Some(k) => k,
         None if url.starts_with("ws") => conns::Kind::Ws,
