@@ -167,19 +167,25 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
     }))
 }
 
-/// How many of `held` the server has closed (or sent something on): readable now.
+/// How many of `held` the server has closed: its end of the stream seen, or the socket broken.
 fn closed(held: &[Held]) -> usize {
     let mut fds: Vec<libc::pollfd> = held
         .iter()
         .map(|h| libc::pollfd {
             fd: h.socket().as_raw_fd(),
-            events: libc::POLLIN,
+            // The server's end of the stream, not data it sent (an echo of `--send`, a TLS
+            // session ticket): readable is not closed.
+            events: libc::POLLRDHUP,
             revents: 0,
         })
         .collect();
     // SAFETY: `fds` is a valid, writable array of `fds.len()` pollfds for the call's duration.
     let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-    usize::try_from(ready).unwrap_or(0)
+    if ready <= 0 {
+        return 0;
+    }
+    let gone = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR;
+    fds.iter().filter(|f| f.revents & gone != 0).count()
 }
 
 /// The record as lines a person reads.
