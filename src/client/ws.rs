@@ -580,8 +580,8 @@ impl WsClient {
     /// took it): messages both ways may then be compressed.
     ///
     /// ```no_run
-    /// let ws = web::ws::WsConnect::new().deflate(true).connect("ws://127.0.0.1:9001/")?;
-    /// println!("compressed: {}", ws.deflate());
+    /// let ws = web::ws::connect("ws://127.0.0.1:9001/")?;
+    /// assert!(!ws.deflate(), "not offered: WsConnect::deflate offers it");
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn deflate(&self) -> bool {
