@@ -472,7 +472,7 @@ impl Conn {
             .decode(block, scratch, |n, v| head.push(n, v, max, trailers));
         let result = match decoded {
             Err(_) => Err(H2Error::Connection(ErrorCode::Compression)),
-            Ok(()) if trailers => self.trailers(stream, &head, end_stream, event),
+            Ok(()) if trailers => self.trailers(stream, &head, end_stream),
             Ok(()) => self.open(stream, &head, end_stream, out, event),
         };
         self.head = head;
@@ -485,7 +485,6 @@ impl Conn {
         stream: u32,
         head: &HeaderList,
         end_stream: bool,
-        event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), H2Error> {
         let Some(s) = self.stream(stream) else {
             return Err(H2Error::Connection(ErrorCode::Internal));
@@ -496,7 +495,7 @@ impl Conn {
         if !end_stream || head.finish_trailers().is_err() {
             return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
-        self.end_remote(stream, event)
+        self.end_remote(stream)
     }
 
     /// A new stream.
@@ -623,7 +622,7 @@ impl Conn {
             end_stream,
         });
         if end_stream {
-            self.end_remote(stream, event)?;
+            self.end_remote(stream)?;
         }
         Ok(())
     }
@@ -640,7 +639,7 @@ impl Conn {
     }
 
     /// The peer ended its side of `stream`.
-    fn end_remote(&mut self, stream: u32, event: &mut dyn FnMut(Event<'_>)) -> Result<(), H2Error> {
+    fn end_remote(&mut self, stream: u32) -> Result<(), H2Error> {
         let Some(s) = self.stream_mut(stream) else {
             return Ok(());
         };
@@ -654,7 +653,6 @@ impl Conn {
                 return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
             }
         }
-        let _ = event;
         Ok(())
     }
 
@@ -721,9 +719,9 @@ impl Conn {
         }
         frame::write_head(out, first.len(), Kind::Headers, f, stream);
         out.extend_from_slice(first);
-        let rest: Vec<&[u8]> = chunks.collect();
-        for (i, chunk) in rest.iter().enumerate() {
-            let last = i + 1 == rest.len();
+        let mut rest = chunks.peekable();
+        while let Some(chunk) = rest.next() {
+            let last = rest.peek().is_none();
             frame::write_head(
                 out,
                 chunk.len(),

@@ -482,17 +482,7 @@ fn upgrade(
                 early: early.to_vec(),
             }))
         }
-        Err(refusal) => {
-            render(
-                turn.out,
-                refusal,
-                false,
-                rules.head_only,
-                turn.now,
-                usize::MAX,
-            );
-            Stop::Close
-        }
+        Err(refusal) => refuse(turn, refusal, rules),
     }
 }
 
@@ -524,18 +514,22 @@ fn open_stream(
                 early: Vec::new(),
             }))
         }
-        Err(refusal) => {
-            render(
-                turn.out,
-                refusal,
-                false,
-                rules.head_only,
-                turn.now,
-                usize::MAX,
-            );
-            Stop::Close
-        }
+        Err(refusal) => refuse(turn, refusal, rules),
     }
+}
+
+/// A live route's refusal: rendered whole (its head alone for `HEAD`), then the connection
+/// closes.
+fn refuse(turn: &mut Turn<'_>, refusal: Response, rules: ReplyRules) -> Stop {
+    render(
+        turn.out,
+        refusal,
+        false,
+        rules.head_only,
+        turn.now,
+        usize::MAX,
+    );
+    Stop::Close
 }
 
 /// The header lines of an event stream's head beside its type: never stored by a cache, never

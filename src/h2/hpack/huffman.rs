@@ -180,14 +180,7 @@ pub(crate) fn encode(input: &[u8], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::h2::hpack::hex;
 
     #[test]
     fn the_computed_codes_are_the_appendix_s() {

@@ -32,3 +32,13 @@ pub(crate) enum HpackError {
     /// A dynamic table size update above what this side advertised.
     SizeUpdateTooLarge,
 }
+
+/// Bytes written as hex pairs, spaces ignored: how the RFC's examples are given.
+#[cfg(test)]
+pub(crate) fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
