@@ -157,10 +157,11 @@ impl Kept {
         }
     }
 
-    /// These settings, the watcher kept.
+    /// These settings, the watcher and the id counter kept.
     pub(crate) fn with_settings(&mut self, settings: History) -> Kept {
         Kept {
             watcher: self.watcher.take(),
+            last_id: self.last_id,
             ..Kept::new(settings)
         }
     }
@@ -477,9 +478,12 @@ impl std::fmt::Debug for Handed {
 }
 
 /// The next id of a server alone: one more than the last, and never below the clock, so that
-/// ids keep growing across a restart.
+/// ids keep growing across a restart; the first from a millisecond begun after the server was.
 fn next_local(kept: &mut Kept) -> u64 {
-    kept.last_id = from_clock().max(kept.last_id.saturating_add(1));
+    kept.last_id = match kept.last_id {
+        0 => ids::first(),
+        last => from_clock().max(last.saturating_add(1)),
+    };
     kept.last_id
 }
 
