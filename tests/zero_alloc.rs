@@ -10,7 +10,10 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use web::http::{Server, text_response};
+use web::http::{RateLimit, Request, Response, Server, text_response, wrap};
+
+/// One measurement at a time: the allocation count is the whole process's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 struct Counting;
 
@@ -64,12 +67,14 @@ fn exchange(conn: &mut TcpStream, buf: &mut [u8; 1024]) {
     }
 }
 
-#[test]
-fn a_keep_alive_get_costs_the_server_no_allocation_in_steady_state() {
+/// Allocations the server made for keep-alive GETs over a second or more, after a warm-up;
+/// and the requests.
+fn steady_state(handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> (u64, u64) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
-        .spawn(|_req| text_response(200, "Hello, World!"))
+        .spawn(handler)
         .unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
     conn.set_nodelay(true).unwrap();
@@ -87,10 +92,30 @@ fn a_keep_alive_get_costs_the_server_no_allocation_in_steady_state() {
         requests += 1;
     }
     let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    drop(conn);
+    server.shutdown().unwrap();
+    (allocations, requests)
+}
+
+#[test]
+fn a_keep_alive_get_costs_the_server_no_allocation_in_steady_state() {
+    let (allocations, requests) = steady_state(|_req| text_response(200, "Hello, World!"));
     assert_eq!(
         allocations, 0,
         "{allocations} allocations for {requests} requests"
     );
-    drop(conn);
-    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_request_counted_by_its_callers_address_allocates_nothing_either() {
+    let limiter = RateLimit::per_address(1, u32::MAX).layer();
+    let app = wrap(vec![limiter], |req: Request| {
+        assert!(req.client_addr().is_some());
+        text_response(200, "Hello, World!")
+    });
+    let (allocations, requests) = steady_state(app);
+    assert_eq!(
+        allocations, 0,
+        "{allocations} allocations for {requests} requests"
+    );
 }

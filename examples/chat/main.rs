@@ -19,9 +19,13 @@
 //!   `--allow-origin ORIGINS` lists them (comma-separated; `*` for any);
 //! - `POST /api/messages?room=R` (optional `&name=N`) with a text body: `201`, delivered to room
 //!   R as if a member had sent it;
-//! - writes — posts and WebSocket messages alike — are limited to 5 a second per caller (the
-//!   last `X-Forwarded-For` entry: one proxy hop): a post over it gets a JSON `429`, a message
-//!   is answered with `{"error":…,"retry_after":1}` on its socket and not delivered;
+//! - writes — posts and WebSocket messages alike — are limited to 5 a second per caller, paced
+//!   (5 at once, then one every 200 ms): a post over it gets a JSON `429`, a message is
+//!   answered with `{"error":…,"retry_after":1}` on its socket and not delivered. A caller is
+//!   its address: the `X-Forwarded-For` entry `--proxies N` places from the right (default 1:
+//!   one proxy appends the client's address), or the connection's own peer when the request
+//!   carries fewer entries (a client that reaches the chat directly); `--proxies 0` when
+//!   nothing stands in front, so that no client picks its own name;
 //! - room and member names are 1 to 64 bytes of UTF-8, not only white space, without control
 //!   characters, by either way in (else `400`);
 //! - `GET /sse?room=R`: a Server-Sent Events stream (`200 text/event-stream`): the room's
@@ -122,7 +126,7 @@ impl Chat {
     /// A request for a room's whole history: counted as one of the caller's writes (5 a
     /// second), else refused with 429.
     fn full_replay(&self, req: &Request) -> Result<(), Response> {
-        if self.limiter.admit_write(self.limiter.caller(req)) {
+        if self.limiter.admit_write(&self.limiter.caller(req)) {
             Ok(())
         } else {
             Err(json_error(429, "more than 5 whole histories a second"))
@@ -220,7 +224,7 @@ impl WsHandler for Chat {
             Ok(value)
         };
         let (room, name) = (named("room")?, named("name")?);
-        let caller = self.limiter.caller(req).to_owned();
+        let caller = self.limiter.caller(req).to_string();
         Ok(Member { room, name, caller })
     }
 
@@ -255,6 +259,7 @@ fn serve() -> std::io::Result<()> {
             "--workers",
             "--redis",
             "--allow-origin",
+            "--proxies",
             "--tls-cert",
             "--tls-key",
         ],
@@ -264,6 +269,9 @@ fn serve() -> std::io::Result<()> {
          using that Redis server (needs a build with --features redis).\n\
          --allow-origin ORIGINS lets pages of those origins (comma-separated, or *) open the\n\
          chat's WebSocket; by default only pages of the chat's own host may.\n\
+         --proxies N: the proxies in front, each appending to X-Forwarded-For (default 1);\n\
+         the rate limit's caller is the entry N-th from the right, or the connection's own\n\
+         address when a request has fewer; 0: always the connection's address.\n\
          --tls-cert FILE --tls-key FILE (PEM) serve HTTPS (and WSS) only (needs a build\n\
          with --features tls).",
     )?;
@@ -271,7 +279,8 @@ fn serve() -> std::io::Result<()> {
         .get::<String>("--allow-origin")?
         .map_or(Origins::SameHost, |o| Origins::parse(&o));
     let fleet = fleet(options.get("--redis")?)?;
-    let server = options.server(8080)?.history(
+    let proxies = options.get::<usize>("--proxies")?.unwrap_or(1);
+    let server = options.server(8080)?.proxies(proxies).history(
         History::new(HISTORY)
             .rooms(HISTORY_ROOMS)
             .bytes(HISTORY_BYTES),
@@ -281,7 +290,7 @@ fn serve() -> std::io::Result<()> {
     control.shutdown_on_signals()?;
     // Writes (posts and WebSocket messages) are limited per caller; pages and figures are not.
     #[allow(unused_mut)] // a fleet needs the `redis` feature
-    let mut limit = RateLimit::new(5, 0, 1)
+    let mut limit = RateLimit::per_address(5, 0)
         .unlimited_reads()
         .refusal(json_response(429, TOO_MANY));
     #[allow(unused_mut)] // a fleet needs the `redis` feature

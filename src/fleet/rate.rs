@@ -157,6 +157,13 @@ impl RateLimit {
     /// second, and a burst that reaches every instance within one Redis round trip up to `n`
     /// times its allowance.
     ///
+    /// **Paced** ([`smooth`](Self::smooth), as [`per_address`](Self::per_address) is): each
+    /// instance paces the caller as it would alone, and the shared count bounds what all the
+    /// instances admit together in one wall-clock second as above (the others' count this
+    /// second plus what the caller holds of its allowance here). So across instances a burst
+    /// straddling a second boundary can still reach twice the allowance, as the whole-second
+    /// window allows; on any one instance it cannot.
+    ///
     /// **When Redis does not answer** within [`Fleet::timeout`](Fleet::timeout)
     /// (50 ms by default), or is unreachable, this instance's own count decides (kept all
     /// along): each instance then allows the caller its allowance, so a caller spread over `n`

@@ -39,7 +39,8 @@ pub use middleware::{Layer, Next, layer, wrap};
 pub use parse_request::parse_request;
 pub use query::{decoded, encoded, param, params, path_of, query_of};
 pub use rate_limit::{
-    ANYONE, MAX_CALLERS, RateLimit, RateLimiter, UNKNOWN_CALLER, client_of, rate_limit, rate_limits,
+    ANYONE, CallerName, MAX_CALLERS, RateLimit, RateLimiter, UNKNOWN_CALLER, client_of, rate_limit,
+    rate_limits,
 };
 pub use render::response_bytes;
 pub use reply::{

@@ -55,6 +55,7 @@ fn serve_blocking(
     let mut out: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
     let mut served = 0;
+    let peer = conn.peer_addr().ok();
     loop {
         // Answer every complete request buffered, replies written together.
         let mut turn = Turn {
@@ -64,6 +65,7 @@ fn serve_blocking(
             inline_limit: usize::MAX,
             now: Instant::now(),
             fd: None,
+            peer,
             exchange: Exchange::Blocking,
             worker: 0,
         };

@@ -96,6 +96,7 @@ pub struct Server {
     pub(super) drain_timeout: Duration,
     pub(super) share_one_arena: bool,
     pub(super) reply_timeout: Duration,
+    pub(super) proxies: u8,
     pub(super) budget: Option<u64>,
     pub(super) taken: Option<Box<DynTaken>>,
     pub(super) websocket: Vec<LiveRoute<dyn WsApp>>,
@@ -170,6 +171,7 @@ impl Server {
             drain_timeout: DRAIN_TIMEOUT,
             share_one_arena: true,
             reply_timeout: REPLY_TIMEOUT,
+            proxies: 0,
             budget: None,
             taken: None,
             websocket: Vec::new(),
@@ -350,6 +352,23 @@ impl Server {
     /// ```
     pub fn reply_timeout(mut self, d: Duration) -> Server {
         self.reply_timeout = d;
+        self
+    }
+
+    /// How many proxies stand in front of the server, each appending the address it received
+    /// a request from to `X-Forwarded-For` (nginx: `proxy_set_header X-Forwarded-For
+    /// $proxy_add_x_forwarded_for;`); default 0, the server faces its callers. It decides
+    /// what [`Request::client_addr`](crate::http::Request::client_addr) answers — the entry the outermost proxy wrote, not the
+    /// proxy's own address — and so whom a [`RateLimit::per_address`](crate::http::RateLimit::per_address) counts. Entries left of
+    /// that one are the client's to write and are never read. At most 255.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.proxies(1); // behind one nginx
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn proxies(mut self, n: usize) -> Server {
+        self.proxies = u8::try_from(n).unwrap_or(u8::MAX);
         self
     }
 

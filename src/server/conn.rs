@@ -24,12 +24,12 @@ impl Service for HttpService {
     fn open(
         &mut self,
         _stream: &mio::net::TcpStream,
-        _peer: std::net::SocketAddr,
+        peer: std::net::SocketAddr,
         _id: ConnId,
     ) -> ConnStrand {
-        // Runs on the worker's thread: `defer` there reaches this server's table.
-        super::deferred::install(&self.shared.replies);
-        ConnStrand::Http(HttpStrand::new(Arc::clone(&self.shared)))
+        // Runs on the worker's thread: its strands and `defer` there reach this server.
+        super::worker::install(&self.shared);
+        ConnStrand::Http(HttpStrand::new(super::peer::Peer::new(peer)))
     }
 
     /// No connection left on this worker: the request and output buffer pools are emptied.
@@ -145,7 +145,7 @@ mod tests {
     /// What an idle connection costs the worker's slab; fails if a field makes it grow.
     #[test]
     fn an_idle_connection_is_a_48_byte_slab_entry() {
-        // The server, the busy part (null while idle) and the deferred reply awaited.
+        // The peer's address, the busy part (null while idle) and the deferred reply awaited.
         assert_eq!(size_of::<super::HttpStrand>(), 24);
         // The WebSocket variant is one (wide) pointer: 16 bytes, and the tag.
         assert_eq!(size_of::<super::ConnStrand>(), 24);

@@ -121,8 +121,6 @@ thread_local! {
     static CURRENT: Cell<Option<Exchange>> = const { Cell::new(None) };
     /// The reply `defer` made for it: a sequence number (reactor) or a receiver (blocking).
     static DEFERRED: RefCell<Option<Deferral>> = const { RefCell::new(None) };
-    /// This worker thread's server (set when the worker opens its first connection).
-    static REPLIES: RefCell<Option<Arc<Replies>>> = const { RefCell::new(None) };
     /// The last sequence number handed out on this thread.
     static SEQ: Cell<u32> = const { Cell::new(0) };
 }
@@ -131,16 +129,6 @@ thread_local! {
 pub(crate) enum Deferral {
     Conn(NonZeroU32),
     Blocking(mpsc::Receiver<Later>),
-}
-
-/// This worker thread serves `replies`' server (called on the worker's thread).
-pub(crate) fn install(replies: &Arc<Replies>) {
-    REPLIES.with(|r| {
-        let mut r = r.borrow_mut();
-        if !r.as_ref().is_some_and(|have| Arc::ptr_eq(have, replies)) {
-            *r = Some(Arc::clone(replies));
-        }
-    });
 }
 
 /// Runs `handler` as the answer to `exchange`; the reply it deferred, if it called [`defer`].
@@ -198,7 +186,8 @@ pub fn defer() -> (Reply, Response) {
     // A second `defer` in the same handler replaces the first: that reply goes nowhere.
     let to = match exchange {
         Exchange::Conn(id) => {
-            let Some(replies) = REPLIES.with(|r| r.borrow().clone()) else {
+            let replies = super::worker::with(|s| s.map(|s| Arc::clone(&s.replies)));
+            let Some(replies) = replies else {
                 return (Reply { to: To::Nowhere }, placeholder);
             };
             let seq = next_seq();

@@ -54,6 +54,8 @@ pub(crate) struct ServerShared {
     pub(crate) replies: Arc<Replies>,
     /// How long a deferred reply may take before the server answers 503.
     pub(crate) reply_timeout: std::time::Duration,
+    /// Proxies in front, for requests' `client_addr`.
+    pub(crate) proxies: u8,
 }
 
 /// A WebSocket or event-stream route: the path it serves and its application.
@@ -176,6 +178,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) now: Instant,
     /// The socket, for the `taken` hook.
     pub(crate) fd: Option<RawFd>,
+    /// Who the connection is from, for the requests' [`Request::peer`].
+    pub(crate) peer: Option<std::net::SocketAddr>,
     /// Where a deferred reply goes.
     pub(crate) exchange: Exchange,
     pub(crate) worker: usize,
@@ -367,7 +371,7 @@ enum Dispatched {
 /// handler, whose reply is rendered.
 fn dispatch(
     app: &App<'_>,
-    request: Request,
+    mut request: Request,
     version: Version,
     rules: ReplyRules,
     raw: &[u8],
@@ -377,6 +381,12 @@ fn dispatch(
     if !app.spend() {
         // `serve_n`: the budget is spent; this request is not served.
         return Dispatched::Stop(Stop::Close);
+    }
+    if let Some(peer) = turn.peer {
+        request.set_peer(peer);
+    }
+    if let Some(shared) = app.server() {
+        request.set_proxies(usize::from(shared.proxies));
     }
     if let Some(route) = app.websocket_route(&request) {
         return Dispatched::Stop(upgrade(app, route, &request, version, rules, early, turn));
@@ -595,6 +605,7 @@ mod tests {
             inline_limit,
             now: Instant::now(),
             fd: None,
+            peer: None,
             exchange: Exchange::Blocking,
             worker: 0,
         };

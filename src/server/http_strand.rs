@@ -9,6 +9,7 @@
 //! and while it is pending the strand stops reading (backpressure). What each request comes to
 //! is decided by [`dispatch`](super::dispatch), shared with the blocking `handle_conn`.
 
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -26,6 +27,7 @@ use crate::live::{Charge, Command};
 use super::deferred::{Exchange, Wait};
 use super::dispatch::{Answered, ServerShared, Stop, Turn, Upgrade, answer};
 use super::output::Output;
+use super::peer::Peer;
 use super::streamed::Streaming;
 use crate::http::Refusal;
 use crate::http::later::StreamStart;
@@ -90,6 +92,7 @@ struct Ctx {
     now: Instant,
     fd: RawFd,
     id: reactor::ConnId,
+    peer: Option<SocketAddr>,
 }
 
 /// What one read and answer came to, for the resume loop.
@@ -120,7 +123,8 @@ enum Leaves {
 /// between requests (a keep-alive connection waiting for its next request holds no heap memory
 /// and its idle deadline lives in the reactor's timer wheel, see [`Io::deadline`]).
 pub(crate) struct HttpStrand {
-    shared: Arc<ServerShared>,
+    /// Who the connection is from (the server is the worker's: see `worker`).
+    peer: Peer,
     /// `None` while idle; made on the stack when a request arrives and boxed only if the
     /// connection has to keep something when the resume ends (part of a request, unwritten
     /// output, a closing state).
@@ -185,9 +189,9 @@ impl Interest {
 }
 
 impl HttpStrand {
-    pub(crate) fn new(shared: Arc<ServerShared>) -> HttpStrand {
+    pub(crate) fn new(peer: Peer) -> HttpStrand {
         HttpStrand {
-            shared,
+            peer,
             busy: None,
             wait: None,
         }
@@ -200,23 +204,38 @@ impl HttpStrand {
         io: &mut Io<'_, Command>,
         f: impl FnOnce(&mut Busy, &mut Resume<'_>, &mut Io<'_, Command>) -> Next,
     ) -> Next {
-        let mut conn = Resume {
-            shared: &self.shared,
-            wait: &mut self.wait,
-        };
-        match &mut self.busy {
-            Some(busy) => {
-                let next = f(busy, &mut conn, io);
-                if busy.is_done() {
-                    self.busy = None;
+        super::worker::with(|shared| {
+            let Some(shared) = shared else {
+                return Next::Close; // never: the worker installed its server at open
+            };
+            let conn = Resume {
+                shared,
+                wait: &mut self.wait,
+                peer: self.peer,
+            };
+            Self::run_busy(&mut self.busy, conn, io, f)
+        })
+    }
+
+    fn run_busy(
+        busy: &mut Option<Box<Busy>>,
+        mut conn: Resume<'_>,
+        io: &mut Io<'_, Command>,
+        f: impl FnOnce(&mut Busy, &mut Resume<'_>, &mut Io<'_, Command>) -> Next,
+    ) -> Next {
+        match busy {
+            Some(b) => {
+                let next = f(b, &mut conn, io);
+                if b.is_done() {
+                    *busy = None;
                 }
                 next
             }
             None => {
-                let mut busy = Busy::new(conn.wait.is_some());
-                let next = f(&mut busy, &mut conn, io);
-                if !busy.is_done() {
-                    self.busy = Some(Box::new(busy));
+                let mut fresh = Busy::new(conn.wait.is_some());
+                let next = f(&mut fresh, &mut conn, io);
+                if !fresh.is_done() {
+                    *busy = Some(Box::new(fresh));
                 }
                 next
             }
@@ -239,7 +258,11 @@ impl HttpStrand {
     /// The connection left the reactor: a reply it waited for is no longer wanted.
     pub(crate) fn closed(&mut self, id: reactor::ConnId) {
         if let Some(wait) = self.wait.take() {
-            self.shared.replies.close(id, wait.seq);
+            super::worker::with(|shared| {
+                if let Some(shared) = shared {
+                    shared.replies.close(id, wait.seq);
+                }
+            });
         }
     }
 
@@ -271,6 +294,7 @@ impl HttpStrand {
 struct Resume<'a> {
     shared: &'a ServerShared,
     wait: &'a mut Option<Wait>,
+    peer: Peer,
 }
 
 impl Busy {
@@ -357,6 +381,7 @@ impl Busy {
             inline_limit: INLINE_BODY,
             now: ctx.now,
             fd: Some(ctx.fd),
+            peer: ctx.peer,
             exchange: Exchange::Conn(ctx.id),
             worker: ctx.id.worker() as usize,
         };
@@ -573,6 +598,7 @@ impl Busy {
                 now: io.now(),
                 fd: io.stream().as_raw_fd(),
                 id: io.id(),
+                peer: conn.peer.get().or_else(|| io.stream().peer_addr().ok()),
             };
             let mut outcome = Outcome::default();
             steps += 1;

@@ -39,6 +39,7 @@ mod handle;
 mod http_strand;
 mod limits;
 mod output;
+mod peer;
 mod pool;
 mod serving;
 mod signals;
@@ -47,6 +48,7 @@ mod stats;
 mod streamed;
 mod taken;
 mod ticks;
+mod worker;
 
 pub use blocking::handle_conn;
 pub use control::Control;

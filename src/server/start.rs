@@ -70,6 +70,7 @@ impl Server {
             sse_settings: Arc::new(live),
             replies,
             reply_timeout: self.reply_timeout,
+            proxies: self.proxies,
         });
         let service = |worker| HttpService {
             shared: Arc::clone(&shared),

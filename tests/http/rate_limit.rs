@@ -156,6 +156,58 @@ fn callers_named_by_x_forwarded_for_have_separate_buckets_that_forged_entries_ca
     assert_eq!(statuses, [200, 429, 429, 200, 429, 200, 429, 200]);
 }
 
+/// POSTs from the loopback address `from`, over a connection of its own; the status.
+fn post_from(from: [u8; 4], port: u16, headers: &str) -> u16 {
+    let addr = ([127, 0, 0, 1], port).into();
+    let mut c = wire::Client::connect_from(from.into(), addr);
+    c.send(format!(
+        "POST / HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: 0\r\n\r\n"
+    ));
+    c.reply().status
+}
+
+#[test]
+fn callers_on_different_addresses_get_allowances_of_their_own_without_any_header() {
+    let (_server, port) = limited(RateLimit::per_address(1, 100).clock(still()).layer(), 2);
+    let statuses = [
+        post_from([127, 0, 0, 2], port, ""),
+        post_from([127, 0, 0, 2], port, ""),
+        post_from([127, 0, 0, 3], port, ""),
+        // A header of the client's own changes nothing: no proxy is trusted.
+        post_from([127, 0, 0, 3], port, "X-Forwarded-For: 9.9.9.9\r\n"),
+    ];
+    assert_eq!(statuses, [200, 429, 200, 429]);
+}
+
+#[test]
+fn behind_trusted_proxies_the_forwarded_address_counts_and_a_direct_caller_is_its_peer() {
+    let limiter = RateLimit::per_address(1, 100).clock(still()).layer();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .proxies(1)
+        .spawn(wrap(vec![limiter], |req| {
+            text_response(200, format!("{:?}", req.client_addr()))
+        }))
+        .unwrap();
+    let port = server.local_addr().port();
+    let statuses = [
+        // Through the proxy on 127.0.0.2: the callers it names.
+        post_from([127, 0, 0, 2], port, "X-Forwarded-For: 10.0.0.1\r\n"),
+        post_from(
+            [127, 0, 0, 2],
+            port,
+            "X-Forwarded-For: 6.6.6.6, 10.0.0.1\r\n",
+        ),
+        post_from([127, 0, 0, 2], port, "X-Forwarded-For: 10.0.0.2\r\n"),
+        // A caller reaching the server directly, without the header: its own address.
+        post_from([127, 0, 0, 4], port, ""),
+        post_from([127, 0, 0, 4], port, ""),
+    ];
+    assert_eq!(statuses, [200, 429, 200, 200, 429]);
+    server.shutdown().unwrap();
+}
+
 #[test]
 fn exactly_the_allowance_passes_per_caller_across_4_workers_and_8_concurrent_clients() {
     const CALLERS: usize = 8;

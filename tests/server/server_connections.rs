@@ -83,3 +83,39 @@ fn past_max_connections_a_new_connection_waits_until_one_closes() {
     // The server still serves the one it kept.
     assert_eq!(b.get("/b2").text(), "/b2");
 }
+
+#[test]
+fn every_request_carries_the_address_of_the_connection_it_came_on() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(|req| text_response(200, format!("{:?}", req.peer())))
+        .unwrap();
+    let addr = server.local_addr();
+    for from in [[127, 0, 0, 2], [127, 0, 0, 3]] {
+        let mut c = Client::connect_from(from.into(), addr);
+        let local = c.stream.local_addr().unwrap();
+        // Every request of a keep-alive connection, the one after a wait included.
+        for _ in 0..2 {
+            assert_eq!(c.get("/").text(), format!("Some({local})"));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn an_ipv6_peer_is_read_from_the_socket_for_each_request() {
+    // IPv6 peers do not fit the connection's 8 bytes: the server asks the socket.
+    let server = Server::bind("[::1]:0")
+        .expect("IPv6 loopback (::1) is needed by this test")
+        .workers(1)
+        .spawn(|req| text_response(200, format!("{:?}", req.peer())))
+        .unwrap();
+    let mut c = Client::connect(server.local_addr());
+    let local = c.stream.local_addr().unwrap();
+    assert!(local.is_ipv6());
+    assert_eq!(c.get("/").text(), format!("Some({local})"));
+    assert_eq!(c.get("/").text(), format!("Some({local})"));
+    server.shutdown().unwrap();
+}

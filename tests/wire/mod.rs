@@ -78,7 +78,16 @@ pub struct Client {
 
 impl Client {
     pub fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).expect("connect");
+        Client::over(TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// Connects to `addr` from the loopback address `from` (127.0.0.2, say): a caller of its
+    /// own as the server sees its peer.
+    pub fn connect_from(from: std::net::Ipv4Addr, addr: SocketAddr) -> Client {
+        Client::over(connect_from(from, addr).expect("connect from a loopback address"))
+    }
+
+    fn over(stream: TcpStream) -> Client {
         stream.set_nodelay(true).unwrap();
         stream.set_read_timeout(Some(READ_LIMIT)).unwrap();
         stream
@@ -304,6 +313,41 @@ impl Client {
 /// A port of 127.0.0.1 where nothing listens and nothing else can: a socket bound to it that
 /// never listens (a connection there is refused), held until the returned guard is dropped. A
 /// port found free and let go may be taken by another test's server before it is used.
+/// A TCP connection to `to` bound first to `from` (std binds only after connecting).
+pub fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = to else {
+        return Err(std::io::Error::other("an IPv4 address to connect to"));
+    };
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a new socket is owned by the TcpStream made from it right away (closed on every
+    // path); the addresses passed live on the stack for the calls and `len` is their size.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let stream = TcpStream::from_raw_fd(fd);
+        let local = sockaddr(from, 0);
+        if libc::bind(fd, (&raw const local).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let remote = sockaddr(*to.ip(), to.port());
+        if libc::connect(fd, (&raw const remote).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(stream)
+    }
+}
+
 pub fn closed_port() -> (u16, ClosedPort) {
     // SAFETY: socket(2), bind(2) and getsockname(2) on a descriptor this function owns, with a
     // `sockaddr_in` and its length; the descriptor is closed by the guard's drop.

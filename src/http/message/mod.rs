@@ -3,6 +3,7 @@
 //! messages: the strict request-head parser (head.rs), the field rules (fields.rs), chunked
 //! bodies (chunked.rs), replies (reply.rs), rendering (render.rs), parse_request.
 
+mod caller;
 pub(crate) mod chunked;
 pub(crate) mod fields;
 pub(crate) mod head;
@@ -15,6 +16,7 @@ mod request;
 mod response;
 mod rules;
 
+pub(crate) use caller::{Caller, forwarded};
 pub use header::{Header, HeaderRef, InvalidHeader, header, header_in};
 pub use request::{Headers, Request};
 pub(crate) use request::{Line, Span};

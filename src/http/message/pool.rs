@@ -57,6 +57,7 @@ pub(crate) struct Parts {
     pub(crate) method: Span,
     pub(crate) target: Span,
     pub(crate) body: Span,
+    pub(crate) caller: super::Caller,
 }
 
 impl Parts {
@@ -101,6 +102,7 @@ pub(crate) fn give(mut buf: Box<Parts>) {
     buf.method = Span::default();
     buf.target = Span::default();
     buf.body = Span::default();
+    buf.caller = super::Caller::default();
     keep(&POOL, buf);
 }
 

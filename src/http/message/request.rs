@@ -97,6 +97,17 @@ impl Request {
         Request { parts: Some(parts) }
     }
 
+    /// Where the request came from.
+    pub(crate) fn caller(&self) -> super::Caller {
+        self.parts
+            .as_deref()
+            .map_or_else(Default::default, |p| p.caller)
+    }
+
+    pub(crate) fn caller_mut(&mut self) -> &mut super::Caller {
+        &mut self.parts_mut().caller
+    }
+
     /// The parts, made (from the pool) for an empty request about to be changed.
     fn parts_mut(&mut self) -> &mut Parts {
         self.parts.get_or_insert_with(pool::take)

@@ -19,7 +19,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::message::{Request, Response, text_response, with_header};
 use super::middleware::{Layer, layer};
-use table::Limiter;
+use table::{Limiter, Now};
+
+pub(crate) use table::Pace;
 
 pub use caller::client_of;
 
@@ -100,7 +102,8 @@ pub fn rate_limit(per_second: u32) -> Layer {
 pub struct RateLimit {
     writes: Option<u32>,
     reads: Option<u32>,
-    hops: usize,
+    who: Who,
+    pace: Pace,
     max_callers: usize,
     refusal: Response,
     /// Where the counts are shared with other instances (`RateLimit::fleet`).
@@ -120,7 +123,8 @@ impl RateLimit {
         RateLimit {
             writes: Some(writes),
             reads: Some(reads),
-            hops,
+            who: Who::Forwarded(hops),
+            pace: Pace::Second,
             max_callers: MAX_CALLERS,
             refusal: too_many(),
             across: None,
@@ -139,12 +143,70 @@ impl RateLimit {
         RateLimit {
             writes: Some(per_second),
             reads: None,
-            hops: 0,
+            who: Who::Forwarded(0),
+            pace: Pace::Second,
             max_callers: MAX_CALLERS,
             refusal: too_many(),
             across: None,
             clock: Clock::System,
         }
+    }
+
+    /// `writes` writes and `reads` reads per second for each caller told apart by its address
+    /// ([`Request::client_addr`]: the connection's peer, or the address the server's proxies
+    /// forwarded — see [`Server::proxies`](crate::http::Server::proxies)), paced smoothly
+    /// ([`smooth`](RateLimit::smooth)): what a server should use unless it keeps the
+    /// specification's [`rate_limits`]. Requests without an address (made by hand, or a
+    /// forwarded entry missing) share the [`UNKNOWN_CALLER`] bucket.
+    ///
+    /// ```
+    /// use web::http::{text_response, wrap, RateLimit, Request};
+    /// let app = wrap(vec![RateLimit::per_address(1, 100).layer()], |_req| text_response(201, "made"));
+    /// let post = |from: &str| {
+    ///     let mut req = Request::new("POST", "/", vec![], "");
+    ///     req.set_peer(from.parse().unwrap());
+    ///     app(req).status
+    /// };
+    /// assert_eq!(post("127.0.0.2:5000"), 201);
+    /// assert_eq!(post("127.0.0.2:5001"), 429); // the same caller, another connection
+    /// assert_eq!(post("127.0.0.3:5000"), 201); // another caller
+    /// ```
+    pub fn per_address(writes: u32, reads: u32) -> RateLimit {
+        RateLimit {
+            who: Who::Address,
+            ..RateLimit::new(writes, reads, 0).smooth()
+        }
+    }
+
+    /// Paces each caller instead of counting whole seconds: an allowance of `n` a second admits
+    /// `n` at once from a caller idle for a second, then one every 1/`n` of a second (the
+    /// generic cell rate algorithm, GCRA, as a token bucket of `n` refilled continuously). No
+    /// caller gets twice its allowance across a second boundary, as the whole-second window
+    /// allows; the cost is the same, one 64-bit value per caller and kind. Counts stay exact
+    /// across workers. A caller is forgotten once its allowance is whole again, so the table
+    /// holds only callers active within the last second ([`max_callers`](RateLimit::max_callers)
+    /// bounds it as before).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    /// let ms = Arc::new(AtomicU64::new(1_000));
+    /// let now = Arc::clone(&ms);
+    /// let limiter = web::http::RateLimit::new(4, 0, 1)
+    ///     .smooth()
+    ///     .clock(move || Duration::from_millis(now.load(Ordering::Relaxed)))
+    ///     .limiter();
+    /// for _ in 0..4 {
+    ///     assert!(limiter.admit_write("a")); // the whole allowance at once, from rest
+    /// }
+    /// assert!(!limiter.admit_write("a"));
+    /// ms.store(1_250, Ordering::Relaxed); // a quarter of a second later: one more
+    /// assert!(limiter.admit_write("a") && !limiter.admit_write("a"));
+    /// ```
+    pub fn smooth(mut self) -> RateLimit {
+        self.pace = Pace::Smooth;
+        self
     }
 
     /// The most callers counted separately in one second (default [`MAX_CALLERS`]); the table is
@@ -262,7 +324,7 @@ impl RateLimit {
         let shared = self.across.as_ref().and_then(|across| across.start());
         RateLimiter(Arc::new(Counting {
             limiter,
-            hops: self.hops,
+            who: self.who,
             refusal: self.refusal,
             shared,
             clock: self.clock,
@@ -283,7 +345,7 @@ pub struct RateLimiter(Arc<Counting>);
 
 struct Counting {
     limiter: Limiter,
-    hops: usize,
+    who: Who,
     refusal: Response,
     shared: Option<Box<dyn SharedCounts>>,
     clock: Clock,
@@ -294,7 +356,7 @@ impl std::fmt::Debug for RateLimiter {
         f.debug_struct("RateLimiter")
             .field("writes", &self.0.limiter.writes)
             .field("reads", &self.0.limiter.reads)
-            .field("hops", &self.0.hops)
+            .field("who", &self.0.who)
             .finish()
     }
 }
@@ -313,7 +375,7 @@ impl RateLimiter {
         let this = self.clone();
         layer(move |req, next| {
             let kind = Kind::of(req.method());
-            if this.decide(this.caller(&req), kind) {
+            if this.decide(&this.caller(&req), kind) {
                 next(req)
             } else {
                 this.0.refusal.clone()
@@ -321,16 +383,27 @@ impl RateLimiter {
         })
     }
 
-    /// Who `req` is from, as this limiter counts callers ([`client_of`] with its `hops`).
+    /// Who `req` is from, as this limiter counts callers: [`client_of`] with its `hops`, or
+    /// the [client's address](Request::client_addr) for a
+    /// [`per_address`](RateLimit::per_address) limiter. Made without allocating.
     ///
     /// ```
     /// use web::http::{Header, RateLimit, Request};
     /// let limiter = RateLimit::new(5, 0, 1).limiter();
     /// let req = Request::new("GET", "/", vec![Header::new("x-forwarded-for", "10.0.0.7")], "");
     /// assert_eq!(limiter.caller(&req), "10.0.0.7");
+    /// let mut req = Request::new("GET", "/", vec![], "");
+    /// req.set_peer("[2001:db8::1]:443".parse().unwrap());
+    /// assert_eq!(RateLimit::per_address(5, 5).limiter().caller(&req), "2001:db8::1");
     /// ```
-    pub fn caller<'r>(&self, req: &'r Request) -> &'r str {
-        client_of(req, self.0.hops)
+    pub fn caller<'r>(&self, req: &'r Request) -> CallerName<'r> {
+        match self.0.who {
+            Who::Forwarded(hops) => CallerName::Named(client_of(req, hops)),
+            Who::Address => match req.client_addr() {
+                Some(addr) => CallerName::address(addr),
+                None => CallerName::Named(UNKNOWN_CALLER),
+            },
+        }
     }
 
     /// Counts one write of `caller` (as [`caller`](Self::caller) names it) in the same bucket
@@ -350,10 +423,10 @@ impl RateLimiter {
     /// The decision for one request of `kind` from `caller`: this instance's count, and with a
     /// fleet what the others counted as far as it is known. Never waits.
     fn decide(&self, caller: &str, kind: Kind) -> bool {
-        let now = self.0.clock.second();
+        let now = self.0.clock.now();
         let used = self.0.limiter.admit_counted(caller, kind, now);
         if let (Some(shared), Some(allowance)) = (&self.0.shared, self.0.limiter.allowance(kind)) {
-            let admitted = shared.admit(caller, kind, allowance, now, used);
+            let admitted = shared.admit(caller, kind, allowance, now.second(), used);
             if used.is_some() && !admitted {
                 // Within this instance's count, over the fleet's: not counted here either.
                 self.0.limiter.refund(caller, kind, now);
@@ -411,14 +484,79 @@ enum Clock {
 }
 
 impl Clock {
-    /// The second now, since the Unix epoch (0 before 1970).
-    fn second(&self) -> u64 {
-        match self {
+    /// Now, since the Unix epoch (0 before 1970).
+    fn now(&self) -> Now {
+        let since = match self {
             Clock::System => SystemTime::now()
                 .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            Clock::Given(clock) => clock().as_secs(),
+                .unwrap_or_default(),
+            Clock::Given(clock) => clock(),
+        };
+        Now {
+            nanos: u64::try_from(since.as_nanos()).unwrap_or(u64::MAX),
         }
+    }
+}
+
+/// Whom a limiter counts as one caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Who {
+    /// [`client_of`] with this many hops (0: everyone is one caller).
+    Forwarded(usize),
+    /// [`Request::client_addr`].
+    Address,
+}
+
+/// A caller's name as a [`RateLimiter`] counts it: borrowed from the request, or an address
+/// written out on the stack (no allocation). Reads as a `&str`.
+///
+/// ```
+/// let limiter = web::http::RateLimit::new(1, 1, 0).limiter();
+/// let req = web::http::Request::new("GET", "/", vec![], "");
+/// assert_eq!(&*limiter.caller(&req), "anyone");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum CallerName<'r> {
+    /// A name from the request (or a fixed one: [`ANYONE`], [`UNKNOWN_CALLER`]).
+    Named(&'r str),
+    /// An IP address as text: its bytes and length.
+    Address([u8; 46], u8),
+}
+
+impl CallerName<'_> {
+    fn address(addr: std::net::IpAddr) -> CallerName<'static> {
+        use std::io::Write;
+        let mut buf = [0u8; 46];
+        let mut cursor = std::io::Cursor::new(&mut buf[..]);
+        // 45 bytes hold the longest IPv6 text; a failure would leave a shorter, still valid name.
+        let _ = write!(cursor, "{addr}");
+        let len = u8::try_from(cursor.position()).unwrap_or(0);
+        CallerName::Address(buf, len)
+    }
+}
+
+impl std::ops::Deref for CallerName<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            CallerName::Named(name) => name,
+            CallerName::Address(buf, len) => buf
+                .get(..usize::from(*len))
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .unwrap_or(UNKNOWN_CALLER),
+        }
+    }
+}
+
+impl PartialEq<&str> for CallerName<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Display for CallerName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
     }
 }
 

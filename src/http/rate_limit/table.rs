@@ -11,37 +11,99 @@ use super::{Kind, RateLimit};
 /// Parts of the caller table, each behind its own lock.
 pub(crate) const SHARDS: usize = 64;
 
-/// What one caller used in the current second.
+/// How a caller's allowance comes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// Whole wall-clock seconds, the same for every caller (the specification's window): a
+    /// caller's counts start again each second.
+    Second,
+    /// The generic cell rate algorithm (GCRA): each request admitted pushes the caller's
+    /// *theoretical arrival time* 1/allowance of a second on; a request is admitted while
+    /// that time is less than one second ahead of now. So a caller idle for a second may send
+    /// its whole allowance at once, and from then on one request per 1/allowance of a second —
+    /// never twice the allowance across a boundary.
+    Smooth,
+}
+
+const SECOND_NS: u64 = 1_000_000_000;
+
+/// A moment as the limiter counts: nanoseconds since the Unix epoch on its clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Now {
+    pub(crate) nanos: u64,
+}
+
+impl Now {
+    pub(crate) fn second(self) -> u64 {
+        self.nanos / SECOND_NS
+    }
+}
+
+/// What one caller used: per kind, a count in the current second ([`Pace::Second`]) or the
+/// theoretical arrival time in nanoseconds ([`Pace::Smooth`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Used {
-    writes: u32,
-    reads: u32,
+    writes: u64,
+    reads: u64,
 }
 
 impl Used {
-    /// Counts one request of `kind` if it is within `allowance`: the count with it, or `None`.
-    fn take(&mut self, kind: Kind, allowance: u32) -> Option<u32> {
+    /// Counts one request of `kind` if it is within `allowance`: how much of the allowance
+    /// the caller holds with it (its count this second; paced: the requests its arrival time
+    /// stands ahead of now), or `None`.
+    fn take(&mut self, kind: Kind, allowance: u32, pace: Pace, now: Now) -> Option<u32> {
         let used = self.of(kind);
-        if *used >= allowance {
-            return None;
+        match pace {
+            Pace::Second => {
+                if *used >= u64::from(allowance) {
+                    return None;
+                }
+                *used += 1;
+                u32::try_from(*used).ok()
+            }
+            Pace::Smooth => {
+                let step = spacing(allowance)?;
+                let arrival = (*used).max(now.nanos);
+                // Admitted while its arrival time is less than a second ahead: `allowance`
+                // in a burst from rest, then one per `step`.
+                let ahead = arrival - now.nanos;
+                if ahead > step.saturating_mul(u64::from(allowance) - 1) {
+                    return None;
+                }
+                *used = arrival.saturating_add(step);
+                u32::try_from((ahead + step).div_ceil(step)).ok()
+            }
         }
-        *used += 1;
-        Some(*used)
     }
 
     /// Takes back one request of `kind` counted by [`Used::take`].
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    fn give_back(&mut self, kind: Kind) {
+    fn give_back(&mut self, kind: Kind, allowance: u32, pace: Pace) {
+        let step = match pace {
+            Pace::Second => 1,
+            Pace::Smooth => spacing(allowance).unwrap_or(0),
+        };
         let used = self.of(kind);
-        *used = used.saturating_sub(1);
+        *used = used.saturating_sub(step);
     }
 
-    fn of(&mut self, kind: Kind) -> &mut u32 {
+    /// Whether a paced caller's allowance is whole again at `now` (it can be forgotten).
+    fn rested(&self, now: Now) -> bool {
+        self.writes <= now.nanos && self.reads <= now.nanos
+    }
+
+    fn of(&mut self, kind: Kind) -> &mut u64 {
         match kind {
             Kind::Read => &mut self.reads,
             Kind::Write => &mut self.writes,
         }
     }
+}
+
+/// Nanoseconds between two requests of a paced caller at `allowance` a second (`None`:
+/// allowance 0, nothing is admitted).
+fn spacing(allowance: u32) -> Option<u64> {
+    (allowance > 0).then(|| (SECOND_NS / u64::from(allowance)).max(1))
 }
 
 /// Whether state stamped `window` belongs to an earlier second than `now`, restamping it if so.
@@ -81,9 +143,28 @@ impl Hasher for Prehashed {
 /// One part of the caller table.
 #[derive(Default)]
 struct Table {
-    /// The second the counts are for.
+    /// The second the counts are for ([`Pace::Second`]).
     window: u64,
+    /// Paced: no caller kept rests before this (nanoseconds): a full table is not swept again
+    /// until then.
+    next_sweep: u64,
     callers: HashMap<u64, Used, BuildHasherDefault<Prehashed>>,
+}
+
+impl Table {
+    /// Forgets the paced callers whose allowance is whole again; notes when the next could be.
+    fn sweep(&mut self, now: Now) {
+        if now.nanos < self.next_sweep {
+            return;
+        }
+        self.callers.retain(|_, used| !used.rested(now));
+        self.next_sweep = self
+            .callers
+            .values()
+            .map(|u| u.writes.max(u.reads))
+            .min()
+            .unwrap_or(0);
+    }
 }
 
 /// A shard on its own cache lines, so workers locking neighbouring shards do not slow each other.
@@ -95,6 +176,7 @@ struct Shard(Mutex<Table>);
 pub(super) struct Limiter {
     pub(super) writes: Option<u32>,
     pub(super) reads: Option<u32>,
+    pace: Pace,
     /// Callers per shard per second.
     per_shard: usize,
     names: RandomState,
@@ -108,6 +190,7 @@ impl Limiter {
         Limiter {
             writes: settings.writes,
             reads: settings.reads,
+            pace: settings.pace,
             per_shard: settings.max_callers.div_ceil(SHARDS),
             names: RandomState::new(),
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
@@ -126,36 +209,49 @@ impl Limiter {
     /// Counts a request of `kind` from `caller` in second `now`; whether it is admitted.
     #[cfg(test)]
     fn admit(&self, caller: &str, kind: Kind, now: u64) -> bool {
+        let now = Now {
+            nanos: now * SECOND_NS,
+        };
         self.admit_counted(caller, kind, now).is_some()
     }
 
-    /// Counts a request of `kind` from `caller` in second `now`: when it is admitted, how many
-    /// of its kind the caller has had this second, it included (0 for a kind not limited).
-    pub(super) fn admit_counted(&self, caller: &str, kind: Kind, now: u64) -> Option<u32> {
+    /// Counts a request of `kind` from `caller` at `now`: when it is admitted, how much of the
+    /// allowance of its kind the caller holds with it (see [`Used::take`]; 0 for a kind not
+    /// limited).
+    pub(super) fn admit_counted(&self, caller: &str, kind: Kind, now: Now) -> Option<u32> {
         let Some(allowance) = self.allowance(kind) else {
             return Some(0);
         };
-        self.with_used(caller, now, |used| used.take(kind, allowance))
+        self.with_used(caller, now, |used| {
+            used.take(kind, allowance, self.pace, now)
+        })
     }
 
     /// Takes back a request counted by [`Limiter::admit_counted`] (the fleet refused it).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(super) fn refund(&self, caller: &str, kind: Kind, now: u64) {
-        self.with_used(caller, now, |used| used.give_back(kind));
+    pub(super) fn refund(&self, caller: &str, kind: Kind, now: Now) {
+        let allowance = self.allowance(kind).unwrap_or(0);
+        self.with_used(caller, now, |used| {
+            used.give_back(kind, allowance, self.pace)
+        });
     }
 
-    /// Runs `f` on what `caller` used in second `now` (its own bucket, or the overflow).
-    fn with_used<T>(&self, caller: &str, now: u64, f: impl FnOnce(&mut Used) -> T) -> T {
+    /// Runs `f` on what `caller` used (its own bucket, or the overflow).
+    fn with_used<T>(&self, caller: &str, now: Now, f: impl FnOnce(&mut Used) -> T) -> T {
         let hash = self.names.hash_one(caller);
         // Bits 32..38 pick the shard; the map uses the low bits (bucket) and the top 7 (tag), so
         // within a shard they still differ.
         let shard = (hash >> 32) as usize % SHARDS;
         let mut table = lock(&self.shards[shard].0);
-        if roll(&mut table.window, now) {
+        let second = now.second();
+        if self.pace == Pace::Second && roll(&mut table.window, second) {
             table.callers.clear();
         }
         if let Some(used) = table.callers.get_mut(&hash) {
             return f(used);
+        }
+        if self.pace == Pace::Smooth && table.callers.len() >= self.per_shard {
+            table.sweep(now);
         }
         if table.callers.len() < self.per_shard {
             return f(table.callers.entry(hash).or_default());
@@ -163,10 +259,16 @@ impl Limiter {
         drop(table);
         let mut overflow = lock(&self.overflow);
         let (window, used) = &mut *overflow;
-        if roll(window, now) {
+        if self.pace == Pace::Second && roll(window, second) {
             *used = Used::default();
         }
         f(used)
+    }
+
+    /// Callers kept in the table, whatever their second (for tests).
+    #[cfg(test)]
+    fn callers_kept(&self) -> usize {
+        self.shards.iter().map(|s| lock(&s.0).callers.len()).sum()
     }
 
     /// Callers counted now in second `now`, overflow excluded (for tests).
@@ -236,6 +338,71 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_paced_caller_bursts_its_allowance_from_rest_then_gets_one_per_spacing() {
+        use Kind::{Read as R, Write as W};
+        // (caller, kind, milliseconds, admitted)
+        type Paced = (&'static str, Kind, u64, bool);
+        #[rustfmt::skip]
+        let cases: &[(RateLimit, &[Paced])] = &[
+            // 4 a second: 4 at once, then one every 250 ms.
+            (RateLimit::new(4, 0, 1).smooth(), &[
+                ("a", W, 1000, true), ("a", W, 1000, true), ("a", W, 1000, true), ("a", W, 1000, true),
+                ("a", W, 1000, false), ("a", W, 1249, false), ("a", W, 1250, true), ("a", W, 1250, false),
+                ("a", W, 1500, true), ("a", W, 1500, false), ("a", W, 1749, false), ("a", W, 1750, true),
+                // Rested a whole second: the whole burst again, never more.
+                ("a", W, 3000, true), ("a", W, 3000, true), ("a", W, 3000, true), ("a", W, 3000, true),
+                ("a", W, 3000, false),
+            ]),
+            // No double allowance across a second boundary: the whole-second window gave 2 + 2
+            // around 1 999/2 000 ms; paced, the next comes 500 ms after the burst.
+            (RateLimit::new(2, 0, 1).smooth(), &[
+                ("a", W, 1999, true), ("a", W, 1999, true), ("a", W, 2000, false), ("a", W, 2001, false),
+                ("a", W, 2499, true), ("a", W, 2499, false),
+            ]),
+            // Callers and kinds are paced apart.
+            (RateLimit::new(1, 1, 1).smooth(), &[
+                ("a", W, 10, true), ("a", W, 10, false), ("b", W, 10, true), ("a", R, 10, true),
+                ("a", R, 500, false), ("a", W, 1010, true),
+            ]),
+            // Allowance 0 refuses everything of its kind; a huge one never overflows.
+            (RateLimit::new(0, u32::MAX, 1).smooth(), &[("a", W, 5, false), ("a", R, 5, true), ("a", R, 5, true)]),
+        ];
+        for (settings, steps) in cases {
+            let limiter = Limiter::new(settings);
+            for (i, &(caller, kind, ms, want)) in steps.iter().enumerate() {
+                let now = Now {
+                    nanos: ms * 1_000_000,
+                };
+                let got = limiter.admit_counted(caller, kind, now).is_some();
+                assert_eq!(got, want, "{settings:?} step {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn paced_callers_at_rest_are_forgotten_so_a_full_table_takes_new_ones() {
+        let limiter = Limiter::new(&RateLimit::new(1, 1, 1).smooth().max_callers(SHARDS * 4));
+        let at = |s: u64| Now {
+            nanos: s * SECOND_NS,
+        };
+        for i in 0..10_000 {
+            limiter.admit_counted(&format!("old-{i}"), Kind::Write, at(7));
+        }
+        let full = limiter.callers_kept();
+        assert!(full <= SHARDS * 4, "{full}");
+        // Within their second the table is full: a newcomer shares the overflow bucket, spent.
+        assert!(limiter.admit_counted("new", Kind::Write, at(7)).is_none());
+        // A second later every old caller is at rest: newcomers get buckets of their own (8 of
+        // them: five in one shard of four places, one chance in 300 000, would share).
+        for i in 0..8 {
+            let name = format!("new-{i}");
+            assert!(limiter.admit_counted(&name, Kind::Write, at(8)).is_some());
+            assert!(limiter.admit_counted(&name, Kind::Write, at(8)).is_none());
+        }
+        assert!(limiter.callers_kept() <= SHARDS * 4);
     }
 
     #[test]
