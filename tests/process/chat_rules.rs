@@ -55,6 +55,37 @@ fn websocket_messages_count_against_the_same_limit_as_posts() {
     assert!(statuses.contains(&429), "{statuses:?}");
 }
 
+/// Five posts at once from `from`, then one more: the statuses.
+fn burst(chat: &Chat, from: [u8; 4], extra: &[&str]) -> Vec<u16> {
+    (0..6)
+        .map(|i| {
+            let post = "POST /api/messages?room=callers";
+            chat.ask_from(from, post, extra, &format!("m{i}")).0
+        })
+        .collect()
+}
+
+#[test]
+fn callers_without_a_forwarded_address_are_told_apart_by_their_own() {
+    let chat = Chat::start(&[]);
+    let two = burst(&chat, [127, 0, 0, 2], &[]);
+    let three = burst(&chat, [127, 0, 0, 3], &[]);
+    for statuses in [two, three] {
+        assert_eq!(statuses[..5], [201; 5], "{statuses:?}");
+        assert_eq!(statuses[5], 429, "{statuses:?}");
+    }
+}
+
+#[test]
+fn with_no_proxy_in_front_a_forwarded_address_names_no_one() {
+    let chat = Chat::start(&["--proxies", "0"]);
+    let a = burst(&chat, [127, 0, 0, 2], &["X-Forwarded-For: 10.0.0.1"]);
+    let b = burst(&chat, [127, 0, 0, 2], &["X-Forwarded-For: 10.0.0.2"]);
+    assert_eq!(a[..5], [201; 5], "{a:?}");
+    // The same caller whatever it forwards: its allowance is spent.
+    assert_eq!(b[0], 429, "{b:?}");
+}
+
 #[test]
 fn room_and_member_names_follow_one_rule_on_both_ways_in() {
     let chat = Chat::start(&[]);

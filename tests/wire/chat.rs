@@ -54,7 +54,19 @@ impl Chat {
     /// One request (`<method> <target>`, `extra` header lines, `Connection: close`); the
     /// status and the body.
     pub fn ask(&self, request: &str, extra: &[&str], body: &str) -> (u16, String) {
-        let mut c = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        self.ask_from([127, 0, 0, 1], request, extra, body)
+    }
+
+    /// [`ask`](Chat::ask) from the loopback address `from`.
+    pub fn ask_from(
+        &self,
+        from: [u8; 4],
+        request: &str,
+        extra: &[&str],
+        body: &str,
+    ) -> (u16, String) {
+        let to = ([127, 0, 0, 1], self.port).into();
+        let mut c = super::connect_from(from.into(), to).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let extra: String = extra.iter().map(|h| format!("{h}\r\n")).collect();
         write!(
