@@ -54,23 +54,22 @@
 //! Redis is unreachable: each instance serves its own history and counts, and says so in
 //! `/api/stats` (`fleet_local_reads`).
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use web::http::{
     Control, RateLimit, RateLimiter, Request, Response, defer, html_response, json_response,
-    path_of, query_of, text_response, wrap,
+    path_of, query_of, wrap,
 };
 use web::sse::{Sse, SseHandler};
 use web::ws::{History, Message, Rooms, Ws, WsHandler};
 
 #[path = "../cli/mod.rs"]
 mod cli;
-mod polls;
 mod rules;
 
-use polls::{POLL_WAIT, Polls};
+/// How long a long-poll waits for a message.
+const POLL_WAIT: std::time::Duration = std::time::Duration::from_secs(25);
 use rules::{MAX_TEXT, Origins, check_name, text_param};
 
 /// The page, with its script and chart; no external resources.
@@ -90,8 +89,6 @@ struct Chat {
     limiter: RateLimiter,
     /// Which pages may open a WebSocket.
     origins: Origins,
-    /// Long-polls waiting for a room's next message.
-    polls: Arc<Polls>,
 }
 
 /// A member's state, made when its upgrade is accepted.
@@ -133,26 +130,13 @@ impl Chat {
         }
     }
 
-    /// `GET /poll`: the room's messages after `after` now, or the next message (or the
-    /// sweep's 204, after 25 s). Always a deferred reply: in a fleet the room's history may
-    /// have to be read from Redis first, which the worker never waits for.
+    /// `GET /poll`: the room's messages after `after` now, or the next message, or `204`
+    /// after 25 s — the library's long-poll (in a fleet, the room's history is read from
+    /// Redis first without the worker waiting).
     fn poll(&self, room: &str, after: u64) -> Response {
-        let (reply, later) = defer();
-        let (rooms, polls, name) = (self.rooms.clone(), Arc::clone(&self.polls), room.to_owned());
-        self.rooms.follow_then(room, move |_follow| {
-            let mut reply = Some(reply);
-            // No message slips between the look and the wait: both are in the history's
-            // critical section, which every message passes through.
-            let newer = rooms.since(&name, after, || {
-                if let Some(reply) = reply.take() {
-                    polls.wait(&name, reply, std::time::Instant::now() + POLL_WAIT);
-                }
-            });
-            if let Some(reply) = reply {
-                reply.send(messages_json(newer.iter().map(|(_, line)| &**line)));
-            }
-        });
-        later
+        self.rooms.long_poll(room, after, POLL_WAIT, |messages| {
+            messages_json(messages.iter().map(|(_, line)| &**line))
+        })
     }
 }
 
@@ -303,18 +287,10 @@ fn serve() -> std::io::Result<()> {
     }
     let _ = &fleet;
     let limiter = limit.limiter();
-    let polls = Arc::new(Polls::new(rooms.clone()));
-    {
-        // Every message that reaches a room here, from this instance or another, answers the
-        // room's long-polls.
-        let polls = Arc::clone(&polls);
-        rooms.watch(move |room, _id, line| polls.wake(room, || messages_json([line])));
-    }
     let chat = Arc::new(Chat {
         rooms: rooms.clone(),
         limiter: limiter.clone(),
         origins,
-        polls,
     });
     // Every browser offers permessage-deflate: the chat accepts it whenever it is built in
     // (the default).
@@ -323,7 +299,6 @@ fn serve() -> std::io::Result<()> {
         .websocket("/ws", Arc::clone(&chat))
         .sse("/sse", Arc::clone(&chat));
     let baseline = Arc::new(OnceLock::new());
-    let sweeper_control = control.clone();
     let app = {
         let chat = Arc::clone(&chat);
         move |req: Request| route(&chat, &control, &baseline, req)
@@ -333,25 +308,7 @@ fn serve() -> std::io::Result<()> {
         options.scheme("http"),
         server.local_addr()?
     );
-    // Polls past their 25 s (and, once the server stops, all of them) get their 204.
-    let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sweeper = {
-        let (chat, served) = (Arc::clone(&chat), Arc::clone(&served));
-        let control = sweeper_control;
-        std::thread::spawn(move || {
-            while !served.load(Ordering::Acquire) {
-                let stopping = control.is_shutting_down();
-                chat.polls.sweep(std::time::Instant::now(), stopping, || {
-                    text_response(204, "")
-                });
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-        })
-    };
-    let ran = server.run(wrap(vec![limiter.layer()], app));
-    served.store(true, Ordering::Release);
-    let _ = sweeper.join();
-    ran?;
+    server.run(wrap(vec![limiter.layer()], app))?;
     eprintln!("chat: stopped");
     Ok(())
 }

@@ -51,8 +51,8 @@ pub use reply::{
 pub use crate::server::{
     BodySender, Control, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY,
     MAX_CONNECTIONS, PING_INTERVAL, Pool, REPLY_TIMEOUT, Reply, Server, ServerHandle, ServerStats,
-    WRITE_TIMEOUT, accept_forever, accept_n, defer, handle_conn, serve, serve_at, serve_n,
-    serve_taking,
+    WRITE_TIMEOUT, accept_forever, accept_n, defer, defer_for, handle_conn, serve, serve_at,
+    serve_n, serve_taking,
 };
 pub use later::STREAM_WINDOW;
 pub use status::status_text;

@@ -19,6 +19,7 @@ mod local;
 mod message;
 mod registry;
 mod seat;
+mod waiting;
 
 #[cfg(any(test, fuzzing))]
 pub(crate) use delivery::PLAIN;
@@ -31,6 +32,7 @@ pub(crate) use local::local_members;
 pub use message::Message;
 pub use registry::{Follow, MAX_ROOMS, Rooms};
 pub(crate) use seat::{Joining, Seat, history_back, join_back, leave_all};
+pub(crate) use waiting::Waiter;
 
 /// The worker has no connection left: its tables of rooms and of shared room lists give their
 /// memory back.

@@ -31,6 +31,28 @@ pub(crate) struct Wait {
     pub(crate) seq: NonZeroU32,
     /// What the request allows its reply.
     pub(crate) rules: ReplyRules,
+    /// A long-poll ([`defer_for`]): past its wait, or when the server stops, answered `204`.
+    pub(crate) poll: bool,
+}
+
+/// How long a deferred reply is waited for, and what answers it past that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// [`Server::reply_timeout`](crate::http::Server::reply_timeout), then `503`.
+    Server,
+    /// A long-poll's wait ([`defer_for`]), then `204`; at once when the server stops.
+    Poll(std::time::Duration),
+}
+
+impl Patience {
+    pub(crate) fn is_poll(self) -> bool {
+        matches!(self, Patience::Poll(_))
+    }
+}
+
+/// A long-poll's answer when nothing came: `204 No Content`.
+pub(crate) fn nothing_came() -> Response {
+    crate::http::text_response(204, "")
 }
 
 /// Per server: the remote that reaches the workers, each worker's table of waiting replies,
@@ -127,8 +149,8 @@ thread_local! {
 
 /// What [`defer`] left for the dispatcher.
 pub(crate) enum Deferral {
-    Conn(NonZeroU32),
-    Blocking(mpsc::Receiver<Later>),
+    Conn(NonZeroU32, Patience),
+    Blocking(mpsc::Receiver<Later>, Patience),
 }
 
 /// Runs `handler` as the answer to `exchange`; the reply it deferred, if it called [`defer`].
@@ -179,6 +201,35 @@ pub(crate) fn answering<T>(
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn defer() -> (Reply, Response) {
+    deferred(Patience::Server)
+}
+
+/// [`defer`] for a **long-poll**: a reply that waits for something to happen (the next message
+/// of a room, a job done) and has an empty answer when nothing does. Not sent within `wait`,
+/// the request is answered `204 No Content` by the server itself — from the connection's own
+/// timer: no thread, no list to sweep — and at once when the server stops; the late
+/// [`Reply`] is then not wanted ([`Reply::is_open`] turns `false`). Neither counts as a
+/// reply timed out. [`Rooms::long_poll`](crate::ws::Rooms::long_poll) is a long-poll on a
+/// room made with it.
+///
+/// ```
+/// use std::time::Duration;
+/// use web::http::{defer_for, text_response, Server};
+/// let handle = Server::bind("127.0.0.1:0")?.workers(1).spawn(|_req| {
+///     let (reply, later) = defer_for(Duration::from_millis(50));
+///     std::mem::forget(reply); // nothing ever happens
+///     later
+/// })?;
+/// let answer = web::http::get("127.0.0.1", handle.local_addr().port(), "/wait")?;
+/// assert_eq!(web::http::status_of(&answer), Some(204));
+/// # handle.shutdown()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn defer_for(wait: std::time::Duration) -> (Reply, Response) {
+    deferred(Patience::Poll(wait))
+}
+
+fn deferred(patience: Patience) -> (Reply, Response) {
     let placeholder = Response::default();
     let Some(exchange) = CURRENT.get() else {
         return (Reply { to: To::Nowhere }, placeholder);
@@ -192,14 +243,15 @@ pub fn defer() -> (Reply, Response) {
             };
             let seq = next_seq();
             replies.open(id, seq);
-            if let Some(Deferral::Conn(earlier)) = DEFERRED.replace(Some(Deferral::Conn(seq))) {
+            let earlier = DEFERRED.replace(Some(Deferral::Conn(seq, patience)));
+            if let Some(Deferral::Conn(earlier, _)) = earlier {
                 replies.close(id, earlier);
             }
             To::Conn { replies, id, seq }
         }
         Exchange::Blocking => {
             let (tx, rx) = mpsc::sync_channel(1);
-            DEFERRED.set(Some(Deferral::Blocking(rx)));
+            DEFERRED.set(Some(Deferral::Blocking(rx, patience)));
             To::Thread(tx)
         }
     };

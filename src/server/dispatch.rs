@@ -18,7 +18,7 @@ use crate::live::{Command, LiveConn, LiveSettings};
 use crate::sse::SseApp;
 use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
 
-use super::deferred::{Deferral, Exchange, Replies, Wait, answering};
+use super::deferred::{Deferral, Exchange, Patience, Replies, Wait, answering};
 use super::limits::Limits;
 use super::streamed::{Later, ThreadStream};
 use super::taken::{DynTaken, hand_over};
@@ -214,7 +214,7 @@ pub(crate) enum Stop {
     /// The connection was upgraded to WebSocket; the 101 is queued.
     Upgrade(Box<Upgrade>),
     /// The handler deferred its reply: the rest of the input waits for it.
-    Deferred(Wait),
+    Deferred(Wait, Patience),
     /// (`handle_conn` only) The handler's deferred reply is streamed: its driver writes it
     /// from the thread's channel, then goes on with the input from `used` on.
     Streamed(Box<Streamed>),
@@ -327,9 +327,9 @@ fn answer_each(
                             (false, false) => return done.finish(buf, Stop::Body { body, keep }),
                         }
                     }
-                    Dispatched::Deferred(wait) => {
+                    Dispatched::Deferred(wait, patience) => {
                         *served += 1;
-                        return done.finish_at(Stop::Deferred(wait));
+                        return done.finish_at(Stop::Deferred(wait, patience));
                     }
                     Dispatched::Stop(Stop::Streamed(s)) => {
                         *served += 1;
@@ -362,7 +362,7 @@ enum Dispatched {
     /// Answered by the handler.
     Answered { keep: bool, body: Body, spent: bool },
     /// The handler will answer later.
-    Deferred(Wait),
+    Deferred(Wait, Patience),
     /// Not answered by the handler: upgraded, taken, failed, or past the budget.
     Stop(Stop),
 }
@@ -411,26 +411,35 @@ fn dispatch(
     match (deferral, panicked) {
         (None, _) => {}
         // A handler that panicked after deferring is answered 500 now.
-        (Some(Deferral::Conn(seq)), true) => {
+        (Some(Deferral::Conn(seq, _)), true) => {
             if let Exchange::Conn(id) = turn.exchange
                 && let Some(shared) = app.server()
             {
                 shared.replies.close(id, seq);
             }
         }
-        (Some(Deferral::Conn(seq)), false) => {
-            return Dispatched::Deferred(Wait {
+        (Some(Deferral::Conn(seq, patience)), false) => {
+            let wait = Wait {
                 seq,
                 rules: rules.keeping(!spent),
-            });
+                poll: patience.is_poll(),
+            };
+            return Dispatched::Deferred(wait, patience);
         }
-        (Some(Deferral::Blocking(rx)), false) => {
-            later = Some(match rx.recv_timeout(app.reply_timeout()) {
+        (Some(Deferral::Blocking(rx, patience)), false) => {
+            let timeout = match patience {
+                Patience::Server => app.reply_timeout(),
+                Patience::Poll(wait) => wait,
+            };
+            later = Some(match rx.recv_timeout(timeout) {
                 Ok(Later::Answer(res)) => res,
                 Ok(Later::Stream(stream)) => {
                     let rules = rules.keeping(!spent && !app.shutting_down());
                     let stream = Box::new(Streamed { stream, rules });
                     return Dispatched::Stop(Stop::Streamed(stream));
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if patience.is_poll() => {
+                    super::deferred::nothing_came()
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Refusal::ReplyLate.response(),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
@@ -438,7 +447,7 @@ fn dispatch(
                 }
             });
         }
-        (Some(Deferral::Blocking(_)), true) => {}
+        (Some(Deferral::Blocking(..)), true) => {}
     }
     let res = match &mut later {
         Some(res) => res,

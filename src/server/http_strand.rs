@@ -24,7 +24,7 @@ use crate::http::render::{has_body, render, render_in_place, render_stream_head}
 use crate::http::stream_framing::StreamFraming;
 use crate::live::{Charge, Command};
 
-use super::deferred::{Exchange, Wait};
+use super::deferred::{Exchange, Patience, Wait};
 use super::dispatch::{Answered, ServerShared, Stop, Turn, Upgrade, answer};
 use super::output::Output;
 use super::peer::Peer;
@@ -270,7 +270,16 @@ impl HttpStrand {
     /// answered, its reply the last; a connection with nothing unread shuts its side and
     /// lingers briefly (`DRAIN_LINGER`), dropping what crosses it.
     pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
-        self.with_busy(io, |busy, conn, io| busy.run(conn, io))
+        self.with_busy(io, |busy, conn, io| {
+            // A long-poll gets its empty answer now rather than wait through the drain.
+            if let Some(wait) = *conn.wait
+                && wait.poll
+                && busy.stream.is_none()
+            {
+                busy.send_reply(conn, io, wait, super::deferred::nothing_came());
+            }
+            busy.run(conn, io)
+        })
     }
 
     pub(crate) fn held_bytes(&self) -> usize {
@@ -396,7 +405,7 @@ impl Busy {
         outcome.spent |= spent;
         self.waits = match stop {
             Stop::Held | Stop::Body { keep: true, .. } => Waits::Output,
-            Stop::Deferred(_) => Waits::Reply,
+            Stop::Deferred(..) => Waits::Reply,
             _ => Waits::Bytes,
         };
         match stop {
@@ -419,7 +428,14 @@ impl Busy {
                 self.upgrade = Some(upgrade);
                 outcome.leaves = Leaves::Upgraded;
             }
-            Stop::Deferred(wait) => *conn.wait = Some(wait),
+            Stop::Deferred(wait, patience) => {
+                *conn.wait = Some(wait);
+                if let Patience::Poll(wait) = patience {
+                    // The poll's own wait, which `park` keeps (the timer is already Reply's).
+                    self.timer = Timer::Reply;
+                    self.set_deadline(Some(ctx.now + wait));
+                }
+            }
             Stop::Taken => outcome.leaves = Leaves::Taken,
             // (A streamed reply reaches a strand as messages, never as a `Stop`.)
             Stop::Failed | Stop::Streamed(_) => outcome.leaves = Leaves::Failed,
@@ -777,6 +793,11 @@ impl Busy {
     fn timed_out(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Next {
         self.set_deadline(None);
         match (self.timer, self.state, *conn.wait) {
+            (Timer::Reply, State::Serving, Some(wait)) if wait.poll && self.stream.is_none() => {
+                // Nothing came within the long-poll's wait: its empty answer.
+                self.send_reply(conn, io, wait, super::deferred::nothing_came());
+                self.run(conn, io)
+            }
             (Timer::Reply, State::Serving, Some(wait)) => {
                 let replies = &conn.shared.replies;
                 replies.timed_out.fetch_add(1, Ordering::Relaxed);

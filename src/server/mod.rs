@@ -38,6 +38,7 @@ mod features;
 mod handle;
 mod http_strand;
 mod limits;
+mod long_poll;
 mod output;
 mod peer;
 mod pool;
@@ -52,7 +53,7 @@ mod worker;
 
 pub use blocking::handle_conn;
 pub use control::Control;
-pub use deferred::{Reply, defer};
+pub use deferred::{Reply, defer, defer_for};
 pub use limits::{
     DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
     PING_INTERVAL, REPLY_TIMEOUT, WRITE_TIMEOUT,

@@ -6,6 +6,7 @@
 #[path = "../wire/mod.rs"]
 mod wire;
 
+mod long_polls;
 mod room_history;
 mod sse_streams;
 mod ws_rooms;

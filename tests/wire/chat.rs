@@ -1,7 +1,6 @@
 //! The chat example as a process of its own, for the tests of its contract.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -22,6 +22,9 @@ mod ids;
 mod recent;
 
 use std::sync::{Arc, MutexGuard};
+
+use super::Waiter;
+use super::waiting::{Messages, Woken};
 use std::time::Duration;
 
 pub(crate) use ids::from_clock;
@@ -137,6 +140,10 @@ pub(crate) struct Kept {
     /// the clock (see `ids`); in a fleet, while Redis is away (see `Rooms::post_alone`).
     last_id: u64,
     watcher: Option<Watcher>,
+    /// Long-polls waiting for their room's next message.
+    waiting: super::waiting::Waiting,
+    /// Waiters a message answers, answered once the lock is let go (see [`KeptGuard`]).
+    woken: Vec<Woken>,
 }
 
 impl Default for Kept {
@@ -154,6 +161,8 @@ impl Kept {
             filling: std::collections::HashMap::new(),
             last_id: 0,
             watcher: None,
+            waiting: Default::default(),
+            woken: Vec::new(),
         }
     }
 
@@ -161,6 +170,7 @@ impl Kept {
     pub(crate) fn with_settings(&mut self, settings: History) -> Kept {
         Kept {
             watcher: self.watcher.take(),
+            waiting: std::mem::take(&mut self.waiting),
             last_id: self.last_id,
             ..Kept::new(settings)
         }
@@ -282,6 +292,15 @@ impl Rooms {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn since(&self, room: &str, after: u64, or_wait: impl FnOnce()) -> Vec<(u64, Arc<str>)> {
+        self.since_in(room, after, |_| or_wait())
+    }
+
+    fn since_in(
+        &self,
+        room: &str,
+        after: u64,
+        or_wait: impl FnOnce(&mut Kept),
+    ) -> Vec<(u64, Arc<str>)> {
         #[cfg(feature = "redis")]
         let fleets = self.fleet_history_unless_followed(room);
         #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
@@ -292,7 +311,7 @@ impl Rooms {
         }
         let newer: Vec<(u64, Arc<str>)> = kept.recent.after(room, after).map(Line::entry).collect();
         if newer.is_empty() {
-            or_wait();
+            or_wait(&mut kept);
         }
         newer
     }
@@ -439,11 +458,35 @@ impl Rooms {
         if let Some(watch) = &kept.watcher {
             watch(room, id, &text);
         }
+        let waiters = kept.waiting.take(room);
+        if !waiters.is_empty() {
+            kept.woken.push(Woken { waiters, id, text });
+        }
     }
 
-    fn kept(&self) -> MutexGuard<'_, Kept> {
+    fn kept(&self) -> KeptGuard<'_> {
         // A panic while holding this lock leaves at worst a history without its last line.
-        self.kept_lock().lock().unwrap_or_else(|e| e.into_inner())
+        KeptGuard(Some(
+            self.kept_lock().lock().unwrap_or_else(|e| e.into_inner()),
+        ))
+    }
+
+    /// `room`'s messages after `after` (as [`since`](Rooms::since)), or — when it has none —
+    /// `waiter` waits for its next message, in the same critical section. The waiter comes
+    /// back with the messages when there are some: its to answer.
+    pub(crate) fn after_or_wait(
+        &self,
+        room: &str,
+        after: u64,
+        waiter: Box<dyn Waiter>,
+    ) -> Option<(Messages, Box<dyn Waiter>)> {
+        let mut waiter = Some(waiter);
+        let newer = self.since_in(room, after, |kept| {
+            if let Some(waiter) = waiter.take() {
+                kept.waiting.add(room, waiter);
+            }
+        });
+        Some((newer, waiter?))
     }
 }
 
@@ -474,6 +517,39 @@ impl Handed {
 impl std::fmt::Debug for Handed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Handed")
+    }
+}
+
+/// The history's lock, held: when it is let go, the long-polls a message answered meanwhile
+/// are answered — outside the critical section, which a room of thousands of polls would
+/// otherwise hold for as long as their answers take.
+pub(crate) struct KeptGuard<'a>(Option<MutexGuard<'a, Kept>>);
+
+impl std::ops::Deref for KeptGuard<'_> {
+    type Target = Kept;
+    fn deref(&self) -> &Kept {
+        self.0
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("held until dropped"))
+    }
+}
+
+impl std::ops::DerefMut for KeptGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Kept {
+        self.0
+            .as_deref_mut()
+            .unwrap_or_else(|| unreachable!("held until dropped"))
+    }
+}
+
+impl Drop for KeptGuard<'_> {
+    fn drop(&mut self) {
+        let Some(mut kept) = self.0.take() else {
+            return;
+        };
+        let woken = std::mem::take(&mut kept.woken);
+        drop(kept);
+        woken.into_iter().for_each(Woken::answer);
     }
 }
 
@@ -513,7 +589,7 @@ impl Rooms {
     fn join_when_read(
         &self,
         link: &dyn super::Instances,
-        mut kept: MutexGuard<'_, Kept>,
+        mut kept: KeptGuard<'_>,
         room: &str,
         after: u64,
         seat: &mut super::Seat<'_>,
