@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use web::http::{RateLimit, Request, Response, Server, text_response, wrap};
+use web::http::{RateLimit, Request, Response, Router, Server, text_response, wrap};
 
 /// One measurement at a time: the allocation count is the whole process's.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -114,6 +114,28 @@ fn a_request_counted_by_its_callers_address_allocates_nothing_either() {
         text_response(200, "Hello, World!")
     });
     let (allocations, requests) = steady_state(app);
+    assert_eq!(
+        allocations, 0,
+        "{allocations} allocations for {requests} requests"
+    );
+}
+
+#[test]
+fn a_routed_request_allocates_nothing_among_a_hundred_routes() {
+    let mut router = Router::new();
+    for i in 0..99 {
+        router = router.get(&format!("/api/v1/items{i}/:id"), |_req| {
+            text_response(500, "")
+        });
+    }
+    let router = router.get("/:greeting", |req: Request| {
+        assert_eq!(
+            (req.path_param("greeting"), req.route()),
+            ("hello", "/:greeting")
+        );
+        text_response(200, "Hello, World!")
+    });
+    let (allocations, requests) = steady_state(router.handler());
     assert_eq!(
         allocations, 0,
         "{allocations} allocations for {requests} requests"

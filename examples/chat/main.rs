@@ -58,8 +58,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use web::http::{
-    Control, RateLimit, RateLimiter, Request, Response, defer, html_response, json_response,
-    path_of, query_of, wrap,
+    Control, RateLimit, RateLimiter, Request, Response, Router, defer, html_response,
+    json_response, query_of, wrap,
 };
 use web::sse::{Sse, SseHandler};
 use web::ws::{History, Message, Rooms, Ws, WsHandler};
@@ -299,10 +299,7 @@ fn serve() -> std::io::Result<()> {
         .websocket("/ws", Arc::clone(&chat))
         .sse("/sse", Arc::clone(&chat));
     let baseline = Arc::new(OnceLock::new());
-    let app = {
-        let chat = Arc::clone(&chat);
-        move |req: Request| route(&chat, &control, &baseline, req)
-    };
+    let app = routes(&chat, control, baseline).handler();
     eprintln!(
         "chat: {}://{}/",
         options.scheme("http"),
@@ -332,75 +329,92 @@ fn fleet(url: Option<String>) -> std::io::Result<Option<std::convert::Infallible
     }
 }
 
-fn route(chat: &Chat, control: &Control, baseline: &Baseline, req: Request) -> Response {
+/// The chat's HTTP API (WebSocket and event streams have routes of their own).
+fn routes(chat: &Arc<Chat>, control: Control, baseline: Arc<Baseline>) -> Router {
+    let with_chat = |answer: fn(&Chat, Request) -> Response| {
+        let chat = Arc::clone(chat);
+        move |req: Request| answer(&chat, req)
+    };
+    let stats = {
+        let chat = Arc::clone(chat);
+        move |_req: Request| json_response(200, stats_json(&chat, &control, &baseline))
+    };
+    Router::new()
+        .get("/", |_req| html_response(200, PAGE))
+        .post("/api/messages", with_chat(post_message))
+        .get("/api/stats", stats)
+        .get("/api/rooms", with_chat(presence))
+        .get("/poll", with_chat(long_poll))
+        .method_not_allowed(json_response(405, r#"{"error":"method not allowed"}"#))
+        .fallback(|_req| json_response(404, r#"{"error":"not found"}"#))
+}
+
+/// `POST /api/messages?room=R[&name=N]`: says the body in R; `201 {"ok":true,"id":ID}`.
+fn post_message(chat: &Chat, req: Request) -> Response {
     let query = query_of(req.path());
-    match (req.method(), path_of(req.path())) {
-        ("GET" | "HEAD", "/") => html_response(200, PAGE),
-        ("POST", "/api/messages") => {
-            let named = |what: &str, absent: &str| -> Result<String, String> {
-                let value = text_param(query, what)?.unwrap_or_else(|| absent.to_owned());
-                check_name(what, &value)?;
-                Ok(value)
-            };
-            let (room, name) = match (named("room", ""), named("name", "api")) {
-                (Ok(room), Ok(name)) => (room, name),
-                (Err(e), _) | (_, Err(e)) => return json_error(400, &e),
-            };
-            let Ok(text) = std::str::from_utf8(req.body()) else {
-                return json_error(400, "the body must be UTF-8 text");
-            };
-            if text.is_empty() || text.len() > MAX_TEXT {
-                return json_error(400, "a text of 1 to 4096 bytes is needed");
-            }
-            // The id is known once the message has its place (in a fleet, when Redis has
-            // published it): the reply waits for it, the worker does not.
-            let (reply, later) = defer();
-            chat.post(&room, &name, text, move |id| {
-                reply.send(match id {
-                    Some(id) => json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#)),
-                    None => json_error(503, "the message could not be posted; try again"),
-                });
-            });
-            later
-        }
-        ("GET", "/api/stats") => json_response(200, stats_json(chat, control, baseline)),
-        ("GET", "/api/rooms") => match room_of(&req) {
-            Ok(room) => json_response(
-                200,
-                format!(
-                    r#"{{"room":{},"members":{}}}"#,
-                    json_string(&room),
-                    chat.rooms.members_everywhere(&room)
-                ),
-            ),
-            Err(refusal) => refusal,
-        },
-        ("GET", "/poll") => {
-            let room = match room_of(&req) {
-                Ok(room) => room,
-                Err(refusal) => return refusal,
-            };
-            let after = match text_param(query, "after") {
-                Ok(None) => 0,
-                Ok(Some(after)) => match after.parse() {
-                    Ok(after) => after,
-                    Err(_) => return json_error(400, "after must be a message id"),
-                },
-                Err(e) => return json_error(400, &e),
-            };
-            if after == 0
-                && chat.rooms.last_id(&room).is_some()
-                && let Err(refusal) = chat.full_replay(&req)
-            {
-                return refusal;
-            }
-            chat.poll(&room, after)
-        }
-        (_, "/" | "/api/messages" | "/api/stats" | "/api/rooms" | "/poll") => {
-            json_response(405, r#"{"error":"method not allowed"}"#)
-        }
-        _ => json_response(404, r#"{"error":"not found"}"#),
+    let named = |what: &str, absent: &str| -> Result<String, String> {
+        let value = text_param(query, what)?.unwrap_or_else(|| absent.to_owned());
+        check_name(what, &value)?;
+        Ok(value)
+    };
+    let (room, name) = match (named("room", ""), named("name", "api")) {
+        (Ok(room), Ok(name)) => (room, name),
+        (Err(e), _) | (_, Err(e)) => return json_error(400, &e),
+    };
+    let Ok(text) = std::str::from_utf8(req.body()) else {
+        return json_error(400, "the body must be UTF-8 text");
+    };
+    if text.is_empty() || text.len() > MAX_TEXT {
+        return json_error(400, "a text of 1 to 4096 bytes is needed");
     }
+    // The id is known once the message has its place (in a fleet, when Redis has published
+    // it): the reply waits for it, the worker does not.
+    let (reply, later) = defer();
+    chat.post(&room, &name, text, move |id| {
+        reply.send(match id {
+            Some(id) => json_response(201, format!(r#"{{"ok":true,"id":{id}}}"#)),
+            None => json_error(503, "the message could not be posted; try again"),
+        });
+    });
+    later
+}
+
+/// `GET /api/rooms?room=R`: `{"room":R,"members":N}`, N on every instance.
+fn presence(chat: &Chat, req: Request) -> Response {
+    match room_of(&req) {
+        Ok(room) => json_response(
+            200,
+            format!(
+                r#"{{"room":{},"members":{}}}"#,
+                json_string(&room),
+                chat.rooms.members_everywhere(&room)
+            ),
+        ),
+        Err(refusal) => refusal,
+    }
+}
+
+/// `GET /poll?room=R&after=ID`: a long-poll on R.
+fn long_poll(chat: &Chat, req: Request) -> Response {
+    let room = match room_of(&req) {
+        Ok(room) => room,
+        Err(refusal) => return refusal,
+    };
+    let after = match text_param(query_of(req.path()), "after") {
+        Ok(None) => 0,
+        Ok(Some(after)) => match after.parse() {
+            Ok(after) => after,
+            Err(_) => return json_error(400, "after must be a message id"),
+        },
+        Err(e) => return json_error(400, &e),
+    };
+    if after == 0
+        && chat.rooms.last_id(&room).is_some()
+        && let Err(refusal) = chat.full_replay(&req)
+    {
+        return refusal;
+    }
+    chat.poll(&room, after)
 }
 
 /// The process's memory and open connections when the figures were first asked for: what

@@ -14,6 +14,7 @@ pub(crate) use message::{chunked, fields, head, parse_request, render, reply};
 mod middleware;
 pub(crate) mod query;
 pub(crate) mod rate_limit;
+pub(crate) mod router;
 mod status;
 pub(crate) mod stream_framing;
 
@@ -46,6 +47,7 @@ pub use render::response_bytes;
 pub use reply::{
     ReplyFraming, ReplyHead, content_length, parse_reply_head, response_body, status_of,
 };
+pub use router::{BadPattern, Matched, Router};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
 pub use crate::server::{

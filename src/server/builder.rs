@@ -10,6 +10,7 @@ use super::features::Extras;
 use super::limits::{DRAIN_TIMEOUT, HEARTBEAT, Limits, MAX_CONNECTIONS, REPLY_TIMEOUT};
 use super::serving::first_address;
 use super::taken::DynTaken;
+use crate::http::router::Pattern;
 use crate::sse::SseApp;
 use crate::sse::{SseHandler, SseRoute};
 use crate::ws::{Rooms, Route, WsApp, WsConfig, WsHandler};
@@ -419,10 +420,14 @@ impl Server {
     /// ```
     pub fn websocket<H: WsHandler>(mut self, path: &str, handler: H) -> Server {
         let app: Box<dyn WsApp> = Box::new(Route::new(handler));
-        match self.websocket.iter_mut().find(|r| r.path == path) {
+        match self
+            .websocket
+            .iter_mut()
+            .find(|r| r.pattern.as_str() == path)
+        {
             Some(route) => route.app = app,
             None => self.websocket.push(LiveRoute {
-                path: path.to_owned(),
+                pattern: live_pattern(path),
                 app,
             }),
         }
@@ -460,10 +465,10 @@ impl Server {
     /// ```
     pub fn sse<H: SseHandler>(mut self, path: &str, handler: H) -> Server {
         let app: Box<dyn SseApp> = Box::new(SseRoute::new(handler));
-        match self.sse.iter_mut().find(|r| r.path == path) {
+        match self.sse.iter_mut().find(|r| r.pattern.as_str() == path) {
             Some(route) => route.app = app,
             None => self.sse.push(LiveRoute {
-                path: path.to_owned(),
+                pattern: live_pattern(path),
                 app,
             }),
         }
@@ -645,5 +650,18 @@ impl Server {
     ) -> Server {
         self.taken = Some(Box::new(taken));
         self
+    }
+}
+
+/// A WebSocket or event-stream route's pattern.
+///
+/// # Panics
+///
+/// On a path that is not a pattern (see [`Router`](crate::http::Router)): a mistake of the
+/// program, found when it starts.
+fn live_pattern(path: &str) -> Pattern {
+    match Pattern::new(path) {
+        Ok(pattern) => pattern,
+        Err(e) => panic!("{e}"),
     }
 }

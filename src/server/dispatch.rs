@@ -13,7 +13,8 @@ use std::time::Instant;
 use super::exchange::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
-use crate::http::{Body, Refusal, ReplyRules, Request, Response, Version, path_of};
+use crate::http::router::Pattern;
+use crate::http::{Body, Refusal, ReplyRules, Request, Response, Version};
 use crate::live::{Command, LiveConn, LiveSettings};
 use crate::sse::SseApp;
 use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
@@ -60,7 +61,7 @@ pub(crate) struct ServerShared {
 
 /// A WebSocket or event-stream route: the path it serves and its application.
 pub(crate) struct LiveRoute<A: ?Sized> {
-    pub(crate) path: String,
+    pub(crate) pattern: Pattern,
     pub(crate) app: Box<A>,
 }
 
@@ -140,13 +141,12 @@ impl<'a> App<'a> {
     /// The WebSocket route `req` is for: its path, and it asks for WebSocket (a key, or
     /// `Upgrade: websocket`). A request to the route that asks badly is the route's to refuse
     /// (400, RFC 6455 §4.2.1), not the HTTP handler's.
-    fn websocket_route(&self, req: &Request) -> Option<&'a LiveRoute<dyn WsApp>> {
+    fn websocket_route(&self, req: &mut Request) -> Option<&'a LiveRoute<dyn WsApp>> {
         let routes = &self.server()?.websocket;
         if routes.is_empty() {
             return None;
         }
-        let path = path_of(req.path());
-        let route = routes.iter().find(|r| r.path == path)?;
+        let route = routes.iter().find(|r| r.pattern.route(req))?;
         let asks = !req.header_bytes("sec-websocket-key").is_empty()
             || req
                 .headers()
@@ -155,13 +155,12 @@ impl<'a> App<'a> {
     }
 
     /// The Server-Sent Events route `req` is for: its path, with `GET` (or `HEAD`).
-    fn sse_route(&self, req: &Request) -> Option<&'a LiveRoute<dyn SseApp>> {
+    fn sse_route(&self, req: &mut Request) -> Option<&'a LiveRoute<dyn SseApp>> {
         let routes = &self.server()?.sse;
         if routes.is_empty() || !(req.method_is("GET") || req.method_is("HEAD")) {
             return None;
         }
-        let path = path_of(req.path());
-        routes.iter().find(|r| r.path == path)
+        routes.iter().find(|r| r.pattern.route(req))
     }
 }
 
@@ -388,10 +387,10 @@ fn dispatch(
     if let Some(shared) = app.server() {
         request.set_proxies(usize::from(shared.proxies));
     }
-    if let Some(route) = app.websocket_route(&request) {
+    if let Some(route) = app.websocket_route(&mut request) {
         return Dispatched::Stop(upgrade(app, route, &request, version, rules, early, turn));
     }
-    if let Some(route) = app.sse_route(&request) {
+    if let Some(route) = app.sse_route(&mut request) {
         return Dispatched::Stop(open_stream(app, route, &request, rules, turn));
     }
     if let (Some(taken), Some(fd)) = (app.taken(), turn.fd) {

@@ -14,3 +14,4 @@ mod handle_conn;
 mod middleware;
 mod parser_properties;
 mod rate_limit;
+mod routes;

@@ -8,6 +8,7 @@ pub(crate) mod chunked;
 pub(crate) mod fields;
 pub(crate) mod head;
 mod header;
+mod params;
 pub(crate) mod parse_request;
 pub(crate) mod pool;
 pub(crate) mod render;

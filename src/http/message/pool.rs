@@ -58,6 +58,10 @@ pub(crate) struct Parts {
     pub(crate) target: Span,
     pub(crate) body: Span,
     pub(crate) caller: super::Caller,
+    /// The route the request was matched to (its pattern, copied to `bytes`), and its path
+    /// parameters: where each name (copied) and value (in the target) lie.
+    pub(crate) route: Span,
+    pub(crate) params: Vec<(Span, Span)>,
 }
 
 impl Parts {
@@ -66,6 +70,7 @@ impl Parts {
         std::mem::size_of::<Parts>()
             + self.bytes.capacity()
             + self.lines.capacity() * std::mem::size_of::<Line>()
+            + self.params.capacity() * std::mem::size_of::<(Span, Span)>()
     }
 }
 
@@ -93,7 +98,8 @@ pub(crate) fn clear() {
 pub(crate) fn give(mut buf: Box<Parts>) {
     let worth_keeping = buf.bytes.capacity() > 0
         && buf.bytes.capacity() <= POOL_BUFFER_MAX
-        && buf.lines.capacity() <= POOL_LINES_MAX;
+        && buf.lines.capacity() <= POOL_LINES_MAX
+        && buf.params.capacity() <= POOL_LINES_MAX;
     if !worth_keeping {
         return;
     }
@@ -103,6 +109,8 @@ pub(crate) fn give(mut buf: Box<Parts>) {
     buf.target = Span::default();
     buf.body = Span::default();
     buf.caller = super::Caller::default();
+    buf.route = Span::default();
+    buf.params.clear();
     keep(&POOL, buf);
 }
 

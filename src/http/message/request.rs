@@ -56,7 +56,7 @@ pub(crate) struct Line {
 pub struct Request {
     /// Buffer, lines and positions in one pooled box (`None`: the empty request, which holds
     /// nothing).
-    parts: Option<Box<Parts>>,
+    pub(super) parts: Option<Box<Parts>>,
 }
 
 impl Request {
@@ -109,17 +109,17 @@ impl Request {
     }
 
     /// The parts, made (from the pool) for an empty request about to be changed.
-    fn parts_mut(&mut self) -> &mut Parts {
+    pub(super) fn parts_mut(&mut self) -> &mut Parts {
         self.parts.get_or_insert_with(pool::take)
     }
 
     /// Where a part lies (an empty span in the empty request).
-    fn span(&self, part: fn(&Parts) -> Span) -> Span {
+    pub(super) fn span(&self, part: fn(&Parts) -> Span) -> Span {
         self.parts.as_deref().map_or(Span::default(), part)
     }
 
     /// Appends bytes at the end of the buffer and says where they went.
-    fn push(&mut self, bytes: &[u8]) -> Span {
+    pub(super) fn push(&mut self, bytes: &[u8]) -> Span {
         let buf = &mut self.parts_mut().bytes;
         let at = buf.len();
         buf.extend_from_slice(bytes);
@@ -140,7 +140,7 @@ impl Request {
 
     /// Text of a span: method, target and names are valid UTF-8 by construction (the parser
     /// admits tokens and a UTF-8 target; the other constructors take `&str`), checked anyway.
-    fn text(&self, span: Span) -> &str {
+    pub(super) fn text(&self, span: Span) -> &str {
         std::str::from_utf8(self.bytes(span)).unwrap_or_default()
     }
 
