@@ -8,6 +8,8 @@ mod date;
 mod error;
 pub(crate) mod event_stream;
 pub(crate) mod grammar;
+#[cfg(feature = "json")]
+mod json;
 pub(crate) mod later;
 pub(crate) mod message;
 pub(crate) use message::{chunked, fields, head, parse_request, render, reply};

@@ -11,6 +11,8 @@ mod client;
 mod client_requests;
 mod connection_properties;
 mod handle_conn;
+#[cfg(feature = "json")]
+mod json;
 mod middleware;
 mod parser_properties;
 mod rate_limit;

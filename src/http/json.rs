@@ -1,0 +1,126 @@
+//! serde at the edge (`--features json`): a request's JSON body or query into a type, with the
+//! refusal a client should get ([`Request::json`], [`Request::query`]), and a type into a
+//! JSON response ([`Response::json`]).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::message::{Request, Response, json_response};
+
+impl Request {
+    /// The body, read as JSON into `T`; or the response to send instead: `415 Unsupported
+    /// Media Type` when the content type is not JSON (`application/json`, or
+    /// `application/*+json`, with any parameters), `400 Bad Request` naming what is wrong
+    /// (line and column) when the body is not a `T`. Both are JSON (`{"error":…}`). A body
+    /// over the server's [`max_body`](crate::http::Server::max_body) never reaches the
+    /// handler: the server answers `413` itself.
+    ///
+    /// ```
+    /// use web::http::{Header, Request, Response};
+    /// #[derive(serde::Deserialize)]
+    /// struct Post { room: String, text: String }
+    /// let json = vec![Header::new("content-type", "application/json")];
+    /// let req = Request::new("POST", "/", json.clone(), r#"{"room":"a","text":"hi"}"#);
+    /// let post: Post = req.json().unwrap();
+    /// assert_eq!((post.room.as_str(), post.text.as_str()), ("a", "hi"));
+    /// let bad = Request::new("POST", "/", json, r#"{"room":"a"}"#);
+    /// assert_eq!(bad.json::<Post>().err().map(|r| r.status), Some(400));
+    /// let text = Request::new("POST", "/", vec![], r#"{"room":"a","text":"hi"}"#);
+    /// assert_eq!(text.json::<Post>().err().map(|r| r.status), Some(415));
+    /// ```
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, Response> {
+        if !is_json(self.header("content-type")) {
+            return Err(refusal(
+                415,
+                "the body must be JSON (Content-Type: application/json)",
+            ));
+        }
+        serde_json::from_slice(self.body()).map_err(|e| refusal(400, &e.to_string()))
+    }
+
+    /// The query string, read into `T` (fields by name, values percent-decoded and parsed as
+    /// the field's type); or `400 Bad Request` naming what is wrong, as JSON.
+    ///
+    /// ```
+    /// #[derive(serde::Deserialize)]
+    /// struct Page { room: String, after: Option<u64> }
+    /// let req = web::http::Request::new("GET", "/poll?room=caf%C3%A9&after=57", vec![], "");
+    /// let page: Page = req.query().unwrap();
+    /// assert_eq!((page.room.as_str(), page.after), ("café", Some(57)));
+    /// let bad = web::http::Request::new("GET", "/poll?after=soon", vec![], "");
+    /// assert_eq!(bad.query::<Page>().err().map(|r| r.status), Some(400));
+    /// ```
+    pub fn query<T: DeserializeOwned>(&self) -> Result<T, Response> {
+        let query = super::query::query_of(self.path());
+        serde_urlencoded::from_str(query).map_err(|e| refusal(400, &e.to_string()))
+    }
+}
+
+impl Response {
+    /// `value` as a JSON response with `status` (`application/json`); a value serde cannot
+    /// write as JSON (a map with keys that are not strings, a failing `Serialize`) is
+    /// answered `500`.
+    ///
+    /// ```
+    /// #[derive(serde::Serialize)]
+    /// struct Posted { id: u64 }
+    /// let res = web::http::Response::json(201, &Posted { id: 7 });
+    /// assert_eq!((res.status, res.content_type.as_ref(), &res.body[..]), (201, "application/json", &br#"{"id":7}"#[..]));
+    /// ```
+    pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Response {
+        match serde_json::to_vec(value) {
+            Ok(body) => json_response(status, body),
+            Err(e) => refusal(500, &e.to_string()),
+        }
+    }
+}
+
+/// Whether a content type is JSON's: `application/json` or `application/<something>+json`,
+/// parameters aside, in any case.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    let Some((kind, sub)) = essence.split_once('/') else {
+        return false;
+    };
+    kind.eq_ignore_ascii_case("application")
+        && (sub.eq_ignore_ascii_case("json")
+            || sub.len() > 5 && sub[sub.len() - 5..].eq_ignore_ascii_case("+json"))
+}
+
+/// `{"error": reason}` with `status`.
+fn refusal(status: u16, reason: &str) -> Response {
+    let body = serde_json::json!({ "error": reason });
+    json_response(status, body.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types_are_told_from_others() {
+        let cases = [
+            ("application/json", true),
+            ("application/json; charset=utf-8", true),
+            ("Application/JSON", true),
+            ("application/problem+json", true),
+            ("application/vnd.api+JSON ; x=y", true),
+            ("text/json", false),
+            ("application/jsonx", false),
+            ("application/+json", false),
+            ("application/x-www-form-urlencoded", false),
+            ("", false),
+            ("json", false),
+        ];
+        for (content_type, json) in cases {
+            assert_eq!(is_json(content_type), json, "{content_type:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_json_naming_the_error_escaped() {
+        let res = refusal(400, "bad \"quote\" at line 1");
+        assert_eq!(res.content_type, "application/json");
+        assert_eq!(&res.body[..], br#"{"error":"bad \"quote\" at line 1"}"#);
+    }
+}
