@@ -20,7 +20,8 @@
 //! - `POST /api/messages?room=R` (optional `&name=N`) with a text body: `201`, delivered to room
 //!   R as if a member had sent it;
 //! - writes — posts and WebSocket messages alike — are limited to 5 a second per caller, paced
-//!   (5 at once, then one every 200 ms): a post over it gets a JSON `429`, a message is
+//!   (5 at once, then one every 200 ms; with `--redis`, 5 per wall-clock second across the
+//!   fleet): a post over it gets a JSON `429`, a message is
 //!   answered with `{"error":…,"retry_after":1}` on its socket and not delivered. A caller is
 //!   its address: the `X-Forwarded-For` entry `--proxies N` places from the right (default 1:
 //!   one proxy appends the client's address), or the connection's own peer when the request

@@ -157,12 +157,12 @@ impl RateLimit {
     /// second, and a burst that reaches every instance within one Redis round trip up to `n`
     /// times its allowance.
     ///
-    /// **Paced** ([`smooth`](Self::smooth), as [`per_address`](Self::per_address) is): each
-    /// instance paces the caller as it would alone, and the shared count bounds what all the
-    /// instances admit together in one wall-clock second as above (the others' count this
-    /// second plus what the caller holds of its allowance here). So across instances a burst
-    /// straddling a second boundary can still reach twice the allowance, as the whole-second
-    /// window allows; on any one instance it cannot.
+    /// **Whole seconds across a fleet.** What Redis counts is each caller's requests per
+    /// wall-clock second, so a limiter counted across instances counts whole seconds, also
+    /// one made paced ([`smooth`](Self::smooth), [`per_address`](Self::per_address)): the
+    /// rule stays one rule, exact as above, and a burst straddling a second boundary can reach
+    /// twice the allowance as the whole-second window allows. Pacing is for a limiter counted
+    /// on one instance.
     ///
     /// **When Redis does not answer** within [`Fleet::timeout`](Fleet::timeout)
     /// (50 ms by default), or is unreachable, this instance's own count decides (kept all
@@ -184,6 +184,7 @@ impl RateLimit {
     /// ```
     pub fn fleet(self, fleet: &Fleet) -> RateLimit {
         self.counted_across(Arc::new(fleet.clone()))
+            .paced(crate::http::rate_limit::Pace::Second)
     }
 }
 
@@ -313,5 +314,20 @@ fn run(fleet: &Fleet, incoming: &Receiver<Report>, known: &Known, up: &AtomicBoo
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paced_limiter_counted_across_a_fleet_counts_whole_seconds() {
+        // No Redis is reached: a fleet connects when something starts on it.
+        let fleet = Fleet::new("redis://127.0.0.1:1/").unwrap();
+        let settings = format!("{:?}", RateLimit::per_address(5, 5).fleet(&fleet));
+        assert!(settings.contains("pace: Second"), "{settings}");
+        let alone = format!("{:?}", RateLimit::per_address(5, 5));
+        assert!(alone.contains("pace: Smooth"), "{alone}");
     }
 }

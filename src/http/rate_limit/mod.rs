@@ -180,12 +180,13 @@ impl RateLimit {
 
     /// Paces each caller instead of counting whole seconds: an allowance of `n` a second admits
     /// `n` at once from a caller idle for a second, then one every 1/`n` of a second (the
-    /// generic cell rate algorithm, GCRA, as a token bucket of `n` refilled continuously). No
-    /// caller gets twice its allowance across a second boundary, as the whole-second window
-    /// allows; the cost is the same, one 64-bit value per caller and kind. Counts stay exact
-    /// across workers. A caller is forgotten once its allowance is whole again, so the table
-    /// holds only callers active within the last second ([`max_callers`](RateLimit::max_callers)
-    /// bounds it as before).
+    /// generic cell rate algorithm, GCRA, as a token bucket of `n` refilled continuously). In
+    /// any span of `t` seconds a caller gets at most `n` + `n`·`t`: never the whole-second
+    /// window's `2n` within moments across a second boundary. The cost is the same, one 64-bit
+    /// value per caller and kind. Counts stay exact across workers. A caller is forgotten once
+    /// its allowance is whole again, so the table holds only callers active within the last
+    /// second ([`max_callers`](RateLimit::max_callers) bounds it as before). A limiter counted
+    /// across a fleet (`RateLimit::fleet`) counts whole seconds, what Redis counts.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -461,6 +462,13 @@ pub(crate) trait SharedCounts: Send + Sync {
 }
 
 impl RateLimit {
+    /// How callers' allowances come back (see `RateLimit::fleet`, which counts whole seconds).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn paced(mut self, pace: Pace) -> RateLimit {
+        self.pace = pace;
+        self
+    }
+
     /// Shares the counts through `across` (see `RateLimit::fleet`).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn counted_across(mut self, across: Arc<dyn StartsCounts>) -> RateLimit {
