@@ -2,10 +2,11 @@
 //! ([`defer_for`]) whose waiter the room's next message answers. The poll waits parked — no
 //! thread, no buffer — and its timeout is the connection's own timer.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::http::Response;
+use crate::http::{Refusal, Response};
 use crate::rooms::{Follow, Rooms, Waiter};
 
 use super::deferred::{Reply, defer_for};
@@ -28,7 +29,11 @@ where
 
     fn answer(self: Box<Self>, messages: &[(u64, Arc<str>)]) {
         let Poll { reply, answer, .. } = *self;
-        reply.send(answer(messages));
+        // The application's code, run on whichever thread posted: a panic answers this poll
+        // 500, as a handler's does, and leaves the poster and the other polls alone.
+        let response = catch_unwind(AssertUnwindSafe(|| answer(messages)))
+            .unwrap_or_else(|_| Refusal::Panicked.response());
+        reply.send(response);
     }
 }
 

@@ -178,3 +178,39 @@ fn under_handle_conn_a_long_poll_waits_on_its_thread_then_answers_204() {
     drop(c);
     served.join().unwrap().unwrap();
 }
+
+#[test]
+fn an_answer_that_panics_gets_its_poll_a_500_and_leaves_the_poster_alone() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .history(History::new(10));
+    let rooms = server.rooms();
+    let polls = rooms.clone();
+    let server = server
+        .spawn(move |_req: Request| {
+            polls.long_poll("r", u64::MAX, Duration::from_secs(10), |messages| {
+                assert!(
+                    messages.iter().all(|(_, text)| &**text != "boom"),
+                    "a bad answer"
+                );
+                text_response(200, "fine")
+            })
+        })
+        .unwrap();
+    let mut c = Client::connect(server.local_addr());
+    c.send("GET /poll HTTP/1.1\r\nHost: x\r\n\r\n");
+    wait_until(Duration::from_secs(5), "the poll is parked", || {
+        server.stats().replies_waiting == 1
+    });
+    assert!(post(&rooms, "boom") > 0, "the post went through");
+    assert_eq!(c.reply().status, 500);
+    // The connection and the room go on.
+    c.send("GET /poll HTTP/1.1\r\nHost: x\r\n\r\n");
+    wait_until(Duration::from_secs(5), "the next poll is parked", || {
+        server.stats().replies_waiting == 1
+    });
+    post(&rooms, "calm");
+    assert_eq!(c.reply().text(), "fine");
+    server.shutdown().unwrap();
+}

@@ -22,10 +22,10 @@ mod ids;
 mod recent;
 
 use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
 
 use super::Waiter;
 use super::waiting::{Messages, Woken};
-use std::time::Duration;
 
 pub(crate) use ids::from_clock;
 #[cfg(feature = "redis")]
@@ -472,8 +472,8 @@ impl Rooms {
     }
 
     /// `room`'s messages after `after` (as [`since`](Rooms::since)), or — when it has none —
-    /// `waiter` waits for its next message, in the same critical section. The waiter comes
-    /// back with the messages when there are some: its to answer.
+    /// `waiter` waits for its next message, in the same critical section. When there are
+    /// messages the waiter comes back with them, for the caller to answer.
     pub(crate) fn after_or_wait(
         &self,
         room: &str,
