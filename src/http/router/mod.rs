@@ -297,12 +297,7 @@ impl Router {
                 None => text_response(404, "Not Found\n"),
             };
         };
-        let params = route
-            .names
-            .iter()
-            .zip(caps.iter())
-            .map(|(name, (at, len))| (&**name, at, len));
-        req.set_route(&route.pattern, params);
+        req.set_route(&route.pattern, captured(&route.names, &caps));
         match route.handler(req.method()) {
             Some(handler) => handler(req),
             None => with_header(self.not_allowed.clone(), "Allow", &route.allow),
@@ -416,11 +411,21 @@ impl Pattern {
             .and_then(|rest| self.tree.find(rest, 1, &mut caps))
             .is_some();
         if matched {
-            let params = self.names.iter().zip(caps.iter());
-            req.set_route(&self.pattern, params.map(|(n, (at, len))| (&**n, at, len)));
+            req.set_route(&self.pattern, captured(&self.names, &caps));
         }
         matched
     }
+}
+
+/// Each parameter's name with where a match found its value (start and length in the path).
+fn captured<'a>(
+    names: &'a [Box<str>],
+    caps: &'a Captures,
+) -> impl Iterator<Item = (&'a str, usize, usize)> + 'a {
+    names
+        .iter()
+        .zip(caps.iter())
+        .map(|(name, (at, len))| (&**name, at, len))
 }
 
 /// The names of a pattern's parameters, in order.
