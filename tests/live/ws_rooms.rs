@@ -4,6 +4,7 @@
 use crate::wire;
 
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -239,10 +240,21 @@ fn joining_and_leaving_while_publishes_flow_keeps_order_and_membership() {
     let server = start(&chat);
     let port = server.local_addr().port();
     let (mut listener, _) = member(port, "listener", "");
+    // The publisher goes on until the listener has done its rounds (a fixed count could run
+    // out first on a loaded machine, leaving the listener waiting for messages that never come),
+    // bounded in count and time.
+    let done = Arc::new(AtomicBool::new(false));
+    let publishing = Arc::clone(&done);
     let publisher = std::thread::spawn(move || {
-        let client = HttpClient::new(); // one kept-alive connection for all 300
-        for i in 0..300 {
+        let client = HttpClient::new(); // one kept-alive connection for all of them
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        let mut i = 0u32;
+        while !publishing.load(Ordering::Relaxed)
+            && i < 1_000_000
+            && std::time::Instant::now() < until
+        {
             request_with(&client, port, "POST", "/publish?room=c", &i.to_string());
+            i += 1;
         }
     });
     let mut last = None;
@@ -276,6 +288,7 @@ fn joining_and_leaving_while_publishes_flow_keeps_order_and_membership() {
         say(&mut listener, "who zz");
         assert_eq!(text(&mut listener), "zz has 0");
     }
+    done.store(true, Ordering::Relaxed);
     publisher.join().unwrap();
     assert_eq!(members(port, "c"), 0);
     server.shutdown().unwrap();
