@@ -9,6 +9,7 @@ pub mod fleet;
 mod h2;
 pub mod http;
 mod live;
+mod log;
 mod rooms;
 mod server;
 pub mod sse;

@@ -56,6 +56,14 @@ impl Counters {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// A failure talking to Redis: counted, and said as a `warn` event (each failure is
+    /// followed by a backoff, so a Redis that is down is not said more than a few times a
+    /// second).
+    pub(crate) fn error(&self, what: &str) {
+        Counters::add(&self.errors, 1);
+        crate::log::warning!(; "fleet: {what}");
+    }
+
     pub(crate) fn stats(&self) -> FleetStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         FleetStats {

@@ -268,8 +268,9 @@ impl Fleet {
                     Counters::add(&self.counters.connections, 1);
                     return Some(con);
                 }
-                Err(_) => {
-                    Counters::add(&self.counters.errors, 1);
+                Err(e) => {
+                    self.counters
+                        .error(&format!("cannot connect to Redis: {e}"));
                     *failures = failures.saturating_add(1);
                 }
             }

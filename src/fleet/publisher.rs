@@ -37,8 +37,8 @@ pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, rooms: &Rooms, s
                 let _ = presence::goodbye(&mut con, &fleet.prefix, fleet.instance);
                 return;
             }
-            Err(_) => {
-                Counters::add(&counters.errors, 1);
+            Err(e) => {
+                counters.error(&format!("publishing to Redis failed: {e}"));
                 failures = 1;
             }
         }

@@ -132,7 +132,8 @@ impl SharedCount {
             second,
         };
         if self.reports.try_send(report).is_err() {
-            // The thread is behind: the fleet does not hear of this one (counted).
+            // The thread is behind: the fleet does not hear of this one (counted; not said,
+            // as it may happen on every request for a while).
             Counters::add(&self.counters.errors, 1);
         }
         true
@@ -194,8 +195,9 @@ impl StartsCounts for Fleet {
     fn start(&self) -> Option<Box<dyn SharedCounts>> {
         match SharedCount::start(self) {
             Ok(shared) => Some(Box::new(shared)),
-            Err(_) => {
-                Counters::add(&self.counters.errors, 1);
+            Err(e) => {
+                self.counters
+                    .error(&format!("cannot start a rate limit's counter thread: {e}"));
                 None
             }
         }
@@ -308,7 +310,7 @@ fn run(fleet: &Fleet, incoming: &Receiver<Report>, known: &Known, up: &AtomicBoo
                 }
                 _ => {
                     up.store(false, Ordering::Release);
-                    Counters::add(&counters.errors, 1);
+                    counters.error("counting a rate limit in Redis failed");
                     failures = 1;
                     break;
                 }

@@ -90,8 +90,8 @@ impl Reads {
                 }
                 Some(value)
             }
-            Err(_) => {
-                Counters::add(&counters.errors, 1);
+            Err(e) => {
+                counters.error(&format!("a read from Redis failed, answered locally: {e}"));
                 Counters::add(&counters.local_reads, 1);
                 *self
                     .paused_until

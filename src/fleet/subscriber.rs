@@ -36,8 +36,8 @@ pub(crate) fn run(fleet: &Fleet, rooms: &Rooms, changed: &Changed, ear: &Ear, st
         failures = 0;
         let ended = session(fleet, rooms, changed, ear, stop, &mut con);
         counters.subscribed.store(false, Ordering::Relaxed);
-        if ended.is_err() {
-            Counters::add(&counters.errors, 1);
+        if let Err(e) = ended {
+            counters.error(&format!("the subscription to Redis ended: {e}"));
             failures = 1;
         }
     }
@@ -88,7 +88,7 @@ fn session(
             }
         };
         let redis::Value::Array(parts) = reply else {
-            Counters::add(&counters.errors, 1);
+            counters.error("Redis sent a pushed reply that is not an array");
             continue;
         };
         let (channel, payload) = match parts.as_slice() {
@@ -114,7 +114,7 @@ fn session(
                 continue;
             }
             _ => {
-                Counters::add(&counters.errors, 1);
+                counters.error("Redis sent a pushed reply of no known kind");
                 continue;
             }
         };
@@ -134,7 +134,7 @@ fn session(
                 rooms.receive_posted(room, id, &text);
                 Counters::add(&counters.received, 1);
             }
-            Err(_) => Counters::add(&counters.errors, 1),
+            Err(_) => counters.error("a message from another instance could not be read"),
         }
     }
 }

@@ -157,6 +157,7 @@ impl Outbox {
         let behind = self.pending > super::conn::WS_MAX_BACKLOG || self.budget.sheds(self.pending);
         if behind {
             self.budget.dropped_one();
+            crate::log::info!(owed_bytes = self.pending; "a live connection closed: its peer fell behind");
         }
         behind
     }

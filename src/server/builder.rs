@@ -97,6 +97,7 @@ pub struct Server {
     pub(super) drain_timeout: Duration,
     pub(super) share_one_arena: bool,
     pub(super) reply_timeout: Duration,
+    pub(super) stall_threshold: Duration,
     pub(super) proxies: u8,
     pub(super) budget: Option<u64>,
     pub(super) taken: Option<Box<DynTaken>>,
@@ -172,6 +173,7 @@ impl Server {
             drain_timeout: DRAIN_TIMEOUT,
             share_one_arena: true,
             reply_timeout: REPLY_TIMEOUT,
+            stall_threshold: super::STALL_THRESHOLD,
             proxies: 0,
             budget: None,
             taken: None,
@@ -353,6 +355,24 @@ impl Server {
     /// ```
     pub fn reply_timeout(mut self, d: Duration) -> Server {
         self.reply_timeout = d;
+        self
+    }
+
+    /// How long a handler may hold its worker before the call counts as a stall (default
+    /// [`STALL_THRESHOLD`](crate::http::STALL_THRESHOLD), 50 ms). While a handler runs, every
+    /// other connection of its worker waits; a call past the threshold is counted in
+    /// [`ServerStats::stalls`] and [`ServerStats::longest_stall`], and the first for each
+    /// method and path is reported as a `warn` event (feature `tracing`). Answer slow work
+    /// later instead: [`defer`] and a thread, a [`Pool`], or async code
+    /// (`web::http::answer_async`, feature `tokio`). Timing costs one clock read per request.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.stall_threshold(std::time::Duration::from_millis(20));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stall_threshold(mut self, d: Duration) -> Server {
+        self.stall_threshold = d;
         self
     }
 

@@ -8,7 +8,8 @@ use std::sync::{Arc, OnceLock};
 use crate::live::Command;
 
 use super::ServerStats;
-use super::dispatch::Counter;
+use super::figures::{Figures, Totals};
+use super::metrics::{self, WorkerFigures};
 use super::signals;
 
 /// Reads a server's figures and stops it, from any thread; cheap to clone. Take it with
@@ -37,7 +38,7 @@ pub struct Control {
 #[derive(Default)]
 struct ControlShared {
     remote: OnceLock<reactor::Remote<Command>>,
-    served: OnceLock<Arc<[Counter]>>,
+    figures: OnceLock<Arc<[Figures]>>,
     /// `shutdown` was asked for before the server started.
     early_stop: std::sync::atomic::AtomicBool,
     /// Open WebSocket connections (counted by the WebSocket strands).
@@ -64,8 +65,8 @@ impl std::fmt::Debug for Control {
 
 impl Control {
     /// Connects the control to its server once the workers exist.
-    pub(crate) fn attach(&self, remote: reactor::Remote<Command>, served: Arc<[Counter]>) {
-        let _ = self.shared.served.set(served);
+    pub(crate) fn attach(&self, remote: reactor::Remote<Command>, figures: Arc<[Figures]>) {
+        let _ = self.shared.figures.set(figures);
         if self.shared.remote.set(remote).is_ok() && self.shared.early_stop.load(Ordering::SeqCst) {
             self.shutdown();
         }
@@ -146,13 +147,19 @@ impl Control {
             return ServerStats::default();
         };
         let s = remote.stats();
+        let answered = self
+            .shared
+            .figures
+            .get()
+            .map_or_else(Totals::default, |workers| Totals::sum(workers));
         let mut stats = ServerStats {
             open_connections: s.total.open,
             connections: s.total.accepted,
             parked: s.total.parked,
-            requests: self.shared.served.get().map_or(0, |served| {
-                served.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
-            }),
+            requests: answered.served,
+            responses: answered.classes,
+            stalls: answered.stalls,
+            longest_stall: answered.longest_stall,
             held_bytes: s.total.held_bytes,
             websockets: self.shared.websockets.load(Ordering::Relaxed),
             event_streams: self.shared.streams.load(Ordering::Relaxed),
@@ -182,6 +189,59 @@ impl Control {
             (stats.tls_handshakes, stats.tls_failures, stats.tls_timeouts) = tls.counters.read();
         }
         stats
+    }
+
+    /// The server's figures in Prometheus' text exposition format: every field of
+    /// [`ServerStats`] as a `web_…` family with its `# HELP` and `# TYPE` lines, open
+    /// connections, connections accepted and requests per worker (label `worker`), replies by
+    /// status class (label `class`, `1xx` … `5xx`). Serve it as it is with
+    /// [`metrics_response`](Control::metrics_response).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// let text = server.control().metrics();
+    /// assert!(text.contains("# TYPE web_responses_total counter"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn metrics(&self) -> String {
+        let stats = self.stats();
+        let workers = match (self.shared.remote.get(), self.shared.figures.get()) {
+            (Some(remote), Some(figures)) => remote
+                .stats()
+                .workers
+                .iter()
+                .zip(figures.iter())
+                .map(|(w, f)| WorkerFigures {
+                    open: w.open,
+                    accepted: w.accepted,
+                    answered: f.read(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        metrics::render(&stats, &workers)
+    }
+
+    /// [`metrics`](Control::metrics) as a reply: `200` with the text format's content type,
+    /// never cached. A route for Prometheus to scrape:
+    ///
+    /// ```no_run
+    /// use web::http::{text_response, Router, Server};
+    /// let server = Server::bind("127.0.0.1:8080")?;
+    /// let control = server.control();
+    /// let app = Router::new()
+    ///     .get("/metrics", move |_req| control.metrics_response())
+    ///     .get("/", |_req| text_response(200, "hi"));
+    /// server.run(app.handler())?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn metrics_response(&self) -> crate::http::Response {
+        crate::http::Response::new(
+            200,
+            metrics::CONTENT_TYPE,
+            vec![crate::http::Header::new("Cache-Control", "no-store")],
+            self.metrics(),
+        )
     }
 
     /// Starts the graceful stop and returns at once: no new connections, requests in flight

@@ -20,17 +20,14 @@ use crate::sse::SseApp;
 use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
 
 use super::deferred::{Deferral, Exchange, Patience, Replies, Wait, answering};
+use super::figures::{Figures, Tally};
 use super::limits::Limits;
+use super::stall::{Stalls, Watch};
 use super::streamed::{Later, ThreadStream};
 use super::taken::{DynTaken, hand_over};
 
 /// A handler as the server stores it.
 pub(crate) type DynHandler = dyn Fn(Request) -> Response + Send + Sync;
-
-/// A counter on its own cache line, so workers do not contend.
-#[derive(Default)]
-#[repr(align(64))]
-pub(crate) struct Counter(pub(crate) AtomicU64);
 
 /// What all connections of a server share.
 pub(crate) struct ServerShared {
@@ -39,8 +36,10 @@ pub(crate) struct ServerShared {
     pub(crate) limits: Limits,
     /// For `serve_n`/`accept_n`: requests still to serve.
     pub(crate) budget: Option<AtomicU64>,
-    /// Requests answered, per worker.
-    pub(crate) served: Arc<[Counter]>,
+    /// What each worker answered.
+    pub(crate) figures: Arc<[Figures]>,
+    /// How long a handler may hold its worker before it is counted and reported as a stall.
+    pub(crate) stalls: Stalls,
     /// The server's remote, set once the reactor exists: whether it is shutting down.
     pub(crate) remote: OnceLock<reactor::Remote<Command>>,
     /// Where WebSocket upgrades are accepted, and by whom.
@@ -75,6 +74,12 @@ impl ServerShared {
     #[inline]
     pub(crate) fn shutting_down(&self) -> bool {
         self.remote.get().is_some_and(|r| r.is_shutting_down())
+    }
+
+    /// The figures of worker `worker`.
+    #[inline]
+    pub(crate) fn figures(&self, worker: usize) -> &Figures {
+        &self.figures[worker % self.figures.len()]
     }
 }
 
@@ -249,25 +254,23 @@ pub(crate) fn answer(
     buf: &[u8],
     turn: &mut Turn<'_>,
 ) -> Answered {
-    let mut served = 0;
-    let done = answer_each(app, reader, buf, turn, &mut served);
+    let mut tally = Tally::default();
+    let done = answer_each(app, reader, buf, turn, &mut tally);
     // Counted once per call, not per request: one atomic add for a whole pipelined batch.
-    if let (Some(shared), true) = (app.server(), served > 0) {
-        let counters = &shared.served;
-        counters[turn.worker % counters.len()]
-            .0
-            .fetch_add(served, Ordering::Relaxed);
+    if let Some(shared) = app.server() {
+        shared.figures(turn.worker).add(&tally);
     }
     done
 }
 
-/// The loop of [`answer`]; counts the requests the handler answered in `served`.
+/// The loop of [`answer`]; counts the requests the handler answered, and every reply by its
+/// status, in `tally`.
 fn answer_each(
     app: &App<'_>,
     reader: &mut RequestReader,
     buf: &[u8],
     turn: &mut Turn<'_>,
-    served: &mut u64,
+    tally: &mut Tally,
 ) -> Answered {
     let mut done = Answered {
         used: 0,
@@ -295,14 +298,14 @@ fn answer_each(
             Step::More => return done,
             Step::Continue => turn.out.extend_from_slice(CONTINUE),
             Step::Refuse { error, head_only } => {
-                render(
-                    turn.out,
-                    Refusal::Malformed(error).response(),
-                    false,
-                    head_only,
-                    turn.now,
-                    usize::MAX,
+                let refusal = Refusal::Malformed(error).response();
+                tally.replied(refusal.status);
+                crate::log::info!(
+                    status = refusal.status,
+                    peer = turn.peer.map_or_else(String::new, |p| p.to_string());
+                    "request refused: {error}"
                 );
+                render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
                 return done.finish(buf, Stop::Close);
             }
             Step::Done {
@@ -315,9 +318,9 @@ fn answer_each(
                 done.used += used;
                 done.completed += 1;
                 let early = &buf[done.used..];
-                match dispatch(app, request, version, rules, raw, early, turn) {
+                match dispatch(app, request, version, rules, raw, early, turn, tally) {
                     Dispatched::Answered { keep, body, spent } => {
-                        *served += 1;
+                        tally.served += 1;
                         done.spent |= spent;
                         match (keep, body.is_empty()) {
                             (true, true) => {}
@@ -327,11 +330,11 @@ fn answer_each(
                         }
                     }
                     Dispatched::Deferred(wait, patience) => {
-                        *served += 1;
+                        tally.served += 1;
                         return done.finish_at(Stop::Deferred(wait, patience));
                     }
                     Dispatched::Stop(Stop::Streamed(s)) => {
-                        *served += 1;
+                        tally.served += 1;
                         return done.finish_at(Stop::Streamed(s));
                     }
                     Dispatched::Stop(stop) => return done.finish(buf, stop),
@@ -367,7 +370,8 @@ enum Dispatched {
 }
 
 /// Routes one complete request: the budget, a WebSocket route, the `taken` hook, else the
-/// handler, whose reply is rendered.
+/// handler (timed: see `stall.rs`), whose reply is rendered and counted in `tally`.
+#[allow(clippy::too_many_arguments)] // one request's parts, its connection and its count
 fn dispatch(
     app: &App<'_>,
     mut request: Request,
@@ -376,6 +380,7 @@ fn dispatch(
     raw: &[u8],
     early: &[u8],
     turn: &mut Turn<'_>,
+    tally: &mut Tally,
 ) -> Dispatched {
     if !app.spend() {
         // `serve_n`: the budget is spent; this request is not served.
@@ -388,10 +393,11 @@ fn dispatch(
         request.set_proxies(usize::from(shared.proxies));
     }
     if let Some(route) = app.websocket_route(&mut request) {
-        return Dispatched::Stop(upgrade(app, route, &request, version, rules, early, turn));
+        let stop = upgrade(app, route, &request, (version, rules), early, turn, tally);
+        return Dispatched::Stop(stop);
     }
     if let Some(route) = app.sse_route(&mut request) {
-        return Dispatched::Stop(open_stream(app, route, &request, rules, turn));
+        return Dispatched::Stop(open_stream(app, route, &request, rules, turn, tally));
     }
     if let (Some(taken), Some(fd)) = (app.taken(), turn.fd) {
         match hand_over(taken, fd, raw) {
@@ -403,8 +409,14 @@ fn dispatch(
         }
     }
     let mut slot = None;
+    let watch = app
+        .server()
+        .map(|_| Watch::start(turn.now, request.method(), request.path()));
     let (panicked, deferral) =
         answering(turn.exchange, || respond(app.handler(), request, &mut slot));
+    if let (Some(watch), Some(shared)) = (watch, app.server()) {
+        watch.stop(&shared.stalls, shared.figures(turn.worker));
+    }
     let spent = app.budget_spent();
     let mut later = None;
     match (deferral, panicked) {
@@ -452,6 +464,7 @@ fn dispatch(
         Some(res) => res,
         None => slot.get_or_insert_with(panic_reply),
     };
+    tally.replied(res.status);
     // Read after the handler ran: a shutdown begun meanwhile makes this reply the last.
     let keep = rules.keeping(!spent && !app.shutting_down()).keep_alive;
     let (keep, body) = render_in_place(
@@ -471,10 +484,10 @@ fn upgrade(
     app: &App<'_>,
     route: &LiveRoute<dyn WsApp>,
     request: &Request,
-    version: Version,
-    rules: ReplyRules,
+    (version, rules): (Version, ReplyRules),
     early: &[u8],
     turn: &mut Turn<'_>,
+    tally: &mut Tally,
 ) -> Stop {
     let decided = check_upgrade(request, version).and_then(|accept| {
         let (Some(settings), Some(remote)) = (app.server().map(|s| &s.ws_settings), app.remote())
@@ -493,6 +506,7 @@ fn upgrade(
     });
     match decided {
         Ok((accept, extensions, conn)) => {
+            tally.replied(101);
             turn.out
                 .extend_from_slice(&switching_protocols(&accept, extensions.as_deref()));
             Stop::Upgrade(Box::new(Upgrade {
@@ -500,7 +514,7 @@ fn upgrade(
                 early: early.to_vec(),
             }))
         }
-        Err(refusal) => refuse(turn, refusal, rules),
+        Err(refusal) => refuse(turn, refusal, rules, tally),
     }
 }
 
@@ -512,6 +526,7 @@ fn open_stream(
     request: &Request,
     rules: ReplyRules,
     turn: &mut Turn<'_>,
+    tally: &mut Tally,
 ) -> Stop {
     let decided = match (app.server().map(|s| &s.sse_settings), app.remote()) {
         (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
@@ -523,6 +538,7 @@ fn open_stream(
     match decided {
         Ok(conn) => {
             let head = Response::new(200, "text/event-stream", stream_headers(), "");
+            tally.replied(head.status);
             render_open_ended(turn.out, &head, turn.now);
             if rules.head_only {
                 return Stop::Close;
@@ -532,13 +548,14 @@ fn open_stream(
                 early: Vec::new(),
             }))
         }
-        Err(refusal) => refuse(turn, refusal, rules),
+        Err(refusal) => refuse(turn, refusal, rules, tally),
     }
 }
 
-/// A live route's refusal: rendered whole (its head alone for `HEAD`), then the connection
-/// closes.
-fn refuse(turn: &mut Turn<'_>, refusal: Response, rules: ReplyRules) -> Stop {
+/// A live route's refusal: rendered whole (its head alone for `HEAD`) and counted, then the
+/// connection closes.
+fn refuse(turn: &mut Turn<'_>, refusal: Response, rules: ReplyRules, tally: &mut Tally) -> Stop {
+    tally.replied(refusal.status);
     render(
         turn.out,
         refusal,

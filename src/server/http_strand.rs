@@ -560,6 +560,7 @@ impl Busy {
         let sheds = pending > 0 && budget.sheds(held.max(pending));
         if sheds {
             budget.dropped_one();
+            crate::log::info!(owed_bytes = pending; "an HTTP connection closed: its peer does not take its replies while output is short");
         }
         sheds
     }
@@ -667,7 +668,10 @@ impl Busy {
                         // replies already queued are still written.
                         self.state = State::Closing;
                     }
-                    Read::Error(_) => return Next::Close,
+                    Read::Error(e) => {
+                        crate::log::debug!(error = e; "an HTTP connection's read failed");
+                        return Next::Close;
+                    }
                 }
             }
             match outcome.leaves {
@@ -695,6 +699,7 @@ impl Busy {
             (Delivery::Dropped, None) => {
                 let replies = &conn.shared.replies;
                 replies.dropped.fetch_add(1, Ordering::Relaxed);
+                crate::log::warning!(; "a deferred reply was dropped unanswered: its request got a 500");
                 self.send_reply(conn, io, wait, Refusal::ReplyDropped.response());
             }
             (Delivery::Stream(start), None) => self.start_stream(conn, io, wait, start),
@@ -729,6 +734,7 @@ impl Busy {
         mut res: Response,
     ) {
         let rules = wait.rules.keeping(!conn.shared.shutting_down());
+        conn.shared.figures(worker_of(io)).replied(res.status);
         let (out, _) = self.output.buffer();
         let (keep, body) = render_in_place(
             out,
@@ -757,6 +763,7 @@ impl Busy {
             return self.cut_stream(conn, io, wait); // never: one message, one holder
         };
         let rules = wait.rules.keeping(!conn.shared.shutting_down());
+        conn.shared.figures(worker_of(io)).replied(head.status);
         let framing = StreamFraming::choose(length, rules.http10);
         let (out, _) = self.output.buffer();
         let keep = render_stream_head(out, &head, rules.keep_alive, framing, io.now());
@@ -801,6 +808,7 @@ impl Busy {
             (Timer::Reply, State::Serving, Some(wait)) => {
                 let replies = &conn.shared.replies;
                 replies.timed_out.fetch_add(1, Ordering::Relaxed);
+                crate::log::info!(; "a deferred reply did not come within the reply timeout: 503");
                 if self.stream.is_some() {
                     // A streamed body with no piece for that long: cut.
                     return Next::Close;
@@ -814,15 +822,10 @@ impl Busy {
                 let head_only = self.reader.as_ref().is_some_and(|r| r.is_head());
                 self.input = Vec::new();
                 self.reader = None;
+                let refusal = Refusal::Timeout.response();
+                conn.shared.figures(worker_of(io)).replied(refusal.status);
                 let (out, _) = self.output.buffer();
-                render(
-                    out,
-                    Refusal::Timeout.response(),
-                    false,
-                    head_only,
-                    io.now(),
-                    usize::MAX,
-                );
+                render(out, refusal, false, head_only, io.now(), usize::MAX);
                 self.state = State::Closing;
                 self.run(conn, io)
             }
@@ -848,4 +851,9 @@ impl Busy {
                 .as_ref()
                 .map_or(0, |r| std::mem::size_of::<RequestReader>() + r.held_bytes())
     }
+}
+
+/// The index of the worker `io`'s connection runs on.
+fn worker_of(io: &Io<'_, Command>) -> usize {
+    io.id().worker() as usize
 }

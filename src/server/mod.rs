@@ -25,6 +25,9 @@
 //! | `ticks.rs` | what is done on a schedule for all connections: the event streams' heartbeat, the WebSockets' liveness sweep |
 //! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
 //! | `streamed.rs` | streamed bodies: `BodySender`, the window it shares with its strand |
+//! | `figures.rs` | each worker's counts: requests, replies by status class, stalls |
+//! | `stall.rs` | timing each handler call, counting and reporting one that held its worker |
+//! | `metrics.rs` | the figures in Prometheus' text format |
 
 mod blocking;
 mod builder;
@@ -35,15 +38,18 @@ mod dispatch;
 mod encoding;
 mod exchange;
 mod features;
+mod figures;
 mod handle;
 mod http_strand;
 mod limits;
 mod long_poll;
+mod metrics;
 mod output;
 mod peer;
 mod pool;
 mod serving;
 mod signals;
+mod stall;
 mod start;
 mod stats;
 mod streamed;
@@ -64,4 +70,5 @@ pub use streamed::BodySender;
 pub use builder::Server;
 pub use handle::ServerHandle;
 pub use serving::{accept_forever, accept_n, serve, serve_at, serve_n, serve_taking};
+pub use stall::STALL_THRESHOLD;
 pub use stats::ServerStats;

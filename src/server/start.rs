@@ -9,8 +9,9 @@ use reactor::{Config, Reactor};
 
 use super::builder::Listen;
 use super::conn::HttpService;
-use super::dispatch::{Counter, DynHandler, ServerShared};
+use super::dispatch::{DynHandler, ServerShared};
 use super::features::FleetThreads;
+use super::figures::Figures;
 use super::ticks::Tick;
 use super::*;
 use crate::http::{Request, Response};
@@ -56,9 +57,10 @@ impl Server {
             taken: self.taken,
             limits: self.limits,
             budget: self.budget.map(AtomicU64::new),
-            served: (0..workers)
-                .map(|_| Counter::default())
-                .collect::<Arc<[Counter]>>(),
+            figures: (0..workers)
+                .map(|_| Figures::default())
+                .collect::<Arc<[Figures]>>(),
+            stalls: super::stall::Stalls::new(self.stall_threshold),
             remote: std::sync::OnceLock::new(),
             websocket: self.websocket,
             sse: self.sse,
@@ -118,7 +120,7 @@ impl Server {
         #[allow(clippy::let_unit_value)] // `()` without the fleet feature
         let fleet = self.extras.start_fleet(&self.rooms)?;
         self.control
-            .attach(reactor.remote(), Arc::clone(&shared.served));
+            .attach(reactor.remote(), Arc::clone(&shared.figures));
         Ok((reactor, shared, fleet))
     }
 

@@ -22,6 +22,15 @@ pub struct ServerStats {
     pub parked: usize,
     /// Requests answered since the start.
     pub requests: u64,
+    /// Replies sent since the start, by status class: `[1xx, 2xx, 3xx, 4xx, 5xx]` — the
+    /// handler's, deferred and streamed ones (counted as their head goes out), refusals of
+    /// malformed or late requests, WebSocket upgrades (101) and event streams opened (200).
+    pub responses: [u64; 5],
+    /// Handler calls that held their worker past [`Server::stall_threshold`] (every other
+    /// connection of the worker waited meanwhile).
+    pub stalls: u64,
+    /// The longest of those calls (to the microsecond).
+    pub longest_stall: std::time::Duration,
     /// Heap bytes held in connections' buffers now: what idle connections cost beyond their
     /// slab entry (0 when all are idle).
     pub held_bytes: usize,

@@ -155,6 +155,7 @@ impl Session {
         let late = self.handshake_deadline().is_some_and(|d| now >= d);
         if late {
             self.shared.counters.timed_out();
+            crate::log::info!(; "a TLS handshake took too long: the connection is closed");
         }
         late
     }
@@ -272,12 +273,14 @@ impl Session {
     /// The connection cannot go on: counted (once), its TLS state dropped, and the error the
     /// strand sees.
     fn failed(&mut self, why: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error {
+        let error = io::Error::new(io::ErrorKind::InvalidData, why);
         if self.phase != Phase::Failed {
             self.shared.counters.failed();
+            crate::log::info!(error = error; "TLS connection closed for bad input");
             self.phase = Phase::Failed;
         }
         self.engine = Engine::Gone;
-        io::Error::new(io::ErrorKind::InvalidData, why)
+        error
     }
 
     /// Turns ciphertext at `incoming[..end]` into plaintext at the front of `into`, answering

@@ -366,6 +366,7 @@ impl<H: WsHandler> WsStrand<H> {
             match self.b().decoder.next(bytes) {
                 Err(broken) => {
                     // A broken rule: close with its code, read nothing more.
+                    crate::log::info!(close_code = broken.close_code().get(); "WebSocket closed: the peer broke the protocol");
                     self.queue_close(broken.close_code());
                     self.b().closing = Closing::Done;
                     self.tell(id, Some(broken.close_code()));

@@ -7,6 +7,7 @@
 #[path = "../wire/mod.rs"]
 mod wire;
 
+mod observability;
 mod output_owed;
 mod serve_n;
 mod serve_taking;

@@ -1,0 +1,154 @@
+//! Each worker's own counts of what it answered — requests, replies by status class, stalls —
+//! on a cache line of its own so workers never contend, summed when the figures are read.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// One worker's counts.
+#[derive(Default)]
+#[repr(align(64))]
+pub(crate) struct Figures {
+    /// Requests the handler (or a route) answered.
+    served: AtomicU64,
+    /// Replies sent, by status class: 1xx (upgrades) to 5xx.
+    classes: [AtomicU64; 5],
+    /// Handler calls that held the worker past the stall threshold.
+    stalls: AtomicU64,
+    /// The longest of them, in microseconds.
+    longest_stall: AtomicU64,
+}
+
+/// What one call of dispatch answered, counted on the stack and added to the worker's
+/// [`Figures`] once per call: one batch of pipelined requests costs one atomic add per class
+/// it used, not one per request.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) served: u64,
+    pub(crate) classes: [u64; 5],
+}
+
+impl Tally {
+    /// A reply with `status` was rendered.
+    pub(crate) fn replied(&mut self, status: u16) {
+        if let Some(class) = class_of(status) {
+            self.classes[class] += 1;
+        }
+    }
+}
+
+/// The index of `status`'s class (1xx → 0 … 5xx → 4); `None` outside 100..=599.
+fn class_of(status: u16) -> Option<usize> {
+    match status {
+        100..=599 => Some(usize::from(status / 100 - 1)),
+        _ => None,
+    }
+}
+
+/// A worker's figures as read: every worker's summed by [`Totals::add`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Totals {
+    pub(crate) served: u64,
+    pub(crate) classes: [u64; 5],
+    pub(crate) stalls: u64,
+    pub(crate) longest_stall: Duration,
+}
+
+impl Figures {
+    /// Adds what one call of dispatch answered.
+    pub(crate) fn add(&self, tally: &Tally) {
+        if tally.served > 0 {
+            self.served.fetch_add(tally.served, Ordering::Relaxed);
+        }
+        for (count, &n) in self.classes.iter().zip(&tally.classes) {
+            if n > 0 {
+                count.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// One reply rendered outside dispatch (a deferred one, a timeout's).
+    pub(crate) fn replied(&self, status: u16) {
+        if let Some(class) = class_of(status) {
+            self.classes[class].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A handler held the worker for `took`.
+    pub(crate) fn stalled(&self, took: Duration) {
+        self.stalls.fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.longest_stall.fetch_max(micros, Ordering::Relaxed);
+    }
+
+    pub(crate) fn read(&self) -> Totals {
+        Totals {
+            served: self.served.load(Ordering::Relaxed),
+            classes: std::array::from_fn(|i| self.classes[i].load(Ordering::Relaxed)),
+            stalls: self.stalls.load(Ordering::Relaxed),
+            longest_stall: Duration::from_micros(self.longest_stall.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+impl Totals {
+    /// Every worker's figures together (the longest stall is the longest of any).
+    pub(crate) fn sum(workers: &[Figures]) -> Totals {
+        workers.iter().fold(Totals::default(), |mut all, worker| {
+            let one = worker.read();
+            all.served += one.served;
+            for (a, b) in all.classes.iter_mut().zip(one.classes) {
+                *a += b;
+            }
+            all.stalls += one.stalls;
+            all.longest_stall = all.longest_stall.max(one.longest_stall);
+            all
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_fall_in_their_class_and_others_in_none() {
+        for (status, class) in [
+            (100, Some(0)),
+            (101, Some(0)),
+            (200, Some(1)),
+            (204, Some(1)),
+            (304, Some(2)),
+            (404, Some(3)),
+            (499, Some(3)),
+            (500, Some(4)),
+            (599, Some(4)),
+            (0, None),
+            (99, None),
+            (600, None),
+            (u16::MAX, None),
+        ] {
+            assert_eq!(class_of(status), class, "{status}");
+        }
+    }
+
+    #[test]
+    fn workers_sum_and_the_longest_stall_is_the_longest_of_any() {
+        let workers: [Figures; 2] = Default::default();
+        let mut tally = Tally {
+            served: 3,
+            ..Tally::default()
+        };
+        tally.replied(200);
+        tally.replied(200);
+        tally.replied(404);
+        workers[0].add(&tally);
+        workers[1].replied(503);
+        workers[1].stalled(Duration::from_millis(80));
+        workers[0].stalled(Duration::from_millis(30));
+        let all = Totals::sum(&workers);
+        assert_eq!(all.served, 3);
+        assert_eq!(all.classes, [0, 2, 0, 1, 1]);
+        assert_eq!(all.stalls, 2);
+        assert_eq!(all.longest_stall, Duration::from_millis(80));
+    }
+}
