@@ -6,6 +6,7 @@
 
 use std::num::NonZeroU32;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
 use super::Response;
 
@@ -51,6 +52,8 @@ struct FlowState {
     unwritten: usize,
     /// The strand no longer takes pieces: the client left, the stream ended or was cut.
     closed: bool,
+    /// An async sender waiting for room (or for the window to drain): woken as either comes.
+    waker: Option<Waker>,
 }
 
 impl Flow {
@@ -59,6 +62,7 @@ impl Flow {
             state: Mutex::new(FlowState {
                 unwritten: 0,
                 closed: false,
+                waker: None,
             }),
             room: Condvar::new(),
         })
@@ -82,6 +86,34 @@ impl Flow {
         true
     }
 
+    /// [`reserve`](Flow::reserve) for an async sender: `Pending` (its waker kept) while the
+    /// window is full.
+    pub(crate) fn poll_reserve(&self, cx: &mut Context<'_>, n: usize) -> Poll<bool> {
+        let mut state = self.lock();
+        if state.closed {
+            return Poll::Ready(false);
+        }
+        if state.unwritten > 0 && state.unwritten + n > STREAM_WINDOW {
+            state.waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        state.unwritten += n;
+        Poll::Ready(true)
+    }
+
+    /// [`drain`](Flow::drain) for an async sender.
+    pub(crate) fn poll_drain(&self, cx: &mut Context<'_>) -> Poll<bool> {
+        let mut state = self.lock();
+        if state.closed {
+            return Poll::Ready(false);
+        }
+        if state.unwritten > 0 {
+            state.waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        Poll::Ready(true)
+    }
+
     /// Waits until everything sent is written; `false` once closed.
     pub(crate) fn drain(&self) -> bool {
         let mut state = self.lock();
@@ -98,13 +130,23 @@ impl Flow {
         }
         let mut state = self.lock();
         state.unwritten = state.unwritten.saturating_sub(n);
+        let waker = state.waker.take();
         drop(state);
         self.room.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 
     pub(crate) fn close(&self) {
-        self.lock().closed = true;
+        let mut state = self.lock();
+        state.closed = true;
+        let waker = state.waker.take();
+        drop(state);
         self.room.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -23,12 +23,15 @@
 //! | `blocking.rs` | `handle_conn`, the blocking driver |
 //! | `deferred.rs` | deferred replies: `defer`, `Reply`, the table of replies awaited |
 //! | `ticks.rs` | what is done on a schedule for all connections: the event streams' heartbeat, the WebSockets' liveness sweep |
+//! | `asynchronous.rs` | answering from async code on the application's tokio runtime (feature `tokio`) |
 //! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
 //! | `streamed.rs` | streamed bodies: `BodySender`, the window it shares with its strand |
 //! | `figures.rs` | each worker's counts: requests, replies by status class, stalls |
 //! | `stall.rs` | timing each handler call, counting and reporting one that held its worker |
 //! | `metrics.rs` | the figures in Prometheus' text format |
 
+#[cfg(feature = "tokio")]
+mod asynchronous;
 mod blocking;
 mod builder;
 pub(crate) mod conn;
@@ -57,6 +60,8 @@ mod taken;
 mod ticks;
 mod worker;
 
+#[cfg(feature = "tokio")]
+pub use asynchronous::answer_async;
 pub use blocking::handle_conn;
 pub use control::Control;
 pub use deferred::{Reply, defer, defer_for};

@@ -11,6 +11,7 @@ use std::io;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::mpsc;
+use std::task::Poll;
 
 use reactor::ConnId;
 
@@ -211,6 +212,58 @@ impl BodySender {
     /// }
     /// ```
     pub fn finish(mut self) -> io::Result<()> {
+        self.end()
+    }
+
+    /// Sends all of `bytes`, waiting for room in the window without holding a thread: the
+    /// async counterpart of [`write_all`](io::Write::write_all), for any executor. Fails as a
+    /// write does once the body is not wanted. (Under the blocking
+    /// [`handle_conn`](crate::http::handle_conn) a piece waits for its thread's channel.)
+    ///
+    /// ```
+    /// async fn export(mut body: web::http::BodySender) -> std::io::Result<()> {
+    ///     for n in 0..1000 {
+    ///         body.send(format!("{n},row\n").as_bytes()).await?;
+    ///     }
+    ///     body.finish()
+    /// }
+    /// ```
+    pub async fn send(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let n = std::future::poll_fn(|cx| self.poll_send(bytes, |f, n| f.poll_reserve(cx, n)))
+                .await?;
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
+
+    /// Waits, without holding a thread, until the client has read everything sent so far:
+    /// the async counterpart of [`flush`](io::Write::flush).
+    ///
+    /// ```
+    /// async fn last(mut body: web::http::BodySender) -> std::io::Result<()> {
+    ///     body.send(b"the end").await?;
+    ///     body.drained().await?;
+    ///     body.finish()
+    /// }
+    /// ```
+    pub async fn drained(&mut self) -> io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_drained(cx)).await
+    }
+
+    fn poll_drained(&self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        match &self.sink {
+            Sink::Conn { flow, .. } => match flow.poll_drain(cx) {
+                Poll::Ready(true) => Poll::Ready(Ok(())),
+                Poll::Ready(false) => Poll::Ready(Err(not_wanted())),
+                Poll::Pending => Poll::Pending,
+            },
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+
+    /// The end of the body, by `finish` or an async writer's shutdown.
+    fn end(&mut self) -> io::Result<()> {
         if let Some(left) = self.left.filter(|&left| left > 0) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -244,15 +297,24 @@ impl BodySender {
     }
 }
 
-impl io::Write for BodySender {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+impl BodySender {
+    /// Sends a piece of `buf` once `reserve` finds it room in the window (at once for a
+    /// blocking writer, which waits inside `reserve`); how much was sent.
+    fn poll_send(
+        &mut self,
+        buf: &[u8],
+        reserve: impl FnOnce(&Flow, usize) -> Poll<bool>,
+    ) -> Poll<io::Result<usize>> {
         if buf.is_empty() {
-            return Ok(0);
+            return Poll::Ready(Ok(0));
         }
         if self.finished {
-            return Err(not_wanted());
+            return Poll::Ready(Err(not_wanted()));
         }
-        let piece = self.piece_of(buf)?;
+        let piece = match self.piece_of(buf) {
+            Ok(piece) => piece,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
         let sent = match &self.sink {
             Sink::Conn {
                 replies,
@@ -260,8 +322,10 @@ impl io::Write for BodySender {
                 seq,
                 flow,
             } => {
-                if !flow.reserve(piece.len()) {
-                    return Err(not_wanted());
+                match reserve(flow, piece.len()) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(false) => return Poll::Ready(Err(not_wanted())),
+                    Poll::Ready(true) => {}
                 }
                 let what = Delivery::Piece(piece.to_vec());
                 let sent = deliver(replies, *id, HttpMsg { seq: *seq, what });
@@ -274,12 +338,22 @@ impl io::Write for BodySender {
             Sink::Nowhere => false,
         };
         if !sent {
-            return Err(not_wanted());
+            return Poll::Ready(Err(not_wanted()));
         }
         if let Some(left) = &mut self.left {
             *left -= piece.len() as u64;
         }
-        Ok(piece.len())
+        Poll::Ready(Ok(piece.len()))
+    }
+}
+
+impl io::Write for BodySender {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.poll_send(buf, |flow, n| Poll::Ready(flow.reserve(n))) {
+            Poll::Ready(sent) => sent,
+            // Never: the blocking reservation is always ready.
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
     }
 
     /// Waits until the client has read everything written so far (the connection's side; a
@@ -289,6 +363,39 @@ impl io::Write for BodySender {
             Sink::Conn { flow, .. } if !flow.drain() => Err(not_wanted()),
             _ => Ok(()),
         }
+    }
+}
+
+/// With the `tokio` feature: a streamed body is a tokio writer, so `tokio::io::copy` from a
+/// file or any reader streams it under the window's backpressure; `shutdown` ends the body
+/// as [`finish`](BodySender::finish) does.
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncWrite for BodySender {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut()
+            .poll_send(buf, |flow, n| flow.poll_reserve(cx, n))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.poll_drained(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.finished {
+            return Poll::Ready(Ok(()));
+        }
+        Poll::Ready(this.end())
     }
 }
 

@@ -7,6 +7,8 @@
 #[path = "../wire/mod.rs"]
 mod wire;
 
+#[cfg(feature = "tokio")]
+mod async_answers;
 mod observability;
 mod output_owed;
 mod serve_n;
