@@ -101,6 +101,7 @@ pub struct Server {
     pub(super) proxies: u8,
     pub(super) budget: Option<u64>,
     pub(super) taken: Option<Box<DynTaken>>,
+    pub(super) access_log: Option<Box<super::access::DynAccessLog>>,
     pub(super) websocket: Vec<LiveRoute<dyn WsApp>>,
     pub(super) sse: Vec<LiveRoute<dyn SseApp>>,
     pub(super) heartbeat: Duration,
@@ -177,6 +178,7 @@ impl Server {
             proxies: 0,
             budget: None,
             taken: None,
+            access_log: None,
             websocket: Vec::new(),
             sse: Vec::new(),
             heartbeat: HEARTBEAT,
@@ -373,6 +375,36 @@ impl Server {
     /// ```
     pub fn stall_threshold(mut self, d: Duration) -> Server {
         self.stall_threshold = d;
+        self
+    }
+
+    /// An access log: `log` is called once per exchange, on the connection's worker, with
+    /// what was really sent — method, target, status, bytes, duration and peer
+    /// ([`Access`](crate::http::Access)) — for replies answered at once, deferred, pooled,
+    /// async and streamed alike (status and bytes as sent, duration to the last byte handed
+    /// to the connection), for requests refused by the server (400, 408, 413, ...), and for
+    /// WebSocket and event-stream sessions when they end. A client that leaves before its
+    /// deferred reply is logged with status 0.
+    ///
+    /// Keep it quick (it runs on the worker): format a line for a logger, count a figure.
+    /// Without a hook nothing of this runs; with one, a reply answered at once costs one
+    /// clock read, and one that goes on past its handler a small record until it ends.
+    ///
+    /// ```
+    /// use web::http::{Access, Server, text_response};
+    /// let server = Server::bind("127.0.0.1:0")?.access_log(|a: &Access<'_>| {
+    ///     // With the `tracing` feature, through the application's subscriber:
+    ///     tracing::info!(target: "access", method = a.method, target = a.target,
+    ///         status = a.status, bytes = a.bytes, micros = a.duration.as_micros() as u64);
+    /// });
+    /// # drop(server);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn access_log(
+        mut self,
+        log: impl Fn(&super::Access<'_>) + Send + Sync + 'static,
+    ) -> Server {
+        self.access_log = Some(Box::new(log));
         self
     }
 

@@ -128,6 +128,13 @@ impl Strand for ConnStrand {
             ConnStrand::Http(http) => http.closed(id),
             ConnStrand::Live(live) => live.closed(id),
         }
+        // An exchange still going on (a session, a reply the client did not wait for) ends
+        // with its connection.
+        super::worker::with(|shared| {
+            if let Some(log) = shared.and_then(|s| s.access_log.as_deref()) {
+                super::access::done(log, id);
+            }
+        });
     }
 
     fn held_bytes(&self) -> usize {

@@ -19,6 +19,7 @@ use crate::live::{Command, LiveConn, LiveSettings};
 use crate::sse::SseApp;
 use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
 
+use super::access::{self, AccessKind, DynAccessLog, Label};
 use super::deferred::{Deferral, Exchange, Patience, Replies, Wait, answering};
 use super::figures::{Figures, Tally};
 use super::limits::Limits;
@@ -56,6 +57,8 @@ pub(crate) struct ServerShared {
     pub(crate) reply_timeout: std::time::Duration,
     /// Proxies in front, for requests' `client_addr`.
     pub(crate) proxies: u8,
+    /// The access log's hook, if the server has one.
+    pub(crate) access_log: Option<Box<DynAccessLog>>,
 }
 
 /// A WebSocket or event-stream route: the path it serves and its application.
@@ -299,13 +302,17 @@ fn answer_each(
             Step::Continue => turn.out.extend_from_slice(CONTINUE),
             Step::Refuse { error, head_only } => {
                 let refusal = Refusal::Malformed(error).response();
-                tally.replied(refusal.status);
+                let status = refusal.status;
                 crate::log::info!(
-                    status = refusal.status,
+                    status = status,
                     peer = turn.peer.map_or_else(String::new, |p| p.to_string());
                     "request refused: {error}"
                 );
+                let before = turn.out.len();
                 render(turn.out, refusal, false, head_only, turn.now, usize::MAX);
+                let bytes = (turn.out.len() - before) as u64;
+                let mut told = Told::unread(app, turn, tally);
+                told.now(status, bytes);
                 return done.finish(buf, Stop::Close);
             }
             Step::Done {
@@ -392,12 +399,21 @@ fn dispatch(
     if let Some(shared) = app.server() {
         request.set_proxies(usize::from(shared.proxies));
     }
+    let mut told = Told::new(app, &request, turn, tally);
     if let Some(route) = app.websocket_route(&mut request) {
-        let stop = upgrade(app, route, &request, (version, rules), early, turn, tally);
+        let stop = upgrade(
+            app,
+            route,
+            &request,
+            (version, rules),
+            early,
+            turn,
+            &mut told,
+        );
         return Dispatched::Stop(stop);
     }
     if let Some(route) = app.sse_route(&mut request) {
-        return Dispatched::Stop(open_stream(app, route, &request, rules, turn, tally));
+        return Dispatched::Stop(open_stream(app, route, &request, rules, turn, &mut told));
     }
     if let (Some(taken), Some(fd)) = (app.taken(), turn.fd) {
         match hand_over(taken, fd, raw) {
@@ -409,13 +425,12 @@ fn dispatch(
         }
     }
     let mut slot = None;
-    let watch = app
-        .server()
-        .map(|_| Watch::start(turn.now, request.method(), request.path()));
+    let watch = Watch::start(turn.now);
+    told.began = watch.began;
     let (panicked, deferral) =
         answering(turn.exchange, || respond(app.handler(), request, &mut slot));
-    if let (Some(watch), Some(shared)) = (watch, app.server()) {
-        watch.stop(&shared.stalls, shared.figures(turn.worker));
+    if let Some(shared) = app.server() {
+        watch.stop(&shared.stalls, shared.figures(turn.worker), &told.label);
     }
     let spent = app.budget_spent();
     let mut later = None;
@@ -430,6 +445,7 @@ fn dispatch(
             }
         }
         (Some(Deferral::Conn(seq, patience)), false) => {
+            told.later(AccessKind::Deferred, 0, 0);
             let wait = Wait {
                 seq,
                 rules: rules.keeping(!spent),
@@ -464,9 +480,10 @@ fn dispatch(
         Some(res) => res,
         None => slot.get_or_insert_with(panic_reply),
     };
-    tally.replied(res.status);
+    let status = res.status;
     // Read after the handler ran: a shutdown begun meanwhile makes this reply the last.
     let keep = rules.keeping(!spent && !app.shutting_down()).keep_alive;
+    let before = turn.out.len();
     let (keep, body) = render_in_place(
         turn.out,
         res,
@@ -475,6 +492,7 @@ fn dispatch(
         turn.now,
         turn.inline_limit,
     );
+    told.now(status, (turn.out.len() - before + body.len()) as u64);
     Dispatched::Answered { keep, body, spent }
 }
 
@@ -487,7 +505,7 @@ fn upgrade(
     (version, rules): (Version, ReplyRules),
     early: &[u8],
     turn: &mut Turn<'_>,
-    tally: &mut Tally,
+    told: &mut Told<'_>,
 ) -> Stop {
     let decided = check_upgrade(request, version).and_then(|accept| {
         let (Some(settings), Some(remote)) = (app.server().map(|s| &s.ws_settings), app.remote())
@@ -506,15 +524,15 @@ fn upgrade(
     });
     match decided {
         Ok((accept, extensions, conn)) => {
-            tally.replied(101);
-            turn.out
-                .extend_from_slice(&switching_protocols(&accept, extensions.as_deref()));
+            let head = switching_protocols(&accept, extensions.as_deref());
+            told.later(AccessKind::WebSocket, 101, head.len() as u64);
+            turn.out.extend_from_slice(&head);
             Stop::Upgrade(Box::new(Upgrade {
                 conn,
                 early: early.to_vec(),
             }))
         }
-        Err(refusal) => refuse(turn, refusal, rules, tally),
+        Err(refusal) => refuse(turn, refusal, rules, told),
     }
 }
 
@@ -526,7 +544,7 @@ fn open_stream(
     request: &Request,
     rules: ReplyRules,
     turn: &mut Turn<'_>,
-    tally: &mut Tally,
+    told: &mut Told<'_>,
 ) -> Stop {
     let decided = match (app.server().map(|s| &s.sse_settings), app.remote()) {
         (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
@@ -538,24 +556,28 @@ fn open_stream(
     match decided {
         Ok(conn) => {
             let head = Response::new(200, "text/event-stream", stream_headers(), "");
-            tally.replied(head.status);
+            let before = turn.out.len();
             render_open_ended(turn.out, &head, turn.now);
+            let bytes = (turn.out.len() - before) as u64;
             if rules.head_only {
+                told.now(head.status, bytes);
                 return Stop::Close;
             }
+            told.later(AccessKind::EventStream, head.status, bytes);
             Stop::Upgrade(Box::new(Upgrade {
                 conn,
                 early: Vec::new(),
             }))
         }
-        Err(refusal) => refuse(turn, refusal, rules, tally),
+        Err(refusal) => refuse(turn, refusal, rules, told),
     }
 }
 
 /// A live route's refusal: rendered whole (its head alone for `HEAD`) and counted, then the
 /// connection closes.
-fn refuse(turn: &mut Turn<'_>, refusal: Response, rules: ReplyRules, tally: &mut Tally) -> Stop {
-    tally.replied(refusal.status);
+fn refuse(turn: &mut Turn<'_>, refusal: Response, rules: ReplyRules, told: &mut Told<'_>) -> Stop {
+    let status = refusal.status;
+    let before = turn.out.len();
     render(
         turn.out,
         refusal,
@@ -564,7 +586,76 @@ fn refuse(turn: &mut Turn<'_>, refusal: Response, rules: ReplyRules, tally: &mut
         turn.now,
         usize::MAX,
     );
+    told.now(status, (turn.out.len() - before) as u64);
     Stop::Close
+}
+
+/// What is counted and logged of one request's answer: its status in the batch's tally and,
+/// with an access log, the exchange (now, or once it ends).
+struct Told<'t> {
+    tally: &'t mut Tally,
+    log: Option<&'t DynAccessLog>,
+    /// The request's method and target, copied before the handler takes it (for the log and
+    /// a stall's report).
+    label: Label,
+    began: Instant,
+    peer: Option<std::net::SocketAddr>,
+    exchange: Exchange,
+}
+
+impl<'t> Told<'t> {
+    fn new(app: &App<'t>, request: &Request, turn: &Turn<'_>, tally: &'t mut Tally) -> Told<'t> {
+        Told {
+            tally,
+            log: app.server().and_then(|s| s.access_log.as_deref()),
+            label: Label::new(request.method(), request.path()),
+            began: turn.now,
+            peer: turn.peer,
+            exchange: turn.exchange,
+        }
+    }
+
+    /// For a request refused before it could be read.
+    fn unread(app: &App<'t>, turn: &Turn<'_>, tally: &'t mut Tally) -> Told<'t> {
+        Told {
+            tally,
+            log: app.server().and_then(|s| s.access_log.as_deref()),
+            label: Label::new("", ""),
+            began: turn.now,
+            peer: turn.peer,
+            exchange: turn.exchange,
+        }
+    }
+
+    /// The reply is complete in the output: `status`, `bytes` of it.
+    fn now(&mut self, status: u16, bytes: u64) {
+        self.tally.replied(status);
+        if let Some(log) = self.log {
+            access::now(
+                log,
+                Some(&self.label),
+                (status, bytes),
+                self.began,
+                self.peer,
+            );
+        }
+    }
+
+    /// The exchange goes on past the handler (`status` and `bytes` sent so far, 0 for none).
+    fn later(&mut self, kind: AccessKind, status: u16, bytes: u64) {
+        if status > 0 {
+            self.tally.replied(status);
+        }
+        if let (Some(_), Exchange::Conn(id)) = (self.log, self.exchange) {
+            access::later(
+                id,
+                &self.label,
+                self.began,
+                self.peer,
+                (kind, status, bytes),
+            );
+        }
+    }
 }
 
 /// The header lines of an event stream's head beside its type: never stored by a cache, never

@@ -24,6 +24,7 @@ use crate::http::render::{has_body, render, render_in_place, render_stream_head}
 use crate::http::stream_framing::StreamFraming;
 use crate::live::{Charge, Command};
 
+use super::access::{self, AccessKind};
 use super::deferred::{Exchange, Patience, Wait};
 use super::dispatch::{Answered, ServerShared, Stop, Turn, Upgrade, answer};
 use super::output::Output;
@@ -706,7 +707,12 @@ impl Busy {
             (Delivery::Piece(piece), Some(stream)) => {
                 self.output.compact();
                 let (out, _) = self.output.buffer();
-                if stream.piece(out, &piece).is_err() {
+                let before = out.len();
+                let pieced = stream.piece(out, &piece);
+                if conn.shared.access_log.is_some() {
+                    access::sent(io.id(), None, None, (out.len() - before) as u64);
+                }
+                if pieced.is_err() {
                     self.cut_stream(conn, io, wait);
                 }
                 // A piece is progress: the reply timer restarts.
@@ -714,7 +720,11 @@ impl Busy {
             }
             (Delivery::End, Some(stream)) => {
                 let (out, _) = self.output.buffer();
+                let before = out.len();
                 let keep = stream.end(out) && stream.keeps_alive();
+                if conn.shared.access_log.is_some() {
+                    access::sent(io.id(), None, None, (out.len() - before) as u64);
+                }
                 self.stream = None;
                 self.reply_done(conn, io, wait, keep);
             }
@@ -736,6 +746,7 @@ impl Busy {
         let rules = wait.rules.keeping(!conn.shared.shutting_down());
         conn.shared.figures(worker_of(io)).replied(res.status);
         let (out, _) = self.output.buffer();
+        let before = out.len();
         let (keep, body) = render_in_place(
             out,
             &mut res,
@@ -744,6 +755,10 @@ impl Busy {
             io.now(),
             INLINE_BODY,
         );
+        if conn.shared.access_log.is_some() {
+            let bytes = (out.len() - before + body.len()) as u64;
+            access::sent(io.id(), Some(res.status), None, bytes);
+        }
         if !body.is_empty() {
             self.output.set_body(body);
         }
@@ -766,7 +781,17 @@ impl Busy {
         conn.shared.figures(worker_of(io)).replied(head.status);
         let framing = StreamFraming::choose(length, rules.http10);
         let (out, _) = self.output.buffer();
+        let before = out.len();
         let keep = render_stream_head(out, &head, rules.keep_alive, framing, io.now());
+        if conn.shared.access_log.is_some() {
+            let bytes = (out.len() - before) as u64;
+            access::sent(
+                io.id(),
+                Some(head.status),
+                Some(AccessKind::Streamed),
+                bytes,
+            );
+        }
         if rules.head_only || !has_body(head.status) {
             drop(flow); // tells the sender its body is not wanted
             return self.reply_done(conn, io, wait, keep);
@@ -787,6 +812,9 @@ impl Busy {
     fn reply_done(&mut self, conn: &mut Resume<'_>, io: &Io<'_, Command>, wait: Wait, keep: bool) {
         *conn.wait = None;
         conn.shared.replies.close(io.id(), wait.seq);
+        if let Some(log) = conn.shared.access_log.as_deref() {
+            access::done(log, io.id());
+        }
         if !keep {
             self.state = State::Closing;
         } else if self.waits == Waits::Reply {
@@ -823,9 +851,15 @@ impl Busy {
                 self.input = Vec::new();
                 self.reader = None;
                 let refusal = Refusal::Timeout.response();
-                conn.shared.figures(worker_of(io)).replied(refusal.status);
+                let status = refusal.status;
+                conn.shared.figures(worker_of(io)).replied(status);
                 let (out, _) = self.output.buffer();
+                let before = out.len();
                 render(out, refusal, false, head_only, io.now(), usize::MAX);
+                if let Some(log) = conn.shared.access_log.as_deref() {
+                    let bytes = (out.len() - before) as u64;
+                    access::now(log, None, (status, bytes), io.now(), conn.peer.get());
+                }
                 self.state = State::Closing;
                 self.run(conn, io)
             }

@@ -26,10 +26,12 @@
 //! | `asynchronous.rs` | answering from async code on the application's tokio runtime (feature `tokio`) |
 //! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
 //! | `streamed.rs` | streamed bodies: `BodySender`, the window it shares with its strand |
+//! | `access.rs` | the access log: each exchange's real outcome, handed to the hook once it ends |
 //! | `figures.rs` | each worker's counts: requests, replies by status class, stalls |
 //! | `stall.rs` | timing each handler call, counting and reporting one that held its worker |
 //! | `metrics.rs` | the figures in Prometheus' text format |
 
+mod access;
 #[cfg(feature = "tokio")]
 mod asynchronous;
 mod blocking;
@@ -60,6 +62,7 @@ mod taken;
 mod ticks;
 mod worker;
 
+pub use access::{Access, AccessKind};
 #[cfg(feature = "tokio")]
 pub use asynchronous::answer_async;
 pub use blocking::handle_conn;

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::access::Label;
 use super::figures::Figures;
 
 /// The default threshold: a handler that holds a worker this long delays every other
@@ -18,9 +19,6 @@ pub const STALL_THRESHOLD: Duration = Duration::from_millis(50);
 
 /// Distinct method-and-path pairs reported per server; stalls past them are counted only.
 const REPORTED_MAX: usize = 256;
-
-/// Bytes of a request's method and path kept for its report (cut at a character's start).
-const LABEL_MAX: usize = 120;
 
 thread_local! {
     /// The latest clock read of this worker's handlers' timing.
@@ -49,39 +47,24 @@ impl Stalls {
     }
 }
 
-/// A handler call being timed: when it began and what it answers, copied before the handler
-/// takes the request (on the stack: nothing is allocated unless the call stalls).
+/// A handler call being timed.
+#[derive(Clone, Copy)]
 pub(crate) struct Watch {
-    began: Instant,
-    label: [u8; LABEL_MAX],
-    len: usize,
+    /// When the call began, as far as the worker's clock reads tell.
+    pub(crate) began: Instant,
 }
 
 impl Watch {
-    /// Starts timing a call for `method` and `path` (the query left out); `turn` is the loop
-    /// turn's clock read.
-    pub(crate) fn start(turn: Instant, method: &str, path: &str) -> Watch {
-        let began = LAST_READ.get().map_or(turn, |last| last.max(turn));
-        let path = path.split_once('?').map_or(path, |(p, _)| p);
-        let mut watch = Watch {
-            began,
-            label: [0; LABEL_MAX],
-            len: 0,
-        };
-        for part in [method, " ", path] {
-            let room = LABEL_MAX - watch.len;
-            let mut take = part.len().min(room);
-            while !part.is_char_boundary(take) {
-                take -= 1;
-            }
-            watch.label[watch.len..watch.len + take].copy_from_slice(&part.as_bytes()[..take]);
-            watch.len += take;
+    /// Starts timing a call; `turn` is the loop turn's clock read.
+    pub(crate) fn start(turn: Instant) -> Watch {
+        Watch {
+            began: LAST_READ.get().map_or(turn, |last| last.max(turn)),
         }
-        watch
     }
 
-    /// The handler returned: reads the clock once, and counts and reports a stall.
-    pub(crate) fn stop(self, stalls: &Stalls, figures: &Figures) {
+    /// The handler for `label`'s request returned: reads the clock once, and counts and
+    /// reports a stall (by method and path, the query left out).
+    pub(crate) fn stop(self, stalls: &Stalls, figures: &Figures, label: &Label) {
         let now = Instant::now();
         LAST_READ.set(Some(now));
         let took = now.saturating_duration_since(self.began);
@@ -89,7 +72,8 @@ impl Watch {
             return;
         }
         figures.stalled(took);
-        let label = std::str::from_utf8(&self.label[..self.len]).unwrap_or("?");
+        let label = label.as_str();
+        let label = label.split_once('?').map_or(label, |(l, _)| l);
         if stalls.first(label) {
             crate::log::warning!(
                 request = label,
@@ -106,24 +90,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_label_is_method_and_path_without_the_query_cut_at_a_character() {
-        let w = Watch::start(Instant::now(), "GET", "/a/b?secret=1");
-        assert_eq!(&w.label[..w.len], b"GET /a/b");
-        let long = format!("/{}", "é".repeat(100));
-        let w = Watch::start(Instant::now(), "POST", &long);
-        assert!(w.len <= LABEL_MAX && std::str::from_utf8(&w.label[..w.len]).is_ok());
-    }
-
-    #[test]
     fn a_call_past_the_threshold_is_counted_and_one_under_it_is_not() {
         let figures = Figures::default();
-        let w = Watch::start(Instant::now(), "GET", "/fast");
-        w.stop(&Stalls::new(Duration::from_secs(3600)), &figures);
+        let w = Watch::start(Instant::now());
+        let fast = Label::new("GET", "/fast");
+        w.stop(&Stalls::new(Duration::from_secs(3600)), &figures, &fast);
         assert_eq!(figures.read().stalls, 0);
         let stalls = Stalls::new(Duration::from_millis(1));
-        let w = Watch::start(Instant::now(), "GET", "/slow");
+        let w = Watch::start(Instant::now());
         std::thread::sleep(Duration::from_millis(5));
-        w.stop(&stalls, &figures);
+        w.stop(&stalls, &figures, &Label::new("GET", "/slow?secret=1"));
         let read = figures.read();
         assert_eq!(read.stalls, 1);
         assert!(read.longest_stall >= Duration::from_millis(5));

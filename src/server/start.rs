@@ -73,6 +73,7 @@ impl Server {
             replies,
             reply_timeout: self.reply_timeout,
             proxies: self.proxies,
+            access_log: self.access_log,
         });
         let service = |worker| HttpService {
             shared: Arc::clone(&shared),

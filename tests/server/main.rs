@@ -7,6 +7,7 @@
 #[path = "../wire/mod.rs"]
 mod wire;
 
+mod access_log;
 #[cfg(feature = "tokio")]
 mod async_answers;
 mod observability;
