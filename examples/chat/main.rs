@@ -40,6 +40,17 @@
 //!   (`{"messages":[…]}`), or the next message said in R within 25 s, or `204` when none came;
 //! - `GET /api/rooms?room=R`: `{"room":R,"members":N}`, N the room's members (WebSocket and
 //!   event streams) on every instance of the fleet;
+//! - `GET /api/history?room=R`: `{"messages":[…]}`, the room's recent messages (the same last
+//!   20), answered by an async function on the chat's tokio runtime (in a fleet it waits for
+//!   the room's history from Redis without a worker waiting); counts as one of the caller's
+//!   writes when the room holds any;
+//! - `GET /metrics`: the server's figures in Prometheus' text format (open connections per
+//!   worker, replies by status class, WebSocket members and event streams, queued output,
+//!   stalls, fleet and TLS errors);
+//! - `--log LEVEL` (`error`, `warn`, `info`, `debug`): the library's events and one access-log
+//!   line per exchange (`chat::access`: method, target, status, bytes, duration, peer) go to
+//!   standard error through `tracing-subscriber`; without it the chat logs nothing but its
+//!   start and stop;
 //! - `GET /api/stats`: the server's figures as JSON (counts only: no room names), among them
 //!   `bytes_per_added_connection`: the growth of the process's memory since the figures were
 //!   first asked for, divided by the connections opened since (`null` below 100 of them);
@@ -58,8 +69,10 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+#[cfg(feature = "tokio")]
+use web::http::answer_async;
 use web::http::{
-    Control, RateLimit, RateLimiter, Request, Response, Router, defer, html_response,
+    Access, Control, RateLimit, RateLimiter, Request, Response, Router, defer, html_response,
     json_response, query_of, wrap,
 };
 use web::sse::{Sse, SseHandler};
@@ -247,6 +260,7 @@ fn serve() -> std::io::Result<()> {
             "--proxies",
             "--tls-cert",
             "--tls-key",
+            "--log",
         ],
         &[],
         "A chat with live server figures: open http://127.0.0.1:PORT/ (default 8080).\n\
@@ -258,14 +272,30 @@ fn serve() -> std::io::Result<()> {
          the rate limit's caller is the entry N-th from the right, or the connection's own\n\
          address when a request has fewer; 0: always the connection's address.\n\
          --tls-cert FILE --tls-key FILE (PEM) serve HTTPS (and WSS) only (needs a build\n\
-         with --features tls).",
+         with --features tls).\n\
+         --log LEVEL (error, warn, info, debug): the library's events and an access log\n\
+         on standard error.",
     )?;
+    let log = options
+        .get::<String>("--log")?
+        .map(|l| level(&l))
+        .transpose()?;
+    if let Some(level) = log {
+        tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let origins = options
         .get::<String>("--allow-origin")?
         .map_or(Origins::SameHost, |o| Origins::parse(&o));
     let fleet = fleet(options.get("--redis")?)?;
     let proxies = options.get::<usize>("--proxies")?.unwrap_or(1);
-    let server = options.server(8080)?.proxies(proxies).history(
+    let mut server = options.server(8080)?.proxies(proxies);
+    if log.is_some() {
+        server = server.access_log(access_line);
+    }
+    let server = server.history(
         History::new(HISTORY)
             .rooms(HISTORY_ROOMS)
             .bytes(HISTORY_BYTES),
@@ -300,13 +330,22 @@ fn serve() -> std::io::Result<()> {
         .websocket("/ws", Arc::clone(&chat))
         .sse("/sse", Arc::clone(&chat));
     let baseline = Arc::new(OnceLock::new());
-    let app = routes(&chat, control, baseline).handler();
+    // The runtime of the chat's async code (one thread: it only waits); the library starts
+    // none of its own.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("chat-async")
+        .enable_all()
+        .build()?;
+    let app = routes(&chat, control, baseline, runtime.handle()).handler();
     eprintln!(
         "chat: {}://{}/",
         options.scheme("http"),
         server.local_addr()?
     );
     server.run(wrap(vec![limiter.layer()], app))?;
+    // Nothing is in flight once the server has stopped: the runtime's thread ends at once.
+    runtime.shutdown_background();
     eprintln!("chat: stopped");
     Ok(())
 }
@@ -330,21 +369,56 @@ fn fleet(url: Option<String>) -> std::io::Result<Option<std::convert::Infallible
     }
 }
 
+/// `--log LEVEL`'s level.
+fn level(name: &str) -> std::io::Result<tracing::Level> {
+    name.parse().map_err(|_| {
+        cli::usage(format!(
+            "--log {name}: a level is error, warn, info or debug"
+        ))
+    })
+}
+
+/// One access-log line per exchange, through `tracing` (target `chat::access`).
+fn access_line(a: &Access<'_>) {
+    tracing::info!(
+        target: "chat::access",
+        method = a.method,
+        target = a.target,
+        status = a.status,
+        bytes = a.bytes,
+        micros = u64::try_from(a.duration.as_micros()).unwrap_or(u64::MAX),
+        peer = %a.peer.map(|p| p.to_string()).unwrap_or_default(),
+        kind = ?a.kind,
+    );
+}
+
 /// The chat's HTTP API (WebSocket and event streams have routes of their own).
-fn routes(chat: &Arc<Chat>, control: Control, baseline: Arc<Baseline>) -> Router {
+fn routes(
+    chat: &Arc<Chat>,
+    control: Control,
+    baseline: Arc<Baseline>,
+    tasks: &tokio::runtime::Handle,
+) -> Router {
     let with_chat = |answer: fn(&Chat, Request) -> Response| {
         let chat = Arc::clone(chat);
         move |req: Request| answer(&chat, req)
     };
     let stats = {
         let chat = Arc::clone(chat);
+        let control = control.clone();
         move |_req: Request| json_response(200, stats_json(&chat, &control, &baseline))
+    };
+    let history = {
+        let (chat, tasks) = (Arc::clone(chat), tasks.clone());
+        move |req: Request| history(&chat, &tasks, req)
     };
     Router::new()
         .get("/", |_req| html_response(200, PAGE))
         .post("/api/messages", with_chat(post_message))
         .get("/api/stats", stats)
         .get("/api/rooms", with_chat(presence))
+        .get("/api/history", history)
+        .get("/metrics", move |_req| control.metrics_response())
         .get("/poll", with_chat(long_poll))
         .method_not_allowed(json_response(405, r#"{"error":"method not allowed"}"#))
         .fallback(|_req| json_response(404, r#"{"error":"not found"}"#))
@@ -393,6 +467,46 @@ fn presence(chat: &Chat, req: Request) -> Response {
         ),
         Err(refusal) => refusal,
     }
+}
+
+/// `GET /api/history?room=R`: the room's recent messages, from async code.
+fn history(chat: &Chat, tasks: &tokio::runtime::Handle, req: Request) -> Response {
+    let room = match room_of(&req) {
+        Ok(room) => room,
+        Err(refusal) => return refusal,
+    };
+    if chat.rooms.last_id(&room).is_some()
+        && let Err(refusal) = chat.full_replay(&req)
+    {
+        return refusal;
+    }
+    let rooms = chat.rooms.clone();
+    answer_async(tasks, async move {
+        let recent = recent(rooms, room).await;
+        messages_json(recent.iter().map(|(_, line)| &**line))
+    })
+}
+
+/// What `web::http::answer_async` does, for a chat built without the `tokio` feature (on by
+/// default): the reply deferred, the future spawned on the runtime to send it.
+#[cfg(not(feature = "tokio"))]
+fn answer_async(
+    tasks: &tokio::runtime::Handle,
+    answer: impl std::future::Future<Output = Response> + Send + 'static,
+) -> Response {
+    let (reply, later) = defer();
+    drop(tasks.spawn(async move { reply.send(answer.await) }));
+    later
+}
+
+/// The room's recent messages, once this instance's copy of the room is complete (in a
+/// fleet, after the room's history was read from Redis): the library's callback, awaited.
+async fn recent(rooms: Rooms, room: String) -> Vec<(u64, Arc<str>)> {
+    let (complete, is_complete) = tokio::sync::oneshot::channel();
+    rooms.follow_then(&room, move |follow| drop(complete.send(follow)));
+    // Held while reading: the room is followed, so nothing is read from Redis on this thread.
+    let _follow = is_complete.await;
+    rooms.since(&room, 0, || {})
 }
 
 /// `GET /poll?room=R&after=ID`: a long-poll on R.

@@ -234,6 +234,21 @@ impl<'a, M> Io<'a, M> {
         *self.quiet
     }
 
+    /// Whether the peer has acknowledged every byte of data written to this socket (Linux
+    /// `SIOCOUTQ` and `TCP_INFO`; always `false` elsewhere); our FIN, once
+    /// [`shutdown_write`](Io::shutdown_write) sent it, may still be on its way (the kernel
+    /// retransmits it after a close). A connection closed then, with nothing unread, loses
+    /// nothing the peer was sent: what a linger checks before it closes early.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Next {
+    ///     if io.all_acknowledged() { reactor::Next::Close } else { reactor::Next::read() }
+    /// }
+    /// ```
+    pub fn all_acknowledged(&self) -> bool {
+        crate::sys::all_acknowledged(self.stream)
+    }
+
     /// Whether a read may find something: false once a read found the socket drained and no
     /// readiness edge has come since (a read now would only answer [`Read::WouldBlock`]). A
     /// strand woken to write can skip that read.

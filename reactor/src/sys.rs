@@ -185,10 +185,80 @@ pub(crate) fn give_up_unacknowledged_after(stream: &TcpStream, after: Duration) 
     Ok(())
 }
 
+/// Whether the peer has acknowledged every byte of data written to `stream` (our FIN, once
+/// sent, may still be on its way: it is retransmitted after a close like any unacknowledged
+/// segment). Linux's `SIOCOUTQ` counts what is unacknowledged, the FIN as one; `TCP_INFO`'s
+/// state says whether the FIN is sent. `false` where it cannot be told.
+pub(crate) fn all_acknowledged(stream: &TcpStream) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let fd = stream.as_raw_fd();
+        let mut queued: libc::c_int = 0;
+        // SAFETY: `fd` is an open socket, borrowed for the call; SIOCOUTQ (TIOCOUTQ on Linux)
+        // writes one c_int through the pointer, which points to one on this frame.
+        if unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) } != 0 || queued > 1 {
+            return false;
+        }
+        if queued == 0 {
+            return true;
+        }
+        // One unacknowledged: our FIN alone if it is sent (FIN_WAIT1, CLOSING, LAST_ACK).
+        // SAFETY: tcp_info is plain integers, valid zeroed; getsockopt(2) writes at most `len`
+        // bytes into it and the length back into `len`, both on this frame.
+        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let got = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_TCP,
+                libc::TCP_INFO,
+                (&mut info as *mut libc::tcp_info).cast(),
+                &mut len,
+            )
+        };
+        const FIN_WAIT1: u8 = 4;
+        const LAST_ACK: u8 = 9;
+        const CLOSING: u8 = 11;
+        got == 0 && matches!(info.tcpi_state, FIN_WAIT1 | LAST_ACK | CLOSING)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = stream;
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Read as _, Write as _};
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn bytes_are_acknowledged_once_the_peer_has_them() {
+        let (ours, mut peer) = pair();
+        assert!(all_acknowledged(&ours), "nothing written yet");
+        peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(send(&ours, b"hello").unwrap(), 5);
+        let mut got = [0u8; 5];
+        peer.read_exact(&mut got).unwrap();
+        // The peer's kernel acknowledges on its own time (delayed ACKs).
+        let acknowledged = |ours: &TcpStream| {
+            let until = std::time::Instant::now() + Duration::from_secs(5);
+            while !all_acknowledged(ours) {
+                assert!(std::time::Instant::now() < until, "never acknowledged");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        acknowledged(&ours);
+        // Our FIN sent: the data stays acknowledged whether or not the FIN's ACK came.
+        ours.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(all_acknowledged(&ours));
+        // Data the peer's application has not read is acknowledged once its kernel has it.
+        let (ours, _peer) = pair();
+        assert_eq!(send(&ours, &[7u8; 100]).unwrap(), 100);
+        acknowledged(&ours);
+    }
 
     /// A connected pair: our non-blocking mio end and a blocking std peer.
     fn pair() -> (TcpStream, std::net::TcpStream) {

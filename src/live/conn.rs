@@ -3,7 +3,7 @@
 //! it is made with, and writing its output out.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reactor::{ConnId, Io, Next};
 
@@ -93,6 +93,45 @@ pub(crate) struct Timeouts {
     pub(crate) close: Duration,
     /// How long a closed connection reads and drops what the peer still sends.
     pub(crate) linger: Duration,
+}
+
+/// How long a connection waits for its peer's goodbye while the server stops, at most: the
+/// answer to our close frame, the peer's end after ours.
+pub(crate) const DRAIN_LINGER: Duration = Duration::from_millis(250);
+
+impl Timeouts {
+    /// The timeouts that apply now: while the server stops (`stopping`), a peer's goodbye is
+    /// waited for `DRAIN_LINGER` at most.
+    pub(crate) fn now(self, stopping: bool) -> Timeouts {
+        if !stopping {
+            return self;
+        }
+        Timeouts {
+            close: self.close.min(DRAIN_LINGER),
+            linger: self.linger.min(DRAIN_LINGER),
+            ..self
+        }
+    }
+}
+
+/// After our end, with nothing unread: reads (and drops) what the peer still sends until it
+/// closes, or until `end`. While the server stops, closed as soon as the peer has acknowledged
+/// all the data it was sent (it has it all: closing loses nothing of ours), looked at again
+/// each timer tick. (Not otherwise: a peer still sending after our end — a request pipelined
+/// behind a close, a client writing past a WebSocket limit — would get a reset that can
+/// destroy the last reply unread in its buffer.)
+pub(crate) fn linger_until(io: &Io<'_, Command>, end: Instant) -> Next {
+    let now = io.now();
+    if now >= end {
+        return Next::Close;
+    }
+    if !io.remote().is_shutting_down() {
+        return Next::read().until(end);
+    }
+    if io.all_acknowledged() {
+        return Next::Close;
+    }
+    Next::read().until(end.min(now + reactor::TIMER_TICK))
 }
 
 impl Default for Timeouts {

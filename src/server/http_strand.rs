@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use reactor::{Io, Next, Read};
 
@@ -22,7 +22,7 @@ use crate::http::Response;
 use crate::http::later::{Delivery, HttpMsg};
 use crate::http::render::{has_body, render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
-use crate::live::{Charge, Command};
+use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access::{self, AccessKind};
 use super::deferred::{Exchange, Patience, Wait};
@@ -37,10 +37,6 @@ use crate::http::later::StreamStart;
 const HIGH_WATER: usize = 64 * 1024;
 /// Bodies at least this long are written from the handler's buffer instead of being copied.
 const INLINE_BODY: usize = 16 * 1024;
-/// Longest linger while the server stops: long enough for a request that crossed our end of
-/// stream to arrive and be dropped (rather than reset the client), short enough that a stop
-/// with many idle clients is quick.
-const DRAIN_LINGER: Duration = Duration::from_millis(250);
 /// Reads one resume makes before letting the worker's other connections run.
 const READS_PER_TURN: usize = 16;
 /// Steps of one resume's loop, at most: each step reads, answers held-back input or returns,
@@ -579,11 +575,29 @@ impl Busy {
         for _ in 0..READS_PER_TURN {
             match io.read() {
                 Read::Data(_) => continue,
+                Read::WouldBlock if conn.shared.shutting_down() => {
+                    return self.linger_stopping(io);
+                }
                 Read::WouldBlock => return self.park(conn, io, false, Interest::READ),
                 Read::Closed | Read::Error(_) => return Next::Close,
             }
         }
         self.park(conn, io, false, Interest::READ)
+    }
+
+    /// Lingering while the server stops, with nothing unread: closed as soon as the client
+    /// has acknowledged everything (see `live::linger_until`), within `DRAIN_LINGER`.
+    fn linger_stopping(&mut self, io: &Io<'_, Command>) -> Next {
+        let end = match self.deadline {
+            Deadline::At(end) if self.timer == Timer::Linger => end,
+            _ => {
+                self.timer = Timer::Linger;
+                let end = io.now() + DRAIN_LINGER;
+                self.set_deadline(Some(end));
+                end
+            }
+        };
+        linger_until(io, end)
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
@@ -826,6 +840,12 @@ impl Busy {
     }
 
     fn timed_out(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Next {
+        if let (State::Lingering, Deadline::At(end)) = (self.state, self.deadline)
+            && io.now() < end
+        {
+            // A stop's linger looks again each tick (see `linger_stopping`).
+            return self.linger(conn, io);
+        }
         self.set_deadline(None);
         match (self.timer, self.state, *conn.wait) {
             (Timer::Reply, State::Serving, Some(wait)) if wait.poll && self.stream.is_none() => {

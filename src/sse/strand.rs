@@ -17,7 +17,9 @@ use reactor::{ConnId, Io, Next, Read, Remote};
 use super::app::{Sse, SseHandler};
 use crate::http::event_stream::HEARTBEAT;
 use crate::http::{Request, Response};
-use crate::live::{Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, write_out};
+use crate::live::{
+    Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, linger_until, write_out,
+};
 use crate::rooms::{Delivery, Forms, Joined, Joining, Seat, history_back, join_back, leave_all};
 
 /// An event-stream route's application, whatever its handler type.
@@ -223,9 +225,11 @@ impl<H: SseHandler> SseStrand<H> {
                 }
                 Ok(true) if busy.stage == Stage::Ending => {
                     // The body ends where the connection does: our side is shut, and what
-                    // the client still sends is read and dropped until it closes.
+                    // the client still sends is read and dropped until it closes, or until
+                    // it has all we sent (see `linger_until`).
                     busy.stage = Stage::Shut;
-                    busy.deadline = Some(io.now() + timeouts.linger);
+                    let stopping = io.remote().is_shutting_down();
+                    busy.deadline = Some(io.now() + timeouts.now(stopping).linger);
                     self.tell(io.id());
                     if io.shutdown_write().is_err() {
                         return Next::Close;
@@ -248,7 +252,7 @@ impl<H: SseHandler> SseStrand<H> {
         }
         match self.busy.as_ref() {
             Some(b) if b.stage == Stage::Shut => {
-                Next::read().until(b.deadline.unwrap_or_else(|| io.now()))
+                linger_until(io, b.deadline.unwrap_or_else(|| io.now()))
             }
             _ => self.park(io.now(), progressed),
         }
@@ -318,6 +322,10 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
     }
 
     fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+        if timeout && self.shut() {
+            // Looked at again each tick until the client has all (see `linger_until`).
+            return self.run(io);
+        }
         if timeout {
             // The client took no output for the write timeout (or lingered past our end).
             self.tell(io.id());

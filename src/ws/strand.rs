@@ -23,7 +23,10 @@ use super::close::CloseCode;
 use super::decoder::{Decoder, Event};
 use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
 use super::frame::{Opcode, Role, write_frame};
-use crate::live::{Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, write_out};
+use crate::live::{
+    Command, DRAIN_LINGER, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, linger_until,
+    write_out,
+};
 use crate::rooms::{
     Delivery, Forms, Joined, Joining, Message, Seat, history_back, join_back, leave_all,
 };
@@ -523,7 +526,7 @@ impl<H: WsHandler> WsStrand<H> {
             }
         }
         match self.busy.as_ref().and_then(|b| b.deadline) {
-            Some(t) => Next::read().until(t),
+            Some(end) => linger_until(io, end),
             None => Next::Close,
         }
     }
@@ -552,6 +555,10 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
     }
 
     fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+        if timeout && self.closing() == Closing::Lingering {
+            // Looked at again each tick until the peer has all (see `linger_until`).
+            return self.linger(io);
+        }
         if timeout {
             // No output taken for the write timeout, or no close reply in time.
             self.tell(io.id(), None);
@@ -631,6 +638,14 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
     }
 
     fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
+        // The server stops: the peer's goodbye is waited for briefly (from now on, and where
+        // it is waited for already).
+        let now = io.now();
+        let busy = self.b();
+        busy.timeouts = busy.timeouts.now(true);
+        if matches!(busy.closing, Closing::Waiting | Closing::Lingering) {
+            busy.deadline = busy.deadline.map(|d| d.min(now + DRAIN_LINGER));
+        }
         if self.closing() == Closing::Lingering {
             return self.linger(io);
         }

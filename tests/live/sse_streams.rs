@@ -319,6 +319,29 @@ fn a_stream_ends_when_the_application_closes_it_or_the_server_stops() {
 }
 
 #[test]
+fn a_stop_does_not_wait_for_stream_clients_that_keep_their_connections() {
+    // Readers that got the stream's end but never close their side (a browser may keep the
+    // connection for its next request): the stop closes once they have everything, instead of
+    // lingering the 2 s a connection waits for a client's end at other times.
+    let setup = start(one_worker());
+    let port = setup.server.local_addr().port();
+    let mut streams: Vec<Stream> = (0..20)
+        .map(|i| {
+            let mut s = Stream::open(port, &format!("/events?room=keep{i}"));
+            s.until(&format!("welcome to keep{i}\n\n"));
+            s
+        })
+        .collect();
+    let began = Instant::now();
+    setup.server.shutdown().unwrap();
+    let took = began.elapsed();
+    for s in &mut streams {
+        assert_eq!(s.read_to_end(), "");
+    }
+    assert!(took < Duration::from_secs(1), "the stop took {took:?}");
+}
+
+#[test]
 fn an_sse_member_that_does_not_read_is_dropped_not_grown_without_bound() {
     let setup = start(one_worker().max_queued_output(1 << 20));
     let port = setup.server.local_addr().port();

@@ -1,6 +1,6 @@
 //! A graceful stop and WebSocket peers: every peer is sent 1001 at once; a stop whose peers all
-//! answer returns promptly, and one with a peer that never answers waits `close_timeout` for it
-//! (not once per peer).
+//! answer returns promptly, and one with a peer that never answers waits briefly for it (the
+//! close timeout, bounded by the stop's linger, 250 ms — not once per peer).
 
 use crate::wire;
 
@@ -49,14 +49,17 @@ fn a_stop_whose_peers_all_answer_returns_promptly() {
 }
 
 #[test]
-fn silent_peers_are_waited_for_close_timeout_once_not_each() {
-    let handle = server(Duration::from_millis(400));
-    let port = handle.local_addr().port();
-    let peers: Vec<Client> = (0..6).map(|_| Client::connect(port)).collect();
-    let started = Instant::now();
-    handle.shutdown().unwrap();
-    let took = started.elapsed();
-    assert!(took >= Duration::from_millis(350), "the stop took {took:?}");
-    assert!(took < Duration::from_millis(2000), "the stop took {took:?}");
-    drop(peers);
+fn silent_peers_are_waited_for_briefly_once_not_each_whatever_the_close_timeout() {
+    for close_timeout in [Duration::from_millis(150), Duration::from_secs(30)] {
+        let handle = server(close_timeout);
+        let port = handle.local_addr().port();
+        let peers: Vec<Client> = (0..6).map(|_| Client::connect(port)).collect();
+        let started = Instant::now();
+        handle.shutdown().unwrap();
+        let took = started.elapsed();
+        let waited = close_timeout.min(Duration::from_millis(250));
+        assert!(took >= waited - Duration::from_millis(20), "the stop took {took:?}");
+        assert!(took < Duration::from_millis(2000), "the stop took {took:?}");
+        drop(peers);
+    }
 }
