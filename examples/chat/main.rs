@@ -284,6 +284,7 @@ fn serve() -> std::io::Result<()> {
         tracing_subscriber::fmt()
             .with_max_level(level)
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
     let origins = options

@@ -58,7 +58,10 @@ fn silent_peers_are_waited_for_briefly_once_not_each_whatever_the_close_timeout(
         handle.shutdown().unwrap();
         let took = started.elapsed();
         let waited = close_timeout.min(Duration::from_millis(250));
-        assert!(took >= waited - Duration::from_millis(20), "the stop took {took:?}");
+        assert!(
+            took >= waited - Duration::from_millis(20),
+            "the stop took {took:?}"
+        );
         assert!(took < Duration::from_millis(2000), "the stop took {took:?}");
         drop(peers);
     }
