@@ -5,13 +5,14 @@
 # against Python's `websockets` and headless Chromium, and two chat instances sharing rooms
 # and rate limits through Redis behind nginx, the WebSocket client against Python websockets,
 # Node ws and the Autobahn fuzzingserver, SSE with Node and Chromium EventSource, HTTPS and WSS
-# with curl, openssl s_client, Python, Node, Go and Chromium. Run by
+# with curl, openssl s_client, Python, Node, Go and Chromium, the chat's metrics scraped by
+# Prometheus. Run by
 # .ci/run; runnable on its own:
 #
 #   tests/interop/run.sh
 #
-# Installs curl, nginx, redis-server, chromium, node, npm, openssl and go with apt-get, websockets and httpx with
-# pip, and the eventsource package with npm, when they are missing
+# Installs curl, nginx, redis-server, chromium, node, npm, openssl, go and prometheus with apt-get,
+# websockets, httpx and prometheus_client with pip, and the eventsource package with npm, when they are missing
 # (CI runs as root on a machine that may be new); a tool still missing afterwards is a failure,
 # never a skip.
 set -euo pipefail
@@ -52,6 +53,7 @@ apt_install node nodejs
 apt_install npm npm
 apt_install openssl openssl
 apt_install go golang-go
+apt_install prometheus prometheus
 # Node's EventSource client from npm, into a directory of its own (removed at exit).
 NODE_PREFIX=$(mktemp -d)
 trap 'rm -rf "$NODE_PREFIX"' EXIT
@@ -66,6 +68,10 @@ if ! python3 -c 'import requests' 2>/dev/null; then
     echo "interop: installing Python's requests with pip"
     timeout 600 python3 -m pip install --quiet requests || die "pip could not install requests"
 fi
+if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+    echo "interop: installing Python's prometheus_client (its text-format parser) with pip"
+    timeout 600 python3 -m pip install --quiet prometheus_client || die "pip could not install prometheus_client"
+fi
 if ! python3 -c 'import httpx' 2>/dev/null; then
     echo "interop: installing Python's httpx with pip"
     timeout 600 python3 -m pip install --quiet httpx || die "pip could not install httpx"
@@ -79,6 +85,7 @@ echo "interop: $(python3 --version)"
 echo "interop: $(openssl version), $(go version)"
 echo "interop: $(nginx -v 2>&1)"
 echo "interop: $(redis-server --version)"
+echo "interop: $(prometheus --version 2>&1 | head -n 1)"
 
 # The default target directory, as CI uses. With the `redis` feature: the chat's `--redis`;
 # with `tls`: the examples' --tls-cert/--tls-key and ws_client's wss:// (the examples are the
@@ -143,6 +150,9 @@ timeout -k 10 120 python3 tests/interop/sse_clients.py "$chat" || failed+=("sse_
 echo
 echo "== interop: EventSource in Node (npm eventsource) and Chromium, reconnecting with Last-Event-ID =="
 timeout -k 10 240 python3 tests/interop/sse_browsers.py "$chat" "$NODE_PREFIX" || failed+=("sse_browsers.py (exit $?)")
+echo
+echo "== interop: the chat's /metrics (prometheus_client's parser, a real Prometheus scraping it), --log, async route, stop time =="
+timeout -k 10 240 python3 tests/interop/chat_metrics.py "$chat" || failed+=("chat_metrics.py (exit $?)")
 echo
 echo "== interop: two chat instances sharing rooms and rate limits through Redis, behind nginx =="
 timeout -k 10 180 python3 tests/interop/fleet_nginx.py "$chat" || failed+=("fleet_nginx.py (exit $?)")
