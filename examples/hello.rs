@@ -8,6 +8,8 @@
 //! `--requests N` serves N requests, then exits cleanly (the reply to the last says
 //! `Connection: close`): a bounded run for profiling and allocation counting.
 //! `--tls-cert FILE --tls-key FILE` (PEM; build with `--features tls`) serve HTTPS only.
+//! `--async` answers from an `async` block on a tokio runtime of one thread
+//! (`web::http::answer_async`): what the async path costs beside the synchronous one.
 
 use web::http::text_response;
 
@@ -26,9 +28,10 @@ fn serve() -> std::io::Result<()> {
             "--tls-cert",
             "--tls-key",
         ],
-        &[],
+        &["--async"],
         "Answers Hello, World! on any path (the benchmark target). --requests N: serve N \
-         requests, then exit. --tls-cert FILE --tls-key FILE (PEM): serve HTTPS only.",
+         requests, then exit. --tls-cert FILE --tls-key FILE (PEM): serve HTTPS only. \
+         --async: answer from async code on a tokio runtime of one thread.",
     )?;
     let mut server = options.server(8080)?;
     if let Some(n) = options.get::<u64>("--requests")? {
@@ -39,6 +42,28 @@ fn serve() -> std::io::Result<()> {
         options.scheme("http"),
         server.local_addr()?
     );
+    if options.flag("--async") {
+        return serve_async(server);
+    }
     // A `'static` body: answering allocates nothing.
     server.run(|_req| text_response(200, "Hello, World!"))
+}
+
+/// `--async`: each request answered by a task of a one-thread tokio runtime.
+#[cfg(feature = "tokio")]
+fn serve_async(server: web::http::Server) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()?;
+    let tasks = runtime.handle().clone();
+    server.run(move |_req| {
+        web::http::answer_async(&tasks, async { text_response(200, "Hello, World!") })
+    })
+}
+
+#[cfg(not(feature = "tokio"))]
+fn serve_async(_server: web::http::Server) -> std::io::Result<()> {
+    Err(cli::usage(
+        "--async needs the tokio feature (on by default)",
+    ))
 }

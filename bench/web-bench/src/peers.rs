@@ -22,6 +22,8 @@ pub struct Peer {
     pub name: &'static str,
     /// The binary, under the repository.
     bin: &'static str,
+    /// Arguments beside `--port` and `--workers`.
+    args: &'static [&'static str],
     pub speaks: Speaks,
     /// `web` itself: compared, not a peer.
     pub candidate: bool,
@@ -33,6 +35,7 @@ const fn peer(name: &'static str, bin: &'static str, speaks: Speaks) -> Peer {
     Peer {
         name,
         bin,
+        args: &[],
         speaks,
         candidate: false,
         ceiling: false,
@@ -45,9 +48,21 @@ pub const ALL: &[Peer] = &[
         candidate: true,
         ..peer("web", "target/release/examples/hello", Speaks::Http)
     },
+    // The async path: each reply from a task of a one-thread tokio runtime
+    // (`answer_async`), against axum on tokio.
+    Peer {
+        candidate: true,
+        args: &["--async"],
+        ..peer("web-async", "target/release/examples/hello", Speaks::Http)
+    },
     peer(
         "hyper",
         "bench/peers/target/release/hyper_hello",
+        Speaks::Http,
+    ),
+    peer(
+        "axum",
+        "bench/peers/target/release/axum_hello",
         Speaks::Http,
     ),
     peer(
@@ -152,6 +167,7 @@ impl Running {
         let bin = root().join(peer.bin);
         let mut cmd = Command::new(&bin);
         cmd.args(["--port", &port.to_string(), "--workers", "1"])
+            .args(peer.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
