@@ -151,3 +151,16 @@ fn a_body_copied_by_a_tokio_writer_waits_for_a_slow_reader_then_gets_every_byte(
 fn a_body_sent_with_send_await_waits_for_a_slow_reader_then_gets_every_byte() {
     slow_reader_holds_back("/send");
 }
+
+/// What tasks hold: the handles a task of any runtime may keep and use across `.await`s.
+#[test]
+fn the_handles_tasks_use_are_send_and_sync() {
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<web::ws::Rooms>();
+    shared::<web::ws::WsSender>();
+    shared::<web::sse::SseSender>();
+    shared::<web::http::Reply>();
+    shared::<web::http::Control>();
+    fn owned<T: Send + 'static>() {}
+    owned::<web::http::BodySender>();
+}
