@@ -20,29 +20,31 @@ pub(crate) struct WorkerFigures {
 /// The exposition of `stats`, with `workers`' own samples where the text has them.
 pub(crate) fn render(stats: &ServerStats, workers: &[WorkerFigures]) -> String {
     let mut out = Exposition(String::with_capacity(4096));
-    out.family(
-        "web_open_connections",
-        "gauge",
-        "Open connections (HTTP, WebSocket and event streams), per worker.",
-    );
-    for (i, w) in workers.iter().enumerate() {
-        out.sample("web_open_connections", &[("worker", &i)], w.open);
-    }
-    out.family(
-        "web_connections_total",
-        "counter",
-        "Connections accepted, per worker.",
-    );
-    for (i, w) in workers.iter().enumerate() {
-        out.sample("web_connections_total", &[("worker", &i)], w.accepted);
-    }
-    out.family(
-        "web_requests_total",
-        "counter",
-        "Requests answered by the handler or a route, per worker.",
-    );
-    for (i, w) in workers.iter().enumerate() {
-        out.sample("web_requests_total", &[("worker", &i)], w.answered.served);
+    let per_worker: [(&str, &str, &str, fn(&WorkerFigures) -> u64); 3] = [
+        (
+            "web_open_connections",
+            "gauge",
+            "Open connections (HTTP, WebSocket and event streams), per worker.",
+            |w| w.open as u64,
+        ),
+        (
+            "web_connections_total",
+            "counter",
+            "Connections accepted, per worker.",
+            |w| w.accepted,
+        ),
+        (
+            "web_requests_total",
+            "counter",
+            "Requests answered by the handler or a route, per worker.",
+            |w| w.answered.served,
+        ),
+    ];
+    for (name, kind, help, value) in per_worker {
+        out.family(name, kind, help);
+        for (i, w) in workers.iter().enumerate() {
+            out.sample(name, &[("worker", &i)], value(w));
+        }
     }
     out.family(
         "web_responses_total",

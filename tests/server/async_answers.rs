@@ -129,15 +129,7 @@ fn slow_reader_holds_back(path: &str) {
         head.header("content-length"),
         Some(TOTAL.to_string().as_str())
     );
-    let mut at = 0u64;
-    while at < TOTAL {
-        let want = (TOTAL - at).min(1 << 20) as usize;
-        let bytes = client.exact(want);
-        for (i, b) in bytes.iter().enumerate() {
-            assert_eq!(*b, ((at + i as u64) % (32 * 1024) % 256) as u8);
-        }
-        at += want as u64;
-    }
+    client.cycled_body(TOTAL, 32 * 1024);
     assert_eq!(client.get("/after").text(), "now");
     server.shutdown().unwrap();
 }

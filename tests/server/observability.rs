@@ -101,7 +101,7 @@ fn the_metrics_text_has_help_type_and_samples_per_worker_and_class() {
 #[cfg(feature = "tracing")]
 mod events {
     use super::*;
-    use std::sync::{Mutex, OnceLock};
+    use std::sync::{Arc, Mutex, OnceLock};
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Id, Record};
     use tracing::{Event, Metadata, Subscriber};
@@ -137,41 +137,14 @@ mod events {
         fn exit(&self, _: &Id) {}
     }
 
-    fn recorder() -> &'static Recorder {
-        static RECORDER: OnceLock<&'static Recorder> = OnceLock::new();
+    fn recorder() -> &'static Arc<Recorder> {
+        static RECORDER: OnceLock<Arc<Recorder>> = OnceLock::new();
         RECORDER.get_or_init(|| {
-            let recorder: &'static Recorder = Box::leak(Box::new(Recorder(Mutex::new(Vec::new()))));
-            tracing::subscriber::set_global_default(RecorderRef(recorder))
+            let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
+            tracing::subscriber::set_global_default(Arc::clone(&recorder))
                 .expect("the only subscriber of this binary");
             recorder
         })
-    }
-
-    /// The recorder as the global subscriber (a `'static` reference the test reads too).
-    struct RecorderRef(&'static Recorder);
-
-    impl Subscriber for RecorderRef {
-        fn enabled(&self, m: &Metadata<'_>) -> bool {
-            self.0.enabled(m)
-        }
-        fn new_span(&self, a: &Attributes<'_>) -> Id {
-            self.0.new_span(a)
-        }
-        fn record(&self, i: &Id, r: &Record<'_>) {
-            self.0.record(i, r)
-        }
-        fn record_follows_from(&self, a: &Id, b: &Id) {
-            self.0.record_follows_from(a, b)
-        }
-        fn event(&self, e: &Event<'_>) {
-            self.0.event(e)
-        }
-        fn enter(&self, i: &Id) {
-            self.0.enter(i)
-        }
-        fn exit(&self, i: &Id) {
-            self.0.exit(i)
-        }
     }
 
     fn heard(what: &str) -> Vec<String> {

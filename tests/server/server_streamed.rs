@@ -212,15 +212,7 @@ fn a_slow_reader_holds_the_producer_back_and_then_gets_every_byte() {
         head.header("content-length"),
         Some(TOTAL.to_string().as_str())
     );
-    let mut at = 0u64;
-    while at < TOTAL {
-        let want = (TOTAL - at).min(1 << 20) as usize;
-        let bytes = client.exact(want);
-        for (i, b) in bytes.iter().enumerate() {
-            assert_eq!(*b, ((at + i as u64) % (32 * 1024) % 256) as u8);
-        }
-        at += want as u64;
-    }
+    client.cycled_body(TOTAL, 32 * 1024);
     producer.join().unwrap();
     assert_eq!(client.get("/after").text(), "now /after");
     handle.shutdown().unwrap();

@@ -273,6 +273,25 @@ impl Client {
         self.buf.drain(..n).collect()
     }
 
+    /// Reads a body of `total` bytes whose byte `i` is `i % period % 256` (what the streaming
+    /// tests produce), checking each, a MiB at a time.
+    pub fn cycled_body(&mut self, total: u64, period: u64) {
+        let mut at = 0u64;
+        while at < total {
+            let want = (total - at).min(1 << 20) as usize;
+            let bytes = self.exact(want);
+            for (i, b) in bytes.iter().enumerate() {
+                assert_eq!(
+                    *b,
+                    ((at + i as u64) % period % 256) as u8,
+                    "byte {}",
+                    at + i as u64
+                );
+            }
+            at += want as u64;
+        }
+    }
+
     /// Asserts the server closed the connection with nothing more sent.
     pub fn assert_eof(&mut self) {
         let n = self.fill();
