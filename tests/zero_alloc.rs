@@ -70,10 +70,16 @@ fn exchange(conn: &mut TcpStream, buf: &mut [u8; 1024]) {
 /// Allocations the server made for keep-alive GETs over a second or more, after a warm-up;
 /// and the requests.
 fn steady_state(handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> (u64, u64) {
+    steady_state_of(|server| server, handler)
+}
+
+/// [`steady_state`] of a server with settings of its own.
+fn steady_state_of(
+    settings: impl FnOnce(Server) -> Server,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+) -> (u64, u64) {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
+    let server = settings(Server::bind("127.0.0.1:0").unwrap().workers(1))
         .spawn(handler)
         .unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
@@ -139,5 +145,70 @@ fn a_routed_request_allocates_nothing_among_a_hundred_routes() {
     assert_eq!(
         allocations, 0,
         "{allocations} allocations for {requests} requests"
+    );
+}
+
+/// Events the library emits, counted by a subscriber that wants every one at `info` and
+/// above (and allocates nothing itself).
+#[cfg(feature = "tracing")]
+mod listening {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Level, Metadata, Subscriber};
+
+    pub static EVENTS: AtomicU64 = AtomicU64::new(0);
+
+    pub struct Counter;
+
+    impl Subscriber for Counter {
+        fn enabled(&self, m: &Metadata<'_>) -> bool {
+            *m.level() <= Level::INFO
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {
+            EVENTS.fetch_add(1, Ordering::Relaxed);
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    pub fn install() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| tracing::subscriber::set_global_default(Counter).unwrap());
+    }
+}
+
+#[cfg(feature = "tracing")]
+#[test]
+fn with_an_info_subscriber_and_an_access_log_a_keep_alive_get_allocates_nothing() {
+    use std::sync::atomic::AtomicU64;
+    listening::install();
+    static LOGGED: AtomicU64 = AtomicU64::new(0);
+    let events = listening::EVENTS.load(Ordering::Relaxed);
+    let (allocations, requests) = steady_state_of(
+        |server| {
+            server.access_log(|a: &web::http::Access<'_>| {
+                assert_eq!((a.status, a.method), (200, "GET"));
+                LOGGED.fetch_add(1, Ordering::Relaxed);
+            })
+        },
+        |_req| text_response(200, "Hello, World!"),
+    );
+    assert_eq!(
+        allocations, 0,
+        "{allocations} allocations for {requests} requests"
+    );
+    assert!(
+        LOGGED.load(Ordering::Relaxed) >= requests,
+        "every exchange logged"
+    );
+    assert_eq!(
+        listening::EVENTS.load(Ordering::Relaxed),
+        events,
+        "no event for a request served well"
     );
 }
