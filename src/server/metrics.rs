@@ -20,7 +20,7 @@ pub(crate) struct WorkerFigures {
 /// The exposition of `stats`, with `workers`' own samples where the text has them.
 pub(crate) fn render(stats: &ServerStats, workers: &[WorkerFigures]) -> String {
     let mut out = Exposition(String::with_capacity(4096));
-    let per_worker: [(&str, &str, &str, fn(&WorkerFigures) -> u64); 3] = [
+    let per_worker: [Family<&WorkerFigures>; 3] = [
         (
             "web_open_connections",
             "gauge",
@@ -195,6 +195,9 @@ pub(crate) fn render(stats: &ServerStats, workers: &[WorkerFigures]) -> String {
     );
     out.0
 }
+
+/// A family: its name, type, help, and how a sample's value is read from `T`.
+type Family<T> = (&'static str, &'static str, &'static str, fn(T) -> u64);
 
 /// The text being written.
 struct Exposition(String);
