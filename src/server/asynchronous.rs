@@ -36,6 +36,29 @@ use super::deferred::defer;
 /// # handle.shutdown()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// The server's handles are `Send + Sync` and work from tasks as from threads: a task keeps
+/// [`Rooms`](crate::ws::Rooms) (or a connection's `WsSender`, `SseSender`) and publishes
+/// across its `.await`s:
+///
+/// ```
+/// use std::time::Duration;
+/// use web::ws::Message;
+/// let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+/// let server = web::http::Server::bind("127.0.0.1:0")?;
+/// let rooms = server.rooms();
+/// let ticking = runtime.spawn(async move {
+///     let mut every = tokio::time::interval(Duration::from_millis(10));
+///     for n in 0..3 {
+///         every.tick().await;
+///         rooms.publish("ticks", &Message::Text(format!("tick {n}")));
+///     }
+/// });
+/// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+/// runtime.block_on(ticking)?;
+/// # handle.shutdown()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn answer_async<F>(runtime: &tokio::runtime::Handle, answer: F) -> Response
 where
     F: Future<Output = Response> + Send + 'static,
