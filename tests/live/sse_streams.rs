@@ -338,7 +338,8 @@ fn a_stop_does_not_wait_for_stream_clients_that_keep_their_connections() {
     for s in &mut streams {
         assert_eq!(s.read_to_end(), "");
     }
-    assert!(took < Duration::from_secs(1), "the stop took {took:?}");
+    // (It takes milliseconds; the bound only tells it from the 2 s linger it replaced.)
+    assert!(took < Duration::from_millis(1500), "the stop took {took:?}");
 }
 
 #[test]
