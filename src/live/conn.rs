@@ -59,6 +59,8 @@ pub(crate) struct LiveSettings {
     pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
     /// The liveness interval ([`Server::ping_interval`](crate::http::Server::ping_interval)).
     pub(crate) ping_interval: Option<Duration>,
+    /// How handler calls that hold their worker are counted (the server's, shared with HTTP).
+    pub(crate) stalls: Arc<super::Stalls>,
 }
 
 /// Writes what `out` holds until the socket takes no more: `Ok(true)` when all of it went.

@@ -362,7 +362,8 @@ impl Server {
 
     /// How long a handler may hold its worker before the call counts as a stall (default
     /// [`STALL_THRESHOLD`](crate::http::STALL_THRESHOLD), 50 ms). While a handler runs, every
-    /// other connection of its worker waits; a call past the threshold is counted in
+    /// other connection of its worker waits; a call past the threshold — an HTTP handler, or a
+    /// WebSocket or event-stream callback (`open`, `message`) — is counted in
     /// [`ServerStats::stalls`] and [`ServerStats::longest_stall`], and the first for each
     /// method and path is reported as a `warn` event (feature `tracing`). Answer slow work
     /// later instead: [`defer`] and a thread, a [`Pool`], or async code
@@ -473,7 +474,7 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn websocket<H: WsHandler>(mut self, path: &str, handler: H) -> Server {
-        let app: Box<dyn WsApp> = Box::new(Route::new(handler));
+        let app: Box<dyn WsApp> = Box::new(Route::new(handler, path));
         match self
             .websocket
             .iter_mut()
@@ -518,7 +519,7 @@ impl Server {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn sse<H: SseHandler>(mut self, path: &str, handler: H) -> Server {
-        let app: Box<dyn SseApp> = Box::new(SseRoute::new(handler));
+        let app: Box<dyn SseApp> = Box::new(SseRoute::new(handler, path));
         match self.sse.iter_mut().find(|r| r.pattern.as_str() == path) {
             Some(route) => route.app = app,
             None => self.sse.push(LiveRoute {

@@ -47,6 +47,8 @@ struct ControlShared {
     /// The output queued for WebSocket peers, once the server is built.
     budget: OnceLock<Arc<crate::live::OutputBudget>>,
     replies: OnceLock<Arc<super::deferred::Replies>>,
+    /// The count of handler calls that held their worker.
+    stalls: OnceLock<Arc<crate::live::Stalls>>,
     /// The figures of the server's fleet, if it has one.
     #[cfg(feature = "redis")]
     fleet: OnceLock<Arc<crate::fleet::Counters>>,
@@ -125,6 +127,11 @@ impl Control {
         let _ = self.shared.replies.set(replies);
     }
 
+    /// Shows the server's stalls in its stats.
+    pub(crate) fn attach_stalls(&self, stalls: Arc<crate::live::Stalls>) {
+        let _ = self.shared.stalls.set(stalls);
+    }
+
     pub(crate) fn websockets(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.shared.websockets)
     }
@@ -158,8 +165,6 @@ impl Control {
             parked: s.total.parked,
             requests: answered.served,
             responses: answered.classes,
-            stalls: answered.stalls,
-            longest_stall: answered.longest_stall,
             held_bytes: s.total.held_bytes,
             websockets: self.shared.websockets.load(Ordering::Relaxed),
             event_streams: self.shared.streams.load(Ordering::Relaxed),
@@ -168,6 +173,9 @@ impl Control {
             panics: s.total.panics,
             ..ServerStats::default()
         };
+        if let Some(stalls) = self.shared.stalls.get() {
+            (stats.stalls, stats.longest_stall) = stalls.totals();
+        }
         if let Some(replies) = self.shared.replies.get() {
             stats.replies_waiting = replies.waiting.load(Ordering::Relaxed);
             stats.replies_dropped = replies.dropped.load(Ordering::Relaxed);

@@ -15,7 +15,7 @@ use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
 use crate::http::router::Pattern;
 use crate::http::{Body, Refusal, ReplyRules, Request, Response, Version};
-use crate::live::{Command, LiveConn, LiveSettings};
+use crate::live::{Command, LiveConn, LiveSettings, Stalls, Watch};
 use crate::sse::SseApp;
 use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
 
@@ -23,7 +23,6 @@ use super::access::{self, AccessKind, DynAccessLog, Label};
 use super::deferred::{Deferral, Exchange, Patience, Replies, Wait, answering};
 use super::figures::{Figures, Tally};
 use super::limits::Limits;
-use super::stall::{Stalls, Watch};
 use super::streamed::{Later, ThreadStream};
 use super::taken::{DynTaken, hand_over};
 
@@ -39,8 +38,9 @@ pub(crate) struct ServerShared {
     pub(crate) budget: Option<AtomicU64>,
     /// What each worker answered.
     pub(crate) figures: Arc<[Figures]>,
-    /// How long a handler may hold its worker before it is counted and reported as a stall.
-    pub(crate) stalls: Stalls,
+    /// How handler calls that hold their worker are counted and reported (shared with the
+    /// live connections' callbacks).
+    pub(crate) stalls: Arc<Stalls>,
     /// The server's remote, set once the reactor exists: whether it is shutting down.
     pub(crate) remote: OnceLock<reactor::Remote<Command>>,
     /// Where WebSocket upgrades are accepted, and by whom.
@@ -430,7 +430,7 @@ fn dispatch(
     let (panicked, deferral) =
         answering(turn.exchange, || respond(app.handler(), request, &mut slot));
     if let Some(shared) = app.server() {
-        watch.stop(&shared.stalls, shared.figures(turn.worker), &told.label);
+        watch.stop(&shared.stalls, turn.worker, told.label.as_str());
     }
     let spent = app.budget_spent();
     let mut later = None;

@@ -1,8 +1,7 @@
-//! Each worker's own counts of what it answered — requests, replies by status class, stalls —
+//! Each worker's own counts of what it answered — requests, replies by status class —
 //! on a cache line of its own so workers never contend, summed when the figures are read.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 /// One worker's counts.
 #[derive(Default)]
@@ -12,10 +11,6 @@ pub(crate) struct Figures {
     served: AtomicU64,
     /// Replies sent, by status class: 1xx (upgrades) to 5xx.
     classes: [AtomicU64; 5],
-    /// Handler calls that held the worker past the stall threshold.
-    stalls: AtomicU64,
-    /// The longest of them, in microseconds.
-    longest_stall: AtomicU64,
 }
 
 /// What one call of dispatch answered, counted on the stack and added to the worker's
@@ -49,8 +44,6 @@ fn class_of(status: u16) -> Option<usize> {
 pub(crate) struct Totals {
     pub(crate) served: u64,
     pub(crate) classes: [u64; 5],
-    pub(crate) stalls: u64,
-    pub(crate) longest_stall: Duration,
 }
 
 impl Figures {
@@ -73,25 +66,16 @@ impl Figures {
         }
     }
 
-    /// A handler held the worker for `took`.
-    pub(crate) fn stalled(&self, took: Duration) {
-        self.stalls.fetch_add(1, Ordering::Relaxed);
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        self.longest_stall.fetch_max(micros, Ordering::Relaxed);
-    }
-
     pub(crate) fn read(&self) -> Totals {
         Totals {
             served: self.served.load(Ordering::Relaxed),
             classes: std::array::from_fn(|i| self.classes[i].load(Ordering::Relaxed)),
-            stalls: self.stalls.load(Ordering::Relaxed),
-            longest_stall: Duration::from_micros(self.longest_stall.load(Ordering::Relaxed)),
         }
     }
 }
 
 impl Totals {
-    /// Every worker's figures together (the longest stall is the longest of any).
+    /// Every worker's figures together.
     pub(crate) fn sum(workers: &[Figures]) -> Totals {
         workers.iter().fold(Totals::default(), |mut all, worker| {
             let one = worker.read();
@@ -99,8 +83,6 @@ impl Totals {
             for (a, b) in all.classes.iter_mut().zip(one.classes) {
                 *a += b;
             }
-            all.stalls += one.stalls;
-            all.longest_stall = all.longest_stall.max(one.longest_stall);
             all
         })
     }
@@ -132,7 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn workers_sum_and_the_longest_stall_is_the_longest_of_any() {
+    fn workers_sum() {
         let workers: [Figures; 2] = Default::default();
         let mut tally = Tally {
             served: 3,
@@ -143,12 +125,8 @@ mod tests {
         tally.replied(404);
         workers[0].add(&tally);
         workers[1].replied(503);
-        workers[1].stalled(Duration::from_millis(80));
-        workers[0].stalled(Duration::from_millis(30));
         let all = Totals::sum(&workers);
         assert_eq!(all.served, 3);
         assert_eq!(all.classes, [0, 2, 0, 1, 1]);
-        assert_eq!(all.stalls, 2);
-        assert_eq!(all.longest_stall, Duration::from_millis(80));
     }
 }

@@ -28,7 +28,6 @@
 //! | `streamed.rs` | streamed bodies: `BodySender`, the window it shares with its strand |
 //! | `access.rs` | the access log: each exchange's real outcome, handed to the hook once it ends |
 //! | `figures.rs` | each worker's counts: requests, replies by status class, stalls |
-//! | `stall.rs` | timing each handler call, counting and reporting one that held its worker |
 //! | `metrics.rs` | the figures in Prometheus' text format |
 
 mod access;
@@ -54,7 +53,6 @@ mod peer;
 mod pool;
 mod serving;
 mod signals;
-mod stall;
 mod start;
 mod stats;
 mod streamed;
@@ -75,8 +73,8 @@ pub use limits::{
 pub use pool::Pool;
 pub use streamed::BodySender;
 
+pub use crate::live::STALL_THRESHOLD;
 pub use builder::Server;
 pub use handle::ServerHandle;
 pub use serving::{accept_forever, accept_n, serve, serve_at, serve_n, serve_taking};
-pub use stall::STALL_THRESHOLD;
 pub use stats::ServerStats;

@@ -15,7 +15,7 @@ use super::figures::Figures;
 use super::ticks::Tick;
 use super::*;
 use crate::http::{Request, Response};
-use crate::live::{Command, LiveSettings, OutputBudget, Timeouts};
+use crate::live::{Command, LiveSettings, OutputBudget, Stalls, Timeouts};
 use crate::ws::WsSettings;
 
 impl Server {
@@ -39,6 +39,8 @@ impl Server {
         self.control.attach_budget(Arc::clone(&budget));
         let replies = deferred::Replies::new(workers, self.max_connections);
         self.control.attach_replies(Arc::clone(&replies));
+        let stalls = Arc::new(Stalls::new(self.stall_threshold, workers));
+        self.control.attach_stalls(Arc::clone(&stalls));
         let live = LiveSettings {
             max_rooms: self.max_rooms,
             budget,
@@ -51,6 +53,7 @@ impl Server {
             open: self.control.websockets(),
             streams: self.control.streams(),
             ping_interval: self.ws.ping_interval,
+            stalls: Arc::clone(&stalls),
         };
         let shared = Arc::new(ServerShared {
             handler,
@@ -60,7 +63,7 @@ impl Server {
             figures: (0..workers)
                 .map(|_| Figures::default())
                 .collect::<Arc<[Figures]>>(),
-            stalls: super::stall::Stalls::new(self.stall_threshold),
+            stalls,
             remote: std::sync::OnceLock::new(),
             websocket: self.websocket,
             sse: self.sse,

@@ -26,8 +26,9 @@ pub struct ServerStats {
     /// handler's, deferred and streamed ones (counted as their head goes out), refusals of
     /// malformed or late requests, WebSocket upgrades (101) and event streams opened (200).
     pub responses: [u64; 5],
-    /// Handler calls that held their worker past [`Server::stall_threshold`] (every other
-    /// connection of the worker waited meanwhile).
+    /// Handler calls — HTTP handlers, WebSocket and event-stream callbacks — that held their
+    /// worker past [`Server::stall_threshold`] (every other connection of the worker waited
+    /// meanwhile).
     pub stalls: u64,
     /// The longest of those calls (to the microsecond).
     pub longest_stall: std::time::Duration,

@@ -18,7 +18,7 @@ use super::app::{Sse, SseHandler};
 use crate::http::event_stream::HEARTBEAT;
 use crate::http::{Request, Response};
 use crate::live::{
-    Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, linger_until, write_out,
+    Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, Watch, linger_until, write_out,
 };
 use crate::rooms::{Delivery, Forms, Joined, Joining, Seat, history_back, join_back, leave_all};
 
@@ -39,13 +39,17 @@ pub(crate) trait SseApp: Send + Sync {
 pub(crate) struct SseRoute<H> {
     handler: Arc<H>,
     endpoint: OnceLock<Arc<Endpoint<H>>>,
+    /// What a callback that holds its worker is reported as: the route's method and path.
+    label: Arc<str>,
 }
 
 impl<H> SseRoute<H> {
-    pub(crate) fn new(handler: H) -> SseRoute<H> {
+    /// The application of the route at `path`.
+    pub(crate) fn new(handler: H, path: &str) -> SseRoute<H> {
         SseRoute {
             handler: Arc::new(handler),
             endpoint: OnceLock::new(),
+            label: format!("GET {path} (event stream)").into(),
         }
     }
 }
@@ -55,6 +59,7 @@ struct Endpoint<H> {
     handler: Arc<H>,
     settings: Arc<LiveSettings>,
     remote: Remote<Command>,
+    label: Arc<str>,
 }
 
 impl<H: SseHandler> SseApp for SseRoute<H> {
@@ -70,6 +75,7 @@ impl<H: SseHandler> SseApp for SseRoute<H> {
                 handler: Arc::clone(&self.handler),
                 settings: Arc::clone(settings),
                 remote: remote.clone(),
+                label: Arc::clone(&self.label),
             })
         });
         Ok(Box::new(SseStrand {
@@ -169,7 +175,12 @@ impl<H: SseHandler> SseStrand<H> {
     }
 
     /// Runs `f` with the stream as a callback sees it; a close it asked for ends the stream.
-    fn with_sse(&mut self, id: ConnId, f: impl FnOnce(&H, &mut Sse<'_>, &mut H::State)) {
+    fn with_sse(
+        &mut self,
+        id: ConnId,
+        now: Instant,
+        f: impl FnOnce(&H, &mut Sse<'_>, &mut H::State),
+    ) {
         let _ = self.b();
         let (Some(member), Some(busy)) = (self.member.as_mut(), self.busy.as_deref_mut()) else {
             return;
@@ -188,7 +199,11 @@ impl<H: SseHandler> SseStrand<H> {
                 max_rooms: endpoint.settings.max_rooms,
             },
         };
+        // Timed: a callback holds its worker as an HTTP handler does.
+        let watch = Watch::start(now);
         f(&endpoint.handler, &mut sse, &mut member.state);
+        let stalls = &endpoint.settings.stalls;
+        watch.stop(stalls, id.worker() as usize, &endpoint.label);
         if close {
             busy.end();
         }
@@ -314,7 +329,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
             let _ = io.give_up_unacknowledged_after(every * 2);
         }
         let id = io.id();
-        self.with_sse(id, |handler, sse, state| handler.open(sse, state));
+        self.with_sse(id, io.now(), |handler, sse, state| handler.open(sse, state));
         if io.remote().is_shutting_down() {
             self.b().end();
         }

@@ -24,8 +24,8 @@ use super::decoder::{Decoder, Event};
 use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
 use super::frame::{Opcode, Role, write_frame};
 use crate::live::{
-    Command, DRAIN_LINGER, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, linger_until,
-    write_out,
+    Command, DRAIN_LINGER, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, Watch,
+    linger_until, write_out,
 };
 use crate::rooms::{
     Delivery, Forms, Joined, Joining, Message, Seat, history_back, join_back, leave_all,
@@ -68,13 +68,17 @@ pub(crate) trait WsApp: Send + Sync {
 pub(crate) struct Route<H> {
     handler: Arc<H>,
     endpoints: [std::sync::OnceLock<Arc<Endpoint<H>>>; SLOTS],
+    /// What a callback that holds its worker is reported as: the route's method and path.
+    label: Arc<str>,
 }
 
 impl<H> Route<H> {
-    pub(crate) fn new(handler: H) -> Route<H> {
+    /// The application of the route at `path`.
+    pub(crate) fn new(handler: H, path: &str) -> Route<H> {
         Route {
             handler: Arc::new(handler),
             endpoints: std::array::from_fn(|_| std::sync::OnceLock::new()),
+            label: format!("GET {path} (WebSocket)").into(),
         }
     }
 }
@@ -86,6 +90,7 @@ struct Endpoint<H> {
     settings: Arc<WsSettings>,
     remote: Remote<Command>,
     deflate: Option<Agreed>,
+    label: Arc<str>,
 }
 
 impl<H: WsHandler> WsApp for Route<H> {
@@ -105,6 +110,7 @@ impl<H: WsHandler> WsApp for Route<H> {
                 settings: Arc::clone(settings),
                 remote: remote.clone(),
                 deflate,
+                label: Arc::clone(&self.label),
             })
         });
         Ok(Box::new(WsStrand::new(Arc::clone(endpoint), state)))
@@ -268,7 +274,12 @@ impl<H: WsHandler> WsStrand<H> {
 
     /// Runs `f` with the connection as a callback sees it and the application's state; a
     /// close the callback asked for is queued.
-    fn with_ws(&mut self, id: ConnId, f: impl FnOnce(&H, &mut Ws<'_>, &mut H::State)) {
+    fn with_ws(
+        &mut self,
+        id: ConnId,
+        now: Instant,
+        f: impl FnOnce(&H, &mut Ws<'_>, &mut H::State),
+    ) {
         let Some(member) = self.member.as_mut() else {
             return; // told already: the application is done with this connection
         };
@@ -290,7 +301,11 @@ impl<H: WsHandler> WsStrand<H> {
                     max_rooms: endpoint.settings.live.max_rooms,
                 },
             };
+            // Timed: a callback holds its worker as an HTTP handler does.
+            let watch = Watch::start(now);
             f(&endpoint.handler, &mut ws, &mut member.state);
+            let stalls = &endpoint.settings.live.stalls;
+            watch.stop(stalls, id.worker() as usize, &endpoint.label);
         }
         if let Some(code) = close {
             self.queue_close(code);
@@ -364,7 +379,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     /// Decodes what arrived and acts on every event.
-    fn take(&mut self, mut bytes: &[u8], id: ConnId) {
+    fn take(&mut self, mut bytes: &[u8], id: ConnId, now: Instant) {
         while !bytes.is_empty() && self.closing() != Closing::Done {
             match self.b().decoder.next(bytes) {
                 Err(broken) => {
@@ -379,7 +394,7 @@ impl<H: WsHandler> WsStrand<H> {
                     bytes = &bytes[used..];
                     match event {
                         None => {}
-                        Some(event) => self.event(event, id),
+                        Some(event) => self.event(event, id, now),
                     }
                     if used == 0 {
                         return;
@@ -389,7 +404,7 @@ impl<H: WsHandler> WsStrand<H> {
         }
     }
 
-    fn event(&mut self, event: Event, id: ConnId) {
+    fn event(&mut self, event: Event, id: ConnId, now: Instant) {
         let msg = match event {
             Event::Text(t) => Message::Text(t),
             Event::Binary(b) => Message::Binary(b),
@@ -420,7 +435,9 @@ impl<H: WsHandler> WsStrand<H> {
         if self.closing() != Closing::No {
             return; // after our close frame, data is read and dropped (RFC 6455 §1.4)
         }
-        self.with_ws(id, |handler, ws, state| handler.message(ws, state, msg));
+        self.with_ws(id, now, |handler, ws, state| {
+            handler.message(ws, state, msg)
+        });
     }
 
     /// Writes what is pending: `Ok(true)` when all of it went.
@@ -465,6 +482,7 @@ impl<H: WsHandler> WsStrand<H> {
     fn run(&mut self, io: &mut Io<'_, Command>) -> Next {
         let mut progressed = false;
         let id = io.id();
+        let now = io.now();
         // Whether the last read drained the socket (see `reactor::Read`).
         let mut drained = false;
         for _ in 0..16 {
@@ -502,7 +520,7 @@ impl<H: WsHandler> WsStrand<H> {
             match io.read() {
                 Read::Data(bytes) => {
                     progressed = true;
-                    self.take(bytes, id);
+                    self.take(bytes, id, now);
                     drained = !io.read_ready();
                 }
                 Read::WouldBlock => return self.park(io.now(), progressed, Reading::On),
@@ -542,13 +560,13 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                 .open
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        self.with_ws(id, |handler, ws, state| handler.open(ws, state));
+        self.with_ws(id, io.now(), |handler, ws, state| handler.open(ws, state));
         if io.remote().is_shutting_down() {
             // Upgraded while the server drains: the drain has passed this connection by.
             self.queue_close(CloseCode::GOING_AWAY);
         }
         if !early.is_empty() {
-            self.take(early, id);
+            self.take(early, id, io.now());
         }
         let next = self.run(io);
         self.settle(next)

@@ -57,6 +57,42 @@ fn a_handler_that_holds_its_worker_is_counted_with_its_longest_stall_and_quick_o
     server.shutdown().unwrap();
 }
 
+/// A WebSocket application whose `message` holds the worker 300 ms for "slow".
+struct SlowEcho;
+
+impl web::ws::WsHandler for SlowEcho {
+    type State = ();
+    fn accept(&self, _req: &web::http::Request) -> Result<(), web::http::Response> {
+        Ok(())
+    }
+    fn message(&self, ws: &mut web::ws::Ws<'_>, _state: &mut (), msg: web::ws::Message) {
+        if msg == web::ws::Message::Text("slow".into()) {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        ws.send(&msg);
+    }
+}
+
+#[test]
+fn a_websocket_callback_that_holds_its_worker_is_counted_as_a_handler_is() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .stall_threshold(Duration::from_millis(250))
+        .websocket("/ws", SlowEcho)
+        .spawn(|_req| text_response(404, ""))
+        .unwrap();
+    let mut ws = wire::ws::Client::connect_to(server.local_addr().port(), "/ws");
+    for text in ["quick", "quick", "slow", "quick"] {
+        ws.send(&web::ws::client_frame(text));
+        assert_eq!(ws.frame().1, text.as_bytes());
+    }
+    let stats = server.stats();
+    assert_eq!(stats.stalls, 1, "{stats:?}");
+    assert!(stats.longest_stall >= Duration::from_millis(300));
+    server.shutdown().unwrap();
+}
+
 #[test]
 fn replies_are_counted_by_status_class_deferred_and_refused_ones_included() {
     let server = start(Duration::from_secs(60));

@@ -1,0 +1,140 @@
+//! A handler that holds its worker is never silent — an HTTP handler, or a WebSocket or event
+//! stream's callback: each call is timed with one clock read (the start is the latest read the
+//! worker already made — its loop turn's, or the end of the call before), one that held the
+//! worker past `Server::stall_threshold` is counted and reported once per method and path
+//! through the log.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The default threshold: a handler that holds a worker this long delays every other
+/// connection of the worker as long — tens of milliseconds is already felt.
+pub const STALL_THRESHOLD: Duration = Duration::from_millis(50);
+
+/// Distinct method-and-path pairs reported per server; stalls past them are counted only.
+const REPORTED_MAX: usize = 256;
+
+thread_local! {
+    /// The latest clock read of this worker's handlers' timing.
+    static LAST_READ: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// A server's rule for stalls and their count: the threshold, each worker's stalls and the
+/// longest (on a cache line of its own), and what was reported already (locked only when a
+/// call stalled).
+pub(crate) struct Stalls {
+    pub(crate) threshold: Duration,
+    workers: Box<[Count]>,
+    reported: Mutex<HashSet<Box<str>>>,
+}
+
+/// One worker's stalls.
+#[derive(Default)]
+#[repr(align(64))]
+struct Count {
+    stalls: AtomicU64,
+    /// The longest, in microseconds.
+    longest: AtomicU64,
+}
+
+impl Stalls {
+    pub(crate) fn new(threshold: Duration, workers: usize) -> Stalls {
+        Stalls {
+            threshold,
+            workers: (0..workers.max(1)).map(|_| Count::default()).collect(),
+            reported: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Stalls on every worker, and the longest of any.
+    pub(crate) fn totals(&self) -> (u64, Duration) {
+        self.workers
+            .iter()
+            .fold((0, Duration::ZERO), |(n, longest), w| {
+                let mine = Duration::from_micros(w.longest.load(Ordering::Relaxed));
+                (n + w.stalls.load(Ordering::Relaxed), longest.max(mine))
+            })
+    }
+
+    /// A call on `worker` held it for `took`.
+    fn count(&self, worker: usize, took: Duration) {
+        let w = &self.workers[worker % self.workers.len()];
+        w.stalls.fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        w.longest.fetch_max(micros, Ordering::Relaxed);
+    }
+
+    /// Whether `label` is reported for the first time (and is now remembered).
+    fn first(&self, label: &str) -> bool {
+        let mut seen = self.reported.lock().unwrap_or_else(|e| e.into_inner());
+        seen.len() < REPORTED_MAX && !seen.contains(label) && seen.insert(label.into())
+    }
+}
+
+/// A handler call being timed.
+#[derive(Clone, Copy)]
+pub(crate) struct Watch {
+    /// When the call began, as far as the worker's clock reads tell.
+    pub(crate) began: Instant,
+}
+
+impl Watch {
+    /// Starts timing a call; `turn` is the loop turn's clock read.
+    pub(crate) fn start(turn: Instant) -> Watch {
+        Watch {
+            began: LAST_READ.get().map_or(turn, |last| last.max(turn)),
+        }
+    }
+
+    /// The call for `label` (`"GET /path?query"`, `"GET /chat (WebSocket message)"`) on
+    /// `worker` returned: reads the clock once, and counts and reports a stall (by method and
+    /// path, the query left out).
+    pub(crate) fn stop(self, stalls: &Stalls, worker: usize, label: &str) {
+        let now = Instant::now();
+        LAST_READ.set(Some(now));
+        let took = now.saturating_duration_since(self.began);
+        if took < stalls.threshold {
+            return;
+        }
+        stalls.count(worker, took);
+        let label = label.split_once('?').map_or(label, |(l, _)| l);
+        if stalls.first(label) {
+            crate::log::warning!(
+                request = label,
+                took_ms = took.as_millis();
+                "a handler held its worker past the stall threshold (every connection of the \
+                 worker waited): answer slow work later with `defer`, a `Pool` or async code"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_past_the_threshold_is_counted_and_one_under_it_is_not() {
+        let relaxed = Stalls::new(Duration::from_secs(3600), 2);
+        Watch::start(Instant::now()).stop(&relaxed, 0, "GET /fast");
+        assert_eq!(relaxed.totals().0, 0);
+        let stalls = Stalls::new(Duration::from_millis(1), 2);
+        let w = Watch::start(Instant::now());
+        std::thread::sleep(Duration::from_millis(5));
+        w.stop(&stalls, 1, "GET /slow?secret=1");
+        let w = Watch::start(Instant::now());
+        std::thread::sleep(Duration::from_millis(2));
+        w.stop(&stalls, 0, "GET /slow?other=2");
+        let (n, longest) = stalls.totals();
+        assert_eq!(n, 2);
+        assert!(longest >= Duration::from_millis(5), "{longest:?}");
+        assert!(
+            !stalls.first("GET /slow"),
+            "reported once, the query left out"
+        );
+        assert!(stalls.first("GET /other"));
+    }
+}
