@@ -163,7 +163,7 @@ pub(crate) fn read(conn: &mut resp::RedisConn, key: &[u8], n: usize) -> io::Resu
                 })
                 .collect())
         }
-        other => Err(io::Error::other(format!("LRANGE answered {other:?}"))),
+        other => Err(resp::answered("LRANGE", &other)),
     }
 }
 

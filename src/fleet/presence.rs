@@ -76,7 +76,7 @@ pub(crate) fn beat(
     let replies = conn.query(&pipe.get_packed_pipeline(), queued + 2)?;
     match replies.last() {
         Some(redis::Value::Array(done)) if done.len() == queued => Ok(()),
-        other => Err(io::Error::other(format!("presence answered {other:?}"))),
+        other => Err(resp::answered("presence", &other)),
     }
 }
 
@@ -112,6 +112,6 @@ pub(crate) fn others(
             .filter(|n| *n <= MAX_OTHERS)
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| io::Error::other(format!("a count out of bounds: {n}"))),
-        other => Err(io::Error::other(format!("presence answered {other:?}"))),
+        other => Err(resp::answered("presence", &other)),
     }
 }

@@ -124,7 +124,7 @@ impl Scripts {
                 reserve: String::from_utf8_lossy(r).into_owned(),
                 publish: String::from_utf8_lossy(p).into_owned(),
             }),
-            other => Err(io::Error::other(format!("SCRIPT LOAD answered {other:?}"))),
+            other => Err(resp::answered("SCRIPT LOAD", &other)),
         }
     }
 }
@@ -202,9 +202,9 @@ fn reserve(
                             _ => Err(io::Error::other("a room's counter out of its range")),
                         }
                     }
-                    other => Err(io::Error::other(format!("ids answered {other:?}"))),
+                    other => Err(resp::answered("ids", &other)),
                 },
-                other => Err(io::Error::other(format!("ids answered {other:?}"))),
+                other => Err(resp::answered("ids", &other)),
             })
             .collect::<io::Result<Vec<(u64, u64)>>>()?
     };
@@ -267,7 +267,7 @@ fn send_reserved(
         unplaced.extend(placed.into_iter().map(|(_, post)| post));
         return Err(match answered {
             Err(e) => e,
-            Ok(answers) => io::Error::other(format!("PUBLISH answered {answers:?}")),
+            Ok(answers) => resp::answered("PUBLISH", &answers),
         });
     }
     for (id, post) in placed {

@@ -28,6 +28,39 @@ fn broken(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("Redis reply {what}"))
 }
 
+/// What an error message shows of a reply, at most: a hostile Redis's reply may be 16 MiB,
+/// and its debug text several times that.
+const SHOWN: usize = 200;
+
+/// An answer that is not the one expected: `command`, and the start of what came.
+pub(crate) fn answered(command: &str, reply: &dyn std::fmt::Debug) -> io::Error {
+    io::Error::other(format!("{command} answered {}", shown(reply)))
+}
+
+/// The start of `value`'s debug text: formatting stops once [`SHOWN`] bytes are written.
+fn shown(value: &dyn std::fmt::Debug) -> String {
+    struct Bounded(String);
+    impl std::fmt::Write for Bounded {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let room = SHOWN.saturating_sub(self.0.len());
+            let mut take = s.len().min(room);
+            while !s.is_char_boundary(take) {
+                take -= 1;
+            }
+            self.0.push_str(&s[..take]);
+            if take < s.len() {
+                return Err(std::fmt::Error);
+            }
+            Ok(())
+        }
+    }
+    let mut out = Bounded(String::new());
+    if std::fmt::write(&mut out, format_args!("{value:?}")).is_err() {
+        out.0.push('…');
+    }
+    out.0
+}
+
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
@@ -156,8 +189,8 @@ impl RedisConn {
         self.send(packed)?;
         match self.reply()? {
             Value::Okay => Ok(()),
-            Value::ServerError(e) => Err(io::Error::other(format!("Redis refused: {e:?}"))),
-            other => Err(broken(&format!("unexpected: {other:?}"))),
+            Value::ServerError(e) => Err(io::Error::other(format!("Redis refused: {}", shown(&e)))),
+            other => Err(broken(&format!("unexpected: {}", shown(&other)))),
         }
     }
 
@@ -328,6 +361,26 @@ fn length(line: &[u8]) -> io::Result<Option<usize>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unexpected_reply_is_shown_by_its_start_and_not_formatted_whole() {
+        // A reply of a million elements: its debug text would be megabytes.
+        let huge = Value::Array(vec![Value::Int(1); 1_000_000]);
+        let began = std::time::Instant::now();
+        let e = answered("SCRIPT LOAD", &huge).to_string();
+        assert!(e.starts_with("SCRIPT LOAD answered array([int(1), "), "{e}");
+        assert!(
+            e.len() <= "SCRIPT LOAD answered ".len() + SHOWN + '…'.len_utf8(),
+            "{}",
+            e.len()
+        );
+        assert!(e.ends_with('…'));
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(1),
+            "stopped early"
+        );
+        assert_eq!(shown(&Value::Okay), "ok");
+    }
+
     use super::*;
 
     fn frame(buf: &[u8]) -> io::Result<Option<usize>> {
