@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Short coverage-guided fuzz runs of every target in fuzz/ (cargo fuzz, libFuzzer, nightly):
 # FUZZ_SECONDS each (default 45, so that fifteen targets keep `.ci/run` within its hour on two
-# cores), starting from the seed corpora in fuzz/corpus/, new inputs kept in a scratch directory. A crash, a failed check or a leak fails the run (and leaves the input
-# under fuzz/artifacts/). Installs cargo-fuzz from crates.io when it is missing.
+# cores), starting from the seed corpora in fuzz/corpus/, new inputs kept in a scratch
+# directory. A crash, a failed check or a leak fails the run (and leaves the input under
+# fuzz/artifacts/). Installs cargo-fuzz from crates.io when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
