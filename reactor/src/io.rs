@@ -183,6 +183,18 @@ impl<'a, M> Io<'a, M> {
         }
     }
 
+    /// The application protocol agreed for the connection by the layer under the strand
+    /// (TLS's ALPN): `None` on a plain socket, or when none was agreed.
+    ///
+    /// ```
+    /// fn speaks_h2(io: &reactor::Io<'_, ()>) -> bool {
+    ///     io.protocol() == Some(&b"h2"[..])
+    /// }
+    /// ```
+    pub fn protocol(&self) -> Option<&[u8]> {
+        self.layer.as_deref().and_then(|l| l.protocol())
+    }
+
     /// Ends our side of the connection (the peer reads end of stream once what was written has
     /// arrived); through the layer, if there is one, so that it can say goodbye in its own
     /// protocol first (a TLS `close_notify`).
@@ -463,6 +475,11 @@ pub trait Layer {
 
     /// Ends our side: the layer's own goodbye, then the socket's write side.
     fn shutdown_write(&mut self, socket: &mut Socket<'_>) -> io::Result<()>;
+
+    /// The application protocol the layer agreed with the peer (TLS's ALPN), if any.
+    fn protocol(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// The socket as a [`Layer`] uses it: reads and writes that keep the reactor's readiness

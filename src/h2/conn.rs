@@ -472,7 +472,7 @@ impl Conn {
             .decode(block, scratch, |n, v| head.push(n, v, max, trailers));
         let result = match decoded {
             Err(_) => Err(H2Error::Connection(ErrorCode::Compression)),
-            Ok(()) if trailers => self.trailers(stream, &head, end_stream),
+            Ok(()) if trailers => self.trailers(stream, &head, end_stream, event),
             Ok(()) => self.open(stream, &head, end_stream, out, event),
         };
         self.head = head;
@@ -485,6 +485,7 @@ impl Conn {
         stream: u32,
         head: &HeaderList,
         end_stream: bool,
+        event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(), H2Error> {
         let Some(s) = self.stream(stream) else {
             return Err(H2Error::Connection(ErrorCode::Internal));
@@ -492,9 +493,16 @@ impl Conn {
         if s.state != State::Open && s.state != State::HalfClosedLocal {
             return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
         }
-        if !end_stream || head.finish_trailers().is_err() {
+        let short = s.content_length.is_some_and(|n| s.received != n);
+        if !end_stream || short || head.finish_trailers().is_err() {
             return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
+        // The request is whole: its body ends here (the trailers themselves are not kept).
+        event(Event::Data {
+            stream,
+            data: &[],
+            end_stream: true,
+        });
         self.end_remote(stream)
     }
 
@@ -806,6 +814,26 @@ impl Conn {
             frame::write_goaway(out, self.last_stream, ErrorCode::NoError);
             self.phase = Phase::GoingAway;
         }
+    }
+
+    /// This side ends `stream` with `code` (RST_STREAM): a reply it cannot finish, or — with
+    /// NO_ERROR after a complete reply — a request body it no longer wants (RFC 9113 §8.1).
+    pub(crate) fn cancel(&mut self, stream: u32, code: ErrorCode, out: &mut Vec<u8>) {
+        if self.remove(stream) {
+            frame::write_rst_stream(out, stream, code);
+            self.finished();
+        }
+    }
+
+    /// Whether `stream` is open and its reply not ended.
+    pub(crate) fn replying(&self, stream: u32) -> bool {
+        self.stream(stream)
+            .is_some_and(|s| s.state != State::HalfClosedLocal)
+    }
+
+    /// Whether a graceful stop began (GOAWAY sent): no new streams are taken.
+    pub(crate) fn going_away(&self) -> bool {
+        self.phase == Phase::GoingAway
     }
 
     /// Streams open now.

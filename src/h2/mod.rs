@@ -3,12 +3,12 @@
 //! streams, flow control, bounds) — driven by bytes and never touching a socket, like the
 //! HTTP/1.1 and WebSocket codecs.
 //!
-//! The strand that serves it (streams as the state of one slab entry, through the same
-//! handlers) is still to come; until then only the tests and the fuzz targets call into this
-//! module.
+//! The server's HTTP/2 strand (`server/h2_strand.rs`) drives it; a reply's head is encoded by
+//! `reply.rs`.
 
 pub(crate) mod conn;
 pub(crate) mod error;
 pub(crate) mod frame;
 pub(crate) mod headers;
 pub(crate) mod hpack;
+pub(crate) mod reply;

@@ -4,7 +4,7 @@
 //! Every function of the specification's `web/http` module lives here under its own name.
 
 pub(crate) mod cookie;
-mod date;
+pub(crate) mod date;
 mod error;
 pub(crate) mod event_stream;
 pub(crate) mod grammar;

@@ -110,6 +110,8 @@ pub struct Server {
     pub(super) max_queued_output: usize,
     pub(super) rooms: Rooms,
     pub(super) control: Control,
+    /// Whether HTTP/2 is served (h2c by prior knowledge, h2 by ALPN).
+    pub(super) http2: bool,
     /// What the optional features add (`features.rs`).
     pub(super) extras: Extras,
 }
@@ -187,6 +189,7 @@ impl Server {
             max_queued_output: crate::live::MAX_QUEUED_OUTPUT,
             rooms: Rooms::new(super::encoding::ENCODING),
             control: Control::default(),
+            http2: true,
             extras: Extras::default(),
         }
     }
@@ -408,6 +411,25 @@ impl Server {
         log: impl Fn(&super::Access<'_>) + Send + Sync + 'static,
     ) -> Server {
         self.access_log = Some(Box::new(log));
+        self
+    }
+
+    /// Whether the server speaks HTTP/2 (RFC 9113) beside HTTP/1.1; on by default. A
+    /// connection whose first bytes are HTTP/2's preface is served as HTTP/2 (h2c "with prior
+    /// knowledge", on the same port as HTTP/1.1), and over TLS clients are offered `h2` by
+    /// ALPN. Every stream of such a connection is a request like any other: the same
+    /// handler, middleware, limits, deferred and streamed replies, counts and access log.
+    /// WebSocket and event-stream routes are served over HTTP/1.1 only for now: asked over
+    /// HTTP/2, their stream is reset with `HTTP_1_1_REQUIRED`, which tells a browser to ask
+    /// again over HTTP/1.1.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.http2(false); // HTTP/1.1 only
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn http2(mut self, on: bool) -> Server {
+        self.http2 = on;
         self
     }
 

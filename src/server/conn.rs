@@ -9,6 +9,7 @@ use crate::live::{Command, LiveConn};
 use crate::rooms::{Delivery, local_members};
 
 use super::dispatch::ServerShared;
+use super::h2_strand::H2Strand;
 use super::http_strand::HttpStrand;
 
 /// Makes the strand of each connection a worker accepts.
@@ -62,6 +63,9 @@ pub(crate) enum ConnStrand {
     /// connections — keep a small slab entry; a live connection costs its entry plus this one
     /// fixed-size allocation, and no buffer while idle.
     Live(Box<dyn LiveConn>),
+    /// Serving HTTP/2: its streams and the codec's state, boxed (a connection becomes one
+    /// after its preface).
+    H2(Box<H2Strand>),
 }
 
 impl ConnStrand {
@@ -76,6 +80,19 @@ impl ConnStrand {
             return Next::Close;
         };
         let next = step(http, io);
+        if let Some((early, peer)) = http.take_http2() {
+            let h2 = super::worker::with(|shared| {
+                shared.map(|shared| Box::new(H2Strand::new(peer, shared, &early)))
+            });
+            let Some(h2) = h2 else {
+                return Next::Close; // never: the worker installed its server at open
+            };
+            *self = ConnStrand::H2(h2);
+            return match self {
+                ConnStrand::H2(h2) => h2.resume(io, false),
+                _ => Next::Close,
+            };
+        }
         let Some((upgrade, out)) = http.take_upgrade() else {
             return next;
         };
@@ -83,7 +100,7 @@ impl ConnStrand {
         *self = ConnStrand::Live(conn);
         match self {
             ConnStrand::Live(live) => live.start(io, out, &early),
-            ConnStrand::Http(_) => Next::Close,
+            _ => Next::Close,
         }
     }
 }
@@ -95,6 +112,7 @@ impl Strand for ConnStrand {
         match self {
             ConnStrand::Http(_) => self.http(io, |h, io| h.resume(io, wake == Wake::Timeout)),
             ConnStrand::Live(live) => live.resume(io, wake == Wake::Timeout),
+            ConnStrand::H2(h2) => h2.resume(io, wake == Wake::Timeout),
         }
     }
 
@@ -102,6 +120,7 @@ impl Strand for ConnStrand {
         match self {
             ConnStrand::Http(_) => self.http(io, |h, io| h.drain(io)),
             ConnStrand::Live(live) => live.drain(io),
+            ConnStrand::H2(h2) => h2.drain(io),
         }
     }
 
@@ -112,6 +131,10 @@ impl Strand for ConnStrand {
                 _ => self.http(io, |h, io| h.run(io)),
             },
             ConnStrand::Live(live) => live.message(io, msg),
+            ConnStrand::H2(h2) => match msg {
+                Command::Http(msg) => h2.message(io, msg),
+                _ => h2.resume(io, false),
+            },
         }
     }
 
@@ -119,7 +142,7 @@ impl Strand for ConnStrand {
     fn wants(&self, msg: &Command) -> bool {
         match self {
             ConnStrand::Live(live) => live.wants(msg),
-            ConnStrand::Http(_) => false,
+            ConnStrand::Http(_) | ConnStrand::H2(_) => false,
         }
     }
 
@@ -127,6 +150,7 @@ impl Strand for ConnStrand {
         match self {
             ConnStrand::Http(http) => http.closed(id),
             ConnStrand::Live(live) => live.closed(id),
+            ConnStrand::H2(h2) => h2.closed(id),
         }
         // An exchange still going on (a session, a reply the client did not wait for) ends
         // with its connection.
@@ -141,6 +165,7 @@ impl Strand for ConnStrand {
         match self {
             ConnStrand::Http(h) => h.held_bytes(),
             ConnStrand::Live(live) => live.held_bytes(),
+            ConnStrand::H2(h2) => h2.held_bytes(),
         }
     }
 }

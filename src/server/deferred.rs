@@ -10,7 +10,8 @@
 use std::cell::{Cell, RefCell};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, mpsc};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use reactor::{ConnId, Remote};
 
@@ -60,8 +61,11 @@ pub(crate) fn nothing_came() -> Response {
 pub(crate) struct Replies {
     pub(crate) remote: OnceLock<Remote<Command>>,
     /// Per worker, per slab key: `seq << 32 | generation` of the reply the connection waits
-    /// for, 0 when none. Written by the worker, read by anyone.
+    /// for, 0 when none, [`many`] for an HTTP/2 connection (whose streams may each wait for
+    /// one: they are in `streams`). Written by the worker, read by anyone.
     slots: Box<[WorkerSlots]>,
+    /// Per worker: the (slab key, seq) of each reply an HTTP/2 stream waits for.
+    streams: Box<[Mutex<HashSet<(u32, NonZeroU32)>>]>,
     /// Replies dropped unanswered (answered 500).
     pub(crate) dropped: AtomicU64,
     /// Replies the server answered itself after [`Server::reply_timeout`](crate::http::Server::reply_timeout).
@@ -79,6 +83,7 @@ impl Replies {
             slots: (0..workers)
                 .map(|_| (0..chunks).map(|_| OnceLock::new()).collect())
                 .collect(),
+            streams: (0..workers).map(|_| Mutex::default()).collect(),
             dropped: AtomicU64::new(0),
             timed_out: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
@@ -115,11 +120,65 @@ impl Replies {
         self.waiting.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Whether connection `id` still waits for reply `seq`.
-    pub(crate) fn wanted(&self, id: ConnId, seq: NonZeroU32) -> bool {
-        self.slot(id, false)
-            .is_none_or(|s| s.load(Ordering::Acquire) == pack(id, seq))
+    /// A stream of the HTTP/2 connection `id` waits for reply `seq` from now on.
+    pub(crate) fn open_stream(&self, id: ConnId, seq: NonZeroU32) {
+        if let Some(slot) = self.slot(id, true) {
+            slot.store(many(id), Ordering::Release);
+        }
+        if let Some(set) = self.streams.get(id.worker() as usize) {
+            lock(set).insert((id.key(), seq));
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// The stream of `id` waiting for reply `seq` no longer does.
+    pub(crate) fn close_stream(&self, id: ConnId, seq: NonZeroU32) {
+        if let Some(set) = self.streams.get(id.worker() as usize) {
+            lock(set).remove(&(id.key(), seq));
+        }
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The HTTP/2 connection `id` is gone (its streams' replies were closed one by one).
+    pub(crate) fn forget_streams(&self, id: ConnId) {
+        if let Some(slot) = self.slot(id, false) {
+            let _ = slot.compare_exchange(many(id), 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+
+    /// The reply `seq` of `exchange` is no longer waited for.
+    pub(crate) fn close_for(&self, exchange: Exchange, seq: NonZeroU32) {
+        match exchange {
+            Exchange::Conn(id) => self.close(id, seq),
+            Exchange::Stream(id) => self.close_stream(id, seq),
+            Exchange::Blocking => {}
+        }
+    }
+
+    /// Whether connection `id` (or one of its streams) still waits for reply `seq`.
+    pub(crate) fn wanted(&self, id: ConnId, seq: NonZeroU32) -> bool {
+        let Some(slot) = self.slot(id, false) else {
+            return true;
+        };
+        match slot.load(Ordering::Acquire) {
+            v if v == pack(id, seq) => true,
+            v if v == many(id) => self
+                .streams
+                .get(id.worker() as usize)
+                .is_some_and(|set| lock(set).contains(&(id.key(), seq))),
+            _ => false,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A set of keys: a panic while holding the lock leaves nothing half-changed.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The slot of an HTTP/2 connection: a seq no reply has (see [`next_seq`]).
+fn many(id: ConnId) -> u64 {
+    (u64::from(u32::MAX) << 32) | u64::from(id.generation())
 }
 
 /// One worker's slots, in chunks made as connections of their range first defer.
@@ -134,6 +193,8 @@ fn pack(id: ConnId, seq: NonZeroU32) -> u64 {
 pub(crate) enum Exchange {
     /// A connection of a reactor worker.
     Conn(ConnId),
+    /// A stream of an HTTP/2 connection of a reactor worker (several may wait at once).
+    Stream(ConnId),
     /// `handle_conn` on this thread: it waits for the reply itself.
     Blocking,
 }
@@ -236,16 +297,19 @@ fn deferred(patience: Patience) -> (Reply, Response) {
     };
     // A second `defer` in the same handler replaces the first: that reply goes nowhere.
     let to = match exchange {
-        Exchange::Conn(id) => {
+        Exchange::Conn(id) | Exchange::Stream(id) => {
             let replies = super::worker::with(|s| s.map(|s| Arc::clone(&s.replies)));
             let Some(replies) = replies else {
                 return (Reply { to: To::Nowhere }, placeholder);
             };
             let seq = next_seq();
-            replies.open(id, seq);
+            match exchange {
+                Exchange::Stream(_) => replies.open_stream(id, seq),
+                _ => replies.open(id, seq),
+            }
             let earlier = DEFERRED.replace(Some(Deferral::Conn(seq, patience)));
             if let Some(Deferral::Conn(earlier, _)) = earlier {
-                replies.close(id, earlier);
+                replies.close_for(exchange, earlier);
             }
             To::Conn { replies, id, seq }
         }
@@ -258,8 +322,11 @@ fn deferred(patience: Patience) -> (Reply, Response) {
     (Reply { to }, placeholder)
 }
 
+/// The next reply's number on this thread: 1 ..= `u32::MAX - 1` (`u32::MAX` marks an HTTP/2
+/// connection's slot).
 fn next_seq() -> NonZeroU32 {
-    let seq = SEQ.get().wrapping_add(1).max(1);
+    let seq = SEQ.get().wrapping_add(1).max(1) % u32::MAX;
+    let seq = seq.max(1);
     SEQ.set(seq);
     NonZeroU32::MIN.saturating_add(seq - 1)
 }

@@ -59,6 +59,8 @@ pub(crate) struct ServerShared {
     pub(crate) proxies: u8,
     /// The access log's hook, if the server has one.
     pub(crate) access_log: Option<Box<DynAccessLog>>,
+    /// What HTTP/2 connections advertise; `None`: HTTP/2 is off.
+    pub(crate) h2: Option<crate::h2::conn::Config>,
 }
 
 /// A WebSocket or event-stream route: the path it serves and its application.
@@ -438,10 +440,8 @@ fn dispatch(
         (None, _) => {}
         // A handler that panicked after deferring is answered 500 now.
         (Some(Deferral::Conn(seq, _)), true) => {
-            if let Exchange::Conn(id) = turn.exchange
-                && let Some(shared) = app.server()
-            {
-                shared.replies.close(id, seq);
+            if let Some(shared) = app.server() {
+                shared.replies.close_for(turn.exchange, seq);
             }
         }
         (Some(Deferral::Conn(seq, patience)), false) => {
@@ -494,6 +494,101 @@ fn dispatch(
     );
     told.now(status, (turn.out.len() - before + body.len()) as u64);
     Dispatched::Answered { keep, body, spent }
+}
+
+/// Where a request on an HTTP/2 stream came from, as dispatch sees it.
+pub(crate) struct OnStream {
+    pub(crate) now: Instant,
+    pub(crate) peer: Option<std::net::SocketAddr>,
+    /// [`Exchange::Stream`] of the connection.
+    pub(crate) exchange: Exchange,
+    pub(crate) worker: usize,
+}
+
+/// What a request on an HTTP/2 stream came to.
+pub(crate) enum StreamAnswer {
+    /// Answered: `send` wrote the reply.
+    Sent,
+    /// The handler will answer later.
+    Deferred(Wait, Patience),
+    /// A WebSocket or event-stream route: served over HTTP/1.1 only for now, so the stream is
+    /// reset with HTTP_1_1_REQUIRED, which tells the client to ask again over HTTP/1.1.
+    Http11Required,
+    /// Past the `serve_n` budget: not served (the stream is refused).
+    NotServed,
+}
+
+/// Answers one complete request of an HTTP/2 stream through the same handler, hooks and
+/// counts as an HTTP/1.1 request: `send` writes a reply given at once (and says how many
+/// bytes it took, for the access log). The `taken` hook is not asked: an HTTP/2 connection
+/// carries other streams and cannot be handed over.
+pub(crate) fn answer_stream(
+    app: &App<'_>,
+    mut request: Request,
+    rules: ReplyRules,
+    on: &OnStream,
+    send: &mut dyn FnMut(&mut Response) -> u64,
+) -> StreamAnswer {
+    if !app.spend() {
+        return StreamAnswer::NotServed;
+    }
+    if let Some(peer) = on.peer {
+        request.set_peer(peer);
+    }
+    if let Some(shared) = app.server() {
+        request.set_proxies(usize::from(shared.proxies));
+    }
+    let mut tally = Tally::default();
+    let answer = answer_stream_counted(app, request, rules, on, send, &mut tally);
+    if let Some(shared) = app.server() {
+        shared.figures(on.worker).add(&tally);
+    }
+    answer
+}
+
+fn answer_stream_counted(
+    app: &App<'_>,
+    mut request: Request,
+    rules: ReplyRules,
+    on: &OnStream,
+    send: &mut dyn FnMut(&mut Response) -> u64,
+    tally: &mut Tally,
+) -> StreamAnswer {
+    let mut told = Told::of(app, &request, (on.now, on.peer, on.exchange), tally);
+    if app.websocket_route(&mut request).is_some() || app.sse_route(&mut request).is_some() {
+        return StreamAnswer::Http11Required;
+    }
+    let mut slot = None;
+    let watch = Watch::start(on.now);
+    told.began = watch.began;
+    let (panicked, deferral) =
+        answering(on.exchange, || respond(app.handler(), request, &mut slot));
+    if let Some(shared) = app.server() {
+        watch.stop(&shared.stalls, on.worker, told.label.as_str());
+    }
+    told.tally.served += 1;
+    match (deferral, panicked) {
+        (Some(Deferral::Conn(seq, patience)), false) => {
+            let wait = Wait {
+                seq,
+                rules,
+                poll: patience.is_poll(),
+            };
+            return StreamAnswer::Deferred(wait, patience);
+        }
+        (Some(Deferral::Conn(seq, _)), true) => {
+            if let Some(shared) = app.server() {
+                shared.replies.close_for(on.exchange, seq);
+            }
+        }
+        // (Blocking deferrals are `handle_conn`'s only.)
+        _ => {}
+    }
+    let res = slot.get_or_insert_with(panic_reply);
+    let status = res.status;
+    let bytes = send(res);
+    told.now(status, bytes);
+    StreamAnswer::Sent
 }
 
 /// A request for a WebSocket route: the protocol's checks (400, 426), then the application's
@@ -605,13 +700,22 @@ struct Told<'t> {
 
 impl<'t> Told<'t> {
     fn new(app: &App<'t>, request: &Request, turn: &Turn<'_>, tally: &'t mut Tally) -> Told<'t> {
+        Told::of(app, request, (turn.now, turn.peer, turn.exchange), tally)
+    }
+
+    fn of(
+        app: &App<'t>,
+        request: &Request,
+        (now, peer, exchange): (Instant, Option<std::net::SocketAddr>, Exchange),
+        tally: &'t mut Tally,
+    ) -> Told<'t> {
         Told {
             tally,
             log: app.server().and_then(|s| s.access_log.as_deref()),
             label: Label::new(request.method(), request.path()),
-            began: turn.now,
-            peer: turn.peer,
-            exchange: turn.exchange,
+            began: now,
+            peer,
+            exchange,
         }
     }
 

@@ -186,7 +186,7 @@ impl Server {
             ));
         }
         let shared = Arc::new(crate::tls::TlsShared {
-            configs: crate::tls::Configs::new(&tls)?,
+            configs: crate::tls::Configs::new(&tls, self.http2)?,
             counters: Arc::default(),
             handshake_timeout: self.extras.tls_config.handshake_timeout,
             linger: self.limits.linger,

@@ -90,6 +90,8 @@ struct Ctx {
     fd: RawFd,
     id: reactor::ConnId,
     peer: Option<SocketAddr>,
+    /// TLS's ALPN chose HTTP/2: the connection speaks nothing else.
+    h2_by_alpn: bool,
 }
 
 /// What one read and answer came to, for the resume loop.
@@ -110,6 +112,8 @@ enum Leaves {
     No,
     /// Upgraded to WebSocket: `ConnStrand` turns the strand into a WebSocket one.
     Upgraded,
+    /// The client spoke HTTP/2's preface: `ConnStrand` turns the strand into an HTTP/2 one.
+    Http2,
     /// The `taken` hook took the socket.
     Taken,
     /// The `taken` hook failed: closed at once.
@@ -148,6 +152,8 @@ struct Busy {
     upgrade: Option<Box<Upgrade>>,
     /// The deferred reply's body being streamed (its request is still `wait`).
     stream: Option<Streaming>,
+    /// The first bytes of a connection that turned out to speak HTTP/2 (its preface first).
+    http2: Option<Vec<u8>>,
     /// What the output holds, charged to the server's output budget while the peer has not
     /// taken it all (see [`Busy::owes_too_much`]).
     charge: Charge,
@@ -285,6 +291,14 @@ impl HttpStrand {
             .map_or(0, |b| std::mem::size_of::<Busy>() + b.held_bytes())
     }
 
+    /// After the HTTP/2 preface: the bytes read so far (the preface first), and the peer.
+    #[inline]
+    pub(crate) fn take_http2(&mut self) -> Option<(Vec<u8>, Peer)> {
+        let busy = self.busy.as_mut()?;
+        let early = busy.http2.take()?;
+        Some((early, self.peer))
+    }
+
     /// After an accepted upgrade: the upgrade, and the output the WebSocket strand inherits
     /// (the 101 and anything before it not yet written).
     #[inline]
@@ -317,6 +331,7 @@ impl Busy {
             timer: if waiting { Timer::Reply } else { Timer::Idle },
             upgrade: None,
             stream: None,
+            http2: None,
             charge: Charge::default(),
         }
     }
@@ -326,6 +341,7 @@ impl Busy {
     fn is_done(&self) -> bool {
         self.is_idle()
             && self.upgrade.is_none()
+            && self.http2.is_none()
             && self.stream.is_none()
             && self.output.held_bytes() == 0
             && self.input.capacity() == 0
@@ -446,6 +462,29 @@ impl Busy {
             return; // after the last reply, the rest is dropped
         }
         let was_idle = self.input.is_empty() && self.reader.is_none();
+        if conn.shared.h2.is_some() && self.reader.is_none() && conn.wait.is_none() {
+            // Agreed by ALPN, whatever comes is HTTP/2's to judge (a bad preface is its
+            // PROTOCOL_ERROR).
+            let said = match ctx.h2_by_alpn {
+                true => Preface::Whole,
+                false => preface(&self.input, bytes),
+            };
+            match said {
+                Preface::Whole => {
+                    let mut early = std::mem::take(&mut self.input);
+                    early.extend_from_slice(bytes);
+                    self.http2 = Some(early);
+                    outcome.leaves = Leaves::Http2;
+                    return;
+                }
+                Preface::Begun => {
+                    self.input.extend_from_slice(bytes);
+                    self.restart_request_timer(conn.shared, was_idle, ctx.now);
+                    return;
+                }
+                Preface::No => {}
+            }
+        }
         if self.input.is_empty() {
             let used = self.answer(conn, bytes, ctx, outcome);
             if used < bytes.len() && self.keeps_input(outcome) {
@@ -631,6 +670,7 @@ impl Busy {
                 fd: io.stream().as_raw_fd(),
                 id: io.id(),
                 peer: conn.peer.get().or_else(|| io.stream().peer_addr().ok()),
+                h2_by_alpn: io.protocol() == Some(&b"h2"[..]),
             };
             let mut outcome = Outcome::default();
             steps += 1;
@@ -692,8 +732,9 @@ impl Busy {
             match outcome.leaves {
                 Leaves::Taken => return Next::release(drop),
                 Leaves::Failed => return Next::Close,
-                // `ConnStrand` turns this strand into a WebSocket one before anything else runs.
-                Leaves::Upgraded => return Next::sleep(),
+                // `ConnStrand` turns this strand into a WebSocket or HTTP/2 one before anything
+                // else runs.
+                Leaves::Upgraded | Leaves::Http2 => return Next::sleep(),
                 Leaves::No => {}
             }
             if outcome.spent {
@@ -910,4 +951,62 @@ impl Busy {
 /// The index of the worker `io`'s connection runs on.
 fn worker_of(io: &Io<'_, Command>) -> usize {
     io.id().worker() as usize
+}
+
+/// Whether a connection's first bytes are HTTP/2's preface (RFC 9113 §3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Preface {
+    /// All of it: the connection speaks HTTP/2.
+    Whole,
+    /// Its start: more bytes decide.
+    Begun,
+    /// Not the preface: HTTP/1.1.
+    No,
+}
+
+/// What `held` (bytes kept from earlier reads) and then `bytes` are the start of.
+fn preface(held: &[u8], bytes: &[u8]) -> Preface {
+    let want = crate::h2::conn::PREFACE;
+    let (a, rest) = want.split_at(held.len().min(want.len()));
+    if held.len() > want.len() || held != a {
+        return Preface::No;
+    }
+    let n = bytes.len().min(rest.len());
+    if bytes[..n] != rest[..n] {
+        Preface::No
+    } else if n == rest.len() {
+        Preface::Whole
+    } else {
+        Preface::Begun
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Preface, preface};
+
+    #[test]
+    fn the_http2_preface_is_told_from_http1_at_any_split() {
+        let whole = crate::h2::conn::PREFACE;
+        for at in 0..=whole.len() {
+            let (held, bytes) = whole.split_at(at);
+            assert_eq!(preface(held, bytes), Preface::Whole, "split at {at}");
+            if at > 0 && at < whole.len() {
+                assert_eq!(preface(&[], &whole[..at]), Preface::Begun, "{at} bytes");
+            }
+        }
+        let mut more = whole.to_vec();
+        more.extend_from_slice(b"\0\0\x12\x04");
+        assert_eq!(preface(&[], &more), Preface::Whole);
+        let table: [(&[u8], &[u8], Preface); 5] = [
+            (b"", b"GET / HTTP/1.1\r\n", Preface::No),
+            (b"", b"POST / HTTP/1.1\r\n", Preface::No),
+            (b"P", b"OST /", Preface::No),
+            (b"PRI * HTTP/1.1", b"\r\n", Preface::No),
+            (b"GET", b"", Preface::No),
+        ];
+        for (held, bytes, want) in table {
+            assert_eq!(preface(held, bytes), want, "{held:?} {bytes:?}");
+        }
+    }
 }

@@ -17,6 +17,7 @@
 //! | `exchange.rs` | reading requests from bytes, for both drivers |
 //! | `dispatch.rs` | what each request comes to (budget, WebSocket route, `taken`, handler, rendering), shared by both drivers |
 //! | `http_strand.rs` | an HTTP connection in the reactor: its state, reads, writes, timers |
+//! | `h2_strand.rs` | an HTTP/2 connection in the reactor: its streams' work, reads, writes, timers |
 //! | `output.rs` | a connection's unwritten replies and large bodies |
 //! | `conn.rs` | the slab entry: HTTP until upgraded to WebSocket |
 //! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |
@@ -38,6 +39,7 @@ mod builder;
 pub(crate) mod conn;
 mod control;
 mod deferred;
+mod h2_strand;
 mod dispatch;
 mod encoding;
 mod exchange;

@@ -178,19 +178,22 @@ pub(crate) struct Configs {
     now: RwLock<Arc<ServerConfig>>,
     tickets: Arc<dyn ProducesTickets>,
     sessions: Arc<dyn StoresServerSessions>,
+    /// Whether `h2` is offered by ALPN (before `http/1.1`).
+    http2: bool,
 }
 
 impl Configs {
-    pub(crate) fn new(tls: &ServerTls) -> io::Result<Configs> {
+    pub(crate) fn new(tls: &ServerTls, http2: bool) -> io::Result<Configs> {
         let tickets = rustls::crypto::ring::Ticketer::new()
             .map_err(|e| io::Error::other(format!("TLS ticket keys: {e}")))?;
         let sessions: Arc<dyn StoresServerSessions> =
             rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
-        let first = config(tls, &tickets, &sessions)?;
+        let first = config(tls, &tickets, &sessions, http2)?;
         Ok(Configs {
             now: RwLock::new(first),
             tickets,
             sessions,
+            http2,
         })
     }
 
@@ -204,7 +207,7 @@ impl Configs {
 
     /// From now on, connections start from `tls`; open ones keep what they have.
     pub(crate) fn replace(&self, tls: &ServerTls) -> io::Result<()> {
-        let config = config(tls, &self.tickets, &self.sessions)?;
+        let config = config(tls, &self.tickets, &self.sessions, self.http2)?;
         match self.now.write() {
             Ok(mut now) => *now = config,
             Err(poisoned) => *poisoned.into_inner() = config,
@@ -218,6 +221,7 @@ fn config(
     tls: &ServerTls,
     tickets: &Arc<dyn ProducesTickets>,
     sessions: &Arc<dyn StoresServerSessions>,
+    http2: bool,
 ) -> io::Result<Arc<ServerConfig>> {
     let certs = match &tls.source {
         Source::Config(config) => return Ok(Arc::clone(config)),
@@ -229,7 +233,12 @@ fn config(
         .map_err(|e| io::Error::other(format!("TLS versions: {e}")))?
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(ByName(certs)));
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // HTTP/2 first when the server speaks it (RFC 9113 §3.2), HTTP/1.1 for the rest.
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     config.ticketer = Arc::clone(tickets);
     config.session_storage = Arc::clone(sessions);
     // No 0-RTT: a replayed request is not ours to accept.

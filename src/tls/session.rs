@@ -114,6 +114,8 @@ pub(crate) struct Session {
     /// rustls answers); boxed, as an open connection has none.
     first_flight: Option<Box<FirstFlight>>,
     phase: Phase,
+    /// ALPN chose HTTP/2.
+    h2: bool,
     shared: Arc<TlsShared>,
 }
 
@@ -131,6 +133,7 @@ impl Session {
             spent: 0,
             first_flight: Some(Box::default()),
             phase: Phase::Handshaking(None),
+            h2: false,
             shared: Arc::clone(shared),
         })
     }
@@ -363,10 +366,14 @@ impl Session {
                 | ConnectionState::WriteTraffic(_)
                 | ConnectionState::Closed => {
                     start += discard;
-                    let handshaking = match &self.engine {
-                        Engine::Rustls(conn) => conn.is_handshaking(),
-                        _ => false,
+                    let (handshaking, h2) = match &self.engine {
+                        Engine::Rustls(conn) => (
+                            conn.is_handshaking(),
+                            conn.alpn_protocol() == Some(&b"h2"[..]),
+                        ),
+                        _ => (false, self.h2),
                     };
+                    self.h2 = h2;
                     if handshaking && feed < incoming.len() {
                         // rustls wants more of the handshake, and more is here: the next
                         // record, or all the rest once rustls holds part of what it was given.
@@ -628,6 +635,10 @@ impl Layer for Session {
             self.send(socket, &outgoing[..sealed])?;
             Ok(taken)
         })
+    }
+
+    fn protocol(&self) -> Option<&[u8]> {
+        self.h2.then_some(&b"h2"[..])
     }
 
     fn shutdown_write(&mut self, socket: &mut Socket<'_>) -> io::Result<()> {

@@ -232,19 +232,9 @@ pub(crate) fn write_head(
 
 /// [`write_head`], the body's length announced as `announce` says.
 fn head(out: &mut Vec<u8>, res: &Response, keep: bool, date: &[u8], announce: Announce) -> bool {
-    // A 1xx is interim, never the reply itself: a handler returning one would leave the client
-    // waiting for the final reply.
-    let status = if (200..=999).contains(&res.status) {
-        res.status
-    } else {
-        500
-    };
+    let status = final_status(res.status);
     let keep = keep && !wants_close(res);
-    let content_type = res
-        .headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
-        .map_or(&*res.content_type, |h| h.value.as_str());
+    let content_type = content_type_of(res);
     let reason = status_text(status);
     // Room for the fixed lines at once (the extra headers reserve their own).
     out.reserve(96 + reason.len() + content_type.len() + date.len());
@@ -277,11 +267,7 @@ fn head(out: &mut Vec<u8>, res: &Response, keep: bool, date: &[u8], announce: An
     });
     out.extend_from_slice(date);
     for h in &res.headers {
-        let reserved = frames_body(&h.name)
-            || ["content-type", "connection", "date"]
-                .iter()
-                .any(|r| h.name.eq_ignore_ascii_case(r));
-        if reserved || !is_token(h.name.as_bytes()) {
+        if reserved_or_bad(&h.name) {
             continue;
         }
         out.extend_from_slice(b"\r\n");
@@ -295,15 +281,53 @@ fn head(out: &mut Vec<u8>, res: &Response, keep: bool, date: &[u8], announce: An
 
 /// Appends a field value, each control byte but HTAB written as a space.
 fn push_value(out: &mut Vec<u8>, value: &str) {
+    out.extend_from_slice(&field_value(value));
+}
+
+/// A field value as it may be sent: each control byte but HTAB (CR, LF, NUL, ...) a space, so
+/// no value can end its line or smuggle another (one rule for HTTP/1.1 and HTTP/2 replies).
+pub(crate) fn field_value(value: &str) -> Cow<'_, [u8]> {
     let bytes = value.as_bytes();
     if bytes.iter().all(|&b| is_field_byte(b)) {
-        out.extend_from_slice(bytes);
+        Cow::Borrowed(bytes)
     } else {
-        out.extend(
+        Cow::Owned(
             bytes
                 .iter()
-                .map(|&b| if is_field_byte(b) { b } else { b' ' }),
-        );
+                .map(|&b| if is_field_byte(b) { b } else { b' ' })
+                .collect(),
+        )
+    }
+}
+
+/// Whether a response's own header `name` is left out of the reply: the library writes the
+/// framing (`Content-Length`, `Transfer-Encoding`), `Connection`, `Date` and `Content-Type`
+/// itself, and a name that is not a token is never written.
+pub(crate) fn reserved_or_bad(name: &str) -> bool {
+    frames_body(name)
+        || ["content-type", "connection", "date"]
+            .iter()
+            .any(|r| name.eq_ignore_ascii_case(r))
+        || !is_token(name.as_bytes())
+}
+
+/// The content type a reply is sent with: a `Content-Type` among its headers, else its
+/// `content_type`.
+pub(crate) fn content_type_of(res: &Response) -> &str {
+    res.headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+        .map_or(&*res.content_type, |h| h.value.as_str())
+}
+
+/// The status a reply is sent with: a 1xx is interim, never the reply itself (a handler
+/// returning one would leave the client waiting for the final reply), so it and anything
+/// outside 200–999 is sent as 500.
+pub(crate) fn final_status(status: u16) -> u16 {
+    if (200..=999).contains(&status) {
+        status
+    } else {
+        500
     }
 }
 

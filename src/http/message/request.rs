@@ -88,6 +88,28 @@ impl Request {
         req
     }
 
+    /// A request from the parts another framing gives (an HTTP/2 header list): method,
+    /// target, then each field as it came; the body is empty until
+    /// [`append_body`](Request::append_body).
+    pub(crate) fn from_fields<'f>(
+        method: &str,
+        target: &str,
+        fields: impl Iterator<Item = (&'f str, &'f [u8])>,
+    ) -> Request {
+        let mut req = Request {
+            parts: Some(pool::take()),
+        };
+        let method = req.push(method.as_bytes());
+        let target = req.push(target.as_bytes());
+        for (name, value) in fields {
+            req.append_header(name, value);
+        }
+        let parts = req.parts_mut();
+        (parts.method, parts.target) = (method, target);
+        parts.body = Span::new(parts.bytes.len(), 0);
+        req
+    }
+
     /// A parsed head: `parts.bytes` holds the head's bytes, `parts.lines` its header lines,
     /// `parts.method` and `parts.target` are set; the body is empty until
     /// [`append_body`](Request::append_body).

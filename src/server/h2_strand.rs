@@ -1,0 +1,807 @@
+//! The HTTP/2 connection strand (RFC 9113): one connection's whole state — the codec's
+//! ([`h2::conn::Conn`](crate::h2::conn::Conn)), the bytes of an incomplete frame, what is owed
+//! to the socket, and each stream's work — parked in the reactor's slab between resumes.
+//!
+//! A connection becomes one when its first bytes are the HTTP/2 preface: over plain TCP by
+//! prior knowledge (h2c; RFC 9113 deprecates the `Upgrade: h2c` dance, which browsers never
+//! used), over TLS when ALPN chose `h2`. Each complete request goes through the same handler,
+//! middleware, hooks and counts as an HTTP/1.1 one ([`dispatch::answer_stream`]); its reply is
+//! HPACK-encoded and sent as far as the windows allow, the rest of its body kept on its stream
+//! (charged to the server's output budget) until the peer opens them. Deferred and streamed
+//! replies reach their stream as messages, as they reach an HTTP/1.1 connection.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use reactor::{Io, Next, Read};
+
+use crate::h2::conn::{Conn, Event, OUTPUT_HIGH};
+use crate::h2::error::ErrorCode;
+use crate::h2::headers::HeaderList;
+use crate::h2::hpack::Scratch;
+use crate::h2::reply::{self, Length};
+use crate::http::date::with_date;
+use crate::http::later::{Delivery, FlowEnd, HttpMsg, StreamStart};
+use crate::http::render::has_body;
+use crate::http::{Body, ParseError, Refusal, ReplyRules, Request, Response};
+use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
+
+use super::deferred::{Exchange, Patience, Wait, nothing_came};
+use super::dispatch::{OnStream, ServerShared, StreamAnswer, answer_stream};
+use super::peer::Peer;
+
+/// What a reply on a stream may be: the connection is not the reply's to keep or close.
+const REPLY_RULES: ReplyRules = ReplyRules {
+    keep_alive: true,
+    head_only: false,
+    http10: false,
+};
+
+/// Reads one resume makes before letting the worker's other connections run.
+const READS_PER_TURN: usize = 16;
+
+/// Where the connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Serving streams.
+    Serving,
+    /// GOAWAY is queued (an error, an idle connection, the server stopping): write what is
+    /// owed, then shut our side.
+    Closing,
+    /// Our side is shut: what the peer still sends is read and dropped until it closes, or
+    /// until this instant (so that closing does not reset a connection whose peer has not
+    /// read our GOAWAY yet).
+    Lingering(Instant),
+}
+
+/// What one stream waits for on this side.
+enum Work {
+    /// Its request's body is arriving.
+    Receiving(Request, ReplyRules),
+    /// Its request is whole: to be answered, in the order requests completed.
+    Ready(Request, ReplyRules),
+    /// Answered by the server before its handler (431, 413).
+    Refused(ParseError, ReplyRules),
+    /// Its deferred reply, answered by the server at `until` (503, or 204 for a long-poll).
+    Waiting(Wait, Instant),
+    /// The rest of its reply's body, held back by the windows.
+    Sending(Body, usize),
+    /// A streamed reply: pieces the windows held back, the sender's window, whether the end
+    /// came.
+    Streaming {
+        seq: std::num::NonZeroU32,
+        held: Vec<u8>,
+        flow: FlowEnd,
+        ended: bool,
+    },
+}
+
+/// One HTTP/2 connection.
+pub(crate) struct H2Strand {
+    peer: Peer,
+    conn: Conn,
+    state: State,
+    /// Bytes of an incomplete frame (or frames not taken while output was owed).
+    input: Vec<u8>,
+    /// What is owed to the socket; `written` of it went.
+    out: Vec<u8>,
+    written: usize,
+    /// Each stream's work, by stream id.
+    work: Vec<(u32, Work)>,
+    /// When the connection's wait ends (idle, write, or the first deferred reply's).
+    deadline: Option<Instant>,
+    /// What the output holds, charged to the server's output budget while owed.
+    charge: Charge,
+}
+
+impl H2Strand {
+    /// A connection whose first bytes (`early`, starting with the preface) were read as
+    /// HTTP/1.1 until they showed the preface.
+    pub(crate) fn new(peer: Peer, shared: &ServerShared, early: &[u8]) -> H2Strand {
+        let conn = Conn::new(shared.h2.unwrap_or_default());
+        let mut out = Vec::new();
+        conn.preface(&mut out);
+        H2Strand {
+            peer,
+            conn,
+            state: State::Serving,
+            input: early.to_vec(),
+            out,
+            written: 0,
+            work: Vec::new(),
+            deadline: None,
+            charge: Charge::default(),
+        }
+    }
+
+    /// Runs `f` with the worker's server.
+    fn with_shared(
+        &mut self,
+        io: &mut Io<'_, Command>,
+        f: impl FnOnce(&mut H2Strand, &ServerShared, &mut Io<'_, Command>) -> Next,
+    ) -> Next {
+        super::worker::with(|shared| match shared {
+            Some(shared) => f(self, shared, io),
+            None => Next::Close, // never: the worker installed its server at open
+        })
+    }
+
+    pub(crate) fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+        self.with_shared(io, |h, shared, io| {
+            if timeout && let Some(next) = h.timed_out(shared, io) {
+                return next;
+            }
+            h.run(shared, io)
+        })
+    }
+
+    /// The server is stopping: GOAWAY with the last stream taken; the streams in flight are
+    /// answered (a long-poll at once, with its empty answer), then the connection closes.
+    pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
+        self.with_shared(io, |h, shared, io| {
+            h.conn.go_away(&mut h.out);
+            let polls: Vec<u32> = h
+                .work
+                .iter()
+                .filter(|(_, w)| matches!(w, Work::Waiting(wait, _) if wait.poll))
+                .map(|(id, _)| *id)
+                .collect();
+            for stream in polls {
+                h.answer_late(shared, io, stream, nothing_came());
+            }
+            h.run(shared, io)
+        })
+    }
+
+    /// A deferred reply (or a piece of a streamed one) for one of the streams.
+    pub(crate) fn message(&mut self, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
+        self.with_shared(io, |h, shared, io| {
+            h.delivered(shared, io, msg);
+            h.run(shared, io)
+        })
+    }
+
+    /// The connection left the reactor: the replies its streams waited for are not wanted.
+    pub(crate) fn closed(&mut self, id: reactor::ConnId) {
+        super::worker::with(|shared| {
+            let Some(shared) = shared else { return };
+            for (_, work) in &self.work {
+                if let Work::Waiting(wait, _) = work {
+                    shared.replies.close_stream(id, wait.seq);
+                }
+            }
+            shared.replies.forget_streams(id);
+        });
+        self.work.clear();
+    }
+
+    pub(crate) fn held_bytes(&self) -> usize {
+        let work: usize = self
+            .work
+            .iter()
+            .map(|(_, w)| match w {
+                Work::Receiving(r, _) | Work::Ready(r, _) => r.held_bytes(),
+                Work::Sending(body, at) => body.len() - at,
+                Work::Streaming { held, .. } => held.capacity(),
+                Work::Refused(..) | Work::Waiting(..) => 0,
+            })
+            .sum();
+        std::mem::size_of::<H2Strand>()
+            + self.conn.held_bytes()
+            + self.input.capacity()
+            + self.out.capacity()
+            + self.work.capacity() * std::mem::size_of::<(u32, Work)>()
+            + work
+    }
+
+    /// The loop of one resume: write what is owed, take what was read, read more.
+    fn run(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Next {
+        let mut progressed = false;
+        for _ in 0..READS_PER_TURN {
+            match self.flush(io) {
+                Err(_) => return Next::Close,
+                Ok(wrote) => progressed |= wrote,
+            }
+            if self.owes_too_much(shared) {
+                return Next::Close;
+            }
+            let owed = self.out.len() - self.written;
+            match self.state {
+                State::Serving => {}
+                State::Closing if owed > 0 => return self.park(shared, io, progressed, false),
+                State::Closing | State::Lingering(_) => return self.linger(shared, io),
+            }
+            if owed >= OUTPUT_HIGH {
+                return self.park(shared, io, progressed, false);
+            }
+            if !self.input.is_empty() && owed < OUTPUT_HIGH / 2 {
+                // Frames left while output was owed, or an incomplete one: go on with them.
+                let input = std::mem::take(&mut self.input);
+                let used = self.take(shared, io, &input);
+                if used < input.len() && self.state == State::Serving {
+                    self.input = input[used..].to_vec();
+                    if used > 0 {
+                        continue;
+                    }
+                }
+            }
+            if shared.shutting_down() && self.work.is_empty() && owed == 0 {
+                self.state = State::Closing;
+                continue;
+            }
+            match io.read() {
+                Read::Data(bytes) => {
+                    progressed = true;
+                    let bytes = bytes.to_vec();
+                    if self.input.is_empty() {
+                        let used = self.take(shared, io, &bytes);
+                        if used < bytes.len() && self.state == State::Serving {
+                            self.input = bytes[used..].to_vec();
+                        }
+                    } else {
+                        self.input.extend_from_slice(&bytes);
+                    }
+                }
+                Read::WouldBlock => return self.park(shared, io, progressed, true),
+                // The peer is gone, or closed its side: nothing more can be asked or answered.
+                Read::Closed => return Next::Close,
+                Read::Error(e) => {
+                    crate::log::debug!(error = e; "an HTTP/2 connection's read failed");
+                    return Next::Close;
+                }
+            }
+        }
+        self.park(shared, io, progressed, true)
+    }
+
+    /// Takes frames from `input`: what the peer asked is queued as work and answered; the
+    /// bytes used.
+    fn take(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>, input: &[u8]) -> usize {
+        let max_body = shared.limits.max_body;
+        let mut window_opened = false;
+        let H2Strand {
+            conn, out, work, ..
+        } = self;
+        let used = SCRATCH.with_borrow_mut(|scratch| {
+            conn.receive(input, out, scratch, &mut |event| match event {
+                Event::Request {
+                    stream,
+                    head,
+                    end_stream,
+                } => {
+                    let (request, rules) = request_of(head);
+                    work.push((
+                        stream,
+                        if end_stream {
+                            Work::Ready(request, rules)
+                        } else {
+                            Work::Receiving(request, rules)
+                        },
+                    ));
+                }
+                Event::Refuse { stream, status } => {
+                    // (The codec refuses one thing before a handler: a header list past the
+                    // size advertised, 431.)
+                    let _ = status;
+                    work.push((stream, Work::Refused(ParseError::HeadTooLarge, REPLY_RULES)));
+                }
+                Event::Data {
+                    stream,
+                    data,
+                    end_stream,
+                } => {
+                    let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) else {
+                        return;
+                    };
+                    if let Work::Receiving(request, rules) = &mut slot.1 {
+                        if request.body().len() as u64 + data.len() as u64 > max_body {
+                            slot.1 = Work::Refused(ParseError::BodyTooLarge, *rules);
+                            return;
+                        }
+                        request.append_body(data);
+                        if end_stream {
+                            let rules = *rules;
+                            let done = std::mem::take(request);
+                            slot.1 = Work::Ready(done, rules);
+                        }
+                    }
+                }
+                Event::Reset { stream } => {
+                    if let Some(at) = work.iter().position(|(id, _)| *id == stream) {
+                        let (_, gone) = work.remove(at);
+                        if let Work::Waiting(wait, _) = gone {
+                            shared.replies.close_stream(io.id(), wait.seq);
+                        }
+                    }
+                }
+                Event::WindowOpened => window_opened = true,
+            })
+        });
+        self.answer_ready(shared, io);
+        if window_opened {
+            self.send_held();
+        }
+        if self.conn.is_closed() {
+            self.state = State::Closing;
+        }
+        used
+    }
+
+    /// Answers every stream whose request is whole, in the order they completed.
+    fn answer_ready(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
+        let mut at = 0;
+        while at < self.work.len() {
+            let stream = self.work[at].0;
+            match std::mem::replace(&mut self.work[at].1, Work::Sending(Body::default(), 0)) {
+                Work::Ready(request, rules) => {
+                    self.answer(shared, io, at, stream, request, rules);
+                }
+                Work::Refused(error, rules) => {
+                    let res = Refusal::Malformed(error).response();
+                    let status = res.status;
+                    let held = self.send_reply(stream, res, rules, io.now()).1;
+                    self.settle(at, stream, held);
+                    // The rest of its body is not wanted: the peer may stop sending it.
+                    self.conn.cancel(stream, ErrorCode::NoError, &mut self.out);
+                    shared.figures(worker_of(io)).replied(status);
+                }
+                other => self.work[at].1 = other,
+            }
+            if self.work.get(at).is_some_and(|(id, _)| *id == stream) {
+                at += 1;
+            }
+        }
+    }
+
+    /// Answers one request through the server's handler.
+    fn answer(
+        &mut self,
+        shared: &ServerShared,
+        io: &mut Io<'_, Command>,
+        at: usize,
+        stream: u32,
+        request: Request,
+        rules: ReplyRules,
+    ) {
+        let on = OnStream {
+            now: io.now(),
+            peer: self.peer.get().or_else(|| io.stream().peer_addr().ok()),
+            exchange: Exchange::Stream(io.id()),
+            worker: worker_of(io),
+        };
+        let mut held = None;
+        let answered = answer_stream(&shared.app(), request, rules, &on, &mut |res| {
+            let (bytes, rest) = self.send_reply(stream, std::mem::take(res), rules, on.now);
+            held = rest;
+            bytes
+        });
+        match answered {
+            StreamAnswer::Sent => self.settle(at, stream, held),
+            StreamAnswer::Deferred(wait, patience) => {
+                let until = on.now
+                    + match patience {
+                        Patience::Server => shared.reply_timeout,
+                        Patience::Poll(wait) => wait,
+                    };
+                self.work[at].1 = Work::Waiting(wait, until);
+            }
+            StreamAnswer::Http11Required => {
+                self.work.remove(at);
+                self.conn
+                    .cancel(stream, ErrorCode::Http11Required, &mut self.out);
+            }
+            StreamAnswer::NotServed => {
+                self.work.remove(at);
+                self.conn
+                    .cancel(stream, ErrorCode::RefusedStream, &mut self.out);
+                io.remote().shutdown();
+            }
+        }
+    }
+
+    /// After a reply was sent on the stream at `at`: what its body left for the windows
+    /// stays as its work, else the work is done.
+    fn settle(&mut self, at: usize, stream: u32, held: Option<(Body, usize)>) {
+        match held {
+            Some((body, sent)) => self.work[at] = (stream, Work::Sending(body, sent)),
+            None => {
+                self.work.remove(at);
+            }
+        }
+    }
+
+    /// Sends `res` on `stream`: its head, then as much of its body as the windows allow. The
+    /// bytes it came to, and the body with the bytes of it sent when some waits.
+    fn send_reply(
+        &mut self,
+        stream: u32,
+        res: Response,
+        rules: ReplyRules,
+        now: Instant,
+    ) -> (u64, Option<(Body, usize)>) {
+        let before = self.out.len();
+        let length = Length::Known(res.body.len() as u64);
+        let status = BLOCK.with_borrow_mut(|block| {
+            block.clear();
+            let status = with_date(now, |date| reply::write_head(block, &res, date, length));
+            let bodiless = rules.head_only || !has_body(status) || res.body.is_empty();
+            self.conn.send_headers(stream, block, bodiless, &mut self.out);
+            status
+        });
+        if rules.head_only || !has_body(status) || res.body.is_empty() {
+            return ((self.out.len() - before) as u64, None);
+        }
+        let body = res.body;
+        let sent = self.conn.send_data(stream, &body, true, &mut self.out);
+        let bytes = (self.out.len() - before + body.len() - sent) as u64;
+        (bytes, (sent < body.len()).then_some((body, sent)))
+    }
+
+    /// Windows opened: bodies held back go on.
+    fn send_held(&mut self) {
+        let mut at = 0;
+        while at < self.work.len() {
+            let (stream, work) = &mut self.work[at];
+            let done = match work {
+                Work::Sending(body, sent) => {
+                    *sent += self
+                        .conn
+                        .send_data(*stream, &body[*sent..], true, &mut self.out);
+                    *sent == body.len()
+                }
+                Work::Streaming {
+                    held, flow, ended, ..
+                } => {
+                    let n = self.conn.send_data(*stream, held, *ended, &mut self.out);
+                    held.drain(..n);
+                    flow.0.written(n);
+                    *ended && held.is_empty()
+                }
+                _ => false,
+            };
+            if done {
+                self.work.remove(at);
+            } else {
+                at += 1;
+            }
+        }
+    }
+
+    /// A deferred reply came for one of the streams (or a piece of a streamed one).
+    fn delivered(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>, msg: HttpMsg) {
+        let Some(at) = self.work.iter().position(|(_, w)| match w {
+            Work::Waiting(wait, _) => wait.seq == msg.seq,
+            _ => false,
+        }) else {
+            return self.streamed(io, msg);
+        };
+        let (stream, Work::Waiting(wait, _)) = &self.work[at] else {
+            return;
+        };
+        let (stream, wait) = (*stream, *wait);
+        match msg.what {
+            Delivery::Answer(res) => self.answer_late(shared, io, stream, *res),
+            Delivery::Dropped => {
+                shared
+                    .replies
+                    .dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                crate::log::warning!(; "a deferred reply was dropped unanswered: its request got a 500");
+                self.answer_late(shared, io, stream, Refusal::ReplyDropped.response());
+            }
+            Delivery::Stream(start) => self.start_stream(shared, io, at, wait, start),
+            // Pieces before their head: never (one sender, in order).
+            Delivery::Piece(_) | Delivery::End | Delivery::Abort => {}
+        }
+    }
+
+    /// A deferred reply (or the server's own: 503, 204) for `stream`, which waited for it.
+    fn answer_late(
+        &mut self,
+        shared: &ServerShared,
+        io: &Io<'_, Command>,
+        stream: u32,
+        res: Response,
+    ) {
+        let Some(at) = self.work.iter().position(|(id, _)| *id == stream) else {
+            return;
+        };
+        let Work::Waiting(wait, _) = self.work[at].1 else {
+            return;
+        };
+        shared.replies.close_stream(io.id(), wait.seq);
+        let status = res.status;
+        let held = self.send_reply(stream, res, wait.rules, io.now()).1;
+        self.settle(at, stream, held);
+        shared.figures(worker_of(io)).replied(status);
+    }
+
+    /// A streamed reply's head: sent, and the stream streams from now on.
+    fn start_stream(
+        &mut self,
+        shared: &ServerShared,
+        io: &Io<'_, Command>,
+        at: usize,
+        wait: Wait,
+        start: Arc<StreamStart>,
+    ) {
+        let stream = self.work[at].0;
+        shared.replies.close_stream(io.id(), wait.seq);
+        let Some(StreamStart { head, length, flow }) = Arc::into_inner(start) else {
+            self.work.remove(at);
+            return self.conn.cancel(stream, ErrorCode::Internal, &mut self.out);
+        };
+        shared.figures(worker_of(io)).replied(head.status);
+        let length = length.map_or(Length::Open, Length::Known);
+        let status = BLOCK.with_borrow_mut(|block| {
+            block.clear();
+            let status = with_date(io.now(), |date| reply::write_head(block, &head, date, length));
+            let bodiless = wait.rules.head_only || !has_body(status);
+            self.conn.send_headers(stream, block, bodiless, &mut self.out);
+            status
+        });
+        if wait.rules.head_only || !has_body(status) {
+            self.work.remove(at); // dropping `flow` tells the sender its body is not wanted
+            return;
+        }
+        self.work[at].1 = Work::Streaming {
+            seq: wait.seq,
+            held: Vec::new(),
+            flow,
+            ended: false,
+        };
+    }
+
+    /// A piece, the end or the cut of a streamed reply.
+    fn streamed(&mut self, io: &Io<'_, Command>, msg: HttpMsg) {
+        let _ = io;
+        let Some(at) = self.work.iter().position(|(_, w)| match w {
+            Work::Streaming { seq, .. } => *seq == msg.seq,
+            _ => false,
+        }) else {
+            return; // its stream was reset or the reply cut: dropped
+        };
+        let (stream, Work::Streaming { held, flow, ended, .. }) = &mut self.work[at] else {
+            return;
+        };
+        let stream = *stream;
+        match msg.what {
+            Delivery::Piece(bytes) if held.is_empty() => {
+                let n = self.conn.send_data(stream, &bytes, false, &mut self.out);
+                flow.0.written(n);
+                held.extend_from_slice(&bytes[n..]);
+            }
+            Delivery::Piece(bytes) => held.extend_from_slice(&bytes),
+            Delivery::End => {
+                *ended = true;
+                if held.is_empty() {
+                    self.conn.send_data(stream, &[], true, &mut self.out);
+                    self.work.remove(at);
+                }
+            }
+            Delivery::Abort | Delivery::Answer(_) | Delivery::Dropped | Delivery::Stream(_) => {
+                self.work.remove(at);
+                self.conn.cancel(stream, ErrorCode::Internal, &mut self.out);
+            }
+        }
+    }
+
+    /// The deadline passed: deferred replies past theirs are answered by the server, an idle
+    /// connection goes away, one whose peer takes nothing closes. `Some` to end the resume.
+    fn timed_out(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Option<Next> {
+        let now = io.now();
+        if self.deadline.is_some_and(|d| now < d) {
+            return None;
+        }
+        if self.written < self.out.len() {
+            return Some(Next::Close); // the write timeout: the peer takes nothing
+        }
+        if self.state != State::Serving {
+            return Some(Next::Close);
+        }
+        let late: Vec<(u32, bool)> = self
+            .work
+            .iter()
+            .filter_map(|(id, w)| match w {
+                Work::Waiting(wait, until) if *until <= now => Some((*id, wait.poll)),
+                _ => None,
+            })
+            .collect();
+        for (stream, poll) in &late {
+            let res = if *poll {
+                nothing_came()
+            } else {
+                shared
+                    .replies
+                    .timed_out
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                crate::log::info!(; "a deferred reply was late: its request got a 503");
+                Refusal::ReplyLate.response()
+            };
+            self.answer_late(shared, io, *stream, res);
+        }
+        if late.is_empty() && self.work.is_empty() && self.conn.open_streams() == 0 {
+            // Idle past the keep-alive timeout.
+            self.conn.go_away(&mut self.out);
+            self.state = State::Closing;
+        }
+        self.deadline = None;
+        None
+    }
+
+    /// Writes what is owed; whether anything went.
+    fn flush(&mut self, io: &mut Io<'_, Command>) -> std::io::Result<bool> {
+        let mut wrote = false;
+        while self.written < self.out.len() {
+            match io.write(&self.out[self.written..]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.written += n;
+                    wrote = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        if self.written == self.out.len() {
+            self.written = 0;
+            self.out.clear();
+            if self.out.capacity() > OUTPUT_HIGH {
+                self.out = Vec::new();
+            }
+        }
+        Ok(wrote)
+    }
+
+    /// Charges what is owed and held to the server's output budget (once something stays
+    /// unwritten) and says whether this peer owes more than its share while it is spent.
+    fn owes_too_much(&mut self, shared: &ServerShared) -> bool {
+        let owed = self.out.len() - self.written;
+        let held: usize = self
+            .work
+            .iter()
+            .map(|(_, w)| match w {
+                Work::Sending(body, sent) => body.len() - sent,
+                Work::Streaming { held, .. } => held.len(),
+                _ => 0,
+            })
+            .sum();
+        if owed == 0 && held == 0 && !self.charge.is_held() {
+            return false;
+        }
+        let budget = &shared.ws_settings.live.budget;
+        let cost = self.out.capacity() + held;
+        self.charge.set(budget, cost, owed + held > 0);
+        let sheds = owed + held > 0 && budget.sheds(cost);
+        if sheds {
+            budget.dropped_one();
+            crate::log::info!(owed_bytes = owed + held; "an HTTP/2 connection closed: its peer does not take its replies while output is short");
+        }
+        sheds
+    }
+
+    /// Parks: reading unless closing or owing too much, writing while owed, until the
+    /// nearest deadline.
+    fn park(
+        &mut self,
+        shared: &ServerShared,
+        io: &Io<'_, Command>,
+        progressed: bool,
+        read: bool,
+    ) -> Next {
+        let now = io.now();
+        let owed = self.written < self.out.len();
+        let limits = &shared.limits;
+        let first_reply = self
+            .work
+            .iter()
+            .filter_map(|(_, w)| match w {
+                Work::Waiting(_, until) => Some(*until),
+                _ => None,
+            })
+            .min();
+        let deadline = if owed {
+            // The write timeout runs from the last progress.
+            match self.deadline {
+                Some(d) if !progressed => d,
+                _ => now + limits.write_timeout,
+            }
+        } else if let Some(until) = first_reply {
+            until
+        } else if self.work.is_empty() {
+            match self.deadline {
+                Some(d) if !progressed => d,
+                _ => now + limits.idle_timeout,
+            }
+        } else {
+            // Streams being received or sent: each wait is the peer's (its windows, its body).
+            now + limits.idle_timeout
+        };
+        self.deadline = Some(deadline);
+        Next::Park {
+            read: read && self.state == State::Serving && !owed_past_high(self),
+            write: owed,
+            deadline: Some(deadline),
+        }
+    }
+
+    /// GOAWAY is written: our side is shut, and what the peer still sends is read and dropped
+    /// until it closes — briefly, within the server's linger time (`DRAIN_LINGER` while it
+    /// stops).
+    fn linger(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Next {
+        let end = match self.state {
+            State::Lingering(end) => end,
+            _ => {
+                if io.shutdown_write().is_err() {
+                    return Next::Close;
+                }
+                let linger = match shared.shutting_down() {
+                    true => shared.limits.linger.min(DRAIN_LINGER),
+                    false => shared.limits.linger,
+                };
+                let end = io.now() + linger;
+                self.state = State::Lingering(end);
+                self.input = Vec::new();
+                end
+            }
+        };
+        for _ in 0..READS_PER_TURN {
+            match io.read() {
+                Read::Data(_) => continue,
+                Read::WouldBlock => return linger_until(io, end),
+                Read::Closed | Read::Error(_) => return Next::Close,
+            }
+        }
+        linger_until(io, end)
+    }
+}
+
+fn owed_past_high(h: &H2Strand) -> bool {
+    h.out.len() - h.written >= OUTPUT_HIGH
+}
+
+thread_local! {
+    /// HPACK's scratch for decoding (Huffman strings), one per worker.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    /// Where a reply's head is encoded before it is framed, one per worker.
+    static BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The request a header list stands for, as a handler sees any request: `:authority` answers
+/// `host` (when no `host` field came), cookies split over fields are one `cookie` again
+/// (RFC 9113 §8.2.3); and what its reply may be.
+fn request_of(head: &HeaderList) -> (Request, ReplyRules) {
+    let method = std::str::from_utf8(head.method()).unwrap_or_default();
+    let path = std::str::from_utf8(head.path()).unwrap_or_default();
+    let fields = head
+        .fields()
+        .filter(|(name, _)| *name != b"cookie")
+        .map(|(name, value)| (std::str::from_utf8(name).unwrap_or_default(), value));
+    let mut request = Request::from_fields(method, path, fields);
+    if head.field(b"host").is_none() && !head.authority().is_empty() {
+        request.append_header("host", head.authority());
+    }
+    let mut cookies = head.fields().filter(|(name, _)| *name == b"cookie");
+    if let Some((_, first)) = cookies.next() {
+        match cookies.next() {
+            None => request.append_header("cookie", first),
+            Some((_, second)) => {
+                let mut joined = [first, second].join(&b"; "[..]);
+                for (_, more) in cookies {
+                    joined.extend_from_slice(b"; ");
+                    joined.extend_from_slice(more);
+                }
+                request.append_header("cookie", joined);
+            }
+        }
+    }
+    let rules = ReplyRules {
+        head_only: method == "HEAD",
+        ..REPLY_RULES
+    };
+    (request, rules)
+}
+
+fn worker_of(io: &Io<'_, Command>) -> usize {
+    io.id().worker() as usize
+}
