@@ -825,17 +825,6 @@ impl Conn {
         }
     }
 
-    /// Whether `stream` is open and its reply not ended.
-    pub(crate) fn replying(&self, stream: u32) -> bool {
-        self.stream(stream)
-            .is_some_and(|s| s.state != State::HalfClosedLocal)
-    }
-
-    /// Whether a graceful stop began (GOAWAY sent): no new streams are taken.
-    pub(crate) fn going_away(&self) -> bool {
-        self.phase == Phase::GoingAway
-    }
-
     /// Streams open now.
     pub(crate) fn open_streams(&self) -> usize {
         self.streams.len()

@@ -160,7 +160,12 @@ mod tests {
 
     #[test]
     fn statuses_the_reply_cannot_be_are_500_and_bodiless_ones_have_no_length() {
-        let table = [(101, "500", true), (99, "500", true), (204, "204", false), (304, "304", false)];
+        let table = [
+            (101, "500", true),
+            (99, "500", true),
+            (204, "204", false),
+            (304, "304", false),
+        ];
         for (status, sent, length) in table {
             let res = Response::new(status, "", vec![], "");
             let got = head(&res, Length::Known(0));
@@ -178,6 +183,9 @@ mod tests {
         let name = format!("X-{}", "A".repeat(100));
         let res = Response::new(200, "", vec![Header::new(&name, "v")], "");
         let got = head(&res, Length::Open);
-        assert_eq!(got.last().map(|(n, _)| n.clone()), Some(name.to_ascii_lowercase()));
+        assert_eq!(
+            got.last().map(|(n, _)| n.clone()),
+            Some(name.to_ascii_lowercase())
+        );
     }
 }

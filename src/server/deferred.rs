@@ -8,9 +8,9 @@
 //! (its client still there, no timeout answered yet), so [`Reply::is_open`] is one atomic load.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use reactor::{ConnId, Remote};

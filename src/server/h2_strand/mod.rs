@@ -425,7 +425,8 @@ impl H2Strand {
             block.clear();
             let status = with_date(now, |date| reply::write_head(block, &res, date, length));
             let bodiless = rules.head_only || !has_body(status) || res.body.is_empty();
-            self.conn.send_headers(stream, block, bodiless, &mut self.out);
+            self.conn
+                .send_headers(stream, block, bodiless, &mut self.out);
             status
         });
         if rules.head_only || !has_body(status) || res.body.is_empty() {
@@ -535,9 +536,12 @@ impl H2Strand {
         let length = length.map_or(Length::Open, Length::Known);
         let status = BLOCK.with_borrow_mut(|block| {
             block.clear();
-            let status = with_date(io.now(), |date| reply::write_head(block, &head, date, length));
+            let status = with_date(io.now(), |date| {
+                reply::write_head(block, &head, date, length)
+            });
             let bodiless = wait.rules.head_only || !has_body(status);
-            self.conn.send_headers(stream, block, bodiless, &mut self.out);
+            self.conn
+                .send_headers(stream, block, bodiless, &mut self.out);
             status
         });
         if wait.rules.head_only || !has_body(status) {
@@ -561,7 +565,13 @@ impl H2Strand {
         }) else {
             return; // its stream was reset or the reply cut: dropped
         };
-        let (stream, Work::Streaming { held, flow, ended, .. }) = &mut self.work[at] else {
+        let (
+            stream,
+            Work::Streaming {
+                held, flow, ended, ..
+            },
+        ) = &mut self.work[at]
+        else {
             return;
         };
         let stream = *stream;
@@ -773,28 +783,30 @@ thread_local! {
 fn request_of(head: &HeaderList) -> (Request, ReplyRules) {
     let method = std::str::from_utf8(head.method()).unwrap_or_default();
     let path = std::str::from_utf8(head.path()).unwrap_or_default();
+    let host = match head.field(b"host") {
+        None if !head.authority().is_empty() => Some(("host", head.authority())),
+        _ => None,
+    };
+    // Cookies split over several fields are joined (allocating only then).
+    let mut cookies = head.fields().filter(|(name, _)| *name == b"cookie");
+    let joined = match (cookies.next(), cookies.next()) {
+        (Some((_, first)), Some((_, second))) => {
+            let mut joined = [first, second].join(&b"; "[..]);
+            for (_, more) in cookies {
+                joined.extend_from_slice(b"; ");
+                joined.extend_from_slice(more);
+            }
+            Some(joined)
+        }
+        _ => None,
+    };
     let fields = head
         .fields()
-        .filter(|(name, _)| *name != b"cookie")
-        .map(|(name, value)| (std::str::from_utf8(name).unwrap_or_default(), value));
-    let mut request = Request::from_fields(method, path, fields);
-    if head.field(b"host").is_none() && !head.authority().is_empty() {
-        request.append_header("host", head.authority());
-    }
-    let mut cookies = head.fields().filter(|(name, _)| *name == b"cookie");
-    if let Some((_, first)) = cookies.next() {
-        match cookies.next() {
-            None => request.append_header("cookie", first),
-            Some((_, second)) => {
-                let mut joined = [first, second].join(&b"; "[..]);
-                for (_, more) in cookies {
-                    joined.extend_from_slice(b"; ");
-                    joined.extend_from_slice(more);
-                }
-                request.append_header("cookie", joined);
-            }
-        }
-    }
+        .filter(|(name, _)| joined.is_none() || *name != b"cookie")
+        .map(|(name, value)| (std::str::from_utf8(name).unwrap_or_default(), value))
+        .chain(host)
+        .chain(joined.as_deref().map(|j| ("cookie", j)));
+    let request = Request::from_fields(method, path, fields);
     let rules = ReplyRules {
         head_only: method == "HEAD",
         ..REPLY_RULES
@@ -805,3 +817,6 @@ fn request_of(head: &HeaderList) -> (Request, ReplyRules) {
 fn worker_of(io: &Io<'_, Command>) -> usize {
     io.id().worker() as usize
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,550 @@
+//! HTTP/2 served over real sockets: a small client made of the codec's own frame writers and
+//! HPACK, against a running `Server`, each test named after what it proves.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::h2::conn::PREFACE;
+use crate::h2::error::ErrorCode;
+use crate::h2::frame::{self, HEAD_LEN, Head, Kind, Setting, flags};
+use crate::h2::hpack::encoder::write_field;
+use crate::h2::hpack::{Decoder, Scratch};
+use crate::http::{Request, Response, Server, ServerHandle, defer, text_response};
+
+/// What the client read of one stream.
+#[derive(Debug, Default)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// RST_STREAM's code, if the stream was reset.
+    reset: Option<u32>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One client connection.
+struct Client {
+    sock: TcpStream,
+    decoder: Decoder,
+    scratch: Scratch,
+    input: Vec<u8>,
+    /// A GOAWAY's last stream and code, once one came.
+    goaway: Option<(u32, u32)>,
+}
+
+impl Client {
+    /// Connects with the preface and `settings`.
+    fn with_settings(port: u16, settings: &[Setting]) -> Client {
+        let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut c = Client {
+            sock,
+            decoder: Decoder::new(4096),
+            scratch: Scratch::default(),
+            input: Vec::new(),
+            goaway: None,
+        };
+        let mut out = PREFACE.to_vec();
+        frame::write_settings(&mut out, settings);
+        c.send(&out);
+        c
+    }
+
+    fn new(port: u16) -> Client {
+        Client::with_settings(port, &[])
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.sock.write_all(bytes).expect("send");
+    }
+
+    /// HEADERS for a request (`body` follows as one DATA frame when given).
+    fn request(
+        &mut self,
+        stream: u32,
+        method: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) {
+        let mut block = Vec::new();
+        write_field(&mut block, ":method", method.as_bytes());
+        write_field(&mut block, ":scheme", b"http");
+        write_field(&mut block, ":authority", b"example.test");
+        write_field(&mut block, ":path", path.as_bytes());
+        for (n, v) in extra {
+            write_field(&mut block, n, v.as_bytes());
+        }
+        let mut out = Vec::new();
+        let end = if body.is_none() { flags::END_STREAM } else { 0 };
+        let mut pieces = block.chunks(16_384).peekable();
+        let mut kind = Kind::Headers;
+        while let Some(piece) = pieces.next() {
+            let last = if pieces.peek().is_none() {
+                flags::END_HEADERS
+            } else {
+                0
+            };
+            let f = if kind == Kind::Headers {
+                end | last
+            } else {
+                last
+            };
+            frame::write_head(&mut out, piece.len(), kind, f, stream);
+            out.extend_from_slice(piece);
+            kind = Kind::Continuation;
+        }
+        if let Some(body) = body {
+            for (i, chunk) in body.chunks(16_384).enumerate() {
+                let last = (i + 1) * 16_384 >= body.len();
+                let f = if last { flags::END_STREAM } else { 0 };
+                frame::write_head(&mut out, chunk.len(), Kind::Data, f, stream);
+                out.extend_from_slice(chunk);
+            }
+            if body.is_empty() {
+                frame::write_head(&mut out, 0, Kind::Data, flags::END_STREAM, stream);
+            }
+        }
+        self.send(&out);
+    }
+
+    fn get(&mut self, stream: u32, path: &str) {
+        self.request(stream, "GET", path, &[], None);
+    }
+
+    /// The next frame (answering SETTINGS and PING as a client must); `None` at the end.
+    fn frame(&mut self) -> Option<(Head, Vec<u8>)> {
+        loop {
+            if let Some(head) = Head::parse(&self.input) {
+                let end = HEAD_LEN + head.len as usize;
+                if self.input.len() >= end {
+                    let payload = self.input[HEAD_LEN..end].to_vec();
+                    self.input.drain(..end);
+                    match head.kind {
+                        Kind::Settings if !head.has(flags::ACK) => {
+                            let mut ack = Vec::new();
+                            frame::write_settings_ack(&mut ack);
+                            self.send(&ack);
+                        }
+                        Kind::GoAway => {
+                            let last = u32::from_be_bytes(payload[..4].try_into().unwrap());
+                            let code = u32::from_be_bytes(payload[4..8].try_into().unwrap());
+                            self.goaway = Some((last, code));
+                        }
+                        _ => {}
+                    }
+                    return Some((head, payload));
+                }
+            }
+            let mut buf = [0u8; 65536];
+            match self.sock.read(&mut buf) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.input.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
+    /// Reads frames until each of `streams` has ended (or been reset).
+    fn answers(&mut self, streams: &[u32]) -> Vec<Answer> {
+        let mut got: Vec<(u32, Answer, bool)> = streams
+            .iter()
+            .map(|&s| (s, Answer::default(), false))
+            .collect();
+        while got.iter().any(|(_, _, done)| !done) {
+            let Some((head, payload)) = self.frame() else {
+                panic!("connection ended with streams unanswered: {got:?}");
+            };
+            let Some((_, answer, done)) = got.iter_mut().find(|(s, _, _)| *s == head.stream) else {
+                continue;
+            };
+            match head.kind {
+                Kind::Headers => {
+                    let mut fields = Vec::new();
+                    self.decoder
+                        .decode(&payload, &mut self.scratch, |n, v| {
+                            fields.push((
+                                String::from_utf8_lossy(n).into_owned(),
+                                String::from_utf8_lossy(v).into_owned(),
+                            ))
+                        })
+                        .expect("HPACK");
+                    for (n, v) in fields {
+                        if n == ":status" {
+                            answer.status = v.parse().unwrap();
+                        } else {
+                            answer.headers.push((n, v));
+                        }
+                    }
+                }
+                Kind::Data => answer.body.extend_from_slice(&payload),
+                Kind::RstStream => {
+                    answer.reset = Some(u32::from_be_bytes(payload[..4].try_into().unwrap()));
+                    *done = true;
+                }
+                _ => {}
+            }
+            if head.has(flags::END_STREAM) && matches!(head.kind, Kind::Headers | Kind::Data) {
+                *done = true;
+            }
+        }
+        got.into_iter().map(|(_, a, _)| a).collect()
+    }
+
+    fn answer(&mut self, stream: u32) -> Answer {
+        self.answers(&[stream]).pop().unwrap()
+    }
+
+    /// Reads until the connection ends; whether it did within `within`.
+    fn ends_within(&mut self, within: Duration) -> bool {
+        self.sock.set_read_timeout(Some(within)).unwrap();
+        let start = Instant::now();
+        while self.frame().is_some() {}
+        start.elapsed() < within
+    }
+}
+
+fn serve(
+    server: Server,
+    handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+) -> ServerHandle {
+    server.workers(1).spawn(handler).expect("server")
+}
+
+fn bind() -> Server {
+    Server::bind("127.0.0.1:0").expect("bind")
+}
+
+fn echo(req: Request) -> Response {
+    let text = format!(
+        "{} {} host={} x={} cookie={} body={}",
+        req.method(),
+        req.path(),
+        req.header("host"),
+        req.header("x-thing"),
+        req.header("cookie"),
+        String::from_utf8_lossy(req.body())
+    );
+    text_response(200, text)
+}
+
+#[test]
+fn a_request_over_h2c_reaches_the_same_handler_with_its_host_and_body() {
+    let server = serve(bind(), echo);
+    let port = server.local_addr().port();
+    let mut c = Client::new(port);
+    c.request(
+        1,
+        "POST",
+        "/notes?a=1",
+        &[("x-thing", "7"), ("cookie", "a=1"), ("cookie", "b=2")],
+        Some(b"hello"),
+    );
+    let a = c.answer(1);
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        String::from_utf8_lossy(&a.body),
+        "POST /notes?a=1 host=example.test x=7 cookie=a=1; b=2 body=hello"
+    );
+    assert_eq!(a.header("content-type"), Some("text/plain"));
+    assert_eq!(
+        a.header("content-length"),
+        Some(a.body.len().to_string().as_str())
+    );
+    assert!(a.header("date").is_some());
+    // HTTP/1.1 still works on the same port.
+    let plain = crate::http::get("127.0.0.1", port, "/plain").unwrap();
+    assert_eq!(crate::http::status_of(&plain), Some(200));
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn many_streams_on_one_connection_are_each_answered() {
+    let server = serve(bind(), echo);
+    let mut c = Client::new(server.local_addr().port());
+    let streams: Vec<u32> = (0..200).map(|i| 1 + 2 * i).collect();
+    for &s in &streams {
+        c.get(s, &format!("/n/{s}"));
+    }
+    let answers = c.answers(&streams);
+    for (s, a) in streams.iter().zip(&answers) {
+        assert_eq!(a.status, 200, "stream {s}");
+        assert!(String::from_utf8_lossy(&a.body).starts_with(&format!("GET /n/{s} ")));
+    }
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn deferred_replies_of_two_streams_are_sent_as_each_comes() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let server = serve(bind(), move |req| {
+        let (reply, later) = defer();
+        tx.lock()
+            .unwrap()
+            .send((req.path().to_string(), reply))
+            .unwrap();
+        later
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/first");
+    c.get(3, "/second");
+    let mut replies: Vec<(String, crate::http::Reply)> =
+        vec![rx.recv().unwrap(), rx.recv().unwrap()];
+    replies.sort_by(|a, b| a.0.cmp(&b.0));
+    let (first, second) = (replies.remove(0), replies.remove(0));
+    assert!(second.1.is_open() && first.1.is_open());
+    // The second is answered first, and arrives first.
+    assert!(second.1.send(text_response(200, "two")));
+    let a = c.answer(3);
+    assert_eq!(a.body, b"two");
+    assert!(first.1.send(text_response(201, "one")));
+    let a = c.answer(1);
+    assert_eq!((a.status, &a.body[..]), (201, &b"one"[..]));
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_deferred_reply_is_not_wanted_once_its_stream_is_reset() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let server = serve(bind(), move |_req| {
+        let (reply, later) = defer();
+        tx.lock().unwrap().send(reply).unwrap();
+        later
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/a");
+    c.get(3, "/b");
+    let (one, three) = (rx.recv().unwrap(), rx.recv().unwrap());
+    let mut rst = Vec::new();
+    frame::write_rst_stream(&mut rst, 1, ErrorCode::Cancel);
+    c.send(&rst);
+    let start = Instant::now();
+    while one.is_open() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        !one.is_open(),
+        "the reset stream's reply is no longer wanted"
+    );
+    assert!(three.is_open(), "the other stream's still is");
+    assert!(three.send(text_response(200, "b")));
+    assert_eq!(c.answer(3).body, b"b");
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_reply_the_handler_never_sends_is_answered_503_after_the_reply_timeout() {
+    let server = serve(bind().reply_timeout(Duration::from_millis(100)), |_req| {
+        let (reply, later) = defer();
+        std::mem::forget(reply);
+        later
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/never");
+    assert_eq!(c.answer(1).status, 503);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_body_past_max_body_gets_413_on_its_stream_and_the_connection_goes_on() {
+    let server = serve(bind().max_body(1000), echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.request(1, "POST", "/big", &[], Some(&[b'x'; 5000]));
+    let a = c.answer(1);
+    assert_eq!(a.status, 413);
+    c.get(3, "/after");
+    assert_eq!(c.answer(3).status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_header_list_past_the_limit_gets_431_on_its_stream() {
+    let server = serve(bind(), echo);
+    let mut c = Client::new(server.local_addr().port());
+    let big = "v".repeat(8000);
+    c.request(
+        1,
+        "GET",
+        "/",
+        &[("x-a", &big), ("x-b", &big), ("x-c", &big)],
+        None,
+    );
+    assert_eq!(c.answer(1).status, 431);
+    c.get(3, "/after");
+    assert_eq!(c.answer(3).status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_large_body_waits_for_the_client_windows_and_then_comes_whole() {
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let sent = body.clone();
+    let server = serve(bind(), move |_req| text_response(200, sent.clone()));
+    // A stream window of 1 000 bytes: the reply waits for WINDOW_UPDATEs.
+    let mut c = Client::with_settings(
+        server.local_addr().port(),
+        &[Setting::InitialWindowSize(1000)],
+    );
+    c.get(1, "/large");
+    let mut got = Vec::new();
+    let mut ended = false;
+    while !ended {
+        let (head, payload) = c.frame().expect("frame");
+        if head.stream != 1 {
+            continue;
+        }
+        if head.kind == Kind::Data {
+            got.extend_from_slice(&payload);
+            ended = head.has(flags::END_STREAM);
+            if !payload.is_empty() {
+                let mut wu = Vec::new();
+                frame::write_window_update(&mut wu, 1, payload.len() as u32);
+                frame::write_window_update(&mut wu, 0, payload.len() as u32);
+                c.send(&wu);
+            }
+        }
+    }
+    assert_eq!(got.len(), body.len());
+    assert!(got == body);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_streamed_reply_comes_piece_by_piece_on_its_stream() {
+    let server = serve(bind(), |_req| {
+        let (reply, later) = defer();
+        std::thread::spawn(move || {
+            let mut body = reply.stream(text_response(200, "")).unwrap();
+            for i in 0..100 {
+                body.write_all(format!("line {i}\n").as_bytes()).unwrap();
+            }
+            body.finish().unwrap();
+        });
+        later
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/stream");
+    let a = c.answer(1);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("content-length"), None);
+    let text = String::from_utf8(a.body).unwrap();
+    assert_eq!(text.lines().count(), 100);
+    assert!(text.ends_with("line 99\n"));
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn an_event_stream_route_over_http2_is_reset_with_http_1_1_required() {
+    struct Feed;
+    impl crate::sse::SseHandler for Feed {
+        type State = ();
+        fn accept(&self, _req: &Request) -> Result<(), Response> {
+            Ok(())
+        }
+    }
+    let server = serve(bind().sse("/events", Feed), echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/events");
+    assert_eq!(c.answer(1).reset, Some(0xd));
+    c.get(3, "/other");
+    assert_eq!(c.answer(3).status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_head_request_gets_the_length_and_no_body() {
+    let server = serve(bind(), |_req| text_response(200, "twelve bytes"));
+    let mut c = Client::new(server.local_addr().port());
+    c.request(1, "HEAD", "/", &[], None);
+    let a = c.answer(1);
+    assert_eq!((a.status, a.body.len()), (200, 0));
+    assert_eq!(a.header("content-length"), Some("12"));
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn with_http2_off_the_preface_is_not_http2() {
+    let server = serve(bind().http2(false), echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/");
+    // An HTTP/1.1 refusal, never a frame: the first bytes are "HTTP/1.1 ".
+    c.sock
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut first = [0u8; 9];
+    c.sock.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 ");
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_rapid_reset_flood_ends_that_connection_alone_with_enhance_your_calm() {
+    let server = serve(bind(), echo);
+    let port = server.local_addr().port();
+    let mut bad = Client::new(port);
+    let mut out = Vec::new();
+    for i in 0..2000u32 {
+        let s = 1 + 2 * i;
+        let mut block = Vec::new();
+        write_field(&mut block, ":method", b"GET");
+        write_field(&mut block, ":scheme", b"http");
+        write_field(&mut block, ":authority", b"a");
+        write_field(&mut block, ":path", b"/");
+        frame::write_head(&mut out, block.len(), Kind::Headers, flags::END_HEADERS, s);
+        out.extend_from_slice(&block);
+        frame::write_rst_stream(&mut out, s, ErrorCode::Cancel);
+    }
+    let _ = bad.sock.write_all(&out);
+    assert!(bad.ends_within(Duration::from_secs(5)));
+    assert_eq!(bad.goaway.map(|g| g.1), Some(0xb), "ENHANCE_YOUR_CALM");
+    let mut good = Client::new(port);
+    good.get(1, "/fine");
+    assert_eq!(good.answer(1).status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_stop_sends_goaway_and_answers_the_streams_in_flight() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let server = serve(bind(), move |_req| {
+        let (reply, later) = defer();
+        tx.lock().unwrap().send(reply).unwrap();
+        later
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/slow");
+    let reply = rx.recv().unwrap();
+    let stopping = std::thread::spawn(move || server.shutdown());
+    // GOAWAY (NO_ERROR, last stream 1) comes before the answer.
+    while c.goaway.is_none() {
+        c.frame().expect("GOAWAY");
+    }
+    assert_eq!(c.goaway, Some((1, 0)));
+    assert!(reply.send(text_response(200, "late but whole")));
+    assert_eq!(c.answer(1).body, b"late but whole");
+    assert!(c.ends_within(Duration::from_secs(5)));
+    stopping.join().unwrap().unwrap();
+}
+
+#[test]
+fn an_idle_http2_connection_is_closed_with_goaway_after_the_idle_timeout() {
+    let server = serve(bind().idle_timeout(Duration::from_millis(200)), echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/");
+    assert_eq!(c.answer(1).status, 200);
+    assert!(c.ends_within(Duration::from_secs(5)));
+    assert_eq!(c.goaway, Some((1, 0)));
+    server.shutdown().unwrap();
+}
