@@ -220,8 +220,32 @@ async def scenario(base, devtools_port, shot_path):
     print(f"chat_chromium: screenshot {width}x{height}, {colours} distinct colours")
     if width < 400 or height < 300 or colours < 50:
         fail(f"the screenshot looks blank ({width}x{height}, {colours} colours)")
+    if base.startswith("https:"):
+        await over_http2(bob, room)
     for page in (alice, bob):
         await page.ws.close()
+
+
+async def over_http2(page, room):
+    """Over TLS the page comes over HTTP/2 (ALPN h2), and an EventSource opened from it still
+    gets the room's events: its stream is reset with HTTP_1_1_REQUIRED and Chromium asks again
+    over HTTP/1.1."""
+    protocol = await page.js(
+        "performance.getEntriesByType('navigation')[0].nextHopProtocol"
+    )
+    if protocol != "h2":
+        fail(f"the page came over {protocol!r}, not h2")
+    print("chat_chromium: the page came over HTTP/2 (ALPN h2)")
+    got = await page.js(
+        "new Promise(done => {"
+        f"  const es = new EventSource('/sse?room=' + encodeURIComponent({json.dumps(room)}));"
+        "  es.onmessage = e => { es.close(); done(e.data); };"
+        "  setTimeout(() => { es.close(); done('no event within 10 s'); }, 10000);"
+        "})"
+    )
+    if "hello from alice" not in str(got):
+        fail(f"the EventSource opened over HTTP/2's origin got {got!r}")
+    print("chat_chromium: an EventSource from the HTTP/2 page got the room's history")
 
 
 def main():
