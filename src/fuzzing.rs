@@ -49,8 +49,8 @@ pub fn h2_frames(data: &[u8]) {
 /// owed never far past its bound, nothing read after a connection error, and the state held
 /// within its bounds.
 pub fn h2_connection(data: &[u8]) {
-    use crate::h2::conn::{Config, Conn, Event, OUTPUT_HIGH, PREFACE};
-    use crate::h2::hpack::{Scratch, encoder};
+    use crate::h2::conn::{Config, Conn, Event, OUTPUT_HIGH, PREFACE, Scratch};
+    use crate::h2::hpack::encoder;
     let Some((&split, rest)) = data.split_first() else {
         return;
     };

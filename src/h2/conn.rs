@@ -15,7 +15,8 @@
 use super::error::{ErrorCode, H2Error};
 use super::frame::{self, Frame, HEAD_LEN, Head, Kind, MAX_WINDOW, Setting, flags};
 use super::headers::{HeaderList, Refused};
-use super::hpack::{Decoder, Scratch};
+use super::hpack::{self, Decoder};
+use crate::http::message::pool::{empty, keep, reuse};
 
 /// The connection preface a client starts with (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -29,6 +30,27 @@ const MAX_FRAGMENTS: u32 = 64;
 /// each finished stream gives back.
 const FLOOD_BUDGET: u32 = 1_000;
 const FLOOD_REFILL: u32 = 10;
+
+thread_local! {
+    /// Lists of open streams kept for reuse, so that a connection whose one stream opens and
+    /// closes allocates nothing.
+    static STREAM_LISTS: std::cell::RefCell<Vec<Vec<Stream>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The worker has no connection left: its pooled stream lists go.
+pub(crate) fn worker_idle() {
+    empty(&STREAM_LISTS);
+}
+
+/// What decoding a header block uses while it runs and keeps nothing of afterwards (the
+/// Huffman strings' room, the header list): one per worker, shared by its connections, so an
+/// idle connection holds none of it.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    hpack: hpack::Scratch,
+    head: HeaderList,
+}
 
 /// What this side advertises.
 #[derive(Clone, Copy, Debug)]
@@ -140,7 +162,6 @@ pub(crate) struct Conn {
     block: Option<Block>,
     /// The header block's fragments so far.
     fragments: Vec<u8>,
-    head: HeaderList,
     /// The last streams that closed (to tell a frame on one from an unexpected id).
     closed: [u32; 4],
     recv_window: i64,
@@ -162,7 +183,6 @@ impl Conn {
             last_stream: 0,
             block: None,
             fragments: Vec::new(),
-            head: HeaderList::default(),
             closed: [0; 4],
             recv_window: i64::from(DEFAULT_WINDOW),
             send_window: i64::from(DEFAULT_WINDOW),
@@ -362,15 +382,9 @@ impl Conn {
                         .block
                         .take()
                         .ok_or(H2Error::Connection(ErrorCode::Internal))?;
+                    // (Freed with the block: fragmented blocks are rare.)
                     let fragments = std::mem::take(&mut self.fragments);
-                    let result =
-                        self.header_block(stream, &fragments, end_stream, out, scratch, event);
-                    self.fragments = fragments;
-                    self.fragments.clear();
-                    if self.fragments.capacity() > 4096 {
-                        self.fragments = Vec::new();
-                    }
-                    result?;
+                    self.header_block(stream, &fragments, end_stream, out, scratch, event)?;
                 }
                 Ok(())
             }
@@ -465,17 +479,16 @@ impl Conn {
     ) -> Result<(), H2Error> {
         let trailers = self.stream(stream).is_some();
         let max = self.config.max_header_list_size as usize;
-        let mut head = std::mem::take(&mut self.head);
+        let Scratch { hpack, head } = scratch;
         head.clear();
         let decoded = self
             .decoder
-            .decode(block, scratch, |n, v| head.push(n, v, max, trailers));
+            .decode(block, hpack, |n, v| head.push(n, v, max, trailers));
         let result = match decoded {
             Err(_) => Err(H2Error::Connection(ErrorCode::Compression)),
-            Ok(()) if trailers => self.trailers(stream, &head, end_stream, event),
-            Ok(()) => self.open(stream, &head, end_stream, out, event),
+            Ok(()) if trailers => self.trailers(stream, head, end_stream, event),
+            Ok(()) => self.open(stream, head, end_stream, out, event),
         };
-        self.head = head;
         result
     }
 
@@ -544,8 +557,7 @@ impl Conn {
         match head.finish_request(self.config.connect_protocol) {
             Err(Refused::Malformed(_)) => return Err(H2Error::Stream(stream, ErrorCode::Protocol)),
             Err(Refused::TooLarge) => {
-                self.streams
-                    .push(self.new_stream(stream, content_length, end_stream));
+                self.add(self.new_stream(stream, content_length, end_stream));
                 event(Event::Refuse {
                     stream,
                     status: 431,
@@ -557,8 +569,7 @@ impl Conn {
         if end_stream && content_length.is_some_and(|n| n > 0) {
             return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
-        self.streams
-            .push(self.new_stream(stream, content_length, end_stream));
+        self.add(self.new_stream(stream, content_length, end_stream));
         event(Event::Request {
             stream,
             head,
@@ -681,6 +692,16 @@ impl Conn {
         }
     }
 
+    /// Opens a stream, its list taken from the worker's pool when the connection had none.
+    fn add(&mut self, stream: Stream) {
+        if self.streams.capacity() == 0
+            && let Some(list) = reuse(&STREAM_LISTS)
+        {
+            self.streams = list;
+        }
+        self.streams.push(stream);
+    }
+
     fn stream(&self, id: u32) -> Option<&Stream> {
         self.streams.iter().find(|s| s.id == id)
     }
@@ -698,7 +719,11 @@ impl Conn {
         self.closed.rotate_right(1);
         self.closed[0] = id;
         if self.streams.is_empty() {
-            self.streams = Vec::new();
+            // Back to the worker's pool (a small one): an idle connection holds no list.
+            let list = std::mem::take(&mut self.streams);
+            if list.capacity() <= 16 {
+                keep(&STREAM_LISTS, list);
+            }
         }
         true
     }
@@ -835,7 +860,6 @@ impl Conn {
         self.decoder.held_bytes()
             + self.streams.capacity() * std::mem::size_of::<Stream>()
             + self.fragments.capacity()
-            + self.head.held_bytes()
     }
 }
 

@@ -40,6 +40,7 @@ impl Service for HttpService {
         crate::ws::worker_idle();
         crate::rooms::worker_idle();
         crate::live::forget_worker_frames();
+        super::h2_strand::worker_idle();
     }
 
     /// One message per worker reaches its members of a room, or its share of a broadcast.

@@ -15,13 +15,13 @@ use std::time::Instant;
 
 use reactor::{Io, Next, Read};
 
-use crate::h2::conn::{Conn, Event, OUTPUT_HIGH};
+use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, Scratch};
 use crate::h2::error::ErrorCode;
 use crate::h2::headers::HeaderList;
-use crate::h2::hpack::Scratch;
 use crate::h2::reply::{self, Length};
 use crate::http::date::with_date;
 use crate::http::later::{Delivery, FlowEnd, HttpMsg, StreamStart};
+use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, reuse};
 use crate::http::render::has_body;
 use crate::http::{Body, ParseError, Refusal, ReplyRules, Request, Response};
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
@@ -197,7 +197,16 @@ impl H2Strand {
     /// The loop of one resume: write what is owed, take what was read, read more.
     fn run(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Next {
         let mut progressed = false;
+        let mut ctx = Ctx {
+            now: io.now(),
+            id: io.id(),
+            peer: self.peer.get().or_else(|| io.stream().peer_addr().ok()),
+            spent: false,
+        };
         for _ in 0..READS_PER_TURN {
+            if std::mem::take(&mut ctx.spent) {
+                io.remote().shutdown();
+            }
             match self.flush(io) {
                 Err(_) => return Next::Close,
                 Ok(wrote) => progressed |= wrote,
@@ -217,7 +226,7 @@ impl H2Strand {
             if !self.input.is_empty() && owed < OUTPUT_HIGH / 2 {
                 // Frames left while output was owed, or an incomplete one: go on with them.
                 let input = std::mem::take(&mut self.input);
-                let used = self.take(shared, io, &input);
+                let used = self.take(shared, &mut ctx, &input);
                 if used < input.len() && self.state == State::Serving {
                     self.input = input[used..].to_vec();
                     if used > 0 {
@@ -232,14 +241,13 @@ impl H2Strand {
             match io.read() {
                 Read::Data(bytes) => {
                     progressed = true;
-                    let bytes = bytes.to_vec();
                     if self.input.is_empty() {
-                        let used = self.take(shared, io, &bytes);
+                        let used = self.take(shared, &mut ctx, bytes);
                         if used < bytes.len() && self.state == State::Serving {
                             self.input = bytes[used..].to_vec();
                         }
                     } else {
-                        self.input.extend_from_slice(&bytes);
+                        self.input.extend_from_slice(bytes);
                     }
                 }
                 Read::WouldBlock => return self.park(shared, io, progressed, true),
@@ -256,9 +264,10 @@ impl H2Strand {
 
     /// Takes frames from `input`: what the peer asked is queued as work and answered; the
     /// bytes used.
-    fn take(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>, input: &[u8]) -> usize {
+    fn take(&mut self, shared: &ServerShared, ctx: &mut Ctx, input: &[u8]) -> usize {
         let max_body = shared.limits.max_body;
         let mut window_opened = false;
+        self.lend_buffers();
         let H2Strand {
             conn, out, work, ..
         } = self;
@@ -310,14 +319,14 @@ impl H2Strand {
                     if let Some(at) = work.iter().position(|(id, _)| *id == stream) {
                         let (_, gone) = work.remove(at);
                         if let Work::Waiting(wait, _) = gone {
-                            shared.replies.close_stream(io.id(), wait.seq);
+                            shared.replies.close_stream(ctx.id, wait.seq);
                         }
                     }
                 }
                 Event::WindowOpened => window_opened = true,
             })
         });
-        self.answer_ready(shared, io);
+        self.answer_ready(shared, ctx);
         if window_opened {
             self.send_held();
         }
@@ -328,22 +337,22 @@ impl H2Strand {
     }
 
     /// Answers every stream whose request is whole, in the order they completed.
-    fn answer_ready(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
+    fn answer_ready(&mut self, shared: &ServerShared, ctx: &mut Ctx) {
         let mut at = 0;
         while at < self.work.len() {
             let stream = self.work[at].0;
             match std::mem::replace(&mut self.work[at].1, Work::Sending(Body::default(), 0)) {
                 Work::Ready(request, rules) => {
-                    self.answer(shared, io, at, stream, request, rules);
+                    self.answer(shared, ctx, at, stream, request, rules);
                 }
                 Work::Refused(error, rules) => {
                     let res = Refusal::Malformed(error).response();
                     let status = res.status;
-                    let held = self.send_reply(stream, res, rules, io.now()).1;
+                    let held = self.send_reply(stream, res, rules, ctx.now).1;
                     self.settle(at, stream, held);
                     // The rest of its body is not wanted: the peer may stop sending it.
                     self.conn.cancel(stream, ErrorCode::NoError, &mut self.out);
-                    shared.figures(worker_of(io)).replied(status);
+                    shared.figures(ctx.worker()).replied(status);
                 }
                 other => self.work[at].1 = other,
             }
@@ -357,17 +366,17 @@ impl H2Strand {
     fn answer(
         &mut self,
         shared: &ServerShared,
-        io: &mut Io<'_, Command>,
+        ctx: &mut Ctx,
         at: usize,
         stream: u32,
         request: Request,
         rules: ReplyRules,
     ) {
         let on = OnStream {
-            now: io.now(),
-            peer: self.peer.get().or_else(|| io.stream().peer_addr().ok()),
-            exchange: Exchange::Stream(io.id()),
-            worker: worker_of(io),
+            now: ctx.now,
+            peer: ctx.peer,
+            exchange: Exchange::Stream(ctx.id),
+            worker: ctx.worker(),
         };
         let mut held = None;
         let answered = answer_stream(&shared.app(), request, rules, &on, &mut |res| {
@@ -394,7 +403,7 @@ impl H2Strand {
                 self.work.remove(at);
                 self.conn
                     .cancel(stream, ErrorCode::RefusedStream, &mut self.out);
-                io.remote().shutdown();
+                ctx.spent = true;
             }
         }
     }
@@ -639,6 +648,34 @@ impl H2Strand {
         None
     }
 
+    /// Takes the worker's spare buffers for what a read may add (replies, work), so that a
+    /// connection whose requests come one at a time allocates nothing.
+    fn lend_buffers(&mut self) {
+        if self.out.capacity() == 0
+            && let Some(out) = reuse(&OUT_BUFFERS)
+        {
+            self.out = out;
+        }
+        if self.work.capacity() == 0
+            && let Some(work) = reuse(&WORK_LISTS)
+        {
+            self.work = work;
+        }
+    }
+
+    /// Gives the work list back to the worker's pool once no stream has work.
+    fn return_buffers(&mut self) {
+        if self.work.is_empty() && self.work.capacity() > 0 {
+            let work = std::mem::take(&mut self.work);
+            if work.capacity() <= 16 {
+                keep(&WORK_LISTS, work);
+            }
+        }
+        if self.input.is_empty() && self.input.capacity() > 0 {
+            self.input = Vec::new();
+        }
+    }
+
     /// Writes what is owed; whether anything went.
     fn flush(&mut self, io: &mut Io<'_, Command>) -> std::io::Result<bool> {
         let mut wrote = false;
@@ -654,10 +691,13 @@ impl H2Strand {
             }
         }
         if self.written == self.out.len() {
+            // All written: the buffer goes back to the worker's pool (an idle connection
+            // holds none).
             self.written = 0;
-            self.out.clear();
-            if self.out.capacity() > OUTPUT_HIGH {
-                self.out = Vec::new();
+            let mut out = std::mem::take(&mut self.out);
+            if out.capacity() <= POOL_BUFFER_MAX {
+                out.clear();
+                keep(&OUT_BUFFERS, out);
             }
         }
         Ok(wrote)
@@ -728,6 +768,7 @@ impl H2Strand {
             now + limits.idle_timeout
         };
         self.deadline = Some(deadline);
+        self.return_buffers();
         Next::Park {
             read: read && self.state == State::Serving && !owed_past_high(self),
             write: owed,
@@ -770,9 +811,35 @@ fn owed_past_high(h: &H2Strand) -> bool {
     h.out.len() - h.written >= OUTPUT_HIGH
 }
 
+/// What a resume needs of `Io` while the scratch buffer is borrowed.
+struct Ctx {
+    now: Instant,
+    id: reactor::ConnId,
+    peer: Option<std::net::SocketAddr>,
+    /// The `serve_n` budget is spent: the server is to stop.
+    spent: bool,
+}
+
+impl Ctx {
+    fn worker(&self) -> usize {
+        self.id.worker() as usize
+    }
+}
+
+/// The worker has no connection left: its pooled buffers go.
+pub(crate) fn worker_idle() {
+    empty(&OUT_BUFFERS);
+    empty(&WORK_LISTS);
+    crate::h2::conn::worker_idle();
+}
+
 thread_local! {
-    /// HPACK's scratch for decoding (Huffman strings), one per worker.
+    /// HPACK's scratch for decoding (Huffman strings) and the header list, one per worker.
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    /// Output buffers kept for reuse.
+    static OUT_BUFFERS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Work lists kept for reuse.
+    static WORK_LISTS: std::cell::RefCell<Vec<Vec<(u32, Work)>>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Where a reply's head is encoded before it is framed, one per worker.
     static BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }

@@ -548,3 +548,13 @@ fn an_idle_http2_connection_is_closed_with_goaway_after_the_idle_timeout() {
     assert_eq!(c.goaway, Some((1, 0)));
     server.shutdown().unwrap();
 }
+
+#[test]
+fn sizes() {
+    eprintln!(
+        "H2Strand {} Conn {} Work {}",
+        std::mem::size_of::<super::H2Strand>(),
+        std::mem::size_of::<crate::h2::conn::Conn>(),
+        std::mem::size_of::<(u32, super::Work)>()
+    );
+}
