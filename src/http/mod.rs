@@ -52,6 +52,7 @@ pub use reply::{
 pub use router::{BadPattern, Matched, Router};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
+pub use crate::h2::config::{HEADER_TABLE_SIZE, Http2Config, MAX_CONCURRENT_STREAMS};
 #[cfg(feature = "tokio")]
 pub use crate::server::answer_async;
 pub use crate::server::{

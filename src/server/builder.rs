@@ -110,8 +110,9 @@ pub struct Server {
     pub(super) max_queued_output: usize,
     pub(super) rooms: Rooms,
     pub(super) control: Control,
-    /// Whether HTTP/2 is served (h2c by prior knowledge, h2 by ALPN).
+    /// Whether HTTP/2 is served (h2c by prior knowledge, h2 by ALPN), and its settings.
     pub(super) http2: bool,
+    pub(super) http2_config: crate::h2::config::Http2Config,
     /// What the optional features add (`features.rs`).
     pub(super) extras: Extras,
 }
@@ -190,6 +191,7 @@ impl Server {
             rooms: Rooms::new(super::encoding::ENCODING),
             control: Control::default(),
             http2: true,
+            http2_config: Default::default(),
             extras: Extras::default(),
         }
     }
@@ -430,6 +432,23 @@ impl Server {
     /// ```
     pub fn http2(mut self, on: bool) -> Server {
         self.http2 = on;
+        self
+    }
+
+    /// HTTP/2's settings: streams per connection, the HPACK table, the windows (see
+    /// [`Http2Config`](crate::http::Http2Config) for each default and why).
+    ///
+    /// ```
+    /// use web::http::{Http2Config, Server};
+    /// let server = Server::bind("127.0.0.1:0")?.http2_config(Http2Config {
+    ///     header_table_size: 0, // clients keep no fields for us: the least memory
+    ///     ..Http2Config::default()
+    /// });
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn http2_config(mut self, config: crate::h2::config::Http2Config) -> Server {
+        self.http2_config = config;
         self
     }
 

@@ -168,6 +168,8 @@ impl Control {
             held_bytes: s.total.held_bytes,
             websockets: self.shared.websockets.load(Ordering::Relaxed),
             event_streams: self.shared.streams.load(Ordering::Relaxed),
+            http2_connections: answered.http2_open as usize,
+            http2_streams: answered.http2_streams,
             refused_messages: s.total.refused_messages,
             out_of_descriptors: s.total.out_of_descriptors,
             panics: s.total.panics,

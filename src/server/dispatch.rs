@@ -538,7 +538,10 @@ pub(crate) fn answer_stream(
     if let Some(shared) = app.server() {
         request.set_proxies(usize::from(shared.proxies));
     }
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        streams: 1,
+        ..Tally::default()
+    };
     let answer = answer_stream_counted(app, request, rules, on, send, &mut tally);
     if let Some(shared) = app.server() {
         shared.figures(on.worker).add(&tally);

@@ -11,6 +11,11 @@ pub(crate) struct Figures {
     served: AtomicU64,
     /// Replies sent, by status class: 1xx (upgrades) to 5xx.
     classes: [AtomicU64; 5],
+    /// HTTP/2 connections begun and ended.
+    http2_opened: AtomicU64,
+    http2_closed: AtomicU64,
+    /// Requests answered on HTTP/2 streams.
+    http2_streams: AtomicU64,
 }
 
 /// What one call of dispatch answered, counted on the stack and added to the worker's
@@ -20,6 +25,8 @@ pub(crate) struct Figures {
 pub(crate) struct Tally {
     pub(crate) served: u64,
     pub(crate) classes: [u64; 5],
+    /// Of `served`, those on HTTP/2 streams.
+    pub(crate) streams: u64,
 }
 
 impl Tally {
@@ -44,6 +51,8 @@ fn class_of(status: u16) -> Option<usize> {
 pub(crate) struct Totals {
     pub(crate) served: u64,
     pub(crate) classes: [u64; 5],
+    pub(crate) http2_open: u64,
+    pub(crate) http2_streams: u64,
 }
 
 impl Figures {
@@ -51,6 +60,10 @@ impl Figures {
     pub(crate) fn add(&self, tally: &Tally) {
         if tally.served > 0 {
             self.served.fetch_add(tally.served, Ordering::Relaxed);
+        }
+        if tally.streams > 0 {
+            self.http2_streams
+                .fetch_add(tally.streams, Ordering::Relaxed);
         }
         for (count, &n) in self.classes.iter().zip(&tally.classes) {
             if n > 0 {
@@ -66,10 +79,28 @@ impl Figures {
         }
     }
 
+    /// An HTTP/2 connection began (`true`) or ended.
+    pub(crate) fn http2(&self, began: bool) {
+        let count = if began {
+            &self.http2_opened
+        } else {
+            &self.http2_closed
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn read(&self) -> Totals {
+        // (Ended read first: a connection ending between the two loads is never counted
+        // below zero.)
+        let closed = self.http2_closed.load(Ordering::Relaxed);
         Totals {
             served: self.served.load(Ordering::Relaxed),
             classes: std::array::from_fn(|i| self.classes[i].load(Ordering::Relaxed)),
+            http2_open: self
+                .http2_opened
+                .load(Ordering::Relaxed)
+                .saturating_sub(closed),
+            http2_streams: self.http2_streams.load(Ordering::Relaxed),
         }
     }
 }
@@ -80,6 +111,8 @@ impl Totals {
         workers.iter().fold(Totals::default(), |mut all, worker| {
             let one = worker.read();
             all.served += one.served;
+            all.http2_open += one.http2_open;
+            all.http2_streams += one.http2_streams;
             for (a, b) in all.classes.iter_mut().zip(one.classes) {
                 *a += b;
             }

@@ -57,7 +57,7 @@ pub(crate) fn render(stats: &ServerStats, workers: &[WorkerFigures]) -> String {
     {
         out.sample("web_responses_total", &[("class", class)], n);
     }
-    let figures: [(&str, &str, &str, u64); 20] = [
+    let figures: [(&str, &str, &str, u64); 22] = [
         (
             "web_parked_connections",
             "gauge",
@@ -81,6 +81,18 @@ pub(crate) fn render(stats: &ServerStats, workers: &[WorkerFigures]) -> String {
             "gauge",
             "Open Server-Sent Events streams.",
             stats.event_streams as u64,
+        ),
+        (
+            "web_http2_connections",
+            "gauge",
+            "Open HTTP/2 connections.",
+            stats.http2_connections as u64,
+        ),
+        (
+            "web_http2_streams_total",
+            "counter",
+            "Requests answered on HTTP/2 streams.",
+            stats.http2_streams,
         ),
         (
             "web_queued_output_bytes",

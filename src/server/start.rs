@@ -77,12 +77,9 @@ impl Server {
             reply_timeout: self.reply_timeout,
             proxies: self.proxies,
             access_log: self.access_log,
-            h2: self.http2.then(|| crate::h2::conn::Config {
-                // RFC 8441 (WebSocket over HTTP/2) is not served yet: a browser then opens its
-                // WebSockets over HTTP/1.1.
-                connect_protocol: false,
-                ..Default::default()
-            }),
+            h2: self
+                .http2
+                .then(|| self.http2_config.codec(self.limits.head.max_head_bytes)),
         });
         let service = |worker| HttpService {
             shared: Arc::clone(&shared),

@@ -39,6 +39,10 @@ pub struct ServerStats {
     pub websockets: usize,
     /// Open Server-Sent Events streams ([`Server::sse`]); included in `open_connections`.
     pub event_streams: usize,
+    /// Open HTTP/2 connections ([`Server::http2`]); included in `open_connections`.
+    pub http2_connections: usize,
+    /// Requests answered on HTTP/2 streams since the server started; included in `requests`.
+    pub http2_streams: u64,
     /// Messages to connections or workers refused because a worker's queue was full.
     pub refused_messages: u64,
     /// Connections the server could not accept for want of file descriptors (or memory:

@@ -97,8 +97,9 @@ pub(crate) struct H2Strand {
 impl H2Strand {
     /// A connection whose first bytes (`early`, starting with the preface) were read as
     /// HTTP/1.1 until they showed the preface.
-    pub(crate) fn new(peer: Peer, shared: &ServerShared, early: &[u8]) -> H2Strand {
+    pub(crate) fn new(peer: Peer, shared: &ServerShared, worker: usize, early: &[u8]) -> H2Strand {
         let conn = Conn::new(shared.h2.unwrap_or_default());
+        shared.figures(worker).http2(true);
         let mut out = Vec::new();
         conn.preface(&mut out);
         H2Strand {
@@ -171,6 +172,7 @@ impl H2Strand {
                 }
             }
             shared.replies.forget_streams(id);
+            shared.figures(id.worker() as usize).http2(false);
         });
         self.work.clear();
     }

@@ -549,12 +549,72 @@ fn an_idle_http2_connection_is_closed_with_goaway_after_the_idle_timeout() {
     server.shutdown().unwrap();
 }
 
+/// A literal field added to the peer's table (RFC 7541 §6.2.1), as browsers and curl send
+/// most of theirs.
+fn indexed_literal(block: &mut Vec<u8>, name: &str, value: &str) {
+    block.push(0x40);
+    for s in [name.as_bytes(), value.as_bytes()] {
+        assert!(s.len() < 127);
+        block.push(s.len() as u8);
+        block.extend_from_slice(s);
+    }
+}
+
 #[test]
-fn sizes() {
-    eprintln!(
-        "H2Strand {} Conn {} Work {}",
-        std::mem::size_of::<super::H2Strand>(),
-        std::mem::size_of::<crate::h2::conn::Conn>(),
-        std::mem::size_of::<(u32, super::Work)>()
+fn an_idle_http2_connection_after_a_request_holds_under_a_kibibyte_and_is_counted() {
+    let server = serve(bind(), echo);
+    let mut c = Client::new(server.local_addr().port());
+    // A request as a browser sends it: its fields added to our table.
+    let mut block = Vec::new();
+    write_field(&mut block, ":method", b"GET");
+    write_field(&mut block, ":scheme", b"https");
+    write_field(&mut block, ":path", b"/dashboard");
+    indexed_literal(&mut block, ":authority", "dashboard.example.com");
+    indexed_literal(
+        &mut block,
+        "user-agent",
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
     );
+    indexed_literal(
+        &mut block,
+        "accept",
+        "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    );
+    indexed_literal(&mut block, "accept-language", "en-US,en;q=0.9");
+    indexed_literal(&mut block, "accept-encoding", "gzip, deflate, br, zstd");
+    let mut out = Vec::new();
+    frame::write_head(
+        &mut out,
+        block.len(),
+        Kind::Headers,
+        flags::END_STREAM | flags::END_HEADERS,
+        1,
+    );
+    out.extend_from_slice(&block);
+    c.send(&out);
+    assert_eq!(c.answer(1).status, 200);
+    let start = Instant::now();
+    let held = loop {
+        let stats = server.stats();
+        // Idle once the reply is written and the connection parked.
+        if stats.parked == 1 || start.elapsed() > Duration::from_secs(5) {
+            break stats;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(held.http2_connections, 1);
+    assert_eq!(held.http2_streams, 1);
+    assert!(
+        held.held_bytes <= 1024,
+        "an idle HTTP/2 connection holds {} bytes",
+        held.held_bytes
+    );
+    eprintln!("idle HTTP/2 connection: {} bytes held", held.held_bytes);
+    drop(c);
+    let start = Instant::now();
+    while server.stats().http2_connections > 0 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(server.stats().http2_connections, 0);
+    server.shutdown().unwrap();
 }
