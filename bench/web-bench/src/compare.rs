@@ -26,7 +26,8 @@ const ABOUT: &str = "web-bench compare: web beside other Rust servers, side by s
 \n\
 Builds web's examples and the peers of bench/peers (release; the first build takes minutes),\n\
 then for each scenario and round starts every server with one worker on CPU 0 and loads it\n\
-from CPU 1: HTTP keep-alive (64 connections) and pipelined (64 x 16), WebSocket ping-pong\n\
+from CPU 1: HTTP keep-alive (64 connections) and pipelined (64 x 16), HTTP/2 over h2c (h2load,\n\
+64 connections x 16 streams; web, hyper's h2, nginx), WebSocket ping-pong\n\
 (64 connections, 32 B and 16 KiB) and windowed (64 x 16, 32 B); then each server's idle cost\n\
 (web-bench idle). Figures per server core-second; ratios to the best peer and to the ceiling\n\
 inside each round. Uses wrk for HTTP when installed, else its own generator, and says which.\n\
@@ -56,7 +57,7 @@ const OPTS: &[Opt] = &[
     Opt {
         name: "--only",
         value: Some("LIST"),
-        help: "scenarios, comma-separated: http, ws, idle (default all)",
+        help: "scenarios, comma-separated: http, h2, ws, idle (default all)",
     },
     Opt {
         name: "--quick",
@@ -101,6 +102,13 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "http pipelined c64 x16",
         speaks: Speaks::Http,
+        conns: 64,
+        depth: 16,
+        size: 0,
+    },
+    Scenario {
+        name: "h2 c64 x m16 (h2load)",
+        speaks: Speaks::H2,
         conns: 64,
         depth: 16,
         size: 0,
@@ -167,20 +175,16 @@ pub fn command(args: &[String]) -> Result<ExitCode, Refused> {
     }
     let wrk = which("wrk");
     let generator = if wrk.is_some() {
-        "wrk (HTTP), web-bench (WebSocket)"
+        "wrk (HTTP), h2load (HTTP/2), web-bench (WebSocket)"
     } else {
-        "web-bench (HTTP and WebSocket; wrk is not installed)"
+        "web-bench (HTTP and WebSocket; wrk is not installed), h2load (HTTP/2)"
     };
     progress.say(&format!("load: {generator}"));
     let mut runs = Vec::new();
     let wanted = |what: &str| only.split(',').any(|o| o.trim() == what);
     for round in 0..rounds {
         for sc in SCENARIOS {
-            let which = if sc.speaks == Speaks::Http {
-                "http"
-            } else {
-                "ws"
-            };
+            let which = kind_name(sc.speaks);
             if !wanted(which) {
                 continue;
             }
@@ -217,10 +221,10 @@ pub fn command(args: &[String]) -> Result<ExitCode, Refused> {
                 "idle cost of {} ({idle_n} connections)",
                 peer.name
             ));
-            let kind = if peer.speaks == Speaks::Http {
-                Kind::Http
-            } else {
-                Kind::Ws
+            let kind = match peer.speaks {
+                Speaks::Http => Kind::Http,
+                Speaks::Ws => Kind::Ws,
+                Speaks::H2 => continue, // (HTTP/2's idle cost: `web-bench idle --kind h2`)
             };
             let record = Running::start(peer, 0).and_then(|server| {
                 let plan = idle::Plan {
@@ -282,13 +286,14 @@ fn measure(
     let target = load::local(server.port);
     let payload = vec![b'x'; sc.size];
     let ask = match sc.speaks {
-        Speaks::Http => Ask::Http,
+        Speaks::Http | Speaks::H2 => Ask::Http,
         Speaks::Ws => Ask::Ws {
             payload: &payload,
             binary: sc.size > 125,
         },
     };
     let (done, seconds, client_cpu, server_cpu) = match (sc.speaks, wrk) {
+        (Speaks::H2, _) => h2load_run(&server, sc, warmup, window)?,
         (Speaks::Http, Some(wrk)) => wrk_run(wrk, &server, sc, warmup, window)?,
         _ => {
             // The load runs on a thread of its own, pinned to CPU 1.
@@ -323,6 +328,53 @@ fn measure(
         "client_cpu_share": client_cpu / seconds,
         "per_server_core_second": if server_cpu > 0.0 { Some(done as f64 / server_cpu) } else { None },
     }))
+}
+
+/// One HTTP/2 run with `h2load` (nghttp2's; Debian `nghttp2-client`): `sc.conns` connections
+/// of `sc.depth` concurrent streams each, pinned to CPU 1 with `taskset` when it is there.
+fn h2load_run(
+    server: &Running,
+    sc: &Scenario,
+    warmup: Duration,
+    window: Duration,
+) -> std::io::Result<(u64, f64, f64, f64)> {
+    let h2load = which("h2load").ok_or_else(|| {
+        std::io::Error::other("h2load is not installed (apt-get install nghttp2-client)")
+    })?;
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let run = |secs: f64| -> std::io::Result<(String, f64)> {
+        let mut cmd = match which("taskset") {
+            Some(t) => {
+                let mut c = Command::new(t);
+                c.args(["-c", "1"]).arg(&h2load);
+                c
+            }
+            None => Command::new(&h2load),
+        };
+        cmd.args([
+            "-t1",
+            &format!("-c{}", sc.conns),
+            &format!("-m{}", sc.depth),
+            &format!("-D{}", secs.ceil() as u64),
+        ]);
+        let cpu0 = server.cpu();
+        let out = cmd.arg(&url).stdin(Stdio::null()).output()?;
+        Ok((
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            server.cpu() - cpu0,
+        ))
+    };
+    run(warmup.as_secs_f64())?;
+    let (text, server_cpu) = run(window.as_secs_f64())?;
+    // "requests: N total, N started, N done, N succeeded, ..."
+    let succeeded = text
+        .lines()
+        .find_map(|l| l.strip_prefix("requests: "))
+        .and_then(|l| l.split(", ").find_map(|p| p.strip_suffix(" succeeded")))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .ok_or_else(|| std::io::Error::other(format!("h2load said: {text}")))?;
+    let seconds = window.as_secs_f64().ceil();
+    Ok((succeeded, seconds, 0.0, server_cpu))
 }
 
 /// One HTTP run with `wrk` (pinned to CPU 1 with `taskset` when it is there).
@@ -487,6 +539,7 @@ fn kind_name(s: Speaks) -> &'static str {
     match s {
         Speaks::Http => "http",
         Speaks::Ws => "ws",
+        Speaks::H2 => "h2",
     }
 }
 

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub enum Speaks {
     Http,
     Ws,
+    /// HTTP/2 by prior knowledge (h2c).
+    H2,
 }
 
 /// A server of the comparison.
@@ -88,6 +90,17 @@ pub const ALL: &[Peer] = &[
             Speaks::Http,
         )
     },
+    Peer {
+        candidate: true,
+        ..peer("web", "target/release/examples/hello", Speaks::H2)
+    },
+    peer(
+        "hyper",
+        "bench/peers/target/release/hyper_h2_hello",
+        Speaks::H2,
+    ),
+    // nginx (Debian's) in one process: a script that writes its configuration and becomes it.
+    peer("nginx", "bench/peers/nginx_h2.sh", Speaks::H2),
     Peer {
         candidate: true,
         ..peer("web", "target/release/examples/ws_echo", Speaks::Ws)
