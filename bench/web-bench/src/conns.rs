@@ -21,6 +21,9 @@ pub enum Kind {
     Sse,
     /// A TLS handshake, then one keep-alive `GET` through it.
     Tls,
+    /// HTTP/2 by prior knowledge (h2c; over TLS with an https:// URL): the preface, then one
+    /// `GET` on stream 1, its reply read to its end; the connection is then kept idle.
+    H2,
 }
 
 impl std::str::FromStr for Kind {
@@ -31,7 +34,8 @@ impl std::str::FromStr for Kind {
             "ws" => Ok(Kind::Ws),
             "sse" => Ok(Kind::Sse),
             "tls" => Ok(Kind::Tls),
-            _ => Err(format!("--kind is http, ws, sse or tls, not {s:?}")),
+            "h2" => Ok(Kind::H2),
+            _ => Err(format!("--kind is http, ws, sse, tls or h2, not {s:?}")),
         }
     }
 }
@@ -43,6 +47,7 @@ impl Kind {
             Kind::Ws => "ws",
             Kind::Sse => "sse",
             Kind::Tls => "tls",
+            Kind::H2 => "h2",
         }
     }
 }
@@ -183,6 +188,7 @@ pub fn open(
     };
     match kind {
         Kind::Http | Kind::Tls => get(s, target)?,
+        Kind::H2 => h2_get(s, target)?,
         Kind::Ws => {
             upgrade(s, target)?;
             if let Some(text) = &target.send {
@@ -260,6 +266,51 @@ pub fn get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Result<
         body += n;
     }
     Ok(())
+}
+
+/// HTTP/2's preface and empty SETTINGS, then `GET` on stream 1 (its fields literal, added to
+/// no table), read up to the frame that ends the stream; the server's SETTINGS acknowledged.
+pub fn h2_get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Result<()> {
+    let mut block = vec![0x82, 0x86]; // :method GET, :scheme http
+    for (index, value) in [(4u8, target.path.as_bytes()), (1, target.host.as_bytes())] {
+        // A literal never indexed, its name by static index (:path 4, :authority 1).
+        if value.len() > 126 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a path or host over 126 bytes"));
+        }
+        block.extend_from_slice(&[0x10 | index, value.len() as u8]);
+        block.extend_from_slice(value);
+    }
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0".to_vec();
+    out.extend_from_slice(&(block.len() as u32).to_be_bytes()[1..]);
+    out.extend_from_slice(&[0x1, 0x5, 0, 0, 0, 1]); // HEADERS, END_STREAM | END_HEADERS, stream 1
+    out.extend_from_slice(&block);
+    s.write_all(&out)?;
+    let mut got: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        while got.len() >= 9 {
+            let len = u32::from_be_bytes([0, got[0], got[1], got[2]]) as usize;
+            if got.len() < 9 + len {
+                break;
+            }
+            let (kind, flags, stream) = (got[3], got[4], u32::from_be_bytes([got[5], got[6], got[7], got[8]]));
+            got.drain(..9 + len);
+            match kind {
+                0x4 if flags & 1 == 0 => s.write_all(&[0, 0, 0, 4, 1, 0, 0, 0, 0])?,
+                0x3 | 0x7 => return Err(refused("a reply on stream 1", "RST_STREAM or GOAWAY")),
+                0x0 | 0x1 if stream == 1 && flags & 1 == 1 => return Ok(()),
+                _ => {}
+            }
+        }
+        if got.len() > 64 * 1024 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "a reply over 64 KiB"));
+        }
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
 }
 
 /// A WebSocket upgrade of `s`; its `101` and accept key checked.

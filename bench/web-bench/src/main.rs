@@ -85,7 +85,7 @@ const IDLE_OPTS: &[Opt] = &[
     Opt {
         name: "--kind",
         value: Some("KIND"),
-        help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET); default from the URL",
+        help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET), h2 (HTTP/2: the preface and one GET); default from the URL",
     },
     Opt {
         name: "--send",
