@@ -10,6 +10,9 @@
 //! `--tls-cert FILE --tls-key FILE` (PEM; build with `--features tls`) serve HTTPS only.
 //! `--async` answers from an `async` block on a tokio runtime of one thread
 //! (`web::http::answer_async`): what the async path costs beside the synchronous one.
+//! HTTP/2 is served too: h2c by prior knowledge on the same port, h2 by ALPN with TLS
+//! (`curl --http2-prior-knowledge http://127.0.0.1:8080/`); `--h2-table BYTES` sets the HPACK
+//! table its clients may fill (default `web::http::HEADER_TABLE_SIZE`).
 
 use web::http::text_response;
 
@@ -27,13 +30,21 @@ fn serve() -> std::io::Result<()> {
             "--requests",
             "--tls-cert",
             "--tls-key",
+            "--h2-table",
         ],
         &["--async"],
         "Answers Hello, World! on any path (the benchmark target). --requests N: serve N \
          requests, then exit. --tls-cert FILE --tls-key FILE (PEM): serve HTTPS only. \
-         --async: answer from async code on a tokio runtime of one thread.",
+         --async: answer from async code on a tokio runtime of one thread. HTTP/2: h2c on \
+         the same port, h2 by ALPN; --h2-table BYTES: the HPACK table clients may fill.",
     )?;
     let mut server = options.server(8080)?;
+    if let Some(bytes) = options.get::<u32>("--h2-table")? {
+        server = server.http2_config(web::http::Http2Config {
+            header_table_size: bytes,
+            ..Default::default()
+        });
+    }
     if let Some(n) = options.get::<u64>("--requests")? {
         server = server.requests(n);
     }

@@ -22,6 +22,8 @@ use crate::http::message::pool::{empty, keep, reuse};
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The window every stream and the connection start with (RFC 9113 §6.9.2).
 pub(crate) const DEFAULT_WINDOW: u32 = 65_535;
+/// HPACK's table size before SETTINGS say otherwise (RFC 9113 §6.5.2).
+const DEFAULT_TABLE_SIZE: usize = 4096;
 /// Output owed past which no more input is taken until it is written.
 pub(crate) const OUTPUT_HIGH: usize = 64 * 1024;
 /// Fragments one header block may come in.
@@ -176,7 +178,9 @@ impl Conn {
     /// A connection that will advertise `config`; its first output is [`Conn::preface`].
     pub(crate) fn new(config: Config) -> Conn {
         Conn {
-            decoder: Decoder::new(config.header_table_size as usize),
+            // RFC 7541's default until the peer acknowledges ours (it may encode with it
+            // before it has read them).
+            decoder: Decoder::new(DEFAULT_TABLE_SIZE.max(config.header_table_size as usize)),
             config,
             phase: Phase::Preface,
             streams: Vec::new(),
@@ -301,7 +305,11 @@ impl Conn {
             }
         }
         match parsed {
-            Frame::Settings { ack: true, .. } => Ok(()),
+            Frame::Settings { ack: true, .. } => {
+                // Our SETTINGS are in force: HPACK's table shrinks to what we advertised.
+                self.decoder.settle(self.config.header_table_size as usize);
+                Ok(())
+            }
             Frame::Settings { params, .. } => {
                 self.spend(1)?;
                 for setting in frame::settings(params) {

@@ -5,14 +5,14 @@
 # against Python's `websockets` and headless Chromium, and two chat instances sharing rooms
 # and rate limits through Redis behind nginx, the WebSocket client against Python websockets,
 # Node ws and the Autobahn fuzzingserver, SSE with Node and Chromium EventSource, HTTPS and WSS
-# with curl, openssl s_client, Python, Node, Go and Chromium, the chat's metrics scraped by
-# Prometheus. Run by
+# with curl, openssl s_client, Python, Node, Go and Chromium, HTTP/2 (h2c and h2) with curl,
+# nghttp, Python h2 and httpx, Node and Go, the chat's metrics scraped by Prometheus. Run by
 # .ci/run; runnable on its own:
 #
 #   tests/interop/run.sh
 #
-# Installs curl, nginx, redis-server, chromium, node, npm, openssl, go and prometheus with apt-get,
-# websockets, httpx and prometheus_client with pip, and the eventsource package with npm, when they are missing
+# Installs curl, nginx, redis-server, chromium, node, npm, openssl, go, prometheus and nghttp2-client
+# with apt-get, websockets, httpx[http2] and prometheus_client with pip, and the eventsource package with npm, when they are missing
 # (CI runs as root on a machine that may be new); a tool still missing afterwards is a failure,
 # never a skip.
 set -euo pipefail
@@ -54,6 +54,7 @@ apt_install npm npm
 apt_install openssl openssl
 apt_install go golang-go
 apt_install prometheus prometheus
+apt_install nghttp nghttp2-client
 # Node's EventSource client from npm, into a directory of its own (removed at exit).
 NODE_PREFIX=$(mktemp -d)
 trap 'rm -rf "$NODE_PREFIX"' EXIT
@@ -72,9 +73,9 @@ if ! python3 -c 'import prometheus_client' 2>/dev/null; then
     echo "interop: installing Python's prometheus_client (its text-format parser) with pip"
     timeout 600 python3 -m pip install --quiet prometheus_client || die "pip could not install prometheus_client"
 fi
-if ! python3 -c 'import httpx' 2>/dev/null; then
-    echo "interop: installing Python's httpx with pip"
-    timeout 600 python3 -m pip install --quiet httpx || die "pip could not install httpx"
+if ! python3 -c 'import httpx, h2' 2>/dev/null; then
+    echo "interop: installing Python's httpx with HTTP/2 (h2) with pip"
+    timeout 600 python3 -m pip install --quiet 'httpx[http2]' || die "pip could not install httpx[http2]"
 fi
 echo "interop: $(curl --version | head -n 1)"
 echo "interop: httpx $(python3 -c 'import httpx; print(httpx.__version__)')"
@@ -144,6 +145,9 @@ timeout -k 10 180 python3 tests/interop/chat_chromium.py --tls "$chat" || failed
 echo
 echo "== interop: HTTPS and WSS against curl, openssl s_client, Python, Node, Go and ws_client =="
 timeout -k 10 400 python3 tests/interop/tls_clients.py target/release/examples "$NODE_PREFIX" || failed+=("tls_clients.py (exit $?)")
+
+echo "== interop: HTTP/2 (h2c and h2 by ALPN) with curl, nghttp, Python h2 and httpx, Node and Go =="
+timeout -k 10 400 python3 tests/interop/h2_clients.py target/release/examples || failed+=("h2_clients.py (exit $?)")
 echo
 echo "== interop: Server-Sent Events, curl -N and httpx against the chat =="
 timeout -k 10 120 python3 tests/interop/sse_clients.py "$chat" || failed+=("sse_clients.py (exit $?)")

@@ -275,7 +275,10 @@ pub fn h2_get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Resu
     for (index, value) in [(4u8, target.path.as_bytes()), (1, target.host.as_bytes())] {
         // A literal never indexed, its name by static index (:path 4, :authority 1).
         if value.len() > 126 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a path or host over 126 bytes"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a path or host over 126 bytes",
+            ));
         }
         block.extend_from_slice(&[0x10 | index, value.len() as u8]);
         block.extend_from_slice(value);
@@ -293,7 +296,11 @@ pub fn h2_get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Resu
             if got.len() < 9 + len {
                 break;
             }
-            let (kind, flags, stream) = (got[3], got[4], u32::from_be_bytes([got[5], got[6], got[7], got[8]]));
+            let (kind, flags, stream) = (
+                got[3],
+                got[4],
+                u32::from_be_bytes([got[5], got[6], got[7], got[8]]),
+            );
             got.drain(..9 + len);
             match kind {
                 0x4 if flags & 1 == 0 => s.write_all(&[0, 0, 0, 4, 1, 0, 0, 0, 0])?,
@@ -303,7 +310,10 @@ pub fn h2_get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Resu
             }
         }
         if got.len() > 64 * 1024 {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "a reply over 64 KiB"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a reply over 64 KiB",
+            ));
         }
         let n = s.read(&mut buf)?;
         if n == 0 {

@@ -624,3 +624,50 @@ fn an_idle_connection_after_a_request_holds_little() {
         std::mem::size_of::<Conn>()
     );
 }
+
+/// A literal field added to the table (RFC 7541 §6.2.1), its name and value literal.
+fn indexed(block: &mut Vec<u8>, name: &str, value: &str) {
+    block.push(0x40);
+    for s in [name, value] {
+        assert!(s.len() < 127);
+        block.push(s.len() as u8);
+        block.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// Regression: Python's h2 sent 200 requests before reading our SETTINGS, indexing fields as
+/// RFC 7541's default 4 096-byte table allows; a decoder already at the 512 we advertise had
+/// evicted what they then referred to, and the connection ended with COMPRESSION_ERROR.
+#[test]
+fn until_the_peer_acknowledges_our_settings_its_table_may_be_the_default_size() {
+    let config = Config {
+        header_table_size: 512,
+        ..Config::default()
+    };
+    let mut peer = Peer::started_with(config);
+    let long = "v".repeat(100);
+    for (i, stream) in [1u32, 3, 5, 7, 9].into_iter().enumerate() {
+        let mut b = get("/");
+        // Each request adds one field of 100 + 7 + 32 bytes; the fifth refers to the first,
+        // 4 entries back (dynamic index 62 + 4), past what 512 bytes could keep.
+        indexed(&mut b, &format!("x-f{i}-{i}"), &long);
+        if i == 4 {
+            b.push(0x80 | (62 + 4));
+        }
+        peer.feed(&frame(HEADERS, 0x5, stream, &b));
+    }
+    let frames = peer.frames();
+    assert_eq!(peer.events.len(), 5, "{:?} {frames:?}", peer.events);
+    assert!(frames.iter().all(|f| f.0 != 0x7), "no GOAWAY");
+    // Once acknowledged, the table is 512 bytes: what is past it went, and the peer may not
+    // ask for more.
+    peer.feed(&frame(SETTINGS, 0x1, 0, &[]));
+    assert!(peer.conn.held_bytes() < 4096);
+    let mut b = vec![0x3f, 0xe1, 0x1f]; // a size update to 4 096
+    b.extend(get("/"));
+    peer.feed(&frame(HEADERS, 0x5, 11, &b));
+    assert!(
+        peer.frames().iter().any(|f| f.0 == 0x7),
+        "GOAWAY: COMPRESSION_ERROR"
+    );
+}

@@ -39,6 +39,17 @@ impl Decoder {
         }
     }
 
+    /// The peer now knows this side's SETTINGS: its table may hold `limit` bytes from now on
+    /// (until then it may use RFC 7541's default, 4 096). Entries past it go at once; a peer
+    /// that obeys begins its next block with a size update to at most `limit`, which evicts
+    /// the same ones.
+    pub(crate) fn settle(&mut self, limit: usize) {
+        self.limit = limit;
+        if self.table.size() > limit || self.table.max() > limit {
+            self.table.resize(limit);
+        }
+    }
+
     /// Decodes one whole header block, handing each field to `field` in order. After an
     /// error the table may no longer match the peer's: the connection must end.
     pub(crate) fn decode(

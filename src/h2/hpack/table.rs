@@ -147,6 +147,11 @@ impl Dynamic {
     }
 
     /// The size as HPACK counts it.
+    /// The size it may reach.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
     pub(crate) fn size(&self) -> usize {
         self.size
     }
