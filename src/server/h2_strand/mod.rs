@@ -37,6 +37,21 @@ const REPLY_RULES: ReplyRules = ReplyRules {
     http10: false,
 };
 
+/// Request bodies one connection may hold at once, in `max_body`s: each stream's body is
+/// bounded by `max_body` (413), and all of a connection's together by this many (a stream past
+/// it is refused with REFUSED_STREAM, which a client may ask again).
+const BODIES: u64 = 4;
+
+/// Bytes of request bodies held by streams still receiving them.
+fn held_bodies(work: &[(u32, Work)]) -> u64 {
+    work.iter()
+        .map(|(_, w)| match w {
+            Work::Receiving(r, _) => r.body().len() as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
 /// Reads one resume makes before letting the worker's other connections run.
 const READS_PER_TURN: usize = 16;
 
@@ -62,6 +77,8 @@ enum Work {
     Ready(Request, ReplyRules),
     /// Answered by the server before its handler (431, 413).
     Refused(ParseError, ReplyRules),
+    /// To be reset with this code, unanswered.
+    Cut(ErrorCode),
     /// Its deferred reply, answered by the server at `until` (503, or 204 for a long-poll).
     Waiting(Wait, Instant),
     /// The rest of its reply's body, held back by the windows.
@@ -185,7 +202,7 @@ impl H2Strand {
                 Work::Receiving(r, _) | Work::Ready(r, _) => r.held_bytes(),
                 Work::Sending(body, at) => body.len() - at,
                 Work::Streaming { held, .. } => held.capacity(),
-                Work::Refused(..) | Work::Waiting(..) => 0,
+                Work::Refused(..) | Work::Cut(_) | Work::Waiting(..) => 0,
             })
             .sum();
         std::mem::size_of::<H2Strand>()
@@ -304,11 +321,25 @@ impl H2Strand {
                     let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) else {
                         return;
                     };
-                    if let Work::Receiving(request, rules) = &mut slot.1 {
-                        if request.body().len() as u64 + data.len() as u64 > max_body {
-                            slot.1 = Work::Refused(ParseError::BodyTooLarge, *rules);
-                            return;
+                    let Work::Receiving(request, rules) = &slot.1 else {
+                        return;
+                    };
+                    if request.body().len() as u64 + data.len() as u64 > max_body {
+                        slot.1 = Work::Refused(ParseError::BodyTooLarge, *rules);
+                        return;
+                    }
+                    if held_bodies(work) + data.len() as u64 > max_body.saturating_mul(BODIES) {
+                        // Each body within its limit, but together more than a connection
+                        // may hold: this one is refused, to be asked again.
+                        if let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) {
+                            slot.1 = Work::Cut(ErrorCode::RefusedStream);
                         }
+                        return;
+                    }
+                    let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) else {
+                        return;
+                    };
+                    if let Work::Receiving(request, rules) = &mut slot.1 {
                         request.append_body(data);
                         if end_stream {
                             let rules = *rules;
@@ -355,6 +386,10 @@ impl H2Strand {
                     // The rest of its body is not wanted: the peer may stop sending it.
                     self.conn.cancel(stream, ErrorCode::NoError, &mut self.out);
                     shared.figures(ctx.worker()).replied(status);
+                }
+                Work::Cut(code) => {
+                    self.work.remove(at);
+                    self.conn.cancel(stream, code, &mut self.out);
                 }
                 other => self.work[at].1 = other,
             }

@@ -618,3 +618,36 @@ fn an_idle_http2_connection_after_a_request_holds_under_a_kibibyte_and_is_counte
     assert_eq!(server.stats().http2_connections, 0);
     server.shutdown().unwrap();
 }
+
+#[test]
+fn bodies_held_at_once_are_bounded_per_connection_and_the_stream_past_it_refused() {
+    let server = serve(bind().max_body(1000), echo);
+    let mut c = Client::new(server.local_addr().port());
+    let mut out = Vec::new();
+    // Five uploads of 900 bytes begun, none finished: 4 500 bytes, past four bodies' worth.
+    for i in 0..5u32 {
+        let s = 1 + 2 * i;
+        let mut block = Vec::new();
+        write_field(&mut block, ":method", b"POST");
+        write_field(&mut block, ":scheme", b"http");
+        write_field(&mut block, ":authority", b"a");
+        write_field(&mut block, ":path", b"/up");
+        frame::write_head(&mut out, block.len(), Kind::Headers, flags::END_HEADERS, s);
+        out.extend_from_slice(&block);
+        frame::write_head(&mut out, 900, Kind::Data, 0, s);
+        out.extend_from_slice(&[b'x'; 900]);
+    }
+    c.send(&out);
+    assert_eq!(c.answer(9).reset, Some(0x7), "REFUSED_STREAM");
+    // The four others finish and are answered.
+    let mut out = Vec::new();
+    for s in [1u32, 3, 5, 7] {
+        frame::write_head(&mut out, 0, Kind::Data, flags::END_STREAM, s);
+    }
+    c.send(&out);
+    for a in c.answers(&[1, 3, 5, 7]) {
+        assert_eq!(a.status, 200);
+        assert!(String::from_utf8_lossy(&a.body).ends_with(&"x".repeat(900)));
+    }
+    server.shutdown().unwrap();
+}
