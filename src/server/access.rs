@@ -91,8 +91,11 @@ struct Pending {
 
 thread_local! {
     /// This worker's exchanges in progress, by connection.
-    static PENDING: RefCell<HashMap<ConnId, Pending>> = RefCell::new(HashMap::new());
+    static PENDING: RefCell<HashMap<Exchange, Pending>> = RefCell::new(HashMap::new());
 }
+
+/// Which exchange a record is of: a connection's (stream 0), or one HTTP/2 stream's.
+pub(crate) type Exchange = (ConnId, u32);
 
 /// A request's method and target, kept on the stack across its handler call.
 pub(crate) struct Label {
@@ -161,7 +164,7 @@ pub(crate) fn now(
 /// An exchange of connection `id` goes on after its handler returned: remembered until
 /// [`done`] or [`closed`]. `status` and `bytes` are what was sent already (a session's head).
 pub(crate) fn later(
-    id: ConnId,
+    id: Exchange,
     label: &Label,
     began: Instant,
     peer: Option<SocketAddr>,
@@ -181,7 +184,7 @@ pub(crate) fn later(
 
 /// The reply of connection `id` went out (its head, or a piece of its body): its status when
 /// it has one, and `bytes` more.
-pub(crate) fn sent(id: ConnId, status: Option<u16>, kind: Option<AccessKind>, bytes: u64) {
+pub(crate) fn sent(id: Exchange, status: Option<u16>, kind: Option<AccessKind>, bytes: u64) {
     PENDING.with_borrow_mut(|all| {
         if let Some(p) = all.get_mut(&id) {
             if let Some(status) = status {
@@ -197,7 +200,7 @@ pub(crate) fn sent(id: ConnId, status: Option<u16>, kind: Option<AccessKind>, by
 
 /// The exchange of connection `id` is over (its reply complete, the session or connection
 /// closed): logged, if one was in progress.
-pub(crate) fn done(log: &DynAccessLog, id: ConnId) {
+pub(crate) fn done(log: &DynAccessLog, id: Exchange) {
     let Some(p) = PENDING.with_borrow_mut(|all| all.remove(&id)) else {
         return;
     };
@@ -241,7 +244,7 @@ mod tests {
                 a.kind,
             ))
         };
-        let id = ConnId::from_parts(0, 7, 1);
+        let id = (ConnId::from_parts(0, 7, 1), 0);
         later(
             id,
             &Label::new("GET", "/x"),

@@ -158,7 +158,7 @@ impl Strand for ConnStrand {
         // with its connection.
         super::worker::with(|shared| {
             if let Some(log) = shared.and_then(|s| s.access_log.as_deref()) {
-                super::access::done(log, id);
+                super::access::done(log, (id, 0));
             }
         });
     }

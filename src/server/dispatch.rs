@@ -502,6 +502,8 @@ pub(crate) struct OnStream {
     pub(crate) peer: Option<std::net::SocketAddr>,
     /// [`Exchange::Stream`] of the connection.
     pub(crate) exchange: Exchange,
+    /// The stream's id.
+    pub(crate) stream: u32,
     pub(crate) worker: usize,
 }
 
@@ -558,6 +560,7 @@ fn answer_stream_counted(
     tally: &mut Tally,
 ) -> StreamAnswer {
     let mut told = Told::of(app, &request, (on.now, on.peer, on.exchange), tally);
+    told.stream = on.stream;
     if app.websocket_route(&mut request).is_some() || app.sse_route(&mut request).is_some() {
         return StreamAnswer::Http11Required;
     }
@@ -572,6 +575,7 @@ fn answer_stream_counted(
     told.tally.served += 1;
     match (deferral, panicked) {
         (Some(Deferral::Conn(seq, patience)), false) => {
+            told.later(AccessKind::Deferred, 0, 0);
             let wait = Wait {
                 seq,
                 rules,
@@ -699,6 +703,8 @@ struct Told<'t> {
     began: Instant,
     peer: Option<std::net::SocketAddr>,
     exchange: Exchange,
+    /// The HTTP/2 stream (0 for a connection's one exchange).
+    stream: u32,
 }
 
 impl<'t> Told<'t> {
@@ -719,6 +725,7 @@ impl<'t> Told<'t> {
             began: now,
             peer,
             exchange,
+            stream: 0,
         }
     }
 
@@ -731,6 +738,7 @@ impl<'t> Told<'t> {
             began: turn.now,
             peer: turn.peer,
             exchange: turn.exchange,
+            stream: 0,
         }
     }
 
@@ -753,9 +761,9 @@ impl<'t> Told<'t> {
         if status > 0 {
             self.tally.replied(status);
         }
-        if let (Some(_), Exchange::Conn(id)) = (self.log, self.exchange) {
+        if let (Some(_), Exchange::Conn(id) | Exchange::Stream(id)) = (self.log, self.exchange) {
             access::later(
-                id,
+                (id, self.stream),
                 &self.label,
                 self.began,
                 self.peer,

@@ -765,7 +765,7 @@ impl Busy {
                 let before = out.len();
                 let pieced = stream.piece(out, &piece);
                 if conn.shared.access_log.is_some() {
-                    access::sent(io.id(), None, None, (out.len() - before) as u64);
+                    access::sent((io.id(), 0), None, None, (out.len() - before) as u64);
                 }
                 if pieced.is_err() {
                     self.cut_stream(conn, io, wait);
@@ -778,7 +778,7 @@ impl Busy {
                 let before = out.len();
                 let keep = stream.end(out) && stream.keeps_alive();
                 if conn.shared.access_log.is_some() {
-                    access::sent(io.id(), None, None, (out.len() - before) as u64);
+                    access::sent((io.id(), 0), None, None, (out.len() - before) as u64);
                 }
                 self.stream = None;
                 self.reply_done(conn, io, wait, keep);
@@ -812,7 +812,7 @@ impl Busy {
         );
         if conn.shared.access_log.is_some() {
             let bytes = (out.len() - before + body.len()) as u64;
-            access::sent(io.id(), Some(res.status), None, bytes);
+            access::sent((io.id(), 0), Some(res.status), None, bytes);
         }
         if !body.is_empty() {
             self.output.set_body(body);
@@ -841,7 +841,7 @@ impl Busy {
         if conn.shared.access_log.is_some() {
             let bytes = (out.len() - before) as u64;
             access::sent(
-                io.id(),
+                (io.id(), 0),
                 Some(head.status),
                 Some(AccessKind::Streamed),
                 bytes,
@@ -868,7 +868,7 @@ impl Busy {
         *conn.wait = None;
         conn.shared.replies.close(io.id(), wait.seq);
         if let Some(log) = conn.shared.access_log.as_deref() {
-            access::done(log, io.id());
+            access::done(log, (io.id(), 0));
         }
         if !keep {
             self.state = State::Closing;

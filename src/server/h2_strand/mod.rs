@@ -26,6 +26,7 @@ use crate::http::render::has_body;
 use crate::http::{Body, ParseError, Refusal, ReplyRules, Request, Response};
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
+use super::access::{self, AccessKind};
 use super::deferred::{Exchange, Patience, Wait, nothing_came};
 use super::dispatch::{OnStream, ServerShared, StreamAnswer, answer_stream};
 use super::peer::Peer;
@@ -183,10 +184,11 @@ impl H2Strand {
     pub(crate) fn closed(&mut self, id: reactor::ConnId) {
         super::worker::with(|shared| {
             let Some(shared) = shared else { return };
-            for (_, work) in &self.work {
+            for (stream, work) in &self.work {
                 if let Work::Waiting(wait, _) = work {
                     shared.replies.close_stream(id, wait.seq);
                 }
+                logged(shared, id, *stream);
             }
             shared.replies.forget_streams(id);
             shared.figures(id.worker() as usize).http2(false);
@@ -354,6 +356,7 @@ impl H2Strand {
                         if let Work::Waiting(wait, _) = gone {
                             shared.replies.close_stream(ctx.id, wait.seq);
                         }
+                        logged(shared, ctx.id, stream);
                     }
                 }
                 Event::WindowOpened => window_opened = true,
@@ -413,6 +416,7 @@ impl H2Strand {
             now: ctx.now,
             peer: ctx.peer,
             exchange: Exchange::Stream(ctx.id),
+            stream,
             worker: ctx.worker(),
         };
         let mut held = None;
@@ -520,7 +524,7 @@ impl H2Strand {
             Work::Waiting(wait, _) => wait.seq == msg.seq,
             _ => false,
         }) else {
-            return self.streamed(io, msg);
+            return self.streamed(shared, io, msg);
         };
         let (stream, Work::Waiting(wait, _)) = &self.work[at] else {
             return;
@@ -558,9 +562,11 @@ impl H2Strand {
         };
         shared.replies.close_stream(io.id(), wait.seq);
         let status = res.status;
-        let held = self.send_reply(stream, res, wait.rules, io.now()).1;
+        let (bytes, held) = self.send_reply(stream, res, wait.rules, io.now());
         self.settle(at, stream, held);
         shared.figures(worker_of(io)).replied(status);
+        sent(shared, io.id(), stream, (Some(status), None, bytes));
+        logged(shared, io.id(), stream);
     }
 
     /// A streamed reply's head: sent, and the stream streams from now on.
@@ -580,6 +586,7 @@ impl H2Strand {
         };
         shared.figures(worker_of(io)).replied(head.status);
         let length = length.map_or(Length::Open, Length::Known);
+        let before = self.out.len();
         let status = BLOCK.with_borrow_mut(|block| {
             block.clear();
             let status = with_date(io.now(), |date| {
@@ -590,8 +597,16 @@ impl H2Strand {
                 .send_headers(stream, block, bodiless, &mut self.out);
             status
         });
+        let head = (self.out.len() - before) as u64;
+        sent(
+            shared,
+            io.id(),
+            stream,
+            (Some(status), Some(AccessKind::Streamed), head),
+        );
         if wait.rules.head_only || !has_body(status) {
             self.work.remove(at); // dropping `flow` tells the sender its body is not wanted
+            logged(shared, io.id(), stream);
             return;
         }
         self.work[at].1 = Work::Streaming {
@@ -603,8 +618,7 @@ impl H2Strand {
     }
 
     /// A piece, the end or the cut of a streamed reply.
-    fn streamed(&mut self, io: &Io<'_, Command>, msg: HttpMsg) {
-        let _ = io;
+    fn streamed(&mut self, shared: &ServerShared, io: &Io<'_, Command>, msg: HttpMsg) {
         let Some(at) = self.work.iter().position(|(_, w)| match w {
             Work::Streaming { seq, .. } => *seq == msg.seq,
             _ => false,
@@ -622,22 +636,28 @@ impl H2Strand {
         };
         let stream = *stream;
         match msg.what {
-            Delivery::Piece(bytes) if held.is_empty() => {
-                let n = self.conn.send_data(stream, &bytes, false, &mut self.out);
-                flow.0.written(n);
-                held.extend_from_slice(&bytes[n..]);
+            Delivery::Piece(bytes) => {
+                sent(shared, io.id(), stream, (None, None, bytes.len() as u64));
+                if held.is_empty() {
+                    let n = self.conn.send_data(stream, &bytes, false, &mut self.out);
+                    flow.0.written(n);
+                    held.extend_from_slice(&bytes[n..]);
+                } else {
+                    held.extend_from_slice(&bytes);
+                }
             }
-            Delivery::Piece(bytes) => held.extend_from_slice(&bytes),
             Delivery::End => {
                 *ended = true;
                 if held.is_empty() {
                     self.conn.send_data(stream, &[], true, &mut self.out);
                     self.work.remove(at);
+                    logged(shared, io.id(), stream);
                 }
             }
             Delivery::Abort | Delivery::Answer(_) | Delivery::Dropped | Delivery::Stream(_) => {
                 self.work.remove(at);
                 self.conn.cancel(stream, ErrorCode::Internal, &mut self.out);
+                logged(shared, io.id(), stream);
             }
         }
     }
@@ -841,6 +861,25 @@ impl H2Strand {
             }
         }
         linger_until(io, end)
+    }
+}
+
+/// With an access log: more of stream `stream`'s reply went out (its status, its kind, bytes).
+fn sent(
+    shared: &ServerShared,
+    id: reactor::ConnId,
+    stream: u32,
+    (status, kind, bytes): (Option<u16>, Option<AccessKind>, u64),
+) {
+    if shared.access_log.is_some() {
+        access::sent((id, stream), status, kind, bytes);
+    }
+}
+
+/// With an access log: stream `stream`'s exchange is over (logged if it was waiting).
+fn logged(shared: &ServerShared, id: reactor::ConnId, stream: u32) {
+    if let Some(log) = shared.access_log.as_deref() {
+        access::done(log, (id, stream));
     }
 }
 

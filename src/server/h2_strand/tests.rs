@@ -651,3 +651,85 @@ fn bodies_held_at_once_are_bounded_per_connection_and_the_stream_past_it_refused
     }
     server.shutdown().unwrap();
 }
+
+#[test]
+fn the_access_log_sees_each_stream_at_once_deferred_streamed_and_reset() {
+    use crate::http::AccessKind;
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&heard);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let server = serve(
+        bind().access_log(move |a| {
+            kept.lock()
+                .unwrap()
+                .push((a.target.to_owned(), a.status, a.bytes, a.kind))
+        }),
+        move |req| match req.path() {
+            "/now" => text_response(200, "now"),
+            _ => {
+                let (reply, later) = defer();
+                tx.lock()
+                    .unwrap()
+                    .send((req.path().to_owned(), reply))
+                    .unwrap();
+                later
+            }
+        },
+    );
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/now");
+    c.answer(1);
+    c.get(3, "/later");
+    c.get(5, "/streamed");
+    c.get(7, "/reset");
+    let mut replies: Vec<(String, crate::http::Reply)> =
+        (0..3).map(|_| rx.recv().unwrap()).collect();
+    replies.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut replies = replies.into_iter().map(|(_, r)| r);
+    let (later, reset, streamed) = (
+        replies.next().unwrap(),
+        replies.next().unwrap(),
+        replies.next().unwrap(),
+    );
+    assert!(later.send(text_response(201, "later")));
+    let mut body = streamed.stream(text_response(200, "")).unwrap();
+    body.write_all(&[b's'; 1000]).unwrap();
+    body.finish().unwrap();
+    let mut rst = Vec::new();
+    frame::write_rst_stream(&mut rst, 7, ErrorCode::Cancel);
+    c.send(&rst);
+    let got = c.answers(&[3, 5]);
+    assert_eq!((got[0].status, got[1].body.len()), (201, 1000));
+    let start = Instant::now();
+    while heard.lock().unwrap().len() < 4 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(reset);
+    let mut heard = heard.lock().unwrap().clone();
+    heard.sort_by(|a, b| a.0.cmp(&b.0));
+    let kinds: Vec<(&str, u16, AccessKind)> = heard
+        .iter()
+        .map(|(t, s, _, k)| (t.as_str(), *s, *k))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("/later", 201, AccessKind::Deferred),
+            ("/now", 200, AccessKind::Now),
+            ("/reset", 0, AccessKind::Deferred),
+            ("/streamed", 200, AccessKind::Streamed),
+        ]
+    );
+    assert!(
+        heard
+            .iter()
+            .all(|(t, _, bytes, _)| t == "/reset" || *bytes > 0)
+    );
+    let streamed_bytes = heard.iter().find(|h| h.0 == "/streamed").map(|h| h.2);
+    assert!(
+        streamed_bytes.is_some_and(|b| b >= 1000),
+        "{streamed_bytes:?}"
+    );
+    server.shutdown().unwrap();
+}
