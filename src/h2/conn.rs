@@ -492,12 +492,11 @@ impl Conn {
         let decoded = self
             .decoder
             .decode(block, hpack, |n, v| head.push(n, v, max, trailers));
-        let result = match decoded {
+        match decoded {
             Err(_) => Err(H2Error::Connection(ErrorCode::Compression)),
             Ok(()) if trailers => self.trailers(stream, head, end_stream, event),
             Ok(()) => self.open(stream, head, end_stream, out, event),
-        };
-        result
+        }
     }
 
     /// Trailers on an open stream: they must end it.

@@ -71,11 +71,6 @@ impl HeaderList {
         }
     }
 
-    /// Heap bytes held.
-    pub(crate) fn held_bytes(&self) -> usize {
-        self.buf.capacity() + self.fields.capacity() * std::mem::size_of::<(Span, Span)>()
-    }
-
     /// Takes one field in the order it came; what breaks a rule is remembered (the block is
     /// still decoded to its end, to keep HPACK in step).
     pub(crate) fn push(&mut self, name: &[u8], value: &[u8], max_size: usize, trailers: bool) {

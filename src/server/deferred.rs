@@ -65,7 +65,7 @@ pub(crate) struct Replies {
     /// one: they are in `streams`). Written by the worker, read by anyone.
     slots: Box<[WorkerSlots]>,
     /// Per worker: the (slab key, seq) of each reply an HTTP/2 stream waits for.
-    streams: Box<[Mutex<HashSet<(u32, NonZeroU32)>>]>,
+    streams: Box<[StreamReplies]>,
     /// Replies dropped unanswered (answered 500).
     pub(crate) dropped: AtomicU64,
     /// Replies the server answered itself after [`Server::reply_timeout`](crate::http::Server::reply_timeout).
@@ -180,6 +180,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn many(id: ConnId) -> u64 {
     (u64::from(u32::MAX) << 32) | u64::from(id.generation())
 }
+
+/// One worker's replies awaited by HTTP/2 streams: (slab key, seq).
+type StreamReplies = Mutex<HashSet<(u32, NonZeroU32)>>;
 
 /// One worker's slots, in chunks made as connections of their range first defer.
 type WorkerSlots = Box<[OnceLock<Box<[AtomicU64]>>]>;
