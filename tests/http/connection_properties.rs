@@ -83,6 +83,67 @@ proptest! {
     }
 }
 
+/// HTTP/2 frames that reach each state of a stream: a whole GET, a POST with its body in two
+/// DATA frames, a HEADERS left open then its CONTINUATION, a reset, a PING, a WINDOW_UPDATE,
+/// SETTINGS and its ACK, a frame on a stream never opened, bytes.
+fn h2_fragment() -> impl Strategy<Value = Vec<u8>> {
+    // Fields as literals never indexed (HPACK 0x1N): :method GET / POST (static 0x82 / 0x83),
+    // :scheme http (0x86), :path / (0x84), :authority "a" (name index 1).
+    const GET: &[u8] = b"\x82\x86\x84\x01\x01a";
+    const POST: &[u8] = b"\x83\x86\x84\x01\x01a";
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+        out.extend_from_slice(&[kind, flags]);
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+    let fixed = (0u32..6).prop_flat_map(move |n| {
+        let s = 1 + 2 * n;
+        prop::sample::select(vec![
+            frame(0x1, 0x5, s, GET),
+            [
+                frame(0x1, 0x4, s, POST),
+                frame(0x0, 0, s, b"ab"),
+                frame(0x0, 0x1, s, b"c"),
+            ]
+            .concat(),
+            [frame(0x1, 0x1, s, &GET[..3]), frame(0x9, 0x4, s, &GET[3..])].concat(),
+            frame(0x3, 0, s, &[0, 0, 0, 8]),
+            frame(0x6, 0, 0, &[7; 8]),
+            frame(0x8, 0, 0, &[0, 0, 0x10, 0]),
+            frame(0x4, 0, 0, &[0, 4, 0, 0, 0x40, 0]),
+            frame(0x4, 0x1, 0, &[]),
+            frame(0x0, 0x1, 1001, b"x"),
+        ])
+    });
+    prop_oneof![
+        8 => fixed,
+        1 => prop::collection::vec(any::<u8>(), 0..30),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Over HTTP/2 (the preface, SETTINGS, then frames), split anywhere: the connection ends in
+    /// time, no strand panics, and the server writes its SETTINGS then whole frames.
+    #[test]
+    fn any_http2_input_split_anywhere_ends_in_whole_frames(
+        (input, cuts) in prop::collection::vec(h2_fragment(), 0..8).prop_flat_map(|parts| {
+            let mut input = wire::drive::PREFACE.to_vec();
+            input.extend_from_slice(b"\0\0\0\x04\0\0\0\0\0");
+            input.extend(parts.concat());
+            let len = input.len();
+            (Just(input), prop::collection::vec(0..=len, 0..8))
+        })
+    ) {
+        if let Err(e) = target().drive(&pieces(&input, &cuts)) {
+            return Err(TestCaseError::fail(format!("{e}\ninput {input:?} cut at {cuts:?}")));
+        }
+    }
+}
+
 /// The inputs the review found pinning a worker, each a regression case of the harness.
 #[test]
 fn the_lone_cr_cases_end_in_time() {

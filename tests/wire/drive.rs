@@ -74,13 +74,53 @@ impl Target {
         send(&mut c, pieces);
         let _ = c.shutdown(std::net::Shutdown::Write);
         let out = read_to_end(&mut c)?;
-        let replies = check_replies(&out)?;
+        let http2 = pieces.concat().starts_with(PREFACE);
+        let replies = if http2 {
+            check_frames(&out)?
+        } else {
+            check_replies(&out)?
+        };
         let now = self.server.stats().panics;
         if now != panics {
             return Err(format!("{} strand call(s) panicked", now - panics));
         }
         Ok(replies)
     }
+}
+
+/// HTTP/2's connection preface: a connection that starts with it is answered in frames.
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Checks that `out` is what an HTTP/2 server writes: its SETTINGS first, then a run of whole
+/// frames (each its 9-byte head and that many bytes), none over the 16 KiB a client accepts by
+/// default; answers how many replies (HEADERS frames) it holds.
+pub fn check_frames(out: &[u8]) -> Result<usize, String> {
+    if out.is_empty() {
+        return Ok(0);
+    }
+    let mut at = 0;
+    let mut replies = 0;
+    while at < out.len() {
+        let head = out
+            .get(at..at + 9)
+            .ok_or_else(|| format!("a frame head cut short at {at} of {}", out.len()))?;
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let kind = head[3];
+        if at == 0 && (kind != 0x4 || head[4] & 1 != 0) {
+            return Err(format!(
+                "the first frame is not the server's SETTINGS: {head:?}"
+            ));
+        }
+        if len > 16_384 {
+            return Err(format!("a frame of {len} bytes (type {kind})"));
+        }
+        if out.len() < at + 9 + len {
+            return Err(format!("a frame cut short at {at} of {}", out.len()));
+        }
+        replies += usize::from(kind == 0x1);
+        at += 9 + len;
+    }
+    Ok(replies)
 }
 
 /// Writes `pieces` one write each, with a pause between them so the server reads them apart;

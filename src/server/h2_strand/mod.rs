@@ -224,6 +224,8 @@ impl H2Strand {
             peer: self.peer.get().or_else(|| io.stream().peer_addr().ok()),
             spent: false,
         };
+        // Whether the last read drained the socket (see `reactor::Read`).
+        let mut drained = false;
         for _ in 0..READS_PER_TURN {
             if std::mem::take(&mut ctx.spent) {
                 io.remote().shutdown();
@@ -259,6 +261,11 @@ impl H2Strand {
                 self.state = State::Closing;
                 continue;
             }
+            if drained {
+                // The last read emptied the socket (a short read proves it): a new arrival
+                // raises a new edge, so no read is owed before parking.
+                return self.park(shared, io, progressed, true);
+            }
             match io.read() {
                 Read::Data(bytes) => {
                     progressed = true;
@@ -270,10 +277,16 @@ impl H2Strand {
                     } else {
                         self.input.extend_from_slice(bytes);
                     }
+                    drained = !io.read_ready();
                 }
                 Read::WouldBlock => return self.park(shared, io, progressed, true),
-                // The peer is gone, or closed its side: nothing more can be asked or answered.
-                Read::Closed => return Next::Close,
+                // The peer closed its side: nothing more can be asked. What is owed for what it
+                // asked is written (with GOAWAY), then the connection closes; replies still to
+                // come are not waited for.
+                Read::Closed => {
+                    self.conn.go_away(&mut self.out);
+                    self.state = State::Closing;
+                }
                 Read::Error(e) => {
                     crate::log::debug!(error = e; "an HTTP/2 connection's read failed");
                     return Next::Close;
