@@ -89,18 +89,23 @@ fn steady_state_of(
     for _ in 0..200 {
         exchange(&mut conn, &mut buf);
     }
-    // Over a second, so the Date header is re-formatted at least once (it is, in place).
+    let counted = measure(|| exchange(&mut conn, &mut buf));
+    drop(conn);
+    server.shutdown().unwrap();
+    counted
+}
+
+/// Allocations during exchanges over a second or more — so the Date header is re-formatted at
+/// least once (it is, in place) — and the exchanges.
+fn measure(mut exchange: impl FnMut()) -> (u64, u64) {
     let start = std::time::Instant::now();
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     let mut requests = 0u64;
     while start.elapsed() < std::time::Duration::from_millis(1200) || requests < 1000 {
-        exchange(&mut conn, &mut buf);
+        exchange();
         requests += 1;
     }
-    let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
-    drop(conn);
-    server.shutdown().unwrap();
-    (allocations, requests)
+    (ALLOCATIONS.load(Ordering::SeqCst) - before, requests)
 }
 
 #[test]
@@ -280,14 +285,7 @@ fn a_request_on_a_kept_http2_connection_costs_the_server_no_allocation_in_steady
     for _ in 0..200 {
         exchange(&mut conn, &mut buf);
     }
-    let start = std::time::Instant::now();
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
-    let mut requests = 0u64;
-    while start.elapsed() < std::time::Duration::from_millis(1200) || requests < 1000 {
-        exchange(&mut conn, &mut buf);
-        requests += 1;
-    }
-    let allocations = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    let (allocations, requests) = measure(|| exchange(&mut conn, &mut buf));
     drop(conn);
     server.shutdown().unwrap();
     assert_eq!(

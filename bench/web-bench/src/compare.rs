@@ -330,6 +330,28 @@ fn measure(
     }))
 }
 
+/// A load generator's command, pinned to CPU 1 with `taskset` when it is there.
+fn on_cpu_1(program: &str) -> Command {
+    match which("taskset") {
+        Some(t) => {
+            let mut c = Command::new(t);
+            c.args(["-c", "1", program]);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+/// Runs `cmd` to its end: what it printed, and the CPU time `server` used meanwhile.
+fn output_and_cpu(cmd: &mut Command, server: &Running) -> std::io::Result<(String, f64)> {
+    let cpu0 = server.cpu();
+    let out = cmd.stdin(Stdio::null()).output()?;
+    Ok((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        server.cpu() - cpu0,
+    ))
+}
+
 /// One HTTP/2 run with `h2load` (nghttp2's; Debian `nghttp2-client`): `sc.conns` connections
 /// of `sc.depth` concurrent streams each, pinned to CPU 1 with `taskset` when it is there.
 fn h2load_run(
@@ -343,26 +365,14 @@ fn h2load_run(
     })?;
     let url = format!("http://127.0.0.1:{}/", server.port);
     let run = |secs: f64| -> std::io::Result<(String, f64)> {
-        let mut cmd = match which("taskset") {
-            Some(t) => {
-                let mut c = Command::new(t);
-                c.args(["-c", "1"]).arg(&h2load);
-                c
-            }
-            None => Command::new(&h2load),
-        };
+        let mut cmd = on_cpu_1(&h2load);
         cmd.args([
             "-t1",
             &format!("-c{}", sc.conns),
             &format!("-m{}", sc.depth),
             &format!("-D{}", secs.ceil() as u64),
         ]);
-        let cpu0 = server.cpu();
-        let out = cmd.arg(&url).stdin(Stdio::null()).output()?;
-        Ok((
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            server.cpu() - cpu0,
-        ))
+        output_and_cpu(cmd.arg(&url), server)
     };
     run(warmup.as_secs_f64())?;
     let (text, server_cpu) = run(window.as_secs_f64())?;
@@ -397,14 +407,7 @@ fn wrk_run(
         ),
     )?;
     let run = |secs: f64| -> std::io::Result<(String, f64)> {
-        let mut cmd = match which("taskset") {
-            Some(t) => {
-                let mut c = Command::new(t);
-                c.args(["-c", "1", wrk]);
-                c
-            }
-            None => Command::new(wrk),
-        };
+        let mut cmd = on_cpu_1(wrk);
         cmd.args([
             "-t1",
             &format!("-c{}", sc.conns),
@@ -413,12 +416,7 @@ fn wrk_run(
         if sc.depth > 1 {
             cmd.arg("-s").arg(&script);
         }
-        let cpu0 = server.cpu();
-        let out = cmd.arg(&url).stdin(Stdio::null()).output()?;
-        Ok((
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            server.cpu() - cpu0,
-        ))
+        output_and_cpu(cmd.arg(&url), server)
     };
     run(warmup.as_secs_f64())?;
     let (text, server_cpu) = run(window.as_secs_f64())?;

@@ -220,6 +220,24 @@ fn serve(
     server.workers(1).spawn(handler).expect("server")
 }
 
+/// A server whose handler defers every reply and hands it, with the request's path, to the
+/// test.
+fn deferring(
+    server: Server,
+) -> (
+    ServerHandle,
+    std::sync::mpsc::Receiver<(String, crate::http::Reply)>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let server = serve(server, move |req| {
+        let (reply, later) = defer();
+        let _ = tx.lock().unwrap().send((req.path().to_string(), reply));
+        later
+    });
+    (server, rx)
+}
+
 fn bind() -> Server {
     Server::bind("127.0.0.1:0").expect("bind")
 }
@@ -285,16 +303,7 @@ fn many_streams_on_one_connection_are_each_answered() {
 
 #[test]
 fn deferred_replies_of_two_streams_are_sent_as_each_comes() {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
-    let server = serve(bind(), move |req| {
-        let (reply, later) = defer();
-        tx.lock()
-            .unwrap()
-            .send((req.path().to_string(), reply))
-            .unwrap();
-        later
-    });
+    let (server, rx) = deferring(bind());
     let mut c = Client::new(server.local_addr().port());
     c.get(1, "/first");
     c.get(3, "/second");
@@ -315,17 +324,11 @@ fn deferred_replies_of_two_streams_are_sent_as_each_comes() {
 
 #[test]
 fn a_deferred_reply_is_not_wanted_once_its_stream_is_reset() {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
-    let server = serve(bind(), move |_req| {
-        let (reply, later) = defer();
-        tx.lock().unwrap().send(reply).unwrap();
-        later
-    });
+    let (server, rx) = deferring(bind());
     let mut c = Client::new(server.local_addr().port());
     c.get(1, "/a");
     c.get(3, "/b");
-    let (one, three) = (rx.recv().unwrap(), rx.recv().unwrap());
+    let (one, three) = (rx.recv().unwrap().1, rx.recv().unwrap().1);
     let mut rst = Vec::new();
     frame::write_rst_stream(&mut rst, 1, ErrorCode::Cancel);
     c.send(&rst);
@@ -516,16 +519,10 @@ fn a_rapid_reset_flood_ends_that_connection_alone_with_enhance_your_calm() {
 
 #[test]
 fn a_stop_sends_goaway_and_answers_the_streams_in_flight() {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
-    let server = serve(bind(), move |_req| {
-        let (reply, later) = defer();
-        tx.lock().unwrap().send(reply).unwrap();
-        later
-    });
+    let (server, rx) = deferring(bind());
     let mut c = Client::new(server.local_addr().port());
     c.get(1, "/slow");
-    let reply = rx.recv().unwrap();
+    let reply = rx.recv().unwrap().1;
     let stopping = std::thread::spawn(move || server.shutdown());
     // GOAWAY (NO_ERROR, last stream 1) comes before the answer.
     while c.goaway.is_none() {
