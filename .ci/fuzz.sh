@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Short coverage-guided fuzz runs of every target in fuzz/ (cargo fuzz, libFuzzer, nightly):
-# FUZZ_SECONDS each (default 45, so that fifteen targets keep `.ci/run` within its hour on two
-# cores), starting from the seed corpora in fuzz/corpus/, new inputs kept in a scratch
+# FUZZ_SECONDS each (default 40, so that sixteen targets keep `.ci/run` within its hour on two
+# cores), starting from the seed corpora in fuzz/corpus/ (a target without one starts empty), new inputs kept in a scratch
 # directory. A crash, a failed check or a leak fails the run (and leaves the input under
 # fuzz/artifacts/). Installs cargo-fuzz from crates.io when it is missing.
 set -euo pipefail
@@ -18,11 +18,12 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz"
     cargo install --locked cargo-fuzz || die "cargo install cargo-fuzz failed"
 fi
-seconds=${FUZZ_SECONDS:-45}
+seconds=${FUZZ_SECONDS:-40}
 cargo +nightly fuzz build
 for target in $(cargo +nightly fuzz list); do
     scratch=$(mktemp -d)
     log=$(mktemp)
+    mkdir -p "corpus/$target"
     echo "fuzz: $target for ${seconds}s"
     status=0
     cargo +nightly fuzz run "$target" "$scratch" "corpus/$target" -- \

@@ -293,6 +293,11 @@ impl H2Strand {
                 }
             }
         }
+        if !self.input.is_empty() {
+            // The turn's budget is spent with frames still held: marked ready, the connection
+            // is resumed next turn, after the worker's others (no event would come for them).
+            io.socket().set_read_ready();
+        }
         self.park(shared, io, progressed, true)
     }
 
