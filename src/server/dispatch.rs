@@ -427,13 +427,13 @@ fn dispatch(
         }
     }
     let mut slot = None;
-    let watch = Watch::start(turn.now);
-    told.began = watch.began;
-    let (panicked, deferral) =
-        answering(turn.exchange, || respond(app.handler(), request, &mut slot));
-    if let Some(shared) = app.server() {
-        watch.stop(&shared.stalls, turn.worker, told.label.as_str());
-    }
+    let (panicked, deferral) = call_handler(
+        app,
+        request,
+        (turn.exchange, turn.worker),
+        &mut told,
+        &mut slot,
+    );
     let spent = app.budget_spent();
     let mut later = None;
     match (deferral, panicked) {
@@ -565,13 +565,8 @@ fn answer_stream_counted(
         return StreamAnswer::Http11Required;
     }
     let mut slot = None;
-    let watch = Watch::start(on.now);
-    told.began = watch.began;
     let (panicked, deferral) =
-        answering(on.exchange, || respond(app.handler(), request, &mut slot));
-    if let Some(shared) = app.server() {
-        watch.stop(&shared.stalls, on.worker, told.label.as_str());
-    }
+        call_handler(app, request, (on.exchange, on.worker), &mut told, &mut slot);
     told.tally.served += 1;
     match (deferral, panicked) {
         (Some(Deferral::Conn(seq, patience)), false) => {
@@ -780,6 +775,25 @@ fn stream_headers() -> Vec<crate::http::Header> {
         crate::http::Header::new("Cache-Control", "no-store"),
         crate::http::Header::new("X-Accel-Buffering", "no"),
     ]
+}
+
+/// Calls the handler as the answer to `exchange`, timed from `told.began` by the stall rule
+/// (one clock read); whether it panicked, and the reply it deferred. One place for HTTP/1.1's
+/// requests and HTTP/2's streams.
+fn call_handler(
+    app: &App<'_>,
+    request: Request,
+    (exchange, worker): (Exchange, usize),
+    told: &mut Told<'_>,
+    slot: &mut Option<Response>,
+) -> (bool, Option<Deferral>) {
+    let watch = Watch::start(told.began);
+    told.began = watch.began;
+    let called = answering(exchange, || respond(app.handler(), request, slot));
+    if let Some(shared) = app.server() {
+        watch.stop(&shared.stalls, worker, told.label.as_str());
+    }
+    called
 }
 
 /// Runs the handler on `request`, its reply written into `slot` and used there (not moved out:
