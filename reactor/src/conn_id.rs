@@ -16,11 +16,14 @@ pub(crate) const LISTENER: Token = Token(usize::MAX);
 /// Token of a worker's cross-thread waker.
 pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 
-/// Identifies one connection of one server: its worker, its slab key and the generation that
-/// tells it apart from earlier and later connections parked under the same key. `Copy`, 12 bytes.
+/// Identifies one connection of one server — or one stream a protocol carries on it: its
+/// worker, its slab key, the generation that tells it apart from earlier and later connections
+/// parked under the same key, and the stream (0: the connection itself). `Copy`, 16 bytes.
 ///
 /// Obtained from [`Io::id`](crate::Io::id) or [`Service::open`](crate::Service::open), and used
-/// to address the connection from any thread with [`Remote::send`](crate::Remote::send).
+/// to address the connection from any thread with [`Remote::send`](crate::Remote::send). A
+/// message sent to one of its streams reaches the connection's strand, which reads the stream
+/// with [`Io::addressed`](crate::Io::addressed).
 ///
 /// ```
 /// fn log_line(id: reactor::ConnId) -> String {
@@ -32,6 +35,7 @@ pub struct ConnId {
     worker: u32,
     key: u32,
     generation: u32,
+    stream: u32,
 }
 
 impl ConnId {
@@ -40,6 +44,7 @@ impl ConnId {
             worker,
             key,
             generation,
+            stream: 0,
         }
     }
 
@@ -77,6 +82,38 @@ impl ConnId {
     /// ```
     pub fn generation(self) -> u32 {
         self.generation
+    }
+
+    /// The stream of the connection this id names: 0 for the connection itself.
+    ///
+    /// ```
+    /// let id = reactor::ConnId::from_parts(1, 2, 3);
+    /// assert_eq!(id.stream(), 0);
+    /// assert_eq!(id.with_stream(5).stream(), 5);
+    /// ```
+    pub fn stream(self) -> u32 {
+        self.stream
+    }
+
+    /// The id of stream `stream` of this id's connection (0: the connection itself).
+    ///
+    /// ```
+    /// let id = reactor::ConnId::from_parts(1, 2, 3);
+    /// assert_ne!(id.with_stream(7), id);
+    /// assert_eq!(id.with_stream(7).connection(), id);
+    /// ```
+    pub fn with_stream(self, stream: u32) -> ConnId {
+        ConnId { stream, ..self }
+    }
+
+    /// The connection this id names, or whose stream it names.
+    ///
+    /// ```
+    /// let id = reactor::ConnId::from_parts(1, 2, 3);
+    /// assert_eq!(id.with_stream(9).connection().stream(), 0);
+    /// ```
+    pub fn connection(self) -> ConnId {
+        self.with_stream(0)
     }
 
     /// The `mio` token the worker registers the connection's socket with.

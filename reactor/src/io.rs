@@ -82,13 +82,15 @@ pub struct Io<'a, M> {
     pub(crate) quiet: &'a mut u8,
     pub(crate) now: Instant,
     pub(crate) id: ConnId,
+    /// The stream a message being handed over was sent to (0 otherwise).
+    pub(crate) addressed: u32,
     pub(crate) remote: &'a Remote<M>,
     /// The connection's timer as the wheel holds it, and the worker's clock to read it.
     pub(crate) timer: &'a Link,
     pub(crate) clock: &'a Clock,
     /// What stands between the socket and the strand (TLS), if anything: reads and writes go
     /// through it.
-    pub(crate) layer: Option<&'a mut (dyn Layer + 'static)>,
+    pub(crate) layer: Option<&'a mut (dyn Layer + 'a)>,
 }
 
 impl<'a, M> Io<'a, M> {
@@ -137,7 +139,7 @@ impl<'a, M> Io<'a, M> {
         };
         let out = Output {
             socket,
-            layer: self.layer.as_deref_mut(),
+            layer: self.layer.as_deref_mut().map(|l| l as &mut dyn Layer),
         };
         (read, out)
     }
@@ -152,7 +154,7 @@ impl<'a, M> Io<'a, M> {
     ///     let _ = inner.read(); // plaintext, decrypted by the layer
     /// }
     /// ```
-    pub fn layered<'b>(&'b mut self, layer: &'b mut (dyn Layer + 'static)) -> Io<'b, M> {
+    pub fn layered<'b>(&'b mut self, layer: &'b mut (dyn Layer + 'b)) -> Io<'b, M> {
         Io {
             stream: self.stream,
             scratch: self.scratch,
@@ -160,11 +162,44 @@ impl<'a, M> Io<'a, M> {
             quiet: self.quiet,
             now: self.now,
             id: self.id,
+            addressed: self.addressed,
             remote: self.remote,
             timer: self.timer,
             clock: self.clock,
             layer: Some(layer),
         }
+    }
+
+    /// The view a stream the connection carries (an HTTP/2 stream) is run with: its id is
+    /// this connection's with `stream` ([`ConnId::with_stream`]), and what it reads and writes
+    /// goes through `layer` — the stream's own bytes, framed by the connection's protocol —
+    /// never to the socket directly. Its [`read_ready`](Io::read_ready) is the layer's.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>, stream: &mut dyn reactor::Layer) {
+    ///     let mut inner = io.substream(3, stream);
+    ///     assert_eq!(inner.id().stream(), 3);
+    ///     let _ = inner.read(); // what the stream received
+    /// }
+    /// ```
+    pub fn substream<'b>(&'b mut self, stream: u32, layer: &'b mut (dyn Layer + 'b)) -> Io<'b, M> {
+        let mut io = self.layered(layer);
+        io.id = io.id.with_stream(stream);
+        io.addressed = 0;
+        io
+    }
+
+    /// The stream of this connection the message being handed to
+    /// [`Strand::message`](crate::Strand::message) was sent to ([`ConnId::stream`]): 0 when it
+    /// was sent to the connection itself, to all connections, or outside `message`.
+    ///
+    /// ```
+    /// fn demo(io: &reactor::Io<'_, ()>) -> bool {
+    ///     io.addressed() == 0 // for the connection, not one of its streams
+    /// }
+    /// ```
+    pub fn addressed(&self) -> u32 {
+        self.addressed
     }
 
     /// The socket's own reads and writes, below any layer: for the layer's owner (to send what
@@ -273,7 +308,10 @@ impl<'a, M> Io<'a, M> {
     /// }
     /// ```
     pub fn read_ready(&self) -> bool {
-        self.ready.has(Flags::READ_READY)
+        match self.layer.as_deref().and_then(|l| l.read_ready()) {
+            Some(ready) => ready,
+            None => self.ready.has(Flags::READ_READY),
+        }
     }
 
     /// The connection's [`Output`].
@@ -290,7 +328,7 @@ impl<'a, M> Io<'a, M> {
                 ready: self.ready,
                 quiet: self.quiet,
             },
-            layer: self.layer.as_deref_mut(),
+            layer: self.layer.as_deref_mut().map(|l| l as &mut dyn Layer),
         }
     }
 
@@ -480,6 +518,13 @@ pub trait Layer {
     fn protocol(&self) -> Option<&[u8]> {
         None
     }
+
+    /// Whether a read may find something, when the layer knows better than the socket (a
+    /// stream's layer holds what its stream received): `None` leaves it to the socket's
+    /// readiness.
+    fn read_ready(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// The socket as a [`Layer`] uses it: reads and writes that keep the reactor's readiness
@@ -636,7 +681,7 @@ impl Socket<'_> {
 /// ```
 pub struct Output<'a> {
     socket: Socket<'a>,
-    layer: Option<&'a mut (dyn Layer + 'static)>,
+    layer: Option<&'a mut (dyn Layer + 'a)>,
 }
 
 impl Output<'_> {

@@ -361,7 +361,10 @@ impl<S: Service> Worker<S> {
                 .get(id.key() as usize)
                 .is_some_and(|e| e.generation == id.generation());
         if live {
-            self.call(id.key(), |strand, io| strand.message(io, msg));
+            self.call(id.key(), |strand, io| {
+                io.addressed = id.stream();
+                strand.message(io, msg)
+            });
         } else {
             self.dropped += 1;
         }
@@ -469,6 +472,7 @@ impl<S: Service> Worker<S> {
                 quiet: &mut entry.quiet,
                 now: self.now,
                 id,
+                addressed: 0,
                 remote: &self.remote,
                 timer: &entry.link,
                 clock: &self.clock,

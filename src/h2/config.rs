@@ -63,9 +63,8 @@ impl Http2Config {
                 .clamp(DEFAULT_WINDOW, super::frame::MAX_WINDOW),
             header_table_size: self.header_table_size,
             max_header_list_size: u32::try_from(max_header_list_size).unwrap_or(u32::MAX),
-            // RFC 8441 (WebSocket over HTTP/2) is not served yet: a browser then opens its
-            // WebSockets over HTTP/1.1.
-            connect_protocol: false,
+            // RFC 8441: WebSocket over HTTP/2, by extended CONNECT.
+            connect_protocol: true,
         }
     }
 }

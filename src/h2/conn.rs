@@ -81,6 +81,22 @@ impl Default for Config {
     }
 }
 
+/// What the codec keeps per open stream.
+#[cfg(test)]
+pub(crate) fn stream_size() -> usize {
+    std::mem::size_of::<Stream>()
+}
+
+/// Reopens stream `s`'s receive window to `full` once half of it is used (one WINDOW_UPDATE
+/// for many frames).
+fn reopen(s: &mut Stream, full: u32, out: &mut Vec<u8>) {
+    if s.recv_window < i64::from(full / 2) {
+        let increment = (i64::from(full) - s.recv_window) as u32;
+        s.recv_window += i64::from(increment);
+        frame::write_window_update(out, s.id, increment);
+    }
+}
+
 /// What the peer sent, for the server to act on.
 #[derive(Debug)]
 pub(crate) enum Event<'a> {
@@ -125,9 +141,12 @@ struct Stream {
     recv_window: i64,
     /// What this side may still send on it.
     send_window: i64,
-    /// The request's `content-length`, checked against its DATA.
-    content_length: Option<u64>,
-    received: u64,
+    /// What the request's `content-length` leaves of its body to come, checked against its
+    /// DATA.
+    remaining: Option<u64>,
+    /// Its window reopens only as [`Conn::consumed`] says what was read (a stream carrying a
+    /// live connection: what it received waits for it), not as DATA arrives.
+    held: bool,
 }
 
 /// A header block arriving in fragments.
@@ -513,7 +532,7 @@ impl Conn {
         if s.state != State::Open && s.state != State::HalfClosedLocal {
             return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
         }
-        let short = s.content_length.is_some_and(|n| s.received != n);
+        let short = s.remaining.is_some_and(|n| n != 0);
         if !end_stream || short || head.finish_trailers().is_err() {
             return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
@@ -595,8 +614,8 @@ impl Conn {
             },
             recv_window: i64::from(self.config.stream_window),
             send_window: i64::from(self.peer_initial_window),
-            content_length,
-            received: 0,
+            remaining: content_length,
+            held: false,
         }
     }
 
@@ -631,16 +650,20 @@ impl Conn {
         if s.recv_window < 0 {
             return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
         }
-        s.received += data.len() as u64;
-        let over = s.content_length.is_some_and(|n| s.received > n)
-            || (end_stream && s.content_length.is_some_and(|n| s.received != n));
+        let left = match s.remaining {
+            Some(n) => n.checked_sub(data.len() as u64),
+            None => None,
+        };
+        let over = match s.remaining {
+            Some(_) => left.is_none_or(|n| end_stream && n != 0),
+            None => false,
+        };
+        s.remaining = s.remaining.and(left);
         if over {
             return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
-        if !end_stream && s.recv_window < i64::from(stream_window / 2) {
-            let increment = (i64::from(stream_window) - s.recv_window) as u32;
-            s.recv_window += i64::from(increment);
-            frame::write_window_update(out, stream, increment);
+        if !end_stream && !s.held {
+            reopen(s, stream_window, out);
         }
         event(Event::Data {
             stream,
@@ -651,6 +674,37 @@ impl Conn {
             self.end_remote(stream)?;
         }
         Ok(())
+    }
+
+    /// Stream `stream` carries a live connection from now on: what it receives waits until that
+    /// connection reads it, and its window reopens only as it does ([`Conn::consumed`]), so
+    /// that what it holds unread is bounded by the window.
+    pub(crate) fn hold_window(&mut self, stream: u32) {
+        if let Some(s) = self.stream_mut(stream) {
+            s.held = true;
+        }
+    }
+
+    /// Some of what `stream` received was read, `unread` bytes of it not yet: its window
+    /// reopens to what leaves the unread and the window together within the window's size
+    /// (once that adds half of it: one WINDOW_UPDATE for many reads).
+    pub(crate) fn consumed(&mut self, stream: u32, unread: usize, out: &mut Vec<u8>) {
+        let full = i64::from(self.config.stream_window);
+        if let Some(s) = self.stream_mut(stream)
+            && s.state == State::Open
+        {
+            let target = full - i64::try_from(unread).unwrap_or(full);
+            let increment = target - s.recv_window;
+            if increment >= full / 2 && increment > 0 {
+                s.recv_window += increment;
+                frame::write_window_update(out, stream, increment as u32);
+            }
+        }
+    }
+
+    /// Whether `stream` is open (either side may still send on it).
+    pub(crate) fn is_open(&self, stream: u32) -> bool {
+        self.stream(stream).is_some()
     }
 
     /// Opens the connection window again once half of it is used (the body is the

@@ -37,6 +37,10 @@ pub(crate) enum Command {
     /// connection silent since the sweep before is pinged; one still silent an interval after
     /// its ping is closed as gone.
     Sweep,
+    /// To a WebSocket carried on a stream of a connection (HTTP/2): its connection's liveness
+    /// sweep, taken once for all its streams — how many sweeps in a row found the peer silent
+    /// (see [`Io::silent_sweeps`](reactor::Io::silent_sweeps)).
+    Swept(u8),
     /// Close with this code.
     Close(u16),
     /// To an HTTP connection: the deferred reply a [`Reply`](crate::http::Reply) sends.

@@ -135,16 +135,18 @@ impl Strand for ConnStrand {
             ConnStrand::Live(live) => live.message(io, msg),
             ConnStrand::H2(h2) => match msg {
                 Command::Http(msg) => h2.message(io, msg),
-                _ => h2.resume(io, false),
+                other => h2.command(io, other),
             },
         }
     }
 
-    /// A message to every connection of the worker (a heartbeat) is for SSE streams only.
+    /// A message to every connection of the worker (a heartbeat, a liveness sweep) is for
+    /// live connections only (and HTTP/2 connections that carry some).
     fn wants(&self, msg: &Command) -> bool {
         match self {
             ConnStrand::Live(live) => live.wants(msg),
-            ConnStrand::Http(_) | ConnStrand::H2(_) => false,
+            ConnStrand::H2(h2) => h2.wants(msg),
+            ConnStrand::Http(_) => false,
         }
     }
 

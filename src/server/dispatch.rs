@@ -164,6 +164,13 @@ impl<'a> App<'a> {
         asks.then_some(route)
     }
 
+    /// The WebSocket route at `req`'s path (for an extended CONNECT, which asks for WebSocket
+    /// by its `:protocol`).
+    fn websocket_path(&self, req: &mut Request) -> Option<&'a LiveRoute<dyn WsApp>> {
+        let routes = &self.server()?.websocket;
+        routes.iter().find(|r| r.pattern.route(req))
+    }
+
     /// The Server-Sent Events route `req` is for: its path, with `GET` (or `HEAD`).
     fn sse_route(&self, req: &mut Request) -> Option<&'a LiveRoute<dyn SseApp>> {
         let routes = &self.server()?.sse;
@@ -505,6 +512,19 @@ pub(crate) struct OnStream {
     /// The stream's id.
     pub(crate) stream: u32,
     pub(crate) worker: usize,
+    /// An extended CONNECT with `:protocol = websocket` (RFC 8441): a WebSocket asked for on
+    /// this stream.
+    pub(crate) websocket: bool,
+}
+
+/// How a reply on an HTTP/2 stream is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// The reply is the stream's whole answer: its end ends the stream.
+    Whole,
+    /// The head alone: the stream stays open for what a live connection sends on it (an
+    /// event stream's events, a WebSocket's frames).
+    Open,
 }
 
 /// What a request on an HTTP/2 stream came to.
@@ -513,8 +533,12 @@ pub(crate) enum StreamAnswer {
     Sent,
     /// The handler will answer later.
     Deferred(Wait, Patience),
-    /// A WebSocket or event-stream route: served over HTTP/1.1 only for now, so the stream is
-    /// reset with HTTP_1_1_REQUIRED, which tells the client to ask again over HTTP/1.1.
+    /// A live route accepted the stream (an event stream, a WebSocket by RFC 8441): `send`
+    /// wrote the head, and the stream carries this connection from now on.
+    Live(Box<dyn LiveConn>),
+    /// A WebSocket route asked with HTTP/1.1's upgrade rather than RFC 8441's extended
+    /// CONNECT: the stream is reset with HTTP_1_1_REQUIRED, which tells the client to ask
+    /// again over HTTP/1.1.
     Http11Required,
     /// Past the `serve_n` budget: not served (the stream is refused).
     NotServed,
@@ -529,7 +553,7 @@ pub(crate) fn answer_stream(
     mut request: Request,
     rules: ReplyRules,
     on: &OnStream,
-    send: &mut dyn FnMut(&mut Response) -> u64,
+    send: &mut dyn FnMut(&mut Response, Framing) -> u64,
 ) -> StreamAnswer {
     if !app.spend() {
         return StreamAnswer::NotServed;
@@ -556,13 +580,21 @@ fn answer_stream_counted(
     mut request: Request,
     rules: ReplyRules,
     on: &OnStream,
-    send: &mut dyn FnMut(&mut Response) -> u64,
+    send: &mut dyn FnMut(&mut Response, Framing) -> u64,
     tally: &mut Tally,
 ) -> StreamAnswer {
     let mut told = Told::of(app, &request, (on.now, on.peer, on.exchange), tally);
     told.stream = on.stream;
-    if app.websocket_route(&mut request).is_some() || app.sse_route(&mut request).is_some() {
+    if on.websocket
+        && let Some(route) = app.websocket_path(&mut request)
+    {
+        return connect_websocket(app, route, &request, send, &mut told);
+    }
+    if app.websocket_route(&mut request).is_some() {
         return StreamAnswer::Http11Required;
+    }
+    if let Some(route) = app.sse_route(&mut request) {
+        return open_stream_h2(app, route, &request, rules, send, &mut told);
     }
     let mut slot = None;
     let (panicked, deferral) =
@@ -588,9 +620,104 @@ fn answer_stream_counted(
     }
     let res = slot.get_or_insert_with(panic_reply);
     let status = res.status;
-    let bytes = send(res);
+    let bytes = send(res, Framing::Whole);
     told.now(status, bytes);
     StreamAnswer::Sent
+}
+
+/// An extended CONNECT for a WebSocket route (RFC 8441 §5): the version's check (426), the
+/// extensions agreed, the application's decision; accepted, a 200 opens the stream.
+fn connect_websocket(
+    app: &App<'_>,
+    route: &LiveRoute<dyn WsApp>,
+    request: &Request,
+    send: &mut dyn FnMut(&mut Response, Framing) -> u64,
+    told: &mut Told<'_>,
+) -> StreamAnswer {
+    let decided = (|| {
+        if request.header("sec-websocket-version").trim() != "13" {
+            return Err(Refusal::WebSocketVersion.response());
+        }
+        let (Some(settings), Some(remote)) = (app.server().map(|s| &s.ws_settings), app.remote())
+        else {
+            return Err(Refusal::NoWebSocket.response());
+        };
+        let (agreed, response) = match &settings.deflate {
+            Some(deflate) => agree(&extensions_of(request), deflate).unzip(),
+            None => (None, None),
+        };
+        let conn = catch_unwind(AssertUnwindSafe(|| {
+            route.app.accept(request, settings, remote, agreed)
+        }))
+        .unwrap_or_else(|_| Err(Refusal::Panicked.response()))?;
+        Ok((response, conn))
+    })();
+    match decided {
+        Ok((extensions, conn)) => {
+            let mut head = Response::new(200, "", Vec::new(), "");
+            if let Some(extensions) = extensions {
+                head.headers.push(crate::http::Header::new(
+                    "Sec-WebSocket-Extensions",
+                    &extensions,
+                ));
+            }
+            let bytes = send(&mut head, Framing::Open);
+            told.later(AccessKind::WebSocket, 200, bytes);
+            StreamAnswer::Live(conn)
+        }
+        Err(mut refusal) => {
+            let status = refusal.status;
+            let bytes = send(&mut refusal, Framing::Whole);
+            told.now(status, bytes);
+            StreamAnswer::Sent
+        }
+    }
+}
+
+/// A request for a Server-Sent Events route on an HTTP/2 stream: the application's decision,
+/// then the stream's head (a `HEAD` request gets the head alone).
+fn open_stream_h2(
+    app: &App<'_>,
+    route: &LiveRoute<dyn SseApp>,
+    request: &Request,
+    rules: ReplyRules,
+    send: &mut dyn FnMut(&mut Response, Framing) -> u64,
+    told: &mut Told<'_>,
+) -> StreamAnswer {
+    match accept_stream(app, route, request) {
+        Ok(conn) => {
+            let mut head = Response::new(200, "text/event-stream", stream_headers(), "");
+            if rules.head_only {
+                let bytes = send(&mut head, Framing::Whole);
+                told.now(head.status, bytes);
+                return StreamAnswer::Sent;
+            }
+            let bytes = send(&mut head, Framing::Open);
+            told.later(AccessKind::EventStream, head.status, bytes);
+            StreamAnswer::Live(conn)
+        }
+        Err(mut refusal) => {
+            let status = refusal.status;
+            let bytes = send(&mut refusal, Framing::Whole);
+            told.now(status, bytes);
+            StreamAnswer::Sent
+        }
+    }
+}
+
+/// The application's decision on a request for an event stream.
+fn accept_stream(
+    app: &App<'_>,
+    route: &LiveRoute<dyn SseApp>,
+    request: &Request,
+) -> Result<Box<dyn LiveConn>, Response> {
+    match (app.server().map(|s| &s.sse_settings), app.remote()) {
+        (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
+            route.app.accept(request, settings, remote)
+        }))
+        .unwrap_or_else(|_| Err(Refusal::Panicked.response())),
+        _ => Err(Refusal::NoEventStreams.response()),
+    }
 }
 
 /// A request for a WebSocket route: the protocol's checks (400, 426), then the application's
@@ -643,14 +770,7 @@ fn open_stream(
     turn: &mut Turn<'_>,
     told: &mut Told<'_>,
 ) -> Stop {
-    let decided = match (app.server().map(|s| &s.sse_settings), app.remote()) {
-        (Some(settings), Some(remote)) => catch_unwind(AssertUnwindSafe(|| {
-            route.app.accept(request, settings, remote)
-        }))
-        .unwrap_or_else(|_| Err(Refusal::Panicked.response())),
-        _ => Err(Refusal::NoEventStreams.response()),
-    };
-    match decided {
+    match accept_stream(app, route, request) {
         Ok(conn) => {
             let head = Response::new(200, "text/event-stream", stream_headers(), "");
             let before = turn.out.len();

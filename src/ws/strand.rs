@@ -613,18 +613,24 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                     queue_shared(&mut b.out, &frame, deflate.as_ref(), &mut b.history)
                 }
                 Command::Close(code) => self.queue_close(CloseCode::new(code)),
-                Command::Sweep => match io.silent_sweeps() {
-                    0 => {}
-                    // Silent for half an interval to an interval: ping.
-                    1 => self.ping(io),
-                    2 => {} // the ping's answer has half an interval more
-                    _ => {
-                        // Nothing within an interval of the ping: the peer is gone (no close
-                        // frame: no one would read it).
-                        self.tell(io.id(), None);
-                        return Next::Close;
+                Command::Sweep | Command::Swept(_) => {
+                    let silent = match cmd {
+                        Command::Swept(silent) => silent,
+                        _ => io.silent_sweeps(),
+                    };
+                    match silent {
+                        0 => {}
+                        // Silent for half an interval to an interval: ping.
+                        1 => self.ping(io),
+                        2 => {} // the ping's answer has half an interval more
+                        _ => {
+                            // Nothing within an interval of the ping: the peer is gone (no
+                            // close frame: no one would read it).
+                            self.tell(io.id(), None);
+                            return Next::Close;
+                        }
                     }
-                },
+                }
                 // For an HTTP connection that has turned WebSocket since, or for event streams.
                 Command::Http(_) | Command::Event(_) | Command::Heartbeat => {}
                 Command::Room(Delivery::History(came)) => {
@@ -676,7 +682,9 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
     }
 
     fn wants(&self, msg: &Command) -> bool {
-        matches!(msg, Command::Sweep) && self.member.is_some() && self.closing() == Closing::No
+        matches!(msg, Command::Sweep | Command::Swept(_))
+            && self.member.is_some()
+            && self.closing() == Closing::No
     }
 
     fn held_bytes(&self) -> usize {

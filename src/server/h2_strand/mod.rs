@@ -28,8 +28,11 @@ use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access::{self, AccessKind};
 use super::deferred::{Exchange, Patience, Wait, nothing_came};
-use super::dispatch::{OnStream, ServerShared, StreamAnswer, answer_stream};
+use super::dispatch::{Framing, OnStream, ServerShared, StreamAnswer, answer_stream};
 use super::peer::Peer;
+
+mod live;
+use live::Live;
 
 /// What a reply on a stream may be: the connection is not the reply's to keep or close.
 const REPLY_RULES: ReplyRules = ReplyRules {
@@ -76,6 +79,12 @@ enum Work {
     Receiving(Request, ReplyRules),
     /// Its request is whole: to be answered, in the order requests completed.
     Ready(Request, ReplyRules),
+    /// An extended CONNECT for a WebSocket (RFC 8441): answered at once, its stream left open
+    /// for the WebSocket's frames (what came on it so far in the request's body); whether the
+    /// peer ended its side.
+    Connect(Request, bool),
+    /// A live connection on the stream: an event stream, or a WebSocket.
+    Live(Live),
     /// Answered by the server before its handler (431, 413).
     Refused(ParseError, ReplyRules),
     /// To be reset with this code, unanswered.
@@ -83,15 +92,18 @@ enum Work {
     /// Its deferred reply, answered by the server at `until` (503, or 204 for a long-poll).
     Waiting(Wait, Instant),
     /// The rest of its reply's body, held back by the windows.
-    Sending(Body, usize),
-    /// A streamed reply: pieces the windows held back, the sender's window, whether the end
-    /// came.
-    Streaming {
-        seq: std::num::NonZeroU32,
-        held: Vec<u8>,
-        flow: FlowEnd,
-        ended: bool,
-    },
+    Sending(Box<(Body, usize)>),
+    /// A streamed reply (boxed: a stream's work stays small for the many that are idle).
+    Streaming(Box<Streamed>),
+}
+
+/// A streamed reply on its stream: pieces the windows held back, the sender's window, whether
+/// the end came.
+struct Streamed {
+    seq: std::num::NonZeroU32,
+    held: Vec<u8>,
+    flow: FlowEnd,
+    ended: bool,
 }
 
 /// One HTTP/2 connection.
@@ -106,8 +118,14 @@ pub(crate) struct H2Strand {
     written: usize,
     /// Each stream's work, by stream id.
     work: Vec<(u32, Work)>,
-    /// When the connection's wait ends (idle, write, or the first deferred reply's).
+    /// When the connection's wait ends (idle, write, the first deferred reply's, a live
+    /// stream's).
     deadline: Option<Instant>,
+    /// When the socket must have taken some of what is owed.
+    write_due: Option<Instant>,
+    /// Windows opened or output was written since live streams waiting to write were last
+    /// resumed.
+    wake_writers: bool,
     /// What the output holds, charged to the server's output budget while owed.
     charge: Charge,
 }
@@ -129,6 +147,8 @@ impl H2Strand {
             written: 0,
             work: Vec::new(),
             deadline: None,
+            write_due: None,
+            wake_writers: false,
             charge: Charge::default(),
         }
     }
@@ -159,6 +179,7 @@ impl H2Strand {
     pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
         self.with_shared(io, |h, shared, io| {
             h.conn.go_away(&mut h.out);
+            h.drain_live(shared, io);
             let polls: Vec<u32> = h
                 .work
                 .iter()
@@ -180,13 +201,24 @@ impl H2Strand {
         })
     }
 
-    /// The connection left the reactor: the replies its streams waited for are not wanted.
+    /// A message for the connection's live streams (or one of them: [`Io::addressed`]).
+    pub(crate) fn command(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next {
+        self.with_shared(io, |h, shared, io| {
+            h.live_message(shared, io, cmd);
+            h.run(shared, io)
+        })
+    }
+
+    /// The connection left the reactor: the replies its streams waited for are not wanted,
+    /// its live streams end.
     pub(crate) fn closed(&mut self, id: reactor::ConnId) {
         super::worker::with(|shared| {
             let Some(shared) = shared else { return };
-            for (stream, work) in &self.work {
-                if let Work::Waiting(wait, _) = work {
-                    shared.replies.close_stream(id, wait.seq);
+            for (stream, work) in &mut self.work {
+                match work {
+                    Work::Waiting(wait, _) => shared.replies.close_stream(id, wait.seq),
+                    Work::Live(live) => live.gone(id.with_stream(*stream)),
+                    _ => {}
                 }
                 logged(shared, id, *stream);
             }
@@ -201,9 +233,10 @@ impl H2Strand {
             .work
             .iter()
             .map(|(_, w)| match w {
-                Work::Receiving(r, _) | Work::Ready(r, _) => r.held_bytes(),
-                Work::Sending(body, at) => body.len() - at,
-                Work::Streaming { held, .. } => held.capacity(),
+                Work::Receiving(r, _) | Work::Ready(r, _) | Work::Connect(r, _) => r.held_bytes(),
+                Work::Live(live) => live.held_bytes(),
+                Work::Sending(held) => held.0.len() - held.1,
+                Work::Streaming(s) => s.held.capacity(),
                 Work::Refused(..) | Work::Cut(_) | Work::Waiting(..) => 0,
             })
             .sum();
@@ -245,6 +278,13 @@ impl H2Strand {
             }
             if owed >= OUTPUT_HIGH {
                 return self.park(shared, io, progressed, false);
+            }
+            let before = self.out.len();
+            self.live_turn(shared, io);
+            if self.out.len() > before {
+                // Live streams wrote: out with it before reading more.
+                progressed = true;
+                continue;
             }
             if !self.input.is_empty() && owed < OUTPUT_HIGH / 2 {
                 // Frames left while output was owed, or an incomplete one: go on with them.
@@ -317,13 +357,14 @@ impl H2Strand {
                     head,
                     end_stream,
                 } => {
+                    let websocket = head.protocol() == b"websocket";
                     let (request, rules) = request_of(head);
                     work.push((
                         stream,
-                        if end_stream {
-                            Work::Ready(request, rules)
-                        } else {
-                            Work::Receiving(request, rules)
+                        match (websocket, end_stream) {
+                            (true, ended) => Work::Connect(request, ended),
+                            (false, true) => Work::Ready(request, rules),
+                            (false, false) => Work::Receiving(request, rules),
                         },
                     ));
                 }
@@ -341,6 +382,20 @@ impl H2Strand {
                     let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) else {
                         return;
                     };
+                    match &mut slot.1 {
+                        Work::Live(live) => return live.received(data, end_stream),
+                        Work::Connect(request, ended) => {
+                            // What a WebSocket's peer sent before the answer: its first frames.
+                            if request.body().len() as u64 + data.len() as u64 > max_body {
+                                slot.1 = Work::Cut(ErrorCode::EnhanceYourCalm);
+                            } else {
+                                request.append_body(data);
+                                *ended |= end_stream;
+                            }
+                            return;
+                        }
+                        _ => {}
+                    }
                     let Work::Receiving(request, rules) = &slot.1 else {
                         return;
                     };
@@ -370,9 +425,10 @@ impl H2Strand {
                 }
                 Event::Reset { stream } => {
                     if let Some(at) = work.iter().position(|(id, _)| *id == stream) {
-                        let (_, gone) = work.remove(at);
-                        if let Work::Waiting(wait, _) = gone {
-                            shared.replies.close_stream(ctx.id, wait.seq);
+                        match work.remove(at).1 {
+                            Work::Waiting(wait, _) => shared.replies.close_stream(ctx.id, wait.seq),
+                            Work::Live(mut live) => live.gone(ctx.id.with_stream(stream)),
+                            _ => {}
                         }
                         logged(shared, ctx.id, stream);
                     }
@@ -383,6 +439,7 @@ impl H2Strand {
         self.answer_ready(shared, ctx);
         if window_opened {
             self.send_held();
+            self.wake_writers = true;
         }
         if self.conn.is_closed() {
             self.state = State::Closing;
@@ -395,9 +452,12 @@ impl H2Strand {
         let mut at = 0;
         while at < self.work.len() {
             let stream = self.work[at].0;
-            match std::mem::replace(&mut self.work[at].1, Work::Sending(Body::default(), 0)) {
+            match std::mem::replace(&mut self.work[at].1, Work::Cut(ErrorCode::NoError)) {
                 Work::Ready(request, rules) => {
-                    self.answer(shared, ctx, at, stream, request, rules);
+                    self.answer(shared, ctx, at, stream, request, (rules, None));
+                }
+                Work::Connect(request, ended) => {
+                    self.answer(shared, ctx, at, stream, request, (REPLY_RULES, Some(ended)));
                 }
                 Work::Refused(error, rules) => {
                     let res = Refusal::Malformed(error).response();
@@ -420,7 +480,8 @@ impl H2Strand {
         }
     }
 
-    /// Answers one request through the server's handler.
+    /// Answers one request through the server's handler. `connect`: an extended CONNECT for
+    /// a WebSocket, and whether its peer ended its side.
     fn answer(
         &mut self,
         shared: &ServerShared,
@@ -428,7 +489,7 @@ impl H2Strand {
         at: usize,
         stream: u32,
         request: Request,
-        rules: ReplyRules,
+        (rules, connect): (ReplyRules, Option<bool>),
     ) {
         let on = OnStream {
             now: ctx.now,
@@ -436,15 +497,36 @@ impl H2Strand {
             exchange: Exchange::Stream(ctx.id),
             stream,
             worker: ctx.worker(),
+            websocket: connect.is_some(),
+        };
+        // A WebSocket's first frames, if its peer sent them with the request.
+        let early = match connect {
+            Some(_) if !request.body().is_empty() => request.body().to_vec(),
+            _ => Vec::new(),
         };
         let mut held = None;
-        let answered = answer_stream(&shared.app(), request, rules, &on, &mut |res| {
-            let (bytes, rest) = self.send_reply(stream, std::mem::take(res), rules, on.now);
-            held = rest;
-            bytes
+        let answered = answer_stream(&shared.app(), request, rules, &on, &mut |res, framing| {
+            let res = std::mem::take(res);
+            match framing {
+                Framing::Whole => {
+                    let (bytes, rest) = self.send_reply(stream, res, rules, on.now);
+                    held = rest;
+                    bytes
+                }
+                Framing::Open => self.send_open_head(stream, &res, on.now),
+            }
         });
         match answered {
             StreamAnswer::Sent => self.settle(at, stream, held),
+            StreamAnswer::Live(conn) => {
+                self.conn.hold_window(stream);
+                let (end_is_eof, ended) = match connect {
+                    Some(ended) => (true, ended),
+                    None => (false, true),
+                };
+                let live = Live::new(conn, early, end_is_eof, ended);
+                self.work[at].1 = Work::Live(live);
+            }
             StreamAnswer::Deferred(wait, patience) => {
                 let until = on.now
                     + match patience {
@@ -471,7 +553,7 @@ impl H2Strand {
     /// stays as its work, else the work is done.
     fn settle(&mut self, at: usize, stream: u32, held: Option<(Body, usize)>) {
         match held {
-            Some((body, sent)) => self.work[at] = (stream, Work::Sending(body, sent)),
+            Some(held) => self.work[at] = (stream, Work::Sending(Box::new(held))),
             None => {
                 self.work.remove(at);
             }
@@ -506,21 +588,37 @@ impl H2Strand {
         (bytes, (sent < body.len()).then_some((body, sent)))
     }
 
+    /// Sends the head of a reply whose stream stays open for a live connection (no length:
+    /// the body ends with the stream); the bytes it came to.
+    fn send_open_head(&mut self, stream: u32, res: &Response, now: Instant) -> u64 {
+        let before = self.out.len();
+        BLOCK.with_borrow_mut(|block| {
+            block.clear();
+            with_date(now, |date| {
+                reply::write_head(block, res, date, Length::Open)
+            });
+            self.conn.send_headers(stream, block, false, &mut self.out);
+        });
+        (self.out.len() - before) as u64
+    }
+
     /// Windows opened: bodies held back go on.
     fn send_held(&mut self) {
         let mut at = 0;
         while at < self.work.len() {
             let (stream, work) = &mut self.work[at];
             let done = match work {
-                Work::Sending(body, sent) => {
+                Work::Sending(held) => {
+                    let (body, sent) = &mut **held;
                     *sent += self
                         .conn
                         .send_data(*stream, &body[*sent..], true, &mut self.out);
                     *sent == body.len()
                 }
-                Work::Streaming {
-                    held, flow, ended, ..
-                } => {
+                Work::Streaming(s) => {
+                    let Streamed {
+                        held, flow, ended, ..
+                    } = &mut **s;
                     let n = self.conn.send_data(*stream, held, *ended, &mut self.out);
                     held.drain(..n);
                     flow.0.written(n);
@@ -627,32 +725,29 @@ impl H2Strand {
             logged(shared, io.id(), stream);
             return;
         }
-        self.work[at].1 = Work::Streaming {
+        self.work[at].1 = Work::Streaming(Box::new(Streamed {
             seq: wait.seq,
             held: Vec::new(),
             flow,
             ended: false,
-        };
+        }));
     }
 
     /// A piece, the end or the cut of a streamed reply.
     fn streamed(&mut self, shared: &ServerShared, io: &Io<'_, Command>, msg: HttpMsg) {
         let Some(at) = self.work.iter().position(|(_, w)| match w {
-            Work::Streaming { seq, .. } => *seq == msg.seq,
+            Work::Streaming(s) => s.seq == msg.seq,
             _ => false,
         }) else {
             return; // its stream was reset or the reply cut: dropped
         };
-        let (
-            stream,
-            Work::Streaming {
-                held, flow, ended, ..
-            },
-        ) = &mut self.work[at]
-        else {
+        let (stream, Work::Streaming(s)) = &mut self.work[at] else {
             return;
         };
         let stream = *stream;
+        let Streamed {
+            held, flow, ended, ..
+        } = &mut **s;
         match msg.what {
             Delivery::Piece(bytes) => {
                 sent(shared, io.id(), stream, (None, None, bytes.len() as u64));
@@ -687,12 +782,13 @@ impl H2Strand {
         if self.deadline.is_some_and(|d| now < d) {
             return None;
         }
-        if self.written < self.out.len() {
+        if self.written < self.out.len() && self.write_due.is_some_and(|d| d <= now) {
             return Some(Next::Close); // the write timeout: the peer takes nothing
         }
         if self.state != State::Serving {
             return Some(Next::Close);
         }
+        self.live_timeouts(shared, io);
         let late: Vec<(u32, bool)> = self
             .work
             .iter()
@@ -765,6 +861,10 @@ impl H2Strand {
                 Err(e) => return Err(e),
             }
         }
+        if wrote {
+            // Room made: live streams waiting to write may go on.
+            self.wake_writers = true;
+        }
         if self.written == self.out.len() {
             // All written: the buffer goes back to the worker's pool (an idle connection
             // holds none).
@@ -786,8 +886,8 @@ impl H2Strand {
             .work
             .iter()
             .map(|(_, w)| match w {
-                Work::Sending(body, sent) => body.len() - sent,
-                Work::Streaming { held, .. } => held.len(),
+                Work::Sending(held) => held.0.len() - held.1,
+                Work::Streaming(s) => s.held.len(),
                 _ => 0,
             })
             .sum();
@@ -825,29 +925,42 @@ impl H2Strand {
                 _ => None,
             })
             .min();
-        let deadline = if owed {
-            // The write timeout runs from the last progress.
-            match self.deadline {
-                Some(d) if !progressed => d,
-                _ => now + limits.write_timeout,
-            }
-        } else if let Some(until) = first_reply {
-            until
+        // The write timeout runs from the last progress.
+        self.write_due = match (owed, self.write_due) {
+            (false, _) => None,
+            (true, Some(d)) if !progressed => Some(d),
+            (true, _) => Some(now + limits.write_timeout),
+        };
+        let live = self
+            .work
+            .iter()
+            .filter_map(|(_, w)| match w {
+                Work::Live(live) => live.deadline(),
+                _ => None,
+            })
+            .min();
+        let only_live = self.work.iter().all(|(_, w)| matches!(w, Work::Live(_)));
+        let wait = if let Some(until) = first_reply {
+            Some(until)
         } else if self.work.is_empty() {
             match self.deadline {
-                Some(d) if !progressed => d,
-                _ => now + limits.idle_timeout,
+                Some(d) if !progressed && !owed => Some(d),
+                _ => Some(now + limits.idle_timeout),
             }
+        } else if only_live {
+            // Live streams keep their own deadlines (none while idle).
+            None
         } else {
             // Streams being received or sent: each wait is the peer's (its windows, its body).
-            now + limits.idle_timeout
+            Some(now + limits.idle_timeout)
         };
-        self.deadline = Some(deadline);
+        let deadline = [self.write_due, wait, live].into_iter().flatten().min();
+        self.deadline = deadline;
         self.return_buffers();
         Next::Park {
             read: read && self.state == State::Serving && !owed_past_high(self),
             write: owed,
-            deadline: Some(deadline),
+            deadline,
         }
     }
 

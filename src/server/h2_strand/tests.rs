@@ -448,24 +448,6 @@ fn a_streamed_reply_comes_piece_by_piece_on_its_stream() {
 }
 
 #[test]
-fn an_event_stream_route_over_http2_is_reset_with_http_1_1_required() {
-    struct Feed;
-    impl crate::sse::SseHandler for Feed {
-        type State = ();
-        fn accept(&self, _req: &Request) -> Result<(), Response> {
-            Ok(())
-        }
-    }
-    let server = serve(bind().sse("/events", Feed), echo);
-    let mut c = Client::new(server.local_addr().port());
-    c.get(1, "/events");
-    assert_eq!(c.answer(1).reset, Some(0xd));
-    c.get(3, "/other");
-    assert_eq!(c.answer(3).status, 200);
-    server.shutdown().unwrap();
-}
-
-#[test]
 fn a_head_request_gets_the_length_and_no_body() {
     let server = serve(bind(), |_req| text_response(200, "twelve bytes"));
     let mut c = Client::new(server.local_addr().port());
@@ -730,3 +712,6 @@ fn the_access_log_sees_each_stream_at_once_deferred_streamed_and_reset() {
     );
     server.shutdown().unwrap();
 }
+
+#[cfg(test)]
+mod live;

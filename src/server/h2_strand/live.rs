@@ -1,0 +1,382 @@
+//! Live connections on HTTP/2 streams: an event stream, or a WebSocket opened by RFC 8441's
+//! extended CONNECT, carried by one stream each — many on one connection.
+//!
+//! Each is the same [`LiveConn`] an HTTP/1.1 connection becomes (the same handlers, rooms,
+//! history, budgets, pings, close handshake), run with a view of the connection
+//! ([`Io::substream`]) whose reads are what its stream received and whose writes become its
+//! stream's DATA frames, as the windows allow. Its id is the connection's with the stream
+//! ([`ConnId::with_stream`](reactor::ConnId::with_stream)): the rooms, `WsSender` and
+//! `SseSender` address it as they address a connection, and the reactor hands what they send
+//! to this connection's strand, which reads the stream from [`Io::addressed`].
+
+use std::io::{self, IoSlice};
+use std::time::Instant;
+
+use reactor::{Io, Layer, Next, Received, Socket};
+
+use crate::h2::conn::{Conn, OUTPUT_HIGH};
+use crate::h2::error::ErrorCode;
+use crate::live::{Command, LiveConn};
+
+use super::{H2Strand, Work, logged};
+use crate::server::dispatch::ServerShared;
+
+/// A live connection on a stream, and what its stream holds for it: while idle, the
+/// connection and four flags (no buffer, no deadline).
+pub(super) struct Live {
+    conn: Box<dyn LiveConn>,
+    /// What it has while it has something to do.
+    busy: Option<Box<Busy>>,
+    /// Started: its `start` ran.
+    started: bool,
+    /// Whether the peer's END_STREAM is the end of what the connection reads (a WebSocket's
+    /// stream, as a TCP connection's FIN would); an event stream's request ends its side at
+    /// once, and only the stream's end (or reset) ends the event stream.
+    end_is_eof: bool,
+    /// The peer ended its side where that ends the connection's reading.
+    ended: bool,
+    /// It parked waiting to write (the windows, or the connection's output).
+    writing: bool,
+}
+
+/// What a live stream keeps while it has something to do.
+#[derive(Default)]
+struct Busy {
+    /// What the peer sent on the stream that the connection has not read yet: bounded by the
+    /// stream's window, which reopens only as it is read ([`Conn::hold_window`]).
+    inbound: Vec<u8>,
+    /// When it is to be resumed with a timeout.
+    deadline: Option<Instant>,
+}
+
+impl Live {
+    /// `conn` on a stream that received `early` so far (bytes sent with its request);
+    /// `end_is_eof` when the peer's END_STREAM ends what it reads (a WebSocket), and `ended`
+    /// if that came already.
+    pub(super) fn new(
+        conn: Box<dyn LiveConn>,
+        early: Vec<u8>,
+        end_is_eof: bool,
+        ended: bool,
+    ) -> Live {
+        Live {
+            conn,
+            busy: (!early.is_empty()).then(|| {
+                Box::new(Busy {
+                    inbound: early,
+                    deadline: None,
+                })
+            }),
+            started: false,
+            end_is_eof,
+            ended: ended && end_is_eof,
+            writing: false,
+        }
+    }
+
+    /// The peer sent `data` on the stream; `end` when it ended its side.
+    pub(super) fn received(&mut self, data: &[u8], end: bool) {
+        if !data.is_empty() {
+            let busy = self.busy.get_or_insert_with(Box::default);
+            busy.inbound.extend_from_slice(data);
+        }
+        self.ended |= end && self.end_is_eof;
+    }
+
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.busy.as_ref().and_then(|b| b.deadline)
+    }
+
+    fn unread(&self) -> bool {
+        self.busy.as_ref().is_some_and(|b| !b.inbound.is_empty())
+    }
+
+    /// What it parked with: kept while there is something to keep.
+    fn parked(&mut self, deadline: Option<Instant>, writing: bool) {
+        self.writing = writing;
+        match (&mut self.busy, deadline) {
+            (Some(busy), _) => {
+                busy.deadline = deadline;
+                if busy.inbound.is_empty() && busy.deadline.is_none() {
+                    self.busy = None; // an idle stream holds no buffer
+                }
+            }
+            (None, Some(_)) => {
+                self.busy = Some(Box::new(Busy {
+                    inbound: Vec::new(),
+                    deadline,
+                }))
+            }
+            (None, None) => {}
+        }
+    }
+
+    pub(super) fn held_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.conn)
+            + self.conn.held_bytes()
+            + self
+                .busy
+                .as_ref()
+                .map_or(0, |b| std::mem::size_of::<Busy>() + b.inbound.capacity())
+    }
+
+    /// The connection (or its stream) is gone: it leaves its rooms and its application is
+    /// told, once.
+    pub(super) fn gone(&mut self, id: reactor::ConnId) {
+        self.conn.closed(id);
+    }
+
+    pub(super) fn wants(&self, msg: &Command) -> bool {
+        match msg {
+            Command::Sweep => self.conn.wants(&Command::Swept(0)),
+            other => self.conn.wants(other),
+        }
+    }
+}
+
+/// What a live stream is asked to do.
+pub(super) enum Step {
+    /// Resume it: a timeout if its deadline passed, else to read or write what it can.
+    Resume { timeout: bool },
+    /// A message sent to it.
+    Message(Command),
+    /// The server stops.
+    Drain,
+}
+
+/// A stream as its live connection reads and writes it: reads take what the stream received
+/// (reopening its window), writes become DATA frames as far as the windows allow and the
+/// connection's output is not past [`OUTPUT_HIGH`], and ending our side is END_STREAM.
+struct StreamLayer<'a> {
+    conn: &'a mut Conn,
+    out: &'a mut Vec<u8>,
+    /// Bytes of `out` already written to the socket.
+    written: usize,
+    stream: u32,
+    /// What the stream received and its connection has not read (`None`: nothing).
+    inbound: Option<&'a mut Vec<u8>>,
+    ended: bool,
+}
+
+impl StreamLayer<'_> {
+    fn unread(&self) -> bool {
+        self.inbound.as_ref().is_some_and(|i| !i.is_empty())
+    }
+}
+
+impl Layer for StreamLayer<'_> {
+    fn read(&mut self, _socket: &mut Socket<'_>, into: &mut [u8]) -> Received {
+        let Some(inbound) = self.inbound.as_deref_mut().filter(|i| !i.is_empty()) else {
+            return match self.ended || !self.conn.is_open(self.stream) {
+                true => Received::Closed,
+                false => Received::WouldBlock,
+            };
+        };
+        let n = into.len().min(inbound.len());
+        into[..n].copy_from_slice(&inbound[..n]);
+        inbound.drain(..n);
+        self.conn.consumed(self.stream, inbound.len(), self.out);
+        Received::Data(n)
+    }
+
+    fn write(&mut self, _socket: &mut Socket<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if !self.conn.is_open(self.stream) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        let mut took = 0;
+        for buf in bufs {
+            if self.out.len() - self.written >= OUTPUT_HIGH {
+                break;
+            }
+            let n = self.conn.send_data(self.stream, buf, false, self.out);
+            took += n;
+            if n < buf.len() {
+                break;
+            }
+        }
+        Ok(took)
+    }
+
+    fn shutdown_write(&mut self, _socket: &mut Socket<'_>) -> io::Result<()> {
+        self.conn.send_data(self.stream, &[], true, self.out);
+        Ok(())
+    }
+
+    fn read_ready(&self) -> Option<bool> {
+        Some(self.unread() || self.ended || !self.conn.is_open(self.stream))
+    }
+}
+
+impl H2Strand {
+    /// Runs `step` on the live stream at `at`, then keeps what it parked with — or, if it
+    /// ended, forgets it (resetting its stream with CANCEL if neither side had ended it).
+    pub(super) fn step_live(
+        &mut self,
+        shared: &ServerShared,
+        io: &mut Io<'_, Command>,
+        at: usize,
+        step: Step,
+    ) {
+        let H2Strand {
+            conn,
+            out,
+            written,
+            work,
+            ..
+        } = self;
+        let Some((stream, Work::Live(live))) = work.get_mut(at) else {
+            return;
+        };
+        let stream = *stream;
+        let mut layer = StreamLayer {
+            conn,
+            out,
+            written: *written,
+            stream,
+            inbound: live.busy.as_deref_mut().map(|b| &mut b.inbound),
+            ended: live.ended,
+        };
+        let mut sub = io.substream(stream, &mut layer);
+        let mut next = if live.started {
+            match step {
+                Step::Resume { timeout } => live.conn.resume(&mut sub, timeout),
+                Step::Message(cmd) => live.conn.message(&mut sub, cmd),
+                Step::Drain => live.conn.drain(&mut sub),
+            }
+        } else {
+            live.started = true;
+            let next = live.conn.start(&mut sub, Vec::new(), &[]);
+            match step {
+                Step::Drain => live.conn.drain(&mut sub),
+                _ => next,
+            }
+        };
+        if let Next::Park { write: true, .. } = next {
+            // What it queued is written now (framed into the connection's output, which the
+            // connection writes once for all its streams), as the reactor resumes a
+            // connection whose message left output.
+            next = live.conn.resume(&mut sub, false);
+        }
+        match next {
+            Next::Park {
+                write, deadline, ..
+            } => live.parked(deadline, write),
+            Next::Close | Next::Release(_) => {
+                let id = io.id().with_stream(stream);
+                live.gone(id);
+                self.work.remove(at);
+                // Ended by both sides, the stream is gone already; else it is not wanted.
+                self.conn.cancel(stream, ErrorCode::Cancel, &mut self.out);
+                logged(shared, io.id(), stream);
+            }
+        }
+    }
+
+    /// Starts the live streams just accepted and resumes those with something to do: what
+    /// their stream received, or output to write once the windows and the connection's
+    /// output allow.
+    pub(super) fn live_turn(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
+        let room = self.out.len() - self.written < OUTPUT_HIGH / 2;
+        let wake_writers = std::mem::take(&mut self.wake_writers) && room;
+        let mut at = 0;
+        while at < self.work.len() {
+            let (stream, due) = match &self.work[at] {
+                (stream, Work::Live(live)) => (
+                    *stream,
+                    !live.started || live.unread() || (live.writing && wake_writers),
+                ),
+                (stream, _) => (*stream, false),
+            };
+            if due {
+                self.step_live(shared, io, at, Step::Resume { timeout: false });
+            }
+            if self.work.get(at).is_some_and(|(id, _)| *id == stream) {
+                at += 1;
+            }
+        }
+    }
+
+    /// A message for one of the live streams (or, addressed to the connection, for each that
+    /// wants it: a heartbeat, a liveness sweep — taken once for the connection).
+    pub(super) fn live_message(
+        &mut self,
+        shared: &ServerShared,
+        io: &mut Io<'_, Command>,
+        cmd: Command,
+    ) {
+        let stream = io.addressed();
+        if stream != 0 {
+            if let Some(at) = self.live_at(stream) {
+                self.step_live(shared, io, at, Step::Message(cmd));
+            }
+            return;
+        }
+        let cmd = match cmd {
+            Command::Sweep => Command::Swept(io.silent_sweeps()),
+            other => other,
+        };
+        let streams: Vec<u32> = self
+            .work
+            .iter()
+            .filter_map(|(id, w)| match w {
+                Work::Live(live) if live.wants(&cmd) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        for stream in streams {
+            if let Some(at) = self.live_at(stream) {
+                self.step_live(shared, io, at, Step::Message(cmd.clone()));
+            }
+        }
+    }
+
+    /// The server stops: each live stream ends as it would alone (an event stream at once, a
+    /// WebSocket with its close handshake).
+    pub(super) fn drain_live(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
+        for stream in self.live_streams() {
+            if let Some(at) = self.live_at(stream) {
+                self.step_live(shared, io, at, Step::Drain);
+            }
+        }
+    }
+
+    /// Live streams whose deadline passed are resumed with a timeout.
+    pub(super) fn live_timeouts(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
+        let now = io.now();
+        let late: Vec<u32> = self
+            .work
+            .iter()
+            .filter_map(|(id, w)| match w {
+                Work::Live(live) if live.deadline().is_some_and(|d| d <= now) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        for stream in late {
+            if let Some(at) = self.live_at(stream) {
+                self.step_live(shared, io, at, Step::Resume { timeout: true });
+            }
+        }
+    }
+
+    /// Whether a message to every connection of the worker is for one of the live streams.
+    pub(crate) fn wants(&self, msg: &Command) -> bool {
+        self.work.iter().any(|(_, w)| match w {
+            Work::Live(live) => live.wants(msg),
+            _ => false,
+        })
+    }
+
+    fn live_streams(&self) -> Vec<u32> {
+        self.work
+            .iter()
+            .filter(|(_, w)| matches!(w, Work::Live(_)))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    fn live_at(&self, stream: u32) -> Option<usize> {
+        self.work
+            .iter()
+            .position(|(id, w)| *id == stream && matches!(w, Work::Live(_)))
+    }
+}

@@ -1,0 +1,321 @@
+//! Live connections on HTTP/2 streams, over real sockets: event streams and WebSockets (RFC
+//! 8441) several to a connection, members of rooms like any other, ending with their streams.
+
+use super::*;
+use crate::http::event_stream::Event;
+use crate::rooms::Message;
+use crate::sse::{Sse, SseHandler};
+use crate::ws::{Ws, WsHandler};
+
+/// Event streams that join the room their query names.
+struct Feed;
+
+impl SseHandler for Feed {
+    type State = String;
+    fn accept(&self, req: &Request) -> Result<String, Response> {
+        let room = crate::http::param(crate::http::query_of(req.path()), "room");
+        match room.is_empty() {
+            true => Err(text_response(403, "a room, please")),
+            false => Ok(room),
+        }
+    }
+    fn open(&self, sse: &mut Sse<'_>, room: &mut String) {
+        sse.join(room);
+    }
+}
+
+/// WebSockets that echo, and join room `news`.
+struct Echo;
+
+impl WsHandler for Echo {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, ws: &mut Ws<'_>, _: &mut ()) {
+        ws.join("news");
+    }
+    fn message(&self, ws: &mut Ws<'_>, _: &mut (), msg: Message) {
+        if let Message::Text(text) = msg {
+            ws.send_text(&format!("echo {text}"));
+        }
+    }
+}
+
+/// Event streams that keep no state of their own, in room `news`.
+struct Quiet;
+
+impl SseHandler for Quiet {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, sse: &mut Sse<'_>, _: &mut ()) {
+        sse.join("news");
+    }
+}
+
+fn live_server() -> (ServerHandle, crate::ws::Rooms) {
+    let server = bind()
+        .sse("/events", Feed)
+        .sse("/quiet", Quiet)
+        .websocket("/ws", Echo);
+    let rooms = server.rooms();
+    (serve(server, echo), rooms)
+}
+
+impl Client {
+    /// HEADERS opening a stream that stays open (no END_STREAM): an extended CONNECT for a
+    /// WebSocket at `path`.
+    fn connect_websocket(&mut self, stream: u32, path: &str) {
+        let mut block = Vec::new();
+        write_field(&mut block, ":method", b"CONNECT");
+        write_field(&mut block, ":protocol", b"websocket");
+        write_field(&mut block, ":scheme", b"http");
+        write_field(&mut block, ":authority", b"example.test");
+        write_field(&mut block, ":path", path.as_bytes());
+        write_field(&mut block, "sec-websocket-version", b"13");
+        let mut out = Vec::new();
+        frame::write_head(
+            &mut out,
+            block.len(),
+            Kind::Headers,
+            flags::END_HEADERS,
+            stream,
+        );
+        out.extend_from_slice(&block);
+        self.send(&out);
+    }
+
+    /// A WebSocket frame from the client (masked) as DATA on `stream`; `end` ends the stream.
+    fn ws_frame(&mut self, stream: u32, first: u8, payload: &[u8], end: bool) {
+        let mut ws = Vec::new();
+        crate::ws::write_frame(&mut ws, first, payload, Some([1, 2, 3, 4]));
+        let mut out = Vec::new();
+        let f = if end { flags::END_STREAM } else { 0 };
+        frame::write_head(&mut out, ws.len(), Kind::Data, f, stream);
+        out.extend_from_slice(&ws);
+        self.send(&out);
+    }
+
+    /// Reads frames until each of `streams` has DATA containing `needle`; what each got (the
+    /// head's status if it came meanwhile, the body so far).
+    fn until_each(&mut self, streams: &[u32], needle: &str) -> Vec<Answer> {
+        let mut got: Vec<(u32, Answer)> = streams.iter().map(|&s| (s, Answer::default())).collect();
+        let has = |a: &Answer| String::from_utf8_lossy(&a.body).contains(needle);
+        while !got.iter().all(|(_, a)| has(a)) {
+            let Some((head, payload)) = self.frame() else {
+                panic!("connection ended waiting for {needle:?}: {got:?}");
+            };
+            let Some((_, answer)) = got.iter_mut().find(|(s, _)| *s == head.stream) else {
+                continue;
+            };
+            match head.kind {
+                Kind::Headers => {
+                    let mut status = 0;
+                    self.decoder
+                        .decode(&payload, &mut self.scratch, |n, v| {
+                            if n == b":status" {
+                                status = String::from_utf8_lossy(v).parse().unwrap();
+                            }
+                        })
+                        .expect("HPACK");
+                    answer.status = status;
+                }
+                Kind::Data => answer.body.extend_from_slice(&payload),
+                Kind::RstStream => panic!("stream {} reset: {payload:?}", head.stream),
+                _ => {}
+            }
+            assert!(
+                !head.has(flags::END_STREAM),
+                "stream {} ended waiting for {needle:?}",
+                head.stream
+            );
+        }
+        got.into_iter().map(|(_, a)| a).collect()
+    }
+}
+
+/// Waits until `room` has `n` members.
+fn members(rooms: &crate::ws::Rooms, room: &str, n: usize) {
+    let start = Instant::now();
+    while rooms.members(room) != n {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{room} has {} members, not {n}",
+            rooms.members(room)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn ten_event_streams_and_a_websocket_share_one_connection_and_each_gets_the_room() {
+    let (server, rooms) = live_server();
+    let mut c = Client::new(server.local_addr().port());
+    let streams: Vec<u32> = (0..10).map(|i| 1 + 2 * i).collect();
+    for &s in &streams {
+        c.get(s, "/events?room=news");
+    }
+    c.connect_websocket(21, "/ws");
+    // An ordinary request on the same connection meanwhile.
+    c.get(23, "/plain");
+    members(&rooms, "news", 11);
+    assert_eq!(server.stats().open_connections, 1);
+    rooms.publish_event("news", &Event::new("first").id("1"));
+    let mut all = streams.clone();
+    all.push(21);
+    let got = c.until_each(&all, "first");
+    for a in &got {
+        assert_eq!(a.status, 200);
+    }
+    for a in &got[..10] {
+        assert!(String::from_utf8_lossy(&a.body).contains("id: 1\ndata: first\n\n"));
+    }
+    // The WebSocket got the event's data as a text message.
+    assert_eq!(&got[10].body[..], b"\x81\x05first");
+    // A stream reset by the client leaves the room; the others stay.
+    let mut out = Vec::new();
+    frame::write_rst_stream(&mut out, 1, ErrorCode::Cancel);
+    c.send(&out);
+    members(&rooms, "news", 10);
+    rooms.publish("news", &Message::Text("second".into()));
+    c.until_each(&all[1..], "second");
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_websocket_by_extended_connect_echoes_on_its_stream_and_closes_with_it() {
+    let (server, rooms) = live_server();
+    let mut c = Client::new(server.local_addr().port());
+    // The server's SETTINGS enable extended CONNECT (RFC 8441 §3).
+    let (head, payload) = c.frame().expect("settings");
+    assert_eq!(head.kind, Kind::Settings);
+    let enabled = payload
+        .chunks(6)
+        .any(|s| s[..2] == [0, 8] && s[2..] == [0, 0, 0, 1]);
+    assert!(enabled, "SETTINGS_ENABLE_CONNECT_PROTOCOL in {payload:?}");
+    c.connect_websocket(1, "/ws");
+    c.ws_frame(1, 0x81, b"hello", false);
+    let got = c.until_each(&[1], "echo hello");
+    assert_eq!(got[0].status, 200);
+    assert_eq!(&got[0].body[..], b"\x81\x0aecho hello");
+    // Our close, answered with the server's; then both ends of the stream end.
+    c.ws_frame(1, 0x88, &1000u16.to_be_bytes(), false);
+    let mut body = Vec::new();
+    loop {
+        let (head, payload) = c.frame().expect("close");
+        if head.stream != 1 {
+            continue;
+        }
+        assert_eq!(head.kind, Kind::Data, "{payload:?}");
+        body.extend_from_slice(&payload);
+        if head.has(flags::END_STREAM) {
+            break;
+        }
+    }
+    assert_eq!(&body[..], b"\x88\x02\x03\xe8");
+    c.ws_frame(1, 0x88, &[], true);
+    members(&rooms, "news", 0);
+    // The connection goes on.
+    c.get(3, "/after");
+    assert_eq!(c.answer(3).status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn an_event_stream_refused_by_its_application_gets_the_refusal_on_its_stream() {
+    let (server, _rooms) = live_server();
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/events");
+    let a = c.answer(1);
+    assert_eq!((a.status, &a.body[..]), (403, &b"a room, please"[..]));
+    // HTTP/1.1's upgrade asked over HTTP/2 is told to use HTTP/1.1.
+    c.request(
+        3,
+        "GET",
+        "/ws",
+        &[("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")],
+        None,
+    );
+    assert_eq!(c.answer(3).reset, Some(0xd));
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_stop_ends_every_event_stream_and_websocket_of_a_connection() {
+    let (server, rooms) = live_server();
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/events?room=a");
+    c.get(3, "/events?room=b");
+    c.connect_websocket(5, "/ws");
+    members(&rooms, "news", 1);
+    members(&rooms, "b", 1);
+    let stopping = std::thread::spawn(move || server.shutdown());
+    // The event streams end; the WebSocket is sent a close (1001), answered here.
+    let mut ended = Vec::new();
+    while ended.len() < 3 {
+        let Some((head, payload)) = c.frame() else {
+            panic!("connection ended with {ended:?} ended");
+        };
+        if head.stream == 5 && head.kind == Kind::Data && payload.starts_with(&[0x88]) {
+            assert_eq!(&payload[2..4], &1001u16.to_be_bytes());
+            c.ws_frame(5, 0x88, &1001u16.to_be_bytes(), true);
+        }
+        let ends = head.has(flags::END_STREAM) && matches!(head.kind, Kind::Data | Kind::Headers);
+        if ends || head.kind == Kind::RstStream {
+            ended.push(head.stream);
+        }
+    }
+    ended.sort();
+    assert_eq!(ended, [1, 3, 5]);
+    assert!(c.goaway.is_some());
+    stopping.join().unwrap().unwrap();
+}
+
+#[test]
+fn an_idle_event_stream_on_http2_costs_its_connection_under_150_bytes() {
+    // (Beyond the application's own state, which is its handler's to choose: none here.)
+    let (server, rooms) = live_server();
+    let mut c = Client::new(server.local_addr().port());
+    // What the server holds once the streams are idle: parked, and the same twice in a row
+    // (their joins came back).
+    let held = |server: &ServerHandle, n: usize| {
+        members(&rooms, "news", n);
+        let start = Instant::now();
+        let mut last = usize::MAX;
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let stats = server.stats();
+            let settled = stats.parked == 1 && stats.held_bytes == last;
+            if settled || start.elapsed() > Duration::from_secs(5) {
+                return stats.held_bytes;
+            }
+            last = stats.held_bytes;
+        }
+    };
+    c.get(1, "/quiet");
+    assert_eq!(
+        c.until_each(&[1], "").pop().unwrap().status,
+        0,
+        "no DATA yet"
+    );
+    let one = held(&server, 1);
+    let streams: Vec<u32> = (1..=100).map(|i| 1 + 2 * i).collect();
+    for &s in &streams {
+        c.get(s, "/quiet");
+    }
+    members(&rooms, "news", 101);
+    let many = held(&server, 101);
+    let per_stream = (many - one) as f64 / 100.0;
+    eprintln!(
+        "an idle event stream on HTTP/2: {per_stream} bytes (work {}, codec stream {})",
+        std::mem::size_of::<(u32, super::super::Work)>(),
+        crate::h2::conn::stream_size()
+    );
+    assert!(
+        per_stream <= 150.0,
+        "{per_stream} bytes per idle event stream"
+    );
+    server.shutdown().unwrap();
+}
