@@ -16,6 +16,12 @@ fn target() -> &'static Target {
     TARGET.get_or_init(Target::start)
 }
 
+/// The HTTP/2 target: with an event-stream route (`/e`) and a WebSocket route (`/w`).
+fn h2_target() -> &'static Target {
+    static TARGET: OnceLock<Target> = OnceLock::new();
+    TARGET.get_or_init(Target::start_h2)
+}
+
 /// Pieces of HTTP/1.1 that reach every state of the reader: whole requests of each framing,
 /// empty lines and lone CRs between them, Expect, HEAD, malformed and oversized parts, bytes.
 fn fragment() -> impl Strategy<Value = Vec<u8>> {
@@ -84,13 +90,19 @@ proptest! {
 }
 
 /// HTTP/2 frames that reach each state of a stream: a whole GET, a POST with its body in two
-/// DATA frames, a HEADERS left open then its CONTINUATION, a reset, a PING, a WINDOW_UPDATE,
-/// SETTINGS and its ACK, a frame on a stream never opened, bytes.
+/// DATA frames, a HEADERS left open then its CONTINUATION, an event stream, a WebSocket by
+/// extended CONNECT and a frame of it, a reset, a PING, a WINDOW_UPDATE, SETTINGS and its ACK,
+/// a frame on a stream never opened, bytes.
 fn h2_fragment() -> impl Strategy<Value = Vec<u8>> {
     // Fields as literals never indexed (HPACK 0x1N): :method GET / POST (static 0x82 / 0x83),
     // :scheme http (0x86), :path / (0x84), :authority "a" (name index 1).
     const GET: &[u8] = b"\x82\x86\x84\x01\x01a";
     const POST: &[u8] = b"\x83\x86\x84\x01\x01a";
+    // GET /e (the event stream); CONNECT /w with `:protocol websocket` and its version.
+    const EVENTS: &[u8] = b"\x82\x86\x14\x02/e\x01\x01a";
+    const CONNECT: &[u8] = b"\x12\x07CONNECT\x10\x09:protocol\x09websocket\x86\x14\x02/w\x01\x01a\x10\x15sec-websocket-version\x0213";
+    // A masked WebSocket text frame, "hi".
+    const WS_TEXT: &[u8] = b"\x81\x82\x01\x02\x03\x04\x69\x6b";
     fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
         let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
         out.extend_from_slice(&[kind, flags]);
@@ -109,6 +121,9 @@ fn h2_fragment() -> impl Strategy<Value = Vec<u8>> {
             ]
             .concat(),
             [frame(0x1, 0x1, s, &GET[..3]), frame(0x9, 0x4, s, &GET[3..])].concat(),
+            frame(0x1, 0x5, s, EVENTS),
+            [frame(0x1, 0x4, s, CONNECT), frame(0x0, 0, s, WS_TEXT)].concat(),
+            frame(0x0, 0x1, s, b"\x88\x80\0\0\0\0"),
             frame(0x3, 0, s, &[0, 0, 0, 8]),
             frame(0x6, 0, 0, &[7; 8]),
             frame(0x8, 0, 0, &[0, 0, 0x10, 0]),
@@ -138,7 +153,7 @@ proptest! {
             (Just(input), prop::collection::vec(0..=len, 0..8))
         })
     ) {
-        if let Err(e) = target().drive(&pieces(&input, &cuts)) {
+        if let Err(e) = h2_target().drive(&pieces(&input, &cuts)) {
             return Err(TestCaseError::fail(format!("{e}\ninput {input:?} cut at {cuts:?}")));
         }
     }
@@ -163,5 +178,28 @@ fn the_lone_cr_cases_end_in_time() {
             .drive(pieces)
             .unwrap_or_else(|e| panic!("{pieces:?}: {e}"));
         assert!(replies <= 2, "{pieces:?}: {replies}");
+    }
+}
+
+/// The HTTP/2 target's live routes answer, and their streams end with the connection: an
+/// event stream and a WebSocket (RFC 8441) whose message is echoed.
+#[test]
+fn live_streams_over_http2_are_answered_and_end_with_the_connection() {
+    for seed in ["seed-events", "seed-websocket"] {
+        let path = format!("{}/fuzz/corpus/h2_server/{seed}", env!("CARGO_MANIFEST_DIR"));
+        let data = std::fs::read(&path).expect("seed");
+        let mut input = wire::drive::PREFACE.to_vec();
+        input.extend_from_slice(&data[1..]);
+        // The last frame in a write of its own (the event stream's reset comes once it is
+        // live).
+        let last = match seed {
+            "seed-events" => 13,
+            _ => 17,
+        };
+        let (first, second) = input.split_at(input.len() - last);
+        let replies = h2_target()
+            .drive(&[first, second])
+            .unwrap_or_else(|e| panic!("{seed}: {e}"));
+        assert_eq!(replies, 2, "{seed}: a head for each stream");
     }
 }

@@ -55,9 +55,48 @@ pub fn split_input(data: &[u8]) -> Option<(u8, Vec<usize>, &[u8])> {
     Some((first, cuts, input))
 }
 
+/// A live route of the HTTP/2 target, for event streams and WebSockets alike: each joins
+/// room `r`; a WebSocket echoes what it is sent and publishes it to the room.
+pub struct Live;
+
+impl web::sse::SseHandler for Live {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, sse: &mut web::sse::Sse<'_>, _: &mut ()) {
+        sse.join("r");
+    }
+}
+
+impl web::ws::WsHandler for Live {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, ws: &mut web::ws::Ws<'_>, _: &mut ()) {
+        ws.join("r");
+    }
+    fn message(&self, ws: &mut web::ws::Ws<'_>, _: &mut (), msg: web::ws::Message) {
+        ws.publish("r", &msg);
+        ws.send(&msg);
+    }
+}
+
 impl Target {
     pub fn start() -> Target {
         let server = small_server().spawn(describe).expect("spawn");
+        Target { server }
+    }
+
+    /// The HTTP/2 target: the same server with an event-stream route at `/e` and a WebSocket
+    /// route at `/w` (RFC 8441 over HTTP/2), so that streams become live connections.
+    pub fn start_h2() -> Target {
+        let server = small_server()
+            .sse("/e", Live)
+            .websocket("/w", Live)
+            .spawn(describe)
+            .expect("spawn");
         Target { server }
     }
 
