@@ -9,7 +9,9 @@ over TLS (h2 by ALPN, a test CA), and checks: curl --http2-prior-knowledge and -
 --http1.1); nghttp (100 requests on one connection, h2c and TLS); Python's h2 state machine
 (200 streams at once on one connection, each answered with its own path) and httpx[http2]
 (50 concurrent requests over TLS on one connection); Node's http2 (h2c and TLS); Go's
-net/http (TLS, HTTP/2 negotiated).
+net/http (TLS, HTTP/2 negotiated). Live streams: WebSocket over HTTP/2 (RFC 8441) against
+`ws_echo` with Python's h2 — three WebSockets on one connection, h2c and TLS — and ten of
+`chat`'s event streams on one h2c connection, each getting a message posted to their room.
 
 Needs curl, nghttp, node, go and Python's h2 and httpx[http2]: the caller installs them; a
 missing one is a failure. Every wait is bounded; the servers are stopped by PID.
@@ -26,6 +28,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 import httpx
 
 from checks import check, free_port, verdict
@@ -115,6 +118,118 @@ def python_h2_checks(plain):
           len(ended) == 200 and right, f"{len(ended)} ended")
 
 
+def ws_frame(opcode, payload, mask=b"\x01\x02\x03\x04"):
+    """A client's WebSocket frame (masked), whole."""
+    head = bytes([0x80 | opcode])
+    n = len(payload)
+    if n < 126:
+        head += bytes([0x80 | n])
+    else:
+        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def h2_session(port, tls_ca=None):
+    """A client connection (h2c, or h2 by ALPN over TLS) and its h2 state machine."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if tls_ca:
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=tls_ca)
+        ctx.set_alpn_protocols(["h2"])
+        s = ctx.wrap_socket(s, server_hostname="localhost")
+        if s.selected_alpn_protocol() != "h2":
+            raise SystemExit("h2_clients: FAIL: ALPN did not choose h2")
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    s.sendall(conn.data_to_send())
+    return s, conn
+
+
+def pump(s, conn, until, seconds=15):
+    """Reads and answers frames until `until(event)` says all came; the events read."""
+    events = []
+    end = time.time() + seconds
+    while time.time() < end and not until(events):
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            break
+        if not data:
+            break
+        for event in conn.receive_data(data):
+            events.append(event)
+            if isinstance(event, h2.events.DataReceived):
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+        s.sendall(conn.data_to_send())
+    return events
+
+
+def data_of(events, stream):
+    return b"".join(e.data for e in events
+                    if isinstance(e, h2.events.DataReceived) and e.stream_id == stream)
+
+
+def websocket_over_h2_checks(port, tls_ca=None):
+    """RFC 8441 against ws_echo: the server enables extended CONNECT; three WebSockets on one
+    connection each echo their own messages; one closes with the close handshake."""
+    s, conn = h2_session(port, tls_ca)
+    pump(s, conn, lambda ev: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in ev))
+    enabled = conn.remote_settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL) == 1
+    streams = [1, 3, 5]
+    for sid in streams:
+        conn.send_headers(sid, [(":method", "CONNECT"), (":protocol", "websocket"),
+                                (":scheme", "https" if tls_ca else "http"), (":path", "/"),
+                                (":authority", "localhost"), ("sec-websocket-version", "13")])
+    s.sendall(conn.data_to_send())
+    heads = pump(s, conn, lambda ev: sum(isinstance(e, h2.events.ResponseReceived) for e in ev) == 3)
+    ok = [e.stream_id for e in heads if isinstance(e, h2.events.ResponseReceived)
+          and dict(e.headers).get(b":status") == b"200"]
+    for sid in streams:
+        for i in range(3):
+            conn.send_data(sid, ws_frame(0x1, f"stream {sid} message {i}".encode()))
+    s.sendall(conn.data_to_send())
+    want = {sid: b"".join(bytes([0x81, len(m)]) + m for m in
+                          (f"stream {sid} message {i}".encode() for i in range(3))) for sid in streams}
+    events = pump(s, conn, lambda ev: all(data_of(ev, sid) == want[sid] for sid in streams))
+    echoed = all(data_of(events, sid) == want[sid] for sid in streams)
+    conn.send_data(1, ws_frame(0x8, (1000).to_bytes(2, "big")))
+    s.sendall(conn.data_to_send())
+    closing = pump(s, conn, lambda ev: any(isinstance(e, h2.events.StreamEnded) and e.stream_id == 1
+                                           for e in ev))
+    closed = data_of(closing, 1) == b"\x88\x02\x03\xe8" and any(
+        isinstance(e, h2.events.StreamEnded) and e.stream_id == 1 for e in closing)
+    s.close()
+    over = "TLS (h2)" if tls_ca else "h2c"
+    check(f"Python h2, RFC 8441 over {over}: extended CONNECT enabled, three WebSockets on one "
+          "connection echo their own messages, the close handshake ends the stream",
+          enabled and sorted(ok) == streams and echoed and closed,
+          f"enabled={enabled} ok={ok} echoed={echoed} closed={closed}")
+
+
+def event_streams_over_h2_check(chat):
+    """Ten event streams of the chat on one h2c connection; a message posted (over HTTP/1.1)
+    reaches each."""
+    s, conn = h2_session(chat)
+    room = f"h2room{os.getpid()}"
+    streams = [1 + 2 * i for i in range(10)]
+    for sid in streams:
+        conn.send_headers(sid, [(":method", "GET"), (":path", f"/sse?room={room}"),
+                                (":scheme", "http"), (":authority", "localhost")], end_stream=True)
+    s.sendall(conn.data_to_send())
+    heads = pump(s, conn, lambda ev: sum(isinstance(e, h2.events.ResponseReceived) for e in ev) == 10)
+    opened = sum(isinstance(e, h2.events.ResponseReceived) and dict(e.headers).get(b":status") == b"200"
+                 for e in heads)
+    time.sleep(0.3)
+    code, body, err = out("curl", "-sS", "--data-binary", "to every stream",
+                          f"http://127.0.0.1:{chat}/api/messages?room={room}&name=h2")
+    events = pump(s, conn, lambda ev: all(b"to every stream" in data_of(ev, sid) for sid in streams))
+    got = sum(b"to every stream" in data_of(events, sid) for sid in streams)
+    s.close()
+    check("Python h2: ten chat event streams on one h2c connection each get a posted message",
+          opened == 10 and got == 10, f"opened={opened} got={got} post={code} {body} {err}")
+
+
 async def httpx_checks(tls, ca):
     async with httpx.AsyncClient(http2=True, verify=ca) as client:
         replies = await asyncio.gather(*(client.get(f"https://localhost:{tls}/{i}") for i in range(50)))
@@ -201,12 +316,20 @@ def main():
     try:
         ca, chain, key, _ = tls_certs.make(work)
         plain, echo, tls = free_port(), free_port(), free_port()
+        ws_plain, ws_tls, chat = free_port(), free_port(), free_port()
         for args in ([f"{examples}/hello", "--port", str(plain)],
                      [f"{examples}/echo", "--port", str(echo)],
-                     [f"{examples}/hello", "--port", str(tls), "--tls-cert", chain, "--tls-key", key]):
-            procs.append(subprocess.Popen([*args, "--workers", "1"], stderr=subprocess.DEVNULL))
-        for port, proc in zip((plain, echo, tls), procs):
+                     [f"{examples}/hello", "--port", str(tls), "--tls-cert", chain, "--tls-key", key],
+                     [f"{examples}/ws_echo", "--port", str(ws_plain)],
+                     [f"{examples}/ws_echo", "--port", str(ws_tls), "--tls-cert", chain, "--tls-key", key],
+                     [f"{examples}/chat", "--port", str(chat)]):
+            procs.append(subprocess.Popen([*args, "--workers", "1"], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        for port, proc in zip((plain, echo, tls, ws_plain, ws_tls, chat), procs):
             wait_listening(port, proc)
+        websocket_over_h2_checks(ws_plain)
+        websocket_over_h2_checks(ws_tls, ca)
+        event_streams_over_h2_check(chat)
         curl_checks(plain, echo, tls, ca)
         nghttp_checks(plain, tls)
         python_h2_checks(echo)
