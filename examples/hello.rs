@@ -12,7 +12,10 @@
 //! (`web::http::answer_async`): what the async path costs beside the synchronous one.
 //! HTTP/2 is served too: h2c by prior knowledge on the same port, h2 by ALPN with TLS
 //! (`curl --http2-prior-knowledge http://127.0.0.1:8080/`); `--h2-table BYTES` sets the HPACK
-//! table its clients may fill (default `web::http::HEADER_TABLE_SIZE`).
+//! table its clients may fill (default `web::http::HEADER_TABLE_SIZE`). `--events ROOM` also
+//! serves an event stream at `/events` whose every stream joins room `ROOM` and keeps no state
+//! of its own: what an idle event stream costs the library (over HTTP/1.1, or as one stream of
+//! an HTTP/2 connection) can then be measured.
 
 use web::http::text_response;
 
@@ -31,12 +34,14 @@ fn serve() -> std::io::Result<()> {
             "--tls-cert",
             "--tls-key",
             "--h2-table",
+            "--events",
         ],
         &["--async"],
         "Answers Hello, World! on any path (the benchmark target). --requests N: serve N \
          requests, then exit. --tls-cert FILE --tls-key FILE (PEM): serve HTTPS only. \
          --async: answer from async code on a tokio runtime of one thread. HTTP/2: h2c on \
-         the same port, h2 by ALPN; --h2-table BYTES: the HPACK table clients may fill.",
+         the same port, h2 by ALPN; --h2-table BYTES: the HPACK table clients may fill. \
+         --events ROOM: also an event stream at /events, each in room ROOM.",
     )?;
     let mut server = options.server(8080)?;
     if let Some(bytes) = options.get::<u32>("--h2-table")? {
@@ -44,6 +49,9 @@ fn serve() -> std::io::Result<()> {
             header_table_size: bytes,
             ..Default::default()
         });
+    }
+    if let Some(room) = options.get::<String>("--events")? {
+        server = server.sse("/events", Events { room });
     }
     if let Some(n) = options.get::<u64>("--requests")? {
         server = server.requests(n);
@@ -77,4 +85,21 @@ fn serve_async(_server: web::http::Server) -> std::io::Result<()> {
     Err(cli::usage(
         "--async needs the tokio feature (on by default)",
     ))
+}
+
+/// `--events ROOM`: event streams that join `ROOM` and keep nothing else.
+struct Events {
+    room: String,
+}
+
+impl web::sse::SseHandler for Events {
+    type State = ();
+
+    fn accept(&self, _req: &web::http::Request) -> Result<(), web::http::Response> {
+        Ok(())
+    }
+
+    fn open(&self, sse: &mut web::sse::Sse<'_>, _: &mut ()) {
+        sse.join(&self.room);
+    }
 }

@@ -16,7 +16,7 @@ use super::error::{ErrorCode, H2Error};
 use super::frame::{self, Frame, HEAD_LEN, Head, Kind, MAX_WINDOW, Setting, flags};
 use super::headers::{HeaderList, Refused};
 use super::hpack::{self, Decoder};
-use crate::http::message::pool::{empty, keep, reuse};
+use crate::http::message::pool::{empty, keep, push_thrifty, reuse};
 
 /// The connection preface a client starts with (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -81,6 +81,12 @@ impl Default for Config {
     }
 }
 
+/// A window computed in 64 bits, kept in 32: windows are bounded by [`MAX_WINDOW`] (checked
+/// before), and by −[`MAX_WINDOW`] below.
+fn window(value: i64) -> i32 {
+    value.clamp(-i64::from(MAX_WINDOW), i64::from(MAX_WINDOW)) as i32
+}
+
 /// What the codec keeps per open stream.
 #[cfg(test)]
 pub(crate) fn stream_size() -> usize {
@@ -90,9 +96,9 @@ pub(crate) fn stream_size() -> usize {
 /// Reopens stream `s`'s receive window to `full` once half of it is used (one WINDOW_UPDATE
 /// for many frames).
 fn reopen(s: &mut Stream, full: u32, out: &mut Vec<u8>) {
-    if s.recv_window < i64::from(full / 2) {
-        let increment = (i64::from(full) - s.recv_window) as u32;
-        s.recv_window += i64::from(increment);
+    if i64::from(s.recv_window) < i64::from(full / 2) {
+        let increment = (i64::from(full) - i64::from(s.recv_window)) as u32;
+        s.recv_window = window(i64::from(s.recv_window) + i64::from(increment));
         frame::write_window_update(out, s.id, increment);
     }
 }
@@ -137,13 +143,12 @@ enum State {
 struct Stream {
     id: u32,
     state: State,
-    /// What the peer may still send on it.
-    recv_window: i64,
-    /// What this side may still send on it.
-    send_window: i64,
-    /// What the request's `content-length` leaves of its body to come, checked against its
-    /// DATA.
-    remaining: Option<u64>,
+    /// What the peer may still send on it (kept in 32 bits: a window is at most 2³¹ − 1, and
+    /// a stream is small for the many an idle connection may hold).
+    recv_window: i32,
+    /// What this side may still send on it (it may go below 0 when the peer's initial window
+    /// shrinks, never below −(2³¹ − 1)).
+    send_window: i32,
     /// Its window reopens only as [`Conn::consumed`] says what was read (a stream carrying a
     /// live connection: what it received waits for it), not as DATA arrives.
     held: bool,
@@ -178,6 +183,10 @@ pub(crate) struct Conn {
     phase: Phase,
     decoder: Decoder,
     streams: Vec<Stream>,
+    /// What each open stream's `content-length` leaves of its request's body to come (only
+    /// streams whose request gave one and still sends), checked against its DATA; kept apart
+    /// so that a stream — hundreds of idle event streams — is 16 bytes.
+    lengths: Vec<(u32, u64)>,
     /// The highest stream the peer opened.
     last_stream: u32,
     block: Option<Block>,
@@ -203,6 +212,7 @@ impl Conn {
             config,
             phase: Phase::Preface,
             streams: Vec::new(),
+            lengths: Vec::new(),
             last_stream: 0,
             block: None,
             fragments: Vec::new(),
@@ -284,6 +294,7 @@ impl Conn {
         frame::write_goaway(out, self.last_stream, code);
         self.phase = Phase::Closed;
         self.streams = Vec::new();
+        self.lengths = Vec::new();
         used
     }
 
@@ -364,8 +375,9 @@ impl Conn {
             Frame::WindowUpdate { stream, increment } => {
                 self.idle_is_an_error(stream)?;
                 if let Some(s) = self.stream_mut(stream) {
-                    s.send_window += i64::from(increment);
-                    if s.send_window > i64::from(MAX_WINDOW) {
+                    let opened = i64::from(s.send_window) + i64::from(increment);
+                    s.send_window = window(opened);
+                    if opened > i64::from(MAX_WINDOW) {
                         return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
                     }
                     event(Event::WindowOpened);
@@ -432,8 +444,9 @@ impl Conn {
                 let delta = i64::from(size) - i64::from(self.peer_initial_window);
                 self.peer_initial_window = size;
                 for s in &mut self.streams {
-                    s.send_window += delta;
-                    if s.send_window > i64::from(MAX_WINDOW) {
+                    let moved = i64::from(s.send_window) + delta;
+                    s.send_window = window(moved);
+                    if moved > i64::from(MAX_WINDOW) {
                         return Err(H2Error::Connection(ErrorCode::FlowControl));
                     }
                 }
@@ -532,7 +545,7 @@ impl Conn {
         if s.state != State::Open && s.state != State::HalfClosedLocal {
             return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
         }
-        let short = s.remaining.is_some_and(|n| n != 0);
+        let short = self.remaining(stream).is_some_and(|n| n != 0);
         if !end_stream || short || head.finish_trailers().is_err() {
             return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
@@ -583,7 +596,7 @@ impl Conn {
         match head.finish_request(self.config.connect_protocol) {
             Err(Refused::Malformed(_)) => return Err(H2Error::Stream(stream, ErrorCode::Protocol)),
             Err(Refused::TooLarge) => {
-                self.add(self.new_stream(stream, content_length, end_stream));
+                self.add(self.new_stream(stream, end_stream), content_length);
                 event(Event::Refuse {
                     stream,
                     status: 431,
@@ -595,7 +608,7 @@ impl Conn {
         if end_stream && content_length.is_some_and(|n| n > 0) {
             return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
-        self.add(self.new_stream(stream, content_length, end_stream));
+        self.add(self.new_stream(stream, end_stream), content_length);
         event(Event::Request {
             stream,
             head,
@@ -604,7 +617,7 @@ impl Conn {
         Ok(())
     }
 
-    fn new_stream(&self, id: u32, content_length: Option<u64>, end_stream: bool) -> Stream {
+    fn new_stream(&self, id: u32, end_stream: bool) -> Stream {
         Stream {
             id,
             state: if end_stream {
@@ -612,9 +625,8 @@ impl Conn {
             } else {
                 State::Open
             },
-            recv_window: i64::from(self.config.stream_window),
-            send_window: i64::from(self.peer_initial_window),
-            remaining: content_length,
+            recv_window: window(i64::from(self.config.stream_window)),
+            send_window: window(i64::from(self.peer_initial_window)),
             held: false,
         }
     }
@@ -646,24 +658,20 @@ impl Conn {
         if s.state == State::HalfClosedRemote {
             return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
         }
-        s.recv_window -= i64::from(flow_len);
-        if s.recv_window < 0 {
+        let left = i64::from(s.recv_window) - i64::from(flow_len);
+        s.recv_window = window(left);
+        if left < 0 {
             return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
-        }
-        let left = match s.remaining {
-            Some(n) => n.checked_sub(data.len() as u64),
-            None => None,
-        };
-        let over = match s.remaining {
-            Some(_) => left.is_none_or(|n| end_stream && n != 0),
-            None => false,
-        };
-        s.remaining = s.remaining.and(left);
-        if over {
-            return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         }
         if !end_stream && !s.held {
             reopen(s, stream_window, out);
+        }
+        if let Some(at) = self.lengths.iter().position(|(id, _)| *id == stream) {
+            let left = self.lengths[at].1.checked_sub(data.len() as u64);
+            match left {
+                Some(left) if !(end_stream && left != 0) => self.lengths[at].1 = left,
+                _ => return Err(H2Error::Stream(stream, ErrorCode::Protocol)),
+            }
         }
         event(Event::Data {
             stream,
@@ -694,9 +702,9 @@ impl Conn {
             && s.state == State::Open
         {
             let target = full - i64::try_from(unread).unwrap_or(full);
-            let increment = target - s.recv_window;
+            let increment = target - i64::from(s.recv_window);
             if increment >= full / 2 && increment > 0 {
-                s.recv_window += increment;
+                s.recv_window = window(i64::from(s.recv_window) + increment);
                 frame::write_window_update(out, stream, increment as u32);
             }
         }
@@ -720,6 +728,7 @@ impl Conn {
 
     /// The peer ended its side of `stream`.
     fn end_remote(&mut self, stream: u32) -> Result<(), H2Error> {
+        self.forget_length(stream);
         let Some(s) = self.stream_mut(stream) else {
             return Ok(());
         };
@@ -754,13 +763,31 @@ impl Conn {
     }
 
     /// Opens a stream, its list taken from the worker's pool when the connection had none.
-    fn add(&mut self, stream: Stream) {
+    fn add(&mut self, stream: Stream, content_length: Option<u64>) {
+        if let (Some(n), State::Open) = (content_length, stream.state) {
+            self.lengths.push((stream.id, n));
+        }
         if self.streams.capacity() == 0
             && let Some(list) = reuse(&STREAM_LISTS)
         {
             self.streams = list;
         }
-        self.streams.push(stream);
+        push_thrifty(&mut self.streams, stream);
+    }
+
+    /// What `id`'s `content-length` leaves of its body to come, if it gave one.
+    fn remaining(&self, id: u32) -> Option<u64> {
+        self.lengths.iter().find(|(s, _)| *s == id).map(|(_, n)| *n)
+    }
+
+    /// `id`'s body is over (or its stream): its length is not checked any more.
+    fn forget_length(&mut self, id: u32) {
+        if let Some(at) = self.lengths.iter().position(|(s, _)| *s == id) {
+            self.lengths.swap_remove(at);
+            if self.lengths.is_empty() {
+                self.lengths = Vec::new(); // an idle connection holds none
+            }
+        }
     }
 
     fn stream(&self, id: u32) -> Option<&Stream> {
@@ -777,6 +804,7 @@ impl Conn {
             return false;
         };
         self.streams.swap_remove(at);
+        self.forget_length(id);
         self.closed.rotate_right(1);
         self.closed[0] = id;
         if self.streams.is_empty() {
@@ -846,7 +874,7 @@ impl Conn {
         };
         let mut sent = 0;
         loop {
-            let room = s.send_window.min(self.send_window).max(0) as usize;
+            let room = i64::from(s.send_window).min(self.send_window).max(0) as usize;
             let n = (data.len() - sent).min(room).min(max);
             let last = sent + n == data.len();
             if n == 0 && !(last && end_stream) {
@@ -864,7 +892,7 @@ impl Conn {
                 stream,
             );
             out.extend_from_slice(&data[sent..sent + n]);
-            s.send_window -= n as i64;
+            s.send_window = window(i64::from(s.send_window) - n as i64);
             self.send_window -= n as i64;
             sent += n;
             if last {
@@ -920,6 +948,7 @@ impl Conn {
     pub(crate) fn held_bytes(&self) -> usize {
         self.decoder.held_bytes()
             + self.streams.capacity() * std::mem::size_of::<Stream>()
+            + self.lengths.capacity() * std::mem::size_of::<(u32, u64)>()
             + self.fragments.capacity()
     }
 }

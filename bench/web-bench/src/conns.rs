@@ -24,7 +24,15 @@ pub enum Kind {
     /// HTTP/2 by prior knowledge (h2c; over TLS with an https:// URL): the preface, then one
     /// `GET` on stream 1, its reply read to its end; the connection is then kept idle.
     H2,
+    /// Event streams on HTTP/2 connections, [`STREAMS_PER_H2`] to a connection: each a `GET`
+    /// of the URL on a stream of its own, its `200` head read, then held. What is measured is
+    /// a stream's cost beyond its connection's.
+    H2Sse,
 }
+
+/// Event streams on one HTTP/2 connection with `--kind h2-sse` (under the default
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` of servers: nginx's 128, ours 250).
+pub const STREAMS_PER_H2: usize = 100;
 
 impl std::str::FromStr for Kind {
     type Err = String;
@@ -35,7 +43,10 @@ impl std::str::FromStr for Kind {
             "sse" => Ok(Kind::Sse),
             "tls" => Ok(Kind::Tls),
             "h2" => Ok(Kind::H2),
-            _ => Err(format!("--kind is http, ws, sse, tls or h2, not {s:?}")),
+            "h2-sse" => Ok(Kind::H2Sse),
+            _ => Err(format!(
+                "--kind is http, ws, sse, tls, h2 or h2-sse, not {s:?}"
+            )),
         }
     }
 }
@@ -48,6 +59,7 @@ impl Kind {
             Kind::Sse => "sse",
             Kind::Tls => "tls",
             Kind::H2 => "h2",
+            Kind::H2Sse => "h2-sse",
         }
     }
 }
@@ -189,6 +201,10 @@ pub fn open(
     match kind {
         Kind::Http | Kind::Tls => get(s, target)?,
         Kind::H2 => h2_get(s, target)?,
+        Kind::H2Sse => {
+            s.write_all(H2_PREFACE)?;
+            h2_event_stream(s, target, 1)?;
+        }
         Kind::Ws => {
             upgrade(s, target)?;
             if let Some(text) = &target.send {
@@ -268,9 +284,30 @@ pub fn get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Result<
     Ok(())
 }
 
+/// HTTP/2's preface and empty SETTINGS.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+
 /// HTTP/2's preface and empty SETTINGS, then `GET` on stream 1 (its fields literal, added to
 /// no table), read up to the frame that ends the stream; the server's SETTINGS acknowledged.
 pub fn h2_get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Result<()> {
+    s.write_all(H2_PREFACE)?;
+    s.write_all(&h2_request(target, 1)?)?;
+    h2_until(s, 1, true)
+}
+
+/// An event stream on `stream` of an HTTP/2 connection whose preface was sent: `GET` of the
+/// target, read up to the stream's head (which must not end it).
+pub fn h2_event_stream(
+    s: &mut (impl Read + Write + ?Sized),
+    target: &Target,
+    stream: u32,
+) -> io::Result<()> {
+    s.write_all(&h2_request(target, stream)?)?;
+    h2_until(s, stream, false)
+}
+
+/// HEADERS of a `GET` of `target` on `stream`, ending the stream.
+fn h2_request(target: &Target, stream: u32) -> io::Result<Vec<u8>> {
     let mut block = vec![0x82, 0x86]; // :method GET, :scheme http
     for (index, value) in [(4u8, target.path.as_bytes()), (1, target.host.as_bytes())] {
         // A literal never indexed, its name by static index (:path 4, :authority 1).
@@ -283,11 +320,16 @@ pub fn h2_get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Resu
         block.extend_from_slice(&[0x10 | index, value.len() as u8]);
         block.extend_from_slice(value);
     }
-    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0".to_vec();
-    out.extend_from_slice(&(block.len() as u32).to_be_bytes()[1..]);
-    out.extend_from_slice(&[0x1, 0x5, 0, 0, 0, 1]); // HEADERS, END_STREAM | END_HEADERS, stream 1
+    let mut out = (block.len() as u32).to_be_bytes()[1..].to_vec();
+    out.extend_from_slice(&[0x1, 0x5]); // HEADERS, END_STREAM | END_HEADERS
+    out.extend_from_slice(&stream.to_be_bytes());
     out.extend_from_slice(&block);
-    s.write_all(&out)?;
+    Ok(out)
+}
+
+/// Reads frames up to `stream`'s head (`end`: up to the frame that ends it), acknowledging
+/// the server's SETTINGS; a reset or GOAWAY is an error.
+fn h2_until(s: &mut (impl Read + Write + ?Sized), want: u32, end: bool) -> io::Result<()> {
     let mut got: Vec<u8> = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -304,8 +346,14 @@ pub fn h2_get(s: &mut (impl Read + Write + ?Sized), target: &Target) -> io::Resu
             got.drain(..9 + len);
             match kind {
                 0x4 if flags & 1 == 0 => s.write_all(&[0, 0, 0, 4, 1, 0, 0, 0, 0])?,
-                0x3 | 0x7 => return Err(refused("a reply on stream 1", "RST_STREAM or GOAWAY")),
-                0x0 | 0x1 if stream == 1 && flags & 1 == 1 => return Ok(()),
+                0x3 | 0x7 => return Err(refused("a reply on its stream", "RST_STREAM or GOAWAY")),
+                0x1 if stream == want && !end => {
+                    return match flags & 1 {
+                        0 => Ok(()),
+                        _ => Err(refused("an open stream", "a reply that ends it")),
+                    };
+                }
+                0x0 | 0x1 if stream == want && flags & 1 == 1 => return Ok(()),
                 _ => {}
             }
         }

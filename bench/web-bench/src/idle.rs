@@ -66,10 +66,19 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
     for i in 0..10 {
         drop(conns::open(plan.kind, &plan.target, i, &tls, plan.timeout)?);
     }
+    // With event streams on HTTP/2, their connections (each with its first stream) are open
+    // before the first reading: what is measured is what each further stream adds.
+    let mut connections: Vec<Held> = Vec::new();
+    if plan.kind == Kind::H2Sse {
+        for i in 0..n.div_ceil(conns::STREAMS_PER_H2 - 1) {
+            connections.push(conns::open(plan.kind, &plan.target, i, &tls, plan.timeout)?);
+        }
+    }
     std::thread::sleep(Duration::from_millis(300));
     let before = procfs::settle(pid, Duration::from_secs(20))?;
     let (slabs0, tcp0, threads0) = (procfs::slabs(), procfs::tcp_pages(), procfs::threads(pid));
     let mut held: Vec<Held> = Vec::with_capacity(n);
+    let mut streams = 0;
     let (mut failed, mut first_error) = (0usize, None::<String>);
     let opening = Instant::now();
     for i in 0..n {
@@ -77,8 +86,23 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
             first_error.get_or_insert_with(|| format!("the budget of {:?} ran out", plan.budget));
             break;
         }
-        match conns::open(plan.kind, &plan.target, i, &tls, plan.timeout) {
-            Ok(c) => held.push(c),
+        let opened = match plan.kind {
+            Kind::H2Sse => {
+                // Stream 3, 5, … of connection i / 99 (stream 1 opened it).
+                let per = conns::STREAMS_PER_H2 - 1;
+                let stream = 3 + 2 * (i % per) as u32;
+                let c = &mut connections[i / per];
+                match c {
+                    Held::Plain(s) => conns::h2_event_stream(s, &plan.target, stream),
+                    Held::Tls(t) => conns::h2_event_stream(&mut **t, &plan.target, stream),
+                }
+                .map(|()| None)
+            }
+            _ => conns::open(plan.kind, &plan.target, i, &tls, plan.timeout).map(Some),
+        };
+        match opened {
+            Ok(Some(c)) => held.push(c),
+            Ok(None) => streams += 1,
             Err(e) => {
                 failed += 1;
                 first_error.get_or_insert_with(|| format!("connection {i}: {e}"));
@@ -106,9 +130,10 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
     ));
     let during = procfs::settle(pid, Duration::from_secs(20))?;
     let (slabs1, tcp1, threads1) = (procfs::slabs(), procfs::tcp_pages(), procfs::threads(pid));
-    let closed_by_server = closed(&held);
-    let count = held.len();
+    let closed_by_server = closed(&held) + closed(&connections);
+    let count = held.len() + streams;
     drop(held);
+    drop(connections);
     progress.line("closed; waiting for the memory to settle");
     std::thread::sleep(Duration::from_secs(1));
     let after = procfs::settle(pid, Duration::from_secs(20))?;
@@ -146,6 +171,7 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
     Ok(json!({
         "tool": "web-bench idle",
         "kind": plan.kind.name(),
+        "unit": if plan.kind == Kind::H2Sse { "stream, beyond its connection" } else { "connection" },
         "url": format!("{}{}", plan.target.addr, plan.target.path),
         "pid": pid,
         "requested": plan.n,
@@ -203,8 +229,11 @@ pub fn describe(r: &Value) -> String {
     );
     match r["bytes_per_connection"].as_f64() {
         Some(b) => out.push_str(&format!(
-            "user space: {b:.1} B per idle connection (RSS {:.1} → {:.1} MiB held → {:.1} MiB closed)\n",
-            mib("rss_before"), mib("rss_held"), mib("rss_closed")
+            "user space: {b:.1} B per idle {} (RSS {:.1} → {:.1} MiB held → {:.1} MiB closed)\n",
+            r["unit"].as_str().unwrap_or("connection"),
+            mib("rss_before"),
+            mib("rss_held"),
+            mib("rss_closed")
         )),
         None => out.push_str("user space: no connection held\n"),
     }

@@ -85,7 +85,7 @@ const IDLE_OPTS: &[Opt] = &[
     Opt {
         name: "--kind",
         value: Some("KIND"),
-        help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET), h2 (HTTP/2: the preface and one GET); default from the URL",
+        help: "http (one GET), ws (an upgrade), sse (an event stream), tls (a handshake and a GET), h2 (HTTP/2: the preface and one GET), h2-sse (event streams on HTTP/2, 100 to a connection: N streams, the cost of each beyond its connection's); default from the URL",
     },
     Opt {
         name: "--send",

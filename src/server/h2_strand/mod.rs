@@ -21,7 +21,7 @@ use crate::h2::headers::HeaderList;
 use crate::h2::reply::{self, Length};
 use crate::http::date::with_date;
 use crate::http::later::{Delivery, FlowEnd, HttpMsg, StreamStart};
-use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, reuse};
+use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, push_thrifty, reuse};
 use crate::http::render::has_body;
 use crate::http::{Body, ParseError, Refusal, ReplyRules, Request, Response};
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
@@ -359,20 +359,24 @@ impl H2Strand {
                 } => {
                     let websocket = head.protocol() == b"websocket";
                     let (request, rules) = request_of(head);
-                    work.push((
-                        stream,
-                        match (websocket, end_stream) {
-                            (true, ended) => Work::Connect(request, ended),
-                            (false, true) => Work::Ready(request, rules),
-                            (false, false) => Work::Receiving(request, rules),
-                        },
-                    ));
+                    push_thrifty(
+                        work,
+                        (
+                            stream,
+                            match (websocket, end_stream) {
+                                (true, ended) => Work::Connect(request, ended),
+                                (false, true) => Work::Ready(request, rules),
+                                (false, false) => Work::Receiving(request, rules),
+                            },
+                        ),
+                    );
                 }
                 Event::Refuse { stream, status } => {
                     // (The codec refuses one thing before a handler: a header list past the
                     // size advertised, 431.)
                     let _ = status;
-                    work.push((stream, Work::Refused(ParseError::HeadTooLarge, REPLY_RULES)));
+                    let refused = Work::Refused(ParseError::HeadTooLarge, REPLY_RULES);
+                    push_thrifty(work, (stream, refused));
                 }
                 Event::Data {
                     stream,
