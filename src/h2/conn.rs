@@ -710,6 +710,13 @@ impl Conn {
         }
     }
 
+    /// Whether the peer ended its side of `stream` (END_STREAM), which is still open for
+    /// this side's.
+    pub(crate) fn peer_ended(&self, stream: u32) -> bool {
+        self.stream(stream)
+            .is_some_and(|s| s.state == State::HalfClosedRemote)
+    }
+
     /// Whether `stream` is open (either side may still send on it).
     pub(crate) fn is_open(&self, stream: u32) -> bool {
         self.stream(stream).is_some()

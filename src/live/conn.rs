@@ -36,6 +36,12 @@ pub(crate) trait LiveConn: Send {
     /// back, if neither happened yet.
     fn closed(&mut self, id: ConnId);
     fn held_bytes(&self) -> usize;
+    /// Whether it only sends (an event stream): what its peer sends is read and dropped, and
+    /// the end of what its peer sends — an HTTP/2 request's END_STREAM, which a `GET` has at
+    /// once — is not its end (a TCP connection's end still is).
+    fn sends_only(&self) -> bool {
+        false
+    }
     /// Whether a message to every connection of the worker is for this one (see
     /// [`Command::Heartbeat`]).
     fn wants(&self, msg: &Command) -> bool {

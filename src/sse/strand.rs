@@ -425,4 +425,8 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
     fn wants(&self, msg: &Command) -> bool {
         matches!(msg, Command::Heartbeat)
     }
+
+    fn sends_only(&self) -> bool {
+        true
+    }
 }

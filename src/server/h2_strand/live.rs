@@ -21,116 +21,110 @@ use crate::live::{Command, LiveConn};
 use super::{H2Strand, Work, logged};
 use crate::server::dispatch::ServerShared;
 
-/// A live connection on a stream, and what its stream holds for it: while idle, the
-/// connection and four flags (no buffer, no deadline).
-pub(super) struct Live {
-    conn: Box<dyn LiveConn>,
-    /// What it has while it has something to do.
-    busy: Option<Box<Busy>>,
-    /// Started: its `start` ran.
-    started: bool,
-    /// Whether the peer's END_STREAM is the end of what the connection reads (a WebSocket's
-    /// stream, as a TCP connection's FIN would); an event stream's request ends its side at
-    /// once, and only the stream's end (or reset) ends the event stream.
-    end_is_eof: bool,
-    /// The peer ended its side where that ends the connection's reading.
-    ended: bool,
-    /// It parked waiting to write (the windows, or the connection's output).
-    writing: bool,
-}
-
-/// What a live stream keeps while it has something to do.
-#[derive(Default)]
-struct Busy {
-    /// What the peer sent on the stream that the connection has not read yet: bounded by the
-    /// stream's window, which reopens only as it is read ([`Conn::hold_window`]).
-    inbound: Vec<u8>,
-    /// When it is to be resumed with a timeout.
-    deadline: Option<Instant>,
-}
+/// A live connection on a stream: the connection alone (16 bytes in its stream's work). What
+/// it has while it has something to do is kept beside, in its connection's [`Busy`] list.
+pub(super) struct Live(Box<dyn LiveConn>);
 
 impl Live {
-    /// `conn` on a stream that received `early` so far (bytes sent with its request);
-    /// `end_is_eof` when the peer's END_STREAM ends what it reads (a WebSocket), and `ended`
-    /// if that came already.
-    pub(super) fn new(
-        conn: Box<dyn LiveConn>,
-        early: Vec<u8>,
-        end_is_eof: bool,
-        ended: bool,
-    ) -> Live {
-        Live {
-            conn,
-            busy: (!early.is_empty()).then(|| {
-                Box::new(Busy {
-                    inbound: early,
-                    deadline: None,
-                })
-            }),
-            started: false,
-            end_is_eof,
-            ended: ended && end_is_eof,
-            writing: false,
-        }
-    }
-
-    /// The peer sent `data` on the stream; `end` when it ended its side.
-    pub(super) fn received(&mut self, data: &[u8], end: bool) {
-        if !data.is_empty() {
-            let busy = self.busy.get_or_insert_with(Box::default);
-            busy.inbound.extend_from_slice(data);
-        }
-        self.ended |= end && self.end_is_eof;
-    }
-
-    pub(super) fn deadline(&self) -> Option<Instant> {
-        self.busy.as_ref().and_then(|b| b.deadline)
-    }
-
-    fn unread(&self) -> bool {
-        self.busy.as_ref().is_some_and(|b| !b.inbound.is_empty())
-    }
-
-    /// What it parked with: kept while there is something to keep.
-    fn parked(&mut self, deadline: Option<Instant>, writing: bool) {
-        self.writing = writing;
-        match (&mut self.busy, deadline) {
-            (Some(busy), _) => {
-                busy.deadline = deadline;
-                if busy.inbound.is_empty() && busy.deadline.is_none() {
-                    self.busy = None; // an idle stream holds no buffer
-                }
-            }
-            (None, Some(_)) => {
-                self.busy = Some(Box::new(Busy {
-                    inbound: Vec::new(),
-                    deadline,
-                }))
-            }
-            (None, None) => {}
-        }
+    pub(super) fn new(conn: Box<dyn LiveConn>) -> Live {
+        Live(conn)
     }
 
     pub(super) fn held_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.conn)
-            + self.conn.held_bytes()
-            + self
-                .busy
-                .as_ref()
-                .map_or(0, |b| std::mem::size_of::<Busy>() + b.inbound.capacity())
+        std::mem::size_of_val(&*self.0) + self.0.held_bytes()
     }
 
     /// The connection (or its stream) is gone: it leaves its rooms and its application is
     /// told, once.
     pub(super) fn gone(&mut self, id: reactor::ConnId) {
-        self.conn.closed(id);
+        self.0.closed(id);
+    }
+
+    /// Whether the peer's END_STREAM ends what it reads (a WebSocket's stream, as a TCP
+    /// connection's FIN would); an event stream's request ends its side at once, and only the
+    /// stream's end or reset ends the event stream.
+    pub(super) fn reads_to_end(&self) -> bool {
+        !self.0.sends_only()
     }
 
     pub(super) fn wants(&self, msg: &Command) -> bool {
         match msg {
-            Command::Sweep => self.conn.wants(&Command::Swept(0)),
-            other => self.conn.wants(other),
+            Command::Sweep => self.0.wants(&Command::Swept(0)),
+            other => self.0.wants(other),
         }
+    }
+}
+
+/// What a live stream keeps while it has something to do, in its connection's list (a stream
+/// with none is idle: started, nothing unread, no deadline, not waiting to write).
+#[derive(Default)]
+pub(super) struct Busy {
+    /// What the peer sent on the stream that the connection has not read yet: bounded by the
+    /// stream's window, which reopens only as it is read ([`Conn::hold_window`]).
+    inbound: Vec<u8>,
+    /// When it is to be resumed with a timeout.
+    pub(super) deadline: Option<Instant>,
+    /// Not started yet (its `start` is to run).
+    fresh: bool,
+    /// It parked waiting to write (the windows, or the connection's output).
+    writing: bool,
+    /// The peer ended its side where that ends what it reads: it is to read its end.
+    ended: bool,
+}
+
+impl Busy {
+    /// A live stream just accepted, with what its stream received so far.
+    pub(super) fn fresh(early: Vec<u8>) -> Busy {
+        Busy {
+            inbound: early,
+            fresh: true,
+            ..Busy::default()
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.inbound.is_empty()
+            && self.deadline.is_none()
+            && !self.fresh
+            && !self.writing
+            && !self.ended
+    }
+
+    pub(super) fn held_bytes(&self) -> usize {
+        self.inbound.capacity()
+    }
+}
+
+/// The peer sent `data` on live stream `stream` (`end`: its side ended, where that ends what
+/// the stream reads): kept for the stream to read.
+pub(super) fn received(busy: &mut Vec<(u32, Busy)>, stream: u32, data: &[u8], end: bool) {
+    if data.is_empty() && !end {
+        return;
+    }
+    let b = busy_of(busy, stream);
+    b.inbound.extend_from_slice(data);
+    b.ended |= end;
+}
+
+/// `stream`'s entry in `busy`, made if it had none.
+fn busy_of(busy: &mut Vec<(u32, Busy)>, stream: u32) -> &mut Busy {
+    let at = match busy.iter().position(|(id, _)| *id == stream) {
+        Some(at) => at,
+        None => {
+            busy.push((stream, Busy::default()));
+            busy.len() - 1
+        }
+    };
+    &mut busy[at].1
+}
+
+/// `stream` is gone: its entry too (and the list, once empty).
+pub(super) fn forget(busy: &mut Vec<(u32, Busy)>, stream: u32) {
+    if let Some(at) = busy.iter().position(|(id, _)| *id == stream) {
+        busy.swap_remove(at);
+    }
+    if busy.is_empty() {
+        *busy = Vec::new();
     }
 }
 
@@ -222,32 +216,43 @@ impl H2Strand {
             out,
             written,
             work,
+            busy,
             ..
         } = self;
         let Some((stream, Work::Live(live))) = work.get_mut(at) else {
             return;
         };
         let stream = *stream;
+        let mut entry = busy
+            .iter()
+            .position(|(id, _)| *id == stream)
+            .map(|at| &mut busy[at].1);
+        let fresh = entry.as_deref_mut().is_some_and(|b| {
+            let fresh = b.fresh;
+            b.fresh = false;
+            fresh
+        });
+        let ended = live.reads_to_end() && conn.peer_ended(stream);
         let mut layer = StreamLayer {
             conn,
             out,
             written: *written,
             stream,
-            inbound: live.busy.as_deref_mut().map(|b| &mut b.inbound),
-            ended: live.ended,
+            ended,
+            inbound: entry.map(|b| &mut b.inbound),
         };
         let mut sub = io.substream(stream, &mut layer);
-        let mut next = if live.started {
+        let conn = &mut live.0;
+        let mut next = if !fresh {
             match step {
-                Step::Resume { timeout } => live.conn.resume(&mut sub, timeout),
-                Step::Message(cmd) => live.conn.message(&mut sub, cmd),
-                Step::Drain => live.conn.drain(&mut sub),
+                Step::Resume { timeout } => conn.resume(&mut sub, timeout),
+                Step::Message(cmd) => conn.message(&mut sub, cmd),
+                Step::Drain => conn.drain(&mut sub),
             }
         } else {
-            live.started = true;
-            let next = live.conn.start(&mut sub, Vec::new(), &[]);
+            let next = conn.start(&mut sub, Vec::new(), &[]);
             match step {
-                Step::Drain => live.conn.drain(&mut sub),
+                Step::Drain => conn.drain(&mut sub),
                 _ => next,
             }
         };
@@ -255,16 +260,27 @@ impl H2Strand {
             // What it queued is written now (framed into the connection's output, which the
             // connection writes once for all its streams), as the reactor resumes a
             // connection whose message left output.
-            next = live.conn.resume(&mut sub, false);
+            next = conn.resume(&mut sub, false);
         }
         match next {
             Next::Park {
                 write, deadline, ..
-            } => live.parked(deadline, write),
+            } => {
+                if deadline.is_some() || write || busy.iter().any(|(id, _)| *id == stream) {
+                    let b = busy_of(busy, stream);
+                    b.deadline = deadline;
+                    b.writing = write;
+                    b.ended = false; // read (a stream that read its end closed)
+                    if b.is_idle() {
+                        forget(busy, stream); // an idle stream holds nothing but its connection
+                    }
+                }
+            }
             Next::Close | Next::Release(_) => {
                 let id = io.id().with_stream(stream);
                 live.gone(id);
                 self.work.remove(at);
+                forget(&mut self.busy, stream);
                 // Ended by both sides, the stream is gone already; else it is not wanted.
                 self.conn.cancel(stream, ErrorCode::Cancel, &mut self.out);
                 logged(shared, io.id(), stream);
@@ -278,20 +294,17 @@ impl H2Strand {
     pub(super) fn live_turn(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
         let room = self.out.len() - self.written < OUTPUT_HIGH / 2;
         let wake_writers = std::mem::take(&mut self.wake_writers) && room;
-        let mut at = 0;
-        while at < self.work.len() {
-            let (stream, due) = match &self.work[at] {
-                (stream, Work::Live(live)) => (
-                    *stream,
-                    !live.started || live.unread() || (live.writing && wake_writers),
-                ),
-                (stream, _) => (*stream, false),
-            };
-            if due {
+        let due: Vec<u32> = self
+            .busy
+            .iter()
+            .filter(|(_, b)| {
+                b.fresh || !b.inbound.is_empty() || b.ended || (b.writing && wake_writers)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for stream in due {
+            if let Some(at) = self.live_at(stream) {
                 self.step_live(shared, io, at, Step::Resume { timeout: false });
-            }
-            if self.work.get(at).is_some_and(|(id, _)| *id == stream) {
-                at += 1;
             }
         }
     }
@@ -344,12 +357,10 @@ impl H2Strand {
     pub(super) fn live_timeouts(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
         let now = io.now();
         let late: Vec<u32> = self
-            .work
+            .busy
             .iter()
-            .filter_map(|(id, w)| match w {
-                Work::Live(live) if live.deadline().is_some_and(|d| d <= now) => Some(*id),
-                _ => None,
-            })
+            .filter(|(_, b)| b.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
             .collect();
         for stream in late {
             if let Some(at) = self.live_at(stream) {

@@ -32,7 +32,7 @@ use super::dispatch::{Framing, OnStream, ServerShared, StreamAnswer, answer_stre
 use super::peer::Peer;
 
 mod live;
-use live::Live;
+use live::{Busy, Live};
 
 /// What a reply on a stream may be: the connection is not the reply's to keep or close.
 const REPLY_RULES: ReplyRules = ReplyRules {
@@ -50,7 +50,7 @@ const BODIES: u64 = 4;
 fn held_bodies(work: &[(u32, Work)]) -> u64 {
     work.iter()
         .map(|(_, w)| match w {
-            Work::Receiving(r, _) => r.body().len() as u64,
+            Work::Receiving(r) => r.body().len() as u64,
             _ => 0,
         })
         .sum()
@@ -76,13 +76,12 @@ enum State {
 /// What one stream waits for on this side.
 enum Work {
     /// Its request's body is arriving.
-    Receiving(Request, ReplyRules),
+    Receiving(Request),
     /// Its request is whole: to be answered, in the order requests completed.
-    Ready(Request, ReplyRules),
+    Ready(Request),
     /// An extended CONNECT for a WebSocket (RFC 8441): answered at once, its stream left open
-    /// for the WebSocket's frames (what came on it so far in the request's body); whether the
-    /// peer ended its side.
-    Connect(Request, bool),
+    /// for the WebSocket's frames (what came on it so far in the request's body).
+    Connect(Request),
     /// A live connection on the stream: an event stream, or a WebSocket.
     Live(Live),
     /// Answered by the server before its handler (431, 413).
@@ -90,11 +89,18 @@ enum Work {
     /// To be reset with this code, unanswered.
     Cut(ErrorCode),
     /// Its deferred reply, answered by the server at `until` (503, or 204 for a long-poll).
-    Waiting(Wait, Instant),
+    Waiting(Box<Awaited>),
     /// The rest of its reply's body, held back by the windows.
     Sending(Box<(Body, usize)>),
     /// A streamed reply (boxed: a stream's work stays small for the many that are idle).
     Streaming(Box<Streamed>),
+}
+
+/// A deferred reply a stream waits for, and when the server answers it instead (boxed: a
+/// stream's work stays small for the many that are idle).
+struct Awaited {
+    wait: Wait,
+    until: Instant,
 }
 
 /// A streamed reply on its stream: pieces the windows held back, the sender's window, whether
@@ -128,6 +134,9 @@ pub(crate) struct H2Strand {
     wake_writers: bool,
     /// What the output holds, charged to the server's output budget while owed.
     charge: Charge,
+    /// What live streams with something to do keep (see [`Busy`]); empty while every live
+    /// stream is idle.
+    busy: Vec<(u32, Busy)>,
 }
 
 impl H2Strand {
@@ -147,6 +156,7 @@ impl H2Strand {
             written: 0,
             work: Vec::new(),
             deadline: None,
+            busy: Vec::new(),
             write_due: None,
             wake_writers: false,
             charge: Charge::default(),
@@ -183,7 +193,7 @@ impl H2Strand {
             let polls: Vec<u32> = h
                 .work
                 .iter()
-                .filter(|(_, w)| matches!(w, Work::Waiting(wait, _) if wait.poll))
+                .filter(|(_, w)| matches!(w, Work::Waiting(a) if a.wait.poll))
                 .map(|(id, _)| *id)
                 .collect();
             for stream in polls {
@@ -216,7 +226,7 @@ impl H2Strand {
             let Some(shared) = shared else { return };
             for (stream, work) in &mut self.work {
                 match work {
-                    Work::Waiting(wait, _) => shared.replies.close_stream(id, wait.seq),
+                    Work::Waiting(a) => shared.replies.close_stream(id, a.wait.seq),
                     Work::Live(live) => live.gone(id.with_stream(*stream)),
                     _ => {}
                 }
@@ -224,6 +234,7 @@ impl H2Strand {
             }
             shared.replies.forget_streams(id);
             shared.figures(id.worker() as usize).http2(false);
+            self.busy = Vec::new();
         });
         self.work.clear();
     }
@@ -233,11 +244,11 @@ impl H2Strand {
             .work
             .iter()
             .map(|(_, w)| match w {
-                Work::Receiving(r, _) | Work::Ready(r, _) | Work::Connect(r, _) => r.held_bytes(),
+                Work::Receiving(r) | Work::Ready(r) | Work::Connect(r) => r.held_bytes(),
                 Work::Live(live) => live.held_bytes(),
                 Work::Sending(held) => held.0.len() - held.1,
                 Work::Streaming(s) => s.held.capacity(),
-                Work::Refused(..) | Work::Cut(_) | Work::Waiting(..) => 0,
+                Work::Refused(..) | Work::Cut(_) | Work::Waiting(_) => 0,
             })
             .sum();
         std::mem::size_of::<H2Strand>()
@@ -246,6 +257,8 @@ impl H2Strand {
             + self.out.capacity()
             + self.work.capacity() * std::mem::size_of::<(u32, Work)>()
             + work
+            + self.busy.capacity() * std::mem::size_of::<(u32, Busy)>()
+            + self.busy.iter().map(|(_, b)| b.held_bytes()).sum::<usize>()
     }
 
     /// The loop of one resume: write what is owed, take what was read, read more.
@@ -348,7 +361,11 @@ impl H2Strand {
         let mut window_opened = false;
         self.lend_buffers();
         let H2Strand {
-            conn, out, work, ..
+            conn,
+            out,
+            work,
+            busy,
+            ..
         } = self;
         let used = SCRATCH.with_borrow_mut(|scratch| {
             conn.receive(input, out, scratch, &mut |event| match event {
@@ -358,15 +375,15 @@ impl H2Strand {
                     end_stream,
                 } => {
                     let websocket = head.protocol() == b"websocket";
-                    let (request, rules) = request_of(head);
+                    let request = request_of(head);
                     push_thrifty(
                         work,
                         (
                             stream,
                             match (websocket, end_stream) {
-                                (true, ended) => Work::Connect(request, ended),
-                                (false, true) => Work::Ready(request, rules),
-                                (false, false) => Work::Receiving(request, rules),
+                                (true, _) => Work::Connect(request),
+                                (false, true) => Work::Ready(request),
+                                (false, false) => Work::Receiving(request),
                             },
                         ),
                     );
@@ -387,24 +404,27 @@ impl H2Strand {
                         return;
                     };
                     match &mut slot.1 {
-                        Work::Live(live) => return live.received(data, end_stream),
-                        Work::Connect(request, ended) => {
-                            // What a WebSocket's peer sent before the answer: its first frames.
+                        Work::Live(live) => {
+                            let end = end_stream && live.reads_to_end();
+                            return live::received(busy, stream, data, end);
+                        }
+                        Work::Connect(request) => {
+                            // What a WebSocket's peer sent before the answer: its first frames
+                            // (its end, if it came, the codec keeps).
                             if request.body().len() as u64 + data.len() as u64 > max_body {
                                 slot.1 = Work::Cut(ErrorCode::EnhanceYourCalm);
                             } else {
                                 request.append_body(data);
-                                *ended |= end_stream;
                             }
                             return;
                         }
                         _ => {}
                     }
-                    let Work::Receiving(request, rules) = &slot.1 else {
+                    let Work::Receiving(request) = &slot.1 else {
                         return;
                     };
                     if request.body().len() as u64 + data.len() as u64 > max_body {
-                        slot.1 = Work::Refused(ParseError::BodyTooLarge, *rules);
+                        slot.1 = Work::Refused(ParseError::BodyTooLarge, rules_of(request));
                         return;
                     }
                     if held_bodies(work) + data.len() as u64 > max_body.saturating_mul(BODIES) {
@@ -418,20 +438,22 @@ impl H2Strand {
                     let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) else {
                         return;
                     };
-                    if let Work::Receiving(request, rules) = &mut slot.1 {
+                    if let Work::Receiving(request) = &mut slot.1 {
                         request.append_body(data);
                         if end_stream {
-                            let rules = *rules;
                             let done = std::mem::take(request);
-                            slot.1 = Work::Ready(done, rules);
+                            slot.1 = Work::Ready(done);
                         }
                     }
                 }
                 Event::Reset { stream } => {
                     if let Some(at) = work.iter().position(|(id, _)| *id == stream) {
                         match work.remove(at).1 {
-                            Work::Waiting(wait, _) => shared.replies.close_stream(ctx.id, wait.seq),
-                            Work::Live(mut live) => live.gone(ctx.id.with_stream(stream)),
+                            Work::Waiting(a) => shared.replies.close_stream(ctx.id, a.wait.seq),
+                            Work::Live(mut live) => {
+                                live.gone(ctx.id.with_stream(stream));
+                                live::forget(busy, stream);
+                            }
                             _ => {}
                         }
                         logged(shared, ctx.id, stream);
@@ -457,12 +479,8 @@ impl H2Strand {
         while at < self.work.len() {
             let stream = self.work[at].0;
             match std::mem::replace(&mut self.work[at].1, Work::Cut(ErrorCode::NoError)) {
-                Work::Ready(request, rules) => {
-                    self.answer(shared, ctx, at, stream, request, (rules, None));
-                }
-                Work::Connect(request, ended) => {
-                    self.answer(shared, ctx, at, stream, request, (REPLY_RULES, Some(ended)));
-                }
+                Work::Ready(request) => self.answer(shared, ctx, at, stream, request, false),
+                Work::Connect(request) => self.answer(shared, ctx, at, stream, request, true),
                 Work::Refused(error, rules) => {
                     let res = Refusal::Malformed(error).response();
                     let status = res.status;
@@ -493,19 +511,20 @@ impl H2Strand {
         at: usize,
         stream: u32,
         request: Request,
-        (rules, connect): (ReplyRules, Option<bool>),
+        connect: bool,
     ) {
+        let rules = rules_of(&request);
         let on = OnStream {
             now: ctx.now,
             peer: ctx.peer,
             exchange: Exchange::Stream(ctx.id),
             stream,
             worker: ctx.worker(),
-            websocket: connect.is_some(),
+            websocket: connect,
         };
         // A WebSocket's first frames, if its peer sent them with the request.
         let early = match connect {
-            Some(_) if !request.body().is_empty() => request.body().to_vec(),
+            true if !request.body().is_empty() => request.body().to_vec(),
             _ => Vec::new(),
         };
         let mut held = None;
@@ -524,12 +543,8 @@ impl H2Strand {
             StreamAnswer::Sent => self.settle(at, stream, held),
             StreamAnswer::Live(conn) => {
                 self.conn.hold_window(stream);
-                let (end_is_eof, ended) = match connect {
-                    Some(ended) => (true, ended),
-                    None => (false, true),
-                };
-                let live = Live::new(conn, early, end_is_eof, ended);
-                self.work[at].1 = Work::Live(live);
+                self.work[at].1 = Work::Live(Live::new(conn));
+                self.busy.push((stream, Busy::fresh(early)));
             }
             StreamAnswer::Deferred(wait, patience) => {
                 let until = on.now
@@ -537,7 +552,7 @@ impl H2Strand {
                         Patience::Server => shared.reply_timeout,
                         Patience::Poll(wait) => wait,
                     };
-                self.work[at].1 = Work::Waiting(wait, until);
+                self.work[at].1 = Work::Waiting(Box::new(Awaited { wait, until }));
             }
             StreamAnswer::Http11Required => {
                 self.work.remove(at);
@@ -641,15 +656,15 @@ impl H2Strand {
     /// A deferred reply came for one of the streams (or a piece of a streamed one).
     fn delivered(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>, msg: HttpMsg) {
         let Some(at) = self.work.iter().position(|(_, w)| match w {
-            Work::Waiting(wait, _) => wait.seq == msg.seq,
+            Work::Waiting(a) => a.wait.seq == msg.seq,
             _ => false,
         }) else {
             return self.streamed(shared, io, msg);
         };
-        let (stream, Work::Waiting(wait, _)) = &self.work[at] else {
+        let (stream, Work::Waiting(a)) = &self.work[at] else {
             return;
         };
-        let (stream, wait) = (*stream, *wait);
+        let (stream, wait) = (*stream, a.wait);
         match msg.what {
             Delivery::Answer(res) => self.answer_late(shared, io, stream, *res),
             Delivery::Dropped => {
@@ -677,9 +692,10 @@ impl H2Strand {
         let Some(at) = self.work.iter().position(|(id, _)| *id == stream) else {
             return;
         };
-        let Work::Waiting(wait, _) = self.work[at].1 else {
+        let Work::Waiting(a) = &self.work[at].1 else {
             return;
         };
+        let wait = a.wait;
         shared.replies.close_stream(io.id(), wait.seq);
         let status = res.status;
         let (bytes, held) = self.send_reply(stream, res, wait.rules, io.now());
@@ -797,7 +813,7 @@ impl H2Strand {
             .work
             .iter()
             .filter_map(|(id, w)| match w {
-                Work::Waiting(wait, until) if *until <= now => Some((*id, wait.poll)),
+                Work::Waiting(a) if a.until <= now => Some((*id, a.wait.poll)),
                 _ => None,
             })
             .collect();
@@ -925,7 +941,7 @@ impl H2Strand {
             .work
             .iter()
             .filter_map(|(_, w)| match w {
-                Work::Waiting(_, until) => Some(*until),
+                Work::Waiting(a) => Some(a.until),
                 _ => None,
             })
             .min();
@@ -935,14 +951,7 @@ impl H2Strand {
             (true, Some(d)) if !progressed => Some(d),
             (true, _) => Some(now + limits.write_timeout),
         };
-        let live = self
-            .work
-            .iter()
-            .filter_map(|(_, w)| match w {
-                Work::Live(live) => live.deadline(),
-                _ => None,
-            })
-            .min();
+        let live = self.busy.iter().filter_map(|(_, b)| b.deadline).min();
         let only_live = self.work.iter().all(|(_, w)| matches!(w, Work::Live(_)));
         let wait = if let Some(until) = first_reply {
             Some(until)
@@ -1057,8 +1066,8 @@ thread_local! {
 
 /// The request a header list stands for, as a handler sees any request: `:authority` answers
 /// `host` (when no `host` field came), cookies split over fields are one `cookie` again
-/// (RFC 9113 §8.2.3); and what its reply may be.
-fn request_of(head: &HeaderList) -> (Request, ReplyRules) {
+/// (RFC 9113 §8.2.3).
+fn request_of(head: &HeaderList) -> Request {
     let method = std::str::from_utf8(head.method()).unwrap_or_default();
     let path = std::str::from_utf8(head.path()).unwrap_or_default();
     let host = match head.field(b"host") {
@@ -1084,12 +1093,15 @@ fn request_of(head: &HeaderList) -> (Request, ReplyRules) {
         .map(|(name, value)| (std::str::from_utf8(name).unwrap_or_default(), value))
         .chain(host)
         .chain(joined.as_deref().map(|j| ("cookie", j)));
-    let request = Request::from_fields(method, path, fields);
-    let rules = ReplyRules {
-        head_only: method == "HEAD",
+    Request::from_fields(method, path, fields)
+}
+
+/// What a reply to `request` on a stream may be: its head alone for `HEAD`.
+fn rules_of(request: &Request) -> ReplyRules {
+    ReplyRules {
+        head_only: request.method_is("HEAD"),
         ..REPLY_RULES
-    };
-    (request, rules)
+    }
 }
 
 fn worker_of(io: &Io<'_, Command>) -> usize {
