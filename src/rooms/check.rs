@@ -16,8 +16,12 @@ use super::{
 
 /// Workers of the server the check plays.
 const WORKERS: usize = 3;
-/// Connections it plays (connection `c` is on worker `c % WORKERS`).
+/// Members it plays: connections 0–3 (connection `c` on worker `c % WORKERS`), and 4–6, three
+/// streams of one HTTP/2 connection on worker 1 (one slab key and generation, ids told apart by
+/// their stream alone).
 pub(crate) const CONNS: u8 = 7;
+/// The first member that is a stream of the HTTP/2 connection.
+const STREAMS_FROM: u8 = 4;
 /// Room names it uses.
 pub(crate) const ROOMS: u8 = 4;
 /// Messages each room's history keeps.
@@ -116,6 +120,10 @@ struct Member {
 }
 
 fn id(conn: u8) -> ConnId {
+    if conn >= STREAMS_FROM {
+        let stream = 1 + 2 * u32::from(conn - STREAMS_FROM);
+        return ConnId::from_parts(1, u32::from(STREAMS_FROM), 0).with_stream(stream);
+    }
     ConnId::from_parts(u32::from(conn) % WORKERS as u32, u32::from(conn), 0)
 }
 

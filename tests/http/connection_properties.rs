@@ -186,7 +186,10 @@ fn the_lone_cr_cases_end_in_time() {
 #[test]
 fn live_streams_over_http2_are_answered_and_end_with_the_connection() {
     for seed in ["seed-events", "seed-websocket"] {
-        let path = format!("{}/fuzz/corpus/h2_server/{seed}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/fuzz/corpus/h2_server/{seed}",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let data = std::fs::read(&path).expect("seed");
         let mut input = wire::drive::PREFACE.to_vec();
         input.extend_from_slice(&data[1..]);

@@ -26,8 +26,8 @@ const ABOUT: &str = "web-bench compare: web beside other Rust servers, side by s
 \n\
 Builds web's examples and the peers of bench/peers (release; the first build takes minutes),\n\
 then for each scenario and round starts every server with one worker on CPU 0 and loads it\n\
-from CPU 1: HTTP keep-alive (64 connections) and pipelined (64 x 16), HTTP/2 over h2c (h2load,\n\
-64 connections x 16 streams; web, hyper's h2, nginx), WebSocket ping-pong\n\
+from CPU 1: HTTP keep-alive (64 connections) and pipelined (64 x 16), HTTP/2 over h2c and over\n\
+TLS (h2load, 64 connections x 16 streams; web, hyper's h2, nginx), WebSocket ping-pong\n\
 (64 connections, 32 B and 16 KiB) and windowed (64 x 16, 32 B); then each server's idle cost\n\
 (web-bench idle). Figures per server core-second; ratios to the best peer and to the ceiling\n\
 inside each round. Uses wrk for HTTP when installed, else its own generator, and says which.\n\
@@ -89,6 +89,8 @@ struct Scenario {
     depth: usize,
     /// WebSocket message size (binary when over 125 bytes).
     size: usize,
+    /// Over TLS (HTTP/2: h2 by ALPN).
+    tls: bool,
 }
 
 const SCENARIOS: &[Scenario] = &[
@@ -98,6 +100,7 @@ const SCENARIOS: &[Scenario] = &[
         conns: 64,
         depth: 1,
         size: 0,
+        tls: false,
     },
     Scenario {
         name: "http pipelined c64 x16",
@@ -105,6 +108,7 @@ const SCENARIOS: &[Scenario] = &[
         conns: 64,
         depth: 16,
         size: 0,
+        tls: false,
     },
     Scenario {
         name: "h2 c64 x m16 (h2load)",
@@ -112,6 +116,15 @@ const SCENARIOS: &[Scenario] = &[
         conns: 64,
         depth: 16,
         size: 0,
+        tls: false,
+    },
+    Scenario {
+        name: "h2 TLS c64 x m16 (h2load)",
+        speaks: Speaks::H2,
+        conns: 64,
+        depth: 16,
+        size: 0,
+        tls: true,
     },
     Scenario {
         name: "ws ping-pong 32 B",
@@ -119,6 +132,7 @@ const SCENARIOS: &[Scenario] = &[
         conns: 64,
         depth: 1,
         size: 32,
+        tls: false,
     },
     Scenario {
         name: "ws ping-pong 16 KiB",
@@ -126,6 +140,7 @@ const SCENARIOS: &[Scenario] = &[
         conns: 64,
         depth: 1,
         size: 16384,
+        tls: false,
     },
     Scenario {
         name: "ws window16 32 B",
@@ -133,6 +148,7 @@ const SCENARIOS: &[Scenario] = &[
         conns: 64,
         depth: 16,
         size: 32,
+        tls: false,
     },
 ];
 
@@ -226,7 +242,7 @@ pub fn command(args: &[String]) -> Result<ExitCode, Refused> {
                 Speaks::Ws => Kind::Ws,
                 Speaks::H2 => continue, // (HTTP/2's idle cost: `web-bench idle --kind h2`)
             };
-            let record = Running::start(peer, 0).and_then(|server| {
+            let record = Running::start(peer, 0, false).and_then(|server| {
                 let plan = idle::Plan {
                     pid: server.pid(),
                     target: load::local(server.port),
@@ -282,7 +298,7 @@ fn measure(
     window: Duration,
     wrk: Option<&str>,
 ) -> std::io::Result<Value> {
-    let server = Running::start(peer, 0)?;
+    let server = Running::start(peer, 0, sc.tls)?;
     let target = load::local(server.port);
     let payload = vec![b'x'; sc.size];
     let ask = match sc.speaks {
@@ -363,7 +379,8 @@ fn h2load_run(
     let h2load = which("h2load").ok_or_else(|| {
         std::io::Error::other("h2load is not installed (apt-get install nghttp2-client)")
     })?;
-    let url = format!("http://127.0.0.1:{}/", server.port);
+    let scheme = if sc.tls { "https" } else { "http" };
+    let url = format!("{scheme}://127.0.0.1:{}/", server.port);
     let run = |secs: f64| -> std::io::Result<(String, f64)> {
         let mut cmd = on_cpu_1(&h2load);
         cmd.args([

@@ -137,6 +137,8 @@ pub fn build() -> io::Result<()> {
         &[
             "build",
             "--release",
+            "--features",
+            "tls",
             "--example",
             "hello",
             "--example",
@@ -166,6 +168,24 @@ pub fn build() -> io::Result<()> {
     Ok(())
 }
 
+/// A self-signed certificate for localhost and its key (PEM files in a directory of this
+/// process), made once.
+fn certificate() -> io::Result<(PathBuf, PathBuf)> {
+    static MADE: std::sync::OnceLock<Result<(PathBuf, PathBuf), String>> =
+        std::sync::OnceLock::new();
+    let made = MADE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("web-bench-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".into()])
+            .map_err(|e| e.to_string())?;
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, made.cert.pem()).map_err(|e| e.to_string())?;
+        std::fs::write(&key, made.signing_key.serialize_pem()).map_err(|e| e.to_string())?;
+        Ok((cert, key))
+    });
+    made.clone().map_err(io::Error::other)
+}
+
 /// A server running for one measurement; stopped when dropped.
 pub struct Running {
     child: Child,
@@ -173,15 +193,20 @@ pub struct Running {
 }
 
 impl Running {
-    /// Starts `peer` with one worker on a free port of 127.0.0.1, pinned to `cpu`; waits
-    /// (at most 15 s) until it accepts connections.
-    pub fn start(peer: &Peer, cpu: usize) -> io::Result<Running> {
+    /// Starts `peer` with one worker on a free port of 127.0.0.1, pinned to `cpu` (serving
+    /// TLS with a certificate for localhost made here, when `tls`); waits (at most 15 s) until
+    /// it accepts connections.
+    pub fn start(peer: &Peer, cpu: usize, tls: bool) -> io::Result<Running> {
         let port = free_port()?;
         let bin = root().join(peer.bin);
         let mut cmd = Command::new(&bin);
         cmd.args(["--port", &port.to_string(), "--workers", "1"])
-            .args(peer.args)
-            .stdin(Stdio::null())
+            .args(peer.args);
+        if tls {
+            let (cert, key) = certificate()?;
+            cmd.arg("--tls-cert").arg(cert).arg("--tls-key").arg(key);
+        }
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         // SAFETY: between fork and exec only sched_setaffinity runs, a plain system call on a
