@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # web-bench against the examples, briefly: `idle` holds 1 000 connections of each kind
 # (keep-alive HTTP to examples/hello, WebSocket to examples/ws_echo — plain, and over TLS with
-# a message sent after the upgrade —, event streams to the chat's /sse) and its record must say they were all held, none failed, and each cost the
+# a message sent after the upgrade —, event streams to the chat's /sse, and event streams on
+# HTTP/2 connections, 100 to a connection, to `hello --events` and to the chat) and its record
+# must say they were all held, none failed, and each cost the
 # server between 1 and 2 000 bytes; `--help` of both commands answers. Every server is started
 # here on a free port of 127.0.0.1 and stopped by its PID.
 set -euo pipefail
@@ -68,6 +70,8 @@ PY
 run hello target/release/examples/hello http / http
 run ws_echo target/release/examples/ws_echo ws / ws
 run chat_sse target/release/examples/chat http "/sse?room=bench" sse
+SERVER_ARGS="--events news" run hello_h2_sse target/release/examples/hello http /events h2-sse
+run chat_h2_sse target/release/examples/chat http "/sse?room=bench2" h2-sse
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$out/key.pem" \
     -out "$out/cert.pem" -days 2 -subj /CN=127.0.0.1 >/dev/null 2>&1
 SERVER_ARGS="--tls-cert $out/cert.pem --tls-key $out/key.pem" \
