@@ -385,9 +385,12 @@ impl H2Strand {
             .collect()
     }
 
+    /// Where live stream `stream` is in the work list: found by halving, the list being in
+    /// stream order (streams are pushed as the peer opens them, and a peer opens them in
+    /// increasing order, RFC 9113 §5.1.1; entries leave without moving the rest) — a publish
+    /// to many streams of one connection costs each a search, not a walk.
     fn live_at(&self, stream: u32) -> Option<usize> {
-        self.work
-            .iter()
-            .position(|(id, w)| *id == stream && matches!(w, Work::Live(_)))
+        let at = self.work.binary_search_by_key(&stream, |(id, _)| *id).ok()?;
+        matches!(self.work[at].1, Work::Live(_)).then_some(at)
     }
 }

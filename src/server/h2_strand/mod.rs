@@ -46,6 +46,14 @@ const REPLY_RULES: ReplyRules = ReplyRules {
 /// it is refused with REFUSED_STREAM, which a client may ask again).
 const BODIES: u64 = 4;
 
+/// A new stream's work, at the end of the list: the list stays in stream order (a peer opens
+/// streams in increasing order, RFC 9113 §5.1.1, which the codec enforces), so a stream is
+/// found by halving.
+fn push_work(work: &mut Vec<(u32, Work)>, stream: u32, new: Work) {
+    debug_assert!(work.last().is_none_or(|(id, _)| *id < stream));
+    push_thrifty(work, (stream, new));
+}
+
 /// Bytes of request bodies held by streams still receiving them.
 fn held_bodies(work: &[(u32, Work)]) -> u64 {
     work.iter()
@@ -376,24 +384,19 @@ impl H2Strand {
                 } => {
                     let websocket = head.protocol() == b"websocket";
                     let request = request_of(head);
-                    push_thrifty(
-                        work,
-                        (
-                            stream,
-                            match (websocket, end_stream) {
-                                (true, _) => Work::Connect(request),
-                                (false, true) => Work::Ready(request),
-                                (false, false) => Work::Receiving(request),
-                            },
-                        ),
-                    );
+                    let new = match (websocket, end_stream) {
+                        (true, _) => Work::Connect(request),
+                        (false, true) => Work::Ready(request),
+                        (false, false) => Work::Receiving(request),
+                    };
+                    push_work(work, stream, new);
                 }
                 Event::Refuse { stream, status } => {
                     // (The codec refuses one thing before a handler: a header list past the
                     // size advertised, 431.)
                     let _ = status;
                     let refused = Work::Refused(ParseError::HeadTooLarge, REPLY_RULES);
-                    push_thrifty(work, (stream, refused));
+                    push_work(work, stream, refused);
                 }
                 Event::Data {
                     stream,
