@@ -24,6 +24,11 @@ pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 pub(crate) const DEFAULT_WINDOW: u32 = 65_535;
 /// HPACK's table size before SETTINGS say otherwise (RFC 9113 §6.5.2).
 const DEFAULT_TABLE_SIZE: usize = 4096;
+/// How long a peer has to acknowledge this side's SETTINGS (RFC 9113 §6.5.3); past it the
+/// connection ends with SETTINGS_TIMEOUT. Until then its header blocks may use RFC 7541's
+/// default table, larger than the one advertised: a peer that never acknowledges does not
+/// keep that.
+pub(crate) const SETTINGS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Output owed past which no more input is taken until it is written.
 pub(crate) const OUTPUT_HIGH: usize = 64 * 1024;
 /// Fragments one header block may come in.
@@ -200,6 +205,8 @@ pub(crate) struct Conn {
     peer_initial_window: u32,
     peer_max_frame_size: u32,
     flood: u32,
+    /// The peer acknowledged this side's SETTINGS.
+    acked: bool,
 }
 
 impl Conn {
@@ -222,6 +229,7 @@ impl Conn {
             peer_initial_window: DEFAULT_WINDOW,
             peer_max_frame_size: frame::MIN_MAX_FRAME_SIZE,
             flood: FLOOD_BUDGET,
+            acked: false,
         }
     }
 
@@ -298,6 +306,19 @@ impl Conn {
         used
     }
 
+    /// Whether the peer acknowledged this side's SETTINGS.
+    pub(crate) fn settings_acked(&self) -> bool {
+        self.acked
+    }
+
+    /// The peer did not acknowledge this side's SETTINGS within [`SETTINGS_TIMEOUT`]: GOAWAY
+    /// with SETTINGS_TIMEOUT (nothing if it did, or if the connection ended already).
+    pub(crate) fn settings_timed_out(&mut self, out: &mut Vec<u8>) {
+        if !self.acked && self.phase != Phase::Closed {
+            self.fail(out, ErrorCode::SettingsTimeout, 0);
+        }
+    }
+
     /// Whether the connection ended in error (GOAWAY sent): close after writing.
     pub(crate) fn is_closed(&self) -> bool {
         self.phase == Phase::Closed
@@ -338,6 +359,7 @@ impl Conn {
             Frame::Settings { ack: true, .. } => {
                 // Our SETTINGS are in force: HPACK's table shrinks to what we advertised.
                 self.decoder.settle(self.config.header_table_size as usize);
+                self.acked = true;
                 Ok(())
             }
             Frame::Settings { params, .. } => {

@@ -83,8 +83,8 @@ impl ConnStrand {
         let next = step(http, io);
         if let Some((early, peer)) = http.take_http2() {
             let h2 = super::worker::with(|shared| {
-                let worker = io.id().worker() as usize;
-                shared.map(|shared| Box::new(H2Strand::new(peer, shared, worker, &early)))
+                let on = (io.id().worker() as usize, io.now());
+                shared.map(|shared| Box::new(H2Strand::new(peer, shared, on, &early)))
             });
             let Some(h2) = h2 else {
                 return Next::Close; // never: the worker installed its server at open

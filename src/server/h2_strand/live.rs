@@ -390,7 +390,10 @@ impl H2Strand {
     /// increasing order, RFC 9113 §5.1.1; entries leave without moving the rest) — a publish
     /// to many streams of one connection costs each a search, not a walk.
     fn live_at(&self, stream: u32) -> Option<usize> {
-        let at = self.work.binary_search_by_key(&stream, |(id, _)| *id).ok()?;
+        let at = self
+            .work
+            .binary_search_by_key(&stream, |(id, _)| *id)
+            .ok()?;
         matches!(self.work[at].1, Work::Live(_)).then_some(at)
     }
 }

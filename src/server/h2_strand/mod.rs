@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use reactor::{Io, Next, Read};
 
-use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, Scratch};
+use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, SETTINGS_TIMEOUT, Scratch};
 use crate::h2::error::ErrorCode;
 use crate::h2::headers::HeaderList;
 use crate::h2::reply::{self, Length};
@@ -137,6 +137,8 @@ pub(crate) struct H2Strand {
     deadline: Option<Instant>,
     /// When the socket must have taken some of what is owed.
     write_due: Option<Instant>,
+    /// When the peer must have acknowledged our SETTINGS (`None` once it did).
+    settings_due: Option<Instant>,
     /// Windows opened or output was written since live streams waiting to write were last
     /// resumed.
     wake_writers: bool,
@@ -150,7 +152,12 @@ pub(crate) struct H2Strand {
 impl H2Strand {
     /// A connection whose first bytes (`early`, starting with the preface) were read as
     /// HTTP/1.1 until they showed the preface.
-    pub(crate) fn new(peer: Peer, shared: &ServerShared, worker: usize, early: &[u8]) -> H2Strand {
+    pub(crate) fn new(
+        peer: Peer,
+        shared: &ServerShared,
+        (worker, now): (usize, Instant),
+        early: &[u8],
+    ) -> H2Strand {
         let conn = Conn::new(shared.h2.unwrap_or_default());
         shared.figures(worker).http2(true);
         let mut out = Vec::new();
@@ -166,6 +173,7 @@ impl H2Strand {
             deadline: None,
             busy: Vec::new(),
             write_due: None,
+            settings_due: Some(now + SETTINGS_TIMEOUT),
             wake_writers: false,
             charge: Charge::default(),
         }
@@ -811,6 +819,12 @@ impl H2Strand {
         if self.state != State::Serving {
             return Some(Next::Close);
         }
+        if self.settings_due.is_some_and(|d| d <= now) {
+            self.conn.settings_timed_out(&mut self.out);
+            self.state = State::Closing;
+            self.deadline = None;
+            return None;
+        }
         self.live_timeouts(shared, io);
         let late: Vec<(u32, bool)> = self
             .work
@@ -970,7 +984,13 @@ impl H2Strand {
             // Streams being received or sent: each wait is the peer's (its windows, its body).
             Some(now + limits.idle_timeout)
         };
-        let deadline = [self.write_due, wait, live].into_iter().flatten().min();
+        if self.conn.settings_acked() {
+            self.settings_due = None;
+        }
+        let deadline = [self.write_due, wait, live, self.settings_due]
+            .into_iter()
+            .flatten()
+            .min();
         self.deadline = deadline;
         self.return_buffers();
         Next::Park {

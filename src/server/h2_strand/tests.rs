@@ -715,3 +715,47 @@ fn the_access_log_sees_each_stream_at_once_deferred_streamed_and_reset() {
 
 #[cfg(test)]
 mod live;
+
+#[test]
+fn a_client_that_never_acknowledges_our_settings_is_sent_settings_timeout() {
+    let server = serve(bind(), echo);
+    let mut sock = TcpStream::connect(server.local_addr()).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut out = PREFACE.to_vec();
+    frame::write_settings(&mut out, &[]);
+    sock.write_all(&out).unwrap();
+    let start = Instant::now();
+    // Frames are read and never answered: no SETTINGS ACK goes back.
+    let mut input = Vec::new();
+    let mut buf = [0u8; 4096];
+    let goaway = loop {
+        while let Some(head) = Head::parse(&input) {
+            let end = HEAD_LEN + head.len as usize;
+            if input.len() < end {
+                break;
+            }
+            if head.kind == Kind::GoAway {
+                break;
+            }
+            input.drain(..end);
+        }
+        if let Some(head) = Head::parse(&input)
+            && head.kind == Kind::GoAway
+            && input.len() >= HEAD_LEN + 8
+        {
+            break u32::from_be_bytes(input[HEAD_LEN + 4..HEAD_LEN + 8].try_into().unwrap());
+        }
+        match sock.read(&mut buf) {
+            Ok(0) | Err(_) => panic!("the connection ended without GOAWAY"),
+            Ok(n) => input.extend_from_slice(&buf[..n]),
+        }
+    };
+    assert_eq!(goaway, 0x4, "SETTINGS_TIMEOUT");
+    let took = start.elapsed();
+    assert!(
+        took >= crate::h2::conn::SETTINGS_TIMEOUT && took < Duration::from_secs(15),
+        "{took:?}"
+    );
+    server.shutdown().unwrap();
+}
