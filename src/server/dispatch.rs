@@ -652,26 +652,47 @@ fn connect_websocket(
         .unwrap_or_else(|_| Err(Refusal::Panicked.response()))?;
         Ok((response, conn))
     })();
+    let decided = decided.map(|(extensions, conn)| {
+        let mut head = Response::new(200, "", Vec::new(), "");
+        if let Some(extensions) = extensions {
+            head.headers.push(crate::http::Header::new(
+                "Sec-WebSocket-Extensions",
+                &extensions,
+            ));
+        }
+        (head, conn)
+    });
+    live_answer(decided, AccessKind::WebSocket, send, told)
+}
+
+/// A live route's answer on an HTTP/2 stream: accepted, its head opens the stream for the
+/// live connection; refused, the refusal is the stream's whole answer.
+fn live_answer(
+    decided: Result<(Response, Box<dyn LiveConn>), Response>,
+    kind: AccessKind,
+    send: &mut dyn FnMut(&mut Response, Framing) -> u64,
+    told: &mut Told<'_>,
+) -> StreamAnswer {
     match decided {
-        Ok((extensions, conn)) => {
-            let mut head = Response::new(200, "", Vec::new(), "");
-            if let Some(extensions) = extensions {
-                head.headers.push(crate::http::Header::new(
-                    "Sec-WebSocket-Extensions",
-                    &extensions,
-                ));
-            }
+        Ok((mut head, conn)) => {
             let bytes = send(&mut head, Framing::Open);
-            told.later(AccessKind::WebSocket, 200, bytes);
+            told.later(kind, head.status, bytes);
             StreamAnswer::Live(conn)
         }
-        Err(mut refusal) => {
-            let status = refusal.status;
-            let bytes = send(&mut refusal, Framing::Whole);
-            told.now(status, bytes);
-            StreamAnswer::Sent
-        }
+        Err(refusal) => whole_answer(refusal, send, told),
     }
+}
+
+/// `res` as a stream's whole answer, sent and counted.
+fn whole_answer(
+    mut res: Response,
+    send: &mut dyn FnMut(&mut Response, Framing) -> u64,
+    told: &mut Told<'_>,
+) -> StreamAnswer {
+    let status = res.status;
+    let bytes = send(&mut res, Framing::Whole);
+    told.now(status, bytes);
+    StreamAnswer::Sent
 }
 
 /// A request for a Server-Sent Events route on an HTTP/2 stream: the application's decision,
@@ -684,24 +705,15 @@ fn open_stream_h2(
     send: &mut dyn FnMut(&mut Response, Framing) -> u64,
     told: &mut Told<'_>,
 ) -> StreamAnswer {
+    let head = Response::new(200, "text/event-stream", stream_headers(), "");
     match accept_stream(app, route, request) {
-        Ok(conn) => {
-            let mut head = Response::new(200, "text/event-stream", stream_headers(), "");
-            if rules.head_only {
-                let bytes = send(&mut head, Framing::Whole);
-                told.now(head.status, bytes);
-                return StreamAnswer::Sent;
-            }
-            let bytes = send(&mut head, Framing::Open);
-            told.later(AccessKind::EventStream, head.status, bytes);
-            StreamAnswer::Live(conn)
-        }
-        Err(mut refusal) => {
-            let status = refusal.status;
-            let bytes = send(&mut refusal, Framing::Whole);
-            told.now(status, bytes);
-            StreamAnswer::Sent
-        }
+        Ok(_) if rules.head_only => whole_answer(head, send, told),
+        decided => live_answer(
+            decided.map(|conn| (head, conn)),
+            AccessKind::EventStream,
+            send,
+            told,
+        ),
     }
 }
 
