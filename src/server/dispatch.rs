@@ -634,24 +634,10 @@ fn connect_websocket(
     send: &mut dyn FnMut(&mut Response, Framing) -> u64,
     told: &mut Told<'_>,
 ) -> StreamAnswer {
-    let decided = (|| {
-        if request.header("sec-websocket-version").trim() != "13" {
-            return Err(Refusal::WebSocketVersion.response());
-        }
-        let (Some(settings), Some(remote)) = (app.server().map(|s| &s.ws_settings), app.remote())
-        else {
-            return Err(Refusal::NoWebSocket.response());
-        };
-        let (agreed, response) = match &settings.deflate {
-            Some(deflate) => agree(&extensions_of(request), deflate).unzip(),
-            None => (None, None),
-        };
-        let conn = catch_unwind(AssertUnwindSafe(|| {
-            route.app.accept(request, settings, remote, agreed)
-        }))
-        .unwrap_or_else(|_| Err(Refusal::Panicked.response()))?;
-        Ok((response, conn))
-    })();
+    let decided = match request.header("sec-websocket-version").trim() {
+        "13" => accept_websocket(app, route, request),
+        _ => Err(Refusal::WebSocketVersion.response()),
+    };
     let decided = decided.map(|(extensions, conn)| {
         let mut head = Response::new(200, "", Vec::new(), "");
         if let Some(extensions) = extensions {
@@ -744,18 +730,7 @@ fn upgrade(
     told: &mut Told<'_>,
 ) -> Stop {
     let decided = check_upgrade(request, version).and_then(|accept| {
-        let (Some(settings), Some(remote)) = (app.server().map(|s| &s.ws_settings), app.remote())
-        else {
-            return Err(Refusal::NoWebSocket.response());
-        };
-        let (agreed, response) = match &settings.deflate {
-            Some(deflate) => agree(&extensions_of(request), deflate).unzip(),
-            None => (None, None),
-        };
-        let conn = catch_unwind(AssertUnwindSafe(|| {
-            route.app.accept(request, settings, remote, agreed)
-        }))
-        .unwrap_or_else(|_| Err(Refusal::Panicked.response()))?;
+        let (response, conn) = accept_websocket(app, route, request)?;
         Ok((accept, response, conn))
     });
     match decided {
@@ -770,6 +745,29 @@ fn upgrade(
         }
         Err(refusal) => refuse(turn, refusal, rules, told),
     }
+}
+
+/// The extensions agreed and the application's decision on a WebSocket request that passed
+/// the protocol's checks (over HTTP/1.1 an upgrade, over HTTP/2 an extended CONNECT): the
+/// `Sec-WebSocket-Extensions` value to answer with, if any, and the connection to become.
+fn accept_websocket(
+    app: &App<'_>,
+    route: &LiveRoute<dyn WsApp>,
+    request: &Request,
+) -> Result<(Option<String>, Box<dyn LiveConn>), Response> {
+    let (Some(settings), Some(remote)) = (app.server().map(|s| &s.ws_settings), app.remote())
+    else {
+        return Err(Refusal::NoWebSocket.response());
+    };
+    let (agreed, response) = match &settings.deflate {
+        Some(deflate) => agree(&extensions_of(request), deflate).unzip(),
+        None => (None, None),
+    };
+    let conn = catch_unwind(AssertUnwindSafe(|| {
+        route.app.accept(request, settings, remote, agreed)
+    }))
+    .unwrap_or_else(|_| Err(Refusal::Panicked.response()))?;
+    Ok((response, conn))
 }
 
 /// A request for a Server-Sent Events route: the application's decision, then the stream's
