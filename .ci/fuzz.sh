@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Short coverage-guided fuzz runs of every target in fuzz/ (cargo fuzz, libFuzzer, nightly):
-# FUZZ_SECONDS each (default 40, so that sixteen targets keep `.ci/run` within its hour on two
+# FUZZ_SECONDS each (default 30, so that sixteen targets keep `.ci/run` within its hour on two
 # cores), starting from the seed corpora in fuzz/corpus/ (a target without one starts empty), new inputs kept in a scratch
 # directory. A crash, a failed check or a leak fails the run (and leaves the input under
 # fuzz/artifacts/). Installs cargo-fuzz from crates.io when it is missing.
@@ -18,7 +18,7 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz"
     cargo install --locked cargo-fuzz || die "cargo install cargo-fuzz failed"
 fi
-seconds=${FUZZ_SECONDS:-40}
+seconds=${FUZZ_SECONDS:-30}
 cargo +nightly fuzz build
 for target in $(cargo +nightly fuzz list); do
     scratch=$(mktemp -d)

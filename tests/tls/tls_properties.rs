@@ -44,6 +44,18 @@ fn one_record_cut_into_every_write_size_arrives_whole() {
     }
 }
 
+/// Found by the `tls_connection` fuzz target: HTTP/2's preface sealed in records (no ALPN)
+/// makes the connection HTTP/2, answered in frames — its SETTINGS, then GOAWAY for the bytes
+/// after the preface, which are no frame — and the harness checks frames there.
+#[test]
+fn the_http2_preface_over_tls_without_alpn_is_answered_in_whole_frames() {
+    let preface: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\xb7\xb7\x8d=";
+    let records: [&[u8]; 2] = [&preface[..1], &preface[1..]];
+    assert_eq!(target().drive_records(&records, &[13, 10]).unwrap(), 0);
+    let frames: [&[u8]; 1] = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0"];
+    assert_eq!(target().drive_records(&frames, &[]).unwrap(), 0);
+}
+
 #[test]
 fn garbage_where_records_belong_ends_in_time() {
     let cases: [&[u8]; 5] = [

@@ -113,17 +113,22 @@ impl Target {
         send(&mut c, pieces);
         let _ = c.shutdown(std::net::Shutdown::Write);
         let out = read_to_end(&mut c)?;
-        let http2 = pieces.concat().starts_with(PREFACE);
-        let replies = if http2 {
-            check_frames(&out)?
-        } else {
-            check_replies(&out)?
-        };
+        let replies = check_answers(&pieces.concat(), &out)?;
         let now = self.server.stats().panics;
         if now != panics {
             return Err(format!("{} strand call(s) panicked", now - panics));
         }
         Ok(replies)
+    }
+}
+
+/// Checks what the server wrote (`out`) as what answers `sent`: HTTP/2 frames when `sent`
+/// starts with the preface (the server speaks HTTP/2 then, over TLS too), else HTTP/1.1
+/// replies; how many replies.
+pub fn check_answers(sent: &[u8], out: &[u8]) -> Result<usize, String> {
+    match sent.starts_with(PREFACE) {
+        true => check_frames(out),
+        false => check_replies(out),
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use web::http::ServerHandle;
 
-use super::drive::{END_WITHIN, check_replies, pieces, read_to_end, send};
+use super::drive::{END_WITHIN, check_answers, pieces, read_to_end, send};
 use super::tls_raw::{ALERT, APPLICATION_DATA, HANDSHAKE, Raw, Version};
 
 /// A one-worker TLS server with small limits; a client configuration that trusts it.
@@ -109,7 +109,8 @@ impl TlsTarget {
 
     /// A handshake, then each of `records` sealed as a record of its own and the ciphertext
     /// cut at `cuts` (offsets into it, sorted), then `close_notify` and the end of stream.
-    /// Answers how many replies came back, all whole.
+    /// Answers how many replies came back, all whole (HTTP/2 frames if the plaintext starts
+    /// with the preface: the server speaks HTTP/2 on it, ALPN or not).
     pub fn drive_records(&self, records: &[&[u8]], cuts: &[usize]) -> Result<usize, String> {
         let panics = self.server.stats().panics;
         let (mut c, mut tls) = self.handshaken()?;
@@ -135,7 +136,7 @@ impl TlsTarget {
                 .map_err(|e| format!("the server's records: {e}"))?;
             let _ = tls.reader().read_to_end(&mut plain);
         }
-        let replies = check_replies(&plain)?;
+        let replies = check_answers(&records.concat(), &plain)?;
         self.panicked(panics)?;
         Ok(replies)
     }

@@ -319,3 +319,45 @@ fn an_idle_event_stream_on_http2_costs_its_connection_under_150_bytes() {
     );
     server.shutdown().unwrap();
 }
+
+#[test]
+fn heartbeats_and_the_liveness_sweep_reach_the_live_streams_of_an_http2_connection() {
+    let server = bind()
+        .sse("/events", Feed)
+        .websocket("/ws", Echo)
+        .heartbeat(Duration::from_millis(150))
+        .ping_interval(Some(Duration::from_millis(600)));
+    let rooms = server.rooms();
+    let server = serve(server, echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/events?room=a");
+    c.connect_websocket(3, "/ws");
+    c.connect_websocket(5, "/ws");
+    members(&rooms, "news", 2);
+    // From now on the client reads and sends nothing: the event stream gets heartbeats; the
+    // connection is silent, so both WebSockets are pinged at the same sweep (one sweep for the
+    // connection, not one per stream), and, the pings unanswered, both end.
+    let start = Instant::now();
+    let (mut beats, mut pinged, mut reset) = (0, Vec::new(), Vec::new());
+    while reset.len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{beats} {pinged:?} {reset:?}"
+        );
+        let (head, payload) = c.frame().expect("a frame");
+        match (head.stream, head.kind) {
+            (1, Kind::Data) if payload.as_slice() == b":\n\n" => beats += 1,
+            (3 | 5, Kind::Data) if payload.first() == Some(&0x89) => pinged.push(head.stream),
+            (3 | 5, Kind::RstStream) => reset.push(head.stream),
+            _ => {}
+        }
+    }
+    assert!(beats >= 2, "{beats} heartbeats");
+    pinged.sort();
+    reset.sort();
+    assert_eq!((pinged, reset), (vec![3, 5], vec![3, 5]));
+    // The event stream goes on.
+    members(&rooms, "news", 0);
+    assert_eq!(rooms.members("a"), 1);
+    server.shutdown().unwrap();
+}
