@@ -152,11 +152,7 @@ impl<'a> App<'a> {
     /// `Upgrade: websocket`). A request to the route that asks badly is the route's to refuse
     /// (400, RFC 6455 §4.2.1), not the HTTP handler's.
     fn websocket_route(&self, req: &mut Request) -> Option<&'a LiveRoute<dyn WsApp>> {
-        let routes = &self.server()?.websocket;
-        if routes.is_empty() {
-            return None;
-        }
-        let route = routes.iter().find(|r| r.pattern.route(req))?;
+        let route = self.websocket_path(req)?;
         let asks = !req.header_bytes("sec-websocket-key").is_empty()
             || req
                 .headers()
@@ -618,11 +614,7 @@ fn answer_stream_counted(
         // (Blocking deferrals are `handle_conn`'s only.)
         _ => {}
     }
-    let res = slot.get_or_insert_with(panic_reply);
-    let status = res.status;
-    let bytes = send(res, Framing::Whole);
-    told.now(status, bytes);
-    StreamAnswer::Sent
+    whole_answer(slot.unwrap_or_else(panic_reply), send, &mut told)
 }
 
 /// An extended CONNECT for a WebSocket route (RFC 8441 §5): the version's check (426), the

@@ -48,10 +48,7 @@ impl Live {
     }
 
     pub(super) fn wants(&self, msg: &Command) -> bool {
-        match msg {
-            Command::Sweep => self.0.wants(&Command::Swept(0)),
-            other => self.0.wants(other),
-        }
+        self.0.wants(msg)
     }
 }
 
@@ -328,15 +325,7 @@ impl H2Strand {
             Command::Sweep => Command::Swept(io.silent_sweeps()),
             other => other,
         };
-        let streams: Vec<u32> = self
-            .work
-            .iter()
-            .filter_map(|(id, w)| match w {
-                Work::Live(live) if live.wants(&cmd) => Some(*id),
-                _ => None,
-            })
-            .collect();
-        for stream in streams {
+        for stream in self.live_streams(|live| live.wants(&cmd)) {
             if let Some(at) = self.live_at(stream) {
                 self.step_live(shared, io, at, Step::Message(cmd.clone()));
             }
@@ -346,7 +335,7 @@ impl H2Strand {
     /// The server stops: each live stream ends as it would alone (an event stream at once, a
     /// WebSocket with its close handshake).
     pub(super) fn drain_live(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) {
-        for stream in self.live_streams() {
+        for stream in self.live_streams(|_| true) {
             if let Some(at) = self.live_at(stream) {
                 self.step_live(shared, io, at, Step::Drain);
             }
@@ -377,11 +366,14 @@ impl H2Strand {
         })
     }
 
-    fn live_streams(&self) -> Vec<u32> {
+    /// The live streams `which` picks (an id list: stepping one may end it).
+    fn live_streams(&self, which: impl Fn(&Live) -> bool) -> Vec<u32> {
         self.work
             .iter()
-            .filter(|(_, w)| matches!(w, Work::Live(_)))
-            .map(|(id, _)| *id)
+            .filter_map(|(id, w)| match w {
+                Work::Live(live) if which(live) => Some(*id),
+                _ => None,
+            })
             .collect()
     }
 
