@@ -214,7 +214,7 @@ impl HttpStrand {
             let conn = Resume {
                 shared,
                 wait: &mut self.wait,
-                peer: self.peer,
+                peer: &mut self.peer,
             };
             Self::run_busy(&mut self.busy, conn, io, f)
         })
@@ -314,7 +314,7 @@ impl HttpStrand {
 struct Resume<'a> {
     shared: &'a ServerShared,
     wait: &'a mut Option<Wait>,
-    peer: Peer,
+    peer: &'a mut Peer,
 }
 
 impl Busy {
@@ -462,7 +462,9 @@ impl Busy {
             return; // after the last reply, the rest is dropped
         }
         let was_idle = self.input.is_empty() && self.reader.is_none();
-        if conn.shared.h2.is_some() && self.reader.is_none() && conn.wait.is_none() {
+        if conn.shared.h2.is_some() && !conn.peer.speaks_http1() {
+            // Only a connection's first bytes may be the preface (RFC 9113 §3.3): after an
+            // HTTP/1.1 request it is a request line like any other, however it was segmented.
             // Agreed by ALPN, whatever comes is HTTP/2's to judge (a bad preface is its
             // PROTOCOL_ERROR).
             let said = match ctx.h2_by_alpn {
@@ -482,7 +484,7 @@ impl Busy {
                     self.restart_request_timer(conn.shared, was_idle, ctx.now);
                     return;
                 }
-                Preface::No => {}
+                Preface::No => conn.peer.spoke_http1(),
             }
         }
         if self.input.is_empty() {

@@ -473,6 +473,52 @@ fn with_http2_off_the_preface_is_not_http2() {
     server.shutdown().unwrap();
 }
 
+/// What a connection that first spoke HTTP/1.1 answers to the preface sent after a reply, in
+/// a later segment (`apart`) or in the same one as the request.
+fn preface_after_http1(apart: bool) -> String {
+    let server = serve(bind(), echo);
+    let mut sock = TcpStream::connect(server.local_addr()).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut preface = PREFACE.to_vec();
+    frame::write_settings(&mut preface, &[]);
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut read_head = |sock: &mut TcpStream, got: &mut Vec<u8>| {
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match sock.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    if apart {
+        sock.write_all(get).unwrap();
+        read_head(&mut sock, &mut got);
+        sock.write_all(&preface).unwrap();
+    } else {
+        sock.write_all(&[&get[..], &preface].concat()).unwrap();
+    }
+    // The second answer, whatever it is, up to the end of the connection.
+    let _ = sock.read_to_end(&mut got);
+    server.shutdown().unwrap();
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let second = text.match_indices("HTTP/1.1 ").nth(1).map(|(at, _)| at);
+    match second {
+        Some(at) => text[at..at + 12].to_string(),
+        None => format!("no second HTTP/1.1 answer in {text:?}"),
+    }
+}
+
+#[test]
+fn the_preface_after_an_http1_exchange_is_a_bad_request_line_however_segmented() {
+    let pipelined = preface_after_http1(false);
+    let apart = preface_after_http1(true);
+    assert_eq!(apart, pipelined);
+    assert!(apart.starts_with("HTTP/1.1 505") || apart.starts_with("HTTP/1.1 400"), "{apart}");
+}
+
 #[test]
 fn a_rapid_reset_flood_ends_that_connection_alone_with_enhance_your_calm() {
     let server = serve(bind(), echo);
