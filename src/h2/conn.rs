@@ -608,12 +608,8 @@ impl Conn {
             self.spend(FLOOD_REFILL)?;
             return Err(H2Error::Stream(stream, ErrorCode::RefusedStream));
         }
-        let content_length = match head.field(b"content-length") {
-            None => None,
-            Some(v) => match std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()) {
-                Some(n) => Some(n),
-                None => return Err(H2Error::Stream(stream, ErrorCode::Protocol)),
-            },
+        let Ok(content_length) = head.content_length() else {
+            return Err(H2Error::Stream(stream, ErrorCode::Protocol));
         };
         match head.finish_request(self.config.connect_protocol) {
             Err(Refused::Malformed(_)) => return Err(H2Error::Stream(stream, ErrorCode::Protocol)),

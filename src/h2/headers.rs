@@ -2,7 +2,8 @@
 //! one buffer, the pseudo-headers apart, and every rule whose breaking makes a request
 //! malformed (a stream error, PROTOCOL_ERROR) checked as the fields arrive.
 
-use crate::http::grammar::is_token;
+use crate::http::fields::{ContentLength, valid_host};
+use crate::http::grammar::{is_scheme, is_token};
 
 /// Where one name or value is in the list's buffer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -168,10 +169,33 @@ impl HeaderList {
                 return malformed("no :scheme or :path");
             }
         }
-        if has(Pseudo::Path) && self.path().is_empty() {
-            return malformed("an empty :path");
+        // The values, by the rules an HTTP/1.1 request line and `Host` are held to (RFC 9113
+        // §8.3.1, RFC 9110 §7.1–7.2).
+        if !is_token(self.method()) {
+            return malformed("a :method that is not a token");
+        }
+        if has(Pseudo::Scheme) && !is_scheme(self.pseudo(Pseudo::Scheme)) {
+            return malformed("a :scheme that is not a scheme");
+        }
+        if has(Pseudo::Authority) && !valid_host(self.authority()) {
+            return malformed("an :authority that is not host[:port]");
+        }
+        if has(Pseudo::Path) {
+            check_path(self.method(), self.path())?;
         }
         Ok(())
+    }
+
+    /// The request's `content-length` over all its fields (RFC 9110 §8.6): digits only,
+    /// several equal values taken as one; `Err` for anything else.
+    pub(crate) fn content_length(&self) -> Result<Option<u64>, Refused> {
+        let mut length = ContentLength::default();
+        for (_, value) in self.fields().filter(|(n, _)| *n == b"content-length") {
+            length.note(value);
+        }
+        length
+            .get()
+            .map_err(|_| Refused::Malformed("a content-length that is not one number"))
     }
 
     /// The list is whole, as trailers.
@@ -212,6 +236,32 @@ impl HeaderList {
     pub(crate) fn field(&self, name: &[u8]) -> Option<&[u8]> {
         self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
+}
+
+/// `:path` (RFC 9113 §8.3.1): origin-form — `/` and then visible ASCII, or UTF-8 past it,
+/// with no fragment — or `*` for OPTIONS. Never empty, never absolute-form.
+fn check_path(method: &[u8], path: &[u8]) -> Result<(), Refused> {
+    let malformed = |why| Err(Refused::Malformed(why));
+    match path {
+        [] => return malformed("an empty :path"),
+        b"*" if method == b"OPTIONS" => return Ok(()),
+        [b'/', ..] => {}
+        _ => return malformed("a :path that is not origin-form"),
+    }
+    let mut ascii = true;
+    for &b in path {
+        if b <= b' ' || b == 0x7f {
+            return malformed("a :path with a space or a control byte");
+        }
+        if b == b'#' {
+            return malformed("a :path with a fragment");
+        }
+        ascii &= b < 0x80;
+    }
+    if !ascii && std::str::from_utf8(path).is_err() {
+        return malformed("a :path that is not UTF-8");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -294,6 +344,29 @@ mod tests {
             (vec![(":method", "CONNECT")], "a CONNECT without :authority"),
             (with(&[(":protocol", "websocket")]), ":protocol on a GET"),
         ];
+        // The values of the pseudo-headers, as an HTTP/1.1 request line's.
+        let value = |name: &'static str, v: &'static str| {
+            GET.iter()
+                .map(|&(n, old)| (n, if n == name { v } else { old }))
+                .collect::<Vec<_>>()
+        };
+        let table = table.into_iter().chain([
+            (value(":path", "a"), ":path not starting with /"),
+            (value(":path", "http://a/b"), "absolute-form"),
+            (value(":path", "*"), "* on GET"),
+            (value(":path", "/a b"), "a space in :path"),
+            (value(":path", "/a\tb"), "a tab in :path"),
+            (value(":path", "/a\x7fb"), "DEL in :path"),
+            (value(":path", "/a\x1bb"), "ESC in :path"),
+            (value(":path", "/a#frag"), "a fragment"),
+            (value(":method", ""), "an empty :method"),
+            (value(":method", "G T"), "a space in :method"),
+            (value(":method", "GE(T"), "a non-token :method"),
+            (value(":scheme", ""), "an empty :scheme"),
+            (value(":scheme", "ht tp"), "a space in :scheme"),
+            (value(":authority", "a b"), "a space in :authority"),
+            (value(":authority", "user@example.com"), "userinfo"),
+        ]);
         for (fields, rule) in table {
             assert!(
                 matches!(
@@ -302,6 +375,60 @@ mod tests {
                 ),
                 "{rule}"
             );
+        }
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_malformed_and_options_may_ask_for_star() {
+        let mut l = HeaderList::default();
+        for (n, v) in [
+            (":method", &b"GET"[..]),
+            (":scheme", b"http"),
+            (":path", b"/\xff"),
+        ] {
+            l.push(n.as_bytes(), v, 16_384, false);
+        }
+        assert!(matches!(
+            l.finish_request(false),
+            Err(Refused::Malformed(_))
+        ));
+        let star = [(":method", "OPTIONS"), (":scheme", "http"), (":path", "*")];
+        assert_eq!(list(&star).finish_request(false), Ok(()));
+        let utf8 = [
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/caf\u{e9}?q=\u{e9}"),
+        ];
+        assert_eq!(list(&utf8).finish_request(false), Ok(()));
+        let port = [
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":authority", "[::1]:8443"),
+            (":path", "/"),
+        ];
+        assert_eq!(list(&port).finish_request(false), Ok(()));
+    }
+
+    #[test]
+    fn content_length_is_digits_and_one_value() {
+        let with = |values: &[&'static str]| {
+            let mut f = GET.to_vec();
+            f.extend(values.iter().map(|v| ("content-length", *v)));
+            list(&f).content_length()
+        };
+        assert_eq!(with(&[]), Ok(None));
+        assert_eq!(with(&["5"]), Ok(Some(5)));
+        assert_eq!(with(&["5", "5"]), Ok(Some(5)));
+        for bad in [
+            &["+5"][..],
+            &["-1"],
+            &["5", "6"],
+            &["5, 6"],
+            &[""],
+            &["0x5"],
+            &["99999999999999999999999"],
+        ] {
+            assert!(with(bad).is_err(), "{bad:?}");
         }
     }
 

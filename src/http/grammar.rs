@@ -68,6 +68,13 @@ pub(crate) fn is_sendable_target_byte(b: u8) -> bool {
     b > 0x20 && b != 0x7f
 }
 
+/// Whether `s` is a URI scheme: `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )` (RFC 3986 §3.1).
+pub(crate) fn is_scheme(s: &[u8]) -> bool {
+    matches!(s.first(), Some(b) if b.is_ascii_alphabetic())
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
 /// Whether every byte is a `tchar` and there is at least one.
 pub(crate) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))

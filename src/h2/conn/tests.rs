@@ -365,6 +365,31 @@ fn each_stream_rule_resets_the_stream_and_the_connection_goes_on() {
             "content-length with no body",
         ),
         (
+            frame(HEADERS, 0x4, 1, &post(Some("+5"))),
+            PROTOCOL,
+            "content-length with a sign",
+        ),
+        (
+            frame(
+                HEADERS,
+                0x4,
+                1,
+                &[post(Some("5")), block(&[("content-length", "6")])].concat(),
+            ),
+            PROTOCOL,
+            "two different content-lengths",
+        ),
+        (
+            frame(HEADERS, 0x5, 1, &get("/a b")),
+            PROTOCOL,
+            "a space in :path",
+        ),
+        (
+            frame(HEADERS, 0x5, 1, &get("http://example.com/")),
+            PROTOCOL,
+            "an absolute-form :path",
+        ),
+        (
             opened(frame(WINDOW_UPDATE, 0, 1, &[0x7f, 0xff, 0xff, 0xff])),
             FLOW_CONTROL,
             "a stream's send window past 2^31-1",

@@ -11,7 +11,7 @@ use super::pool::{self, Parts};
 use super::{Line, Request, Span};
 use crate::http::error::ParseError;
 use crate::http::fields::{ConnectionOptions, ContentLength, TransferCodings, valid_host};
-use crate::http::grammar::{field_line_parts, find_control, is_token, lower_field_name};
+use crate::http::grammar::{field_line_parts, find_control, is_scheme, is_token, lower_field_name};
 
 /// Default limit on the request line plus header lines, in bytes (answered with 431, or 414
 /// when the request line alone is longer).
@@ -515,16 +515,12 @@ fn check_target(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
     if ok { Ok(()) } else { Err(ParseError::Target) }
 }
 
-/// `absolute-URI` starts with `scheme ":"`, `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
+/// `absolute-URI` starts with `scheme ":"`.
 fn is_absolute_form(target: &[u8]) -> bool {
-    let Some(colon) = target.iter().position(|&b| b == b':') else {
-        return false;
-    };
-    let scheme = &target[..colon];
-    matches!(scheme.first(), Some(b) if b.is_ascii_alphabetic())
-        && scheme
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    target
+        .iter()
+        .position(|&b| b == b':')
+        .is_some_and(|colon| is_scheme(&target[..colon]))
 }
 
 #[cfg(test)]

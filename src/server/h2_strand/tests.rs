@@ -516,7 +516,10 @@ fn the_preface_after_an_http1_exchange_is_a_bad_request_line_however_segmented()
     let pipelined = preface_after_http1(false);
     let apart = preface_after_http1(true);
     assert_eq!(apart, pipelined);
-    assert!(apart.starts_with("HTTP/1.1 505") || apart.starts_with("HTTP/1.1 400"), "{apart}");
+    assert!(
+        apart.starts_with("HTTP/1.1 505") || apart.starts_with("HTTP/1.1 400"),
+        "{apart}"
+    );
 }
 
 #[test]
