@@ -34,9 +34,9 @@ impl Live {
         std::mem::size_of_val(&*self.0) + self.0.held_bytes()
     }
 
-    /// The connection (or its stream) is gone: it leaves its rooms and its application is
-    /// told, once.
-    pub(super) fn gone(&mut self, id: reactor::ConnId) {
+    /// The stream ended after its start: it leaves its rooms and its application is told,
+    /// once.
+    fn ended(&mut self, id: reactor::ConnId) {
         self.0.closed(id);
     }
 
@@ -113,6 +113,18 @@ fn busy_of(busy: &mut Vec<(u32, Busy)>, stream: u32) -> &mut Busy {
         }
     };
     &mut busy[at].1
+}
+
+/// Live stream `id` is gone with its stream (reset) or its connection: it leaves its rooms
+/// and its application is told — if it started. One accepted whose `start` is still to run
+/// (both came in one read) opened nothing, was counted nowhere and joined no room: it is
+/// dropped as it is, and its application's `close` never runs without its `open`.
+pub(super) fn gone(busy: &mut Vec<(u32, Busy)>, live: &mut Live, id: reactor::ConnId) {
+    let stream = id.stream();
+    if !busy.iter().any(|(s, b)| *s == stream && b.fresh) {
+        live.ended(id);
+    }
+    forget(busy, stream);
 }
 
 /// `stream` is gone: its entry too (and the list, once empty).
@@ -275,7 +287,7 @@ impl H2Strand {
             }
             Next::Close | Next::Release(_) => {
                 let id = io.id().with_stream(stream);
-                live.gone(id);
+                live.ended(id);
                 self.work.remove(at);
                 forget(&mut self.busy, stream);
                 // Ended by both sides, the stream is gone already; else it is not wanted.

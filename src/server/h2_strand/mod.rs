@@ -243,7 +243,7 @@ impl H2Strand {
             for (stream, work) in &mut self.work {
                 match work {
                     Work::Waiting(a) => shared.replies.close_stream(id, a.wait.seq),
-                    Work::Live(live) => live.gone(id.with_stream(*stream)),
+                    Work::Live(live) => live::gone(&mut self.busy, live, id.with_stream(*stream)),
                     _ => {}
                 }
                 logged(shared, id, *stream);
@@ -462,8 +462,7 @@ impl H2Strand {
                         match work.remove(at).1 {
                             Work::Waiting(a) => shared.replies.close_stream(ctx.id, a.wait.seq),
                             Work::Live(mut live) => {
-                                live.gone(ctx.id.with_stream(stream));
-                                live::forget(busy, stream);
+                                live::gone(busy, &mut live, ctx.id.with_stream(stream));
                             }
                             _ => {}
                         }

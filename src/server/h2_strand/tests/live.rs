@@ -361,3 +361,152 @@ fn heartbeats_and_the_liveness_sweep_reach_the_live_streams_of_an_http2_connecti
     assert_eq!(rooms.members("a"), 1);
     server.shutdown().unwrap();
 }
+
+/// Opens and closes of live streams as their application sees them.
+#[derive(Clone, Default)]
+struct Tally {
+    opens: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    closes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Tally {
+    fn open(&self) {
+        self.opens.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// A close, which must follow an open.
+    fn close(&self) {
+        let closes = 1 + self
+            .closes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let opens = self.opens.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            closes <= opens,
+            "close without open: {closes} closes, {opens} opens"
+        );
+    }
+    fn get(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.opens.load(SeqCst), self.closes.load(SeqCst))
+    }
+}
+
+impl SseHandler for Tally {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, sse: &mut Sse<'_>, _: &mut ()) {
+        self.open();
+        sse.join("news");
+    }
+    fn close(&self, _id: crate::ws::ConnId, _: ()) {
+        self.close();
+    }
+}
+
+impl WsHandler for Tally {
+    type State = ();
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+    fn open(&self, ws: &mut Ws<'_>, _: &mut ()) {
+        self.open();
+        ws.join("news");
+    }
+    fn message(&self, _ws: &mut Ws<'_>, _: &mut (), _msg: Message) {}
+    fn close(&self, _id: crate::ws::ConnId, _: (), _code: Option<u16>) {
+        self.close();
+    }
+}
+
+/// What a client does to the live streams of its connection.
+#[derive(Clone, Debug)]
+enum LiveStep {
+    OpenEvents,
+    OpenWebSocket,
+    /// Resets the n-th stream opened (modulo how many).
+    Reset(usize),
+    /// Waits until the server has read everything sent (a PING answered).
+    Sync,
+}
+
+fn live_step() -> impl proptest::strategy::Strategy<Value = LiveStep> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(LiveStep::OpenEvents),
+        Just(LiveStep::OpenWebSocket),
+        (0..8usize).prop_map(LiveStep::Reset),
+        Just(LiveStep::Sync),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// Whatever the order of opens, resets and the connection's end — streams reset or cut
+    /// before their start ran among them — the gauges come back to zero (never below) and
+    /// the application's `close` runs once for each `open`, never without it.
+    #[test]
+    fn live_stream_gauges_and_closes_follow_opens_whatever_the_order(
+        steps in proptest::collection::vec(live_step(), 1..24),
+        goaway in proptest::bool::ANY,
+    ) {
+        let tally = Tally::default();
+        let server = serve(
+            bind().sse("/events", tally.clone()).websocket("/ws", tally.clone()),
+            echo,
+        );
+        let mut c = Client::new(server.local_addr().port());
+        let mut opened = Vec::new();
+        let mut next = 1;
+        for step in &steps {
+            match step {
+                LiveStep::OpenEvents => {
+                    c.request(next, "GET", "/events", &[], None);
+                    opened.push(next);
+                    next += 2;
+                }
+                LiveStep::OpenWebSocket => {
+                    c.connect_websocket(next, "/ws");
+                    opened.push(next);
+                    next += 2;
+                }
+                LiveStep::Reset(n) if !opened.is_empty() => {
+                    let mut out = Vec::new();
+                    frame::write_rst_stream(&mut out, opened[n % opened.len()], ErrorCode::Cancel);
+                    c.send(&out);
+                }
+                LiveStep::Reset(_) => {}
+                LiveStep::Sync => {
+                    let mut out = Vec::new();
+                    frame::write_ping(&mut out, *b"syncsync", false);
+                    c.send(&out);
+                    while let Some((head, _)) = c.frame() {
+                        if head.kind == Kind::Ping && head.has(flags::ACK) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if goaway {
+            let mut out = Vec::new();
+            frame::write_goaway(&mut out, 0, ErrorCode::NoError);
+            c.send(&out);
+        }
+        drop(c);
+        let start = Instant::now();
+        while server.stats().open_connections != 0 || tally.get().0 != tally.get().1 {
+            proptest::prop_assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "open connections {}, opens and closes {:?}",
+                server.stats().open_connections,
+                tally.get()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let stats = server.stats();
+        proptest::prop_assert_eq!((stats.websockets, stats.event_streams), (0, 0));
+        server.shutdown().unwrap();
+    }
+}
