@@ -18,7 +18,10 @@ use super::deferred::defer;
 /// ([`BodySender`](crate::http::BodySender) is a tokio writer).
 ///
 /// What it costs per request: one task spawned and one `Reply` (its connection's entry in the
-/// table of replies awaited) — and nothing per idle connection.
+/// table of replies awaited) — and nothing per idle connection. The task ends with the
+/// reply's wait: when the server answers it at the reply timeout, when its client goes away
+/// and when the server stops, the future is dropped where it waits (its `Drop`s run), so
+/// work no one waits for does not go on.
 ///
 /// The database pool, HTTP client or cache of the application is used as it is:
 ///
@@ -64,10 +67,17 @@ where
     F: Future<Output = Response> + Send + 'static,
 {
     let (reply, later) = defer();
+    let unwanted = reply.unwanted();
     // The task owns the reply: whether the future answers, panics or is dropped, the
     // connection hears of it.
-    drop(runtime.spawn(async move {
+    let task = runtime.spawn(async move {
         reply.send(answer.await);
-    }));
+    });
+    // A reply no longer wanted — answered by the server at its timeout, its client gone, the
+    // server stopped — ends its task: the future is dropped where it waits.
+    if let Some(unwanted) = unwanted {
+        let task = task.abort_handle();
+        unwanted.then(Box::new(move || task.abort()));
+    }
     later
 }

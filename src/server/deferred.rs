@@ -8,9 +8,9 @@
 //! (its client still there, no timeout answered yet), so [`Reply::is_open`] is one atomic load.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use reactor::{ConnId, Remote};
@@ -72,7 +72,15 @@ pub(crate) struct Replies {
     pub(crate) timed_out: AtomicU64,
     /// Connections waiting for a reply now.
     pub(crate) waiting: AtomicU64,
+    /// What stops the work for a reply once it is no longer wanted (an async task's abort),
+    /// by worker, slab key and seq; `cancelling` counts them, so a server with none takes no
+    /// lock when a reply closes.
+    cancels: Mutex<HashMap<(u32, u32, NonZeroU32), Cancel>>,
+    cancelling: AtomicUsize,
 }
+
+/// Stops the work that was to answer a reply no longer wanted.
+pub(crate) type Cancel = Box<dyn FnOnce() + Send>;
 
 impl Replies {
     /// Tables for `workers` workers of at most `max_connections` connections each.
@@ -87,7 +95,32 @@ impl Replies {
             dropped: AtomicU64::new(0),
             timed_out: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
+            cancels: Mutex::default(),
+            cancelling: AtomicUsize::new(0),
         })
+    }
+
+    /// `cancel` runs when reply `seq` of `id` is no longer wanted — answered, timed out, its
+    /// client gone, the server stopped — or at once if it is not wanted now.
+    fn on_unwanted(&self, id: ConnId, seq: NonZeroU32, cancel: Cancel) {
+        lock(&self.cancels).insert((id.worker(), id.key(), seq), cancel);
+        self.cancelling.fetch_add(1, Ordering::AcqRel);
+        // Closed meanwhile (on another thread), after its close looked for this: run now.
+        if !self.wanted(id, seq) {
+            self.cancel(id, seq);
+        }
+    }
+
+    /// Reply `seq` of `id` is no longer wanted: the work for it stops, if it was told how.
+    fn cancel(&self, id: ConnId, seq: NonZeroU32) {
+        if self.cancelling.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let cancel = lock(&self.cancels).remove(&(id.worker(), id.key(), seq));
+        if let Some(cancel) = cancel {
+            self.cancelling.fetch_sub(1, Ordering::AcqRel);
+            cancel();
+        }
     }
 
     /// The slot of `id`, made if `make` and missing; `None` past the table (such a connection's
@@ -118,6 +151,7 @@ impl Replies {
             let _ = slot.compare_exchange(pack(id, seq), 0, Ordering::AcqRel, Ordering::Relaxed);
         }
         self.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.cancel(id, seq);
     }
 
     /// A stream of the HTTP/2 connection `id` waits for reply `seq` from now on.
@@ -137,6 +171,7 @@ impl Replies {
             lock(set).remove(&(id.key(), seq));
         }
         self.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.cancel(id, seq);
     }
 
     /// The HTTP/2 connection `id` is gone (its streams' replies were closed one by one).
@@ -446,6 +481,34 @@ impl Reply {
             To::Thread(_) => true,
             To::Nowhere | To::Done => false,
         }
+    }
+
+    /// Where this reply is awaited, to say later how to stop the work that answers it
+    /// ([`Unwanted::then`]); `None` where nothing closes it but its answer.
+    pub(crate) fn unwanted(&self) -> Option<Unwanted> {
+        match &self.to {
+            To::Conn { replies, id, seq } => Some(Unwanted {
+                replies: Arc::clone(replies),
+                id: *id,
+                seq: *seq,
+            }),
+            To::Thread(_) | To::Nowhere | To::Done => None,
+        }
+    }
+}
+
+/// A reply's place in its server's table, kept by what works on its answer (see
+/// [`Reply::unwanted`]).
+pub(crate) struct Unwanted {
+    replies: Arc<Replies>,
+    id: ConnId,
+    seq: NonZeroU32,
+}
+
+impl Unwanted {
+    /// `cancel` runs once the reply is no longer wanted (at once if it is not now).
+    pub(crate) fn then(self, cancel: Cancel) {
+        self.replies.on_unwanted(self.id, self.seq, cancel);
     }
 }
 

@@ -174,3 +174,32 @@ fn the_handles_tasks_use_are_send_and_sync() {
     fn owned<T: Send + 'static>() {}
     owned::<web::http::BodySender>();
 }
+
+/// The futures of clients that left are dropped where they wait, not run on: 200 HTTP/1.1
+/// requests whose answers never come, their connections closed.
+#[test]
+fn a_future_whose_client_left_is_dropped_with_its_task() {
+    let rt = runtime();
+    let tasks = rt.handle().clone();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(move |_req| answer_async(&tasks, std::future::pending()))
+        .unwrap();
+    let clients: Vec<Client> = (0..200)
+        .map(|_| {
+            let mut c = Client::connect(server.local_addr());
+            c.send("GET /never HTTP/1.1\r\nHost: t\r\n\r\n");
+            c
+        })
+        .collect();
+    wait_until(Duration::from_secs(10), "200 tasks", || {
+        rt.metrics().num_alive_tasks() == 200
+    });
+    drop(clients);
+    wait_until(Duration::from_secs(10), "no task left", || {
+        rt.metrics().num_alive_tasks() == 0
+    });
+    assert_eq!(server.stats().replies_waiting, 0);
+    server.shutdown().unwrap();
+}

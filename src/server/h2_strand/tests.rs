@@ -808,3 +808,90 @@ fn a_client_that_never_acknowledges_our_settings_is_sent_settings_timeout() {
     );
     server.shutdown().unwrap();
 }
+
+/// `streams` requests on `conns` HTTP/2 connections whose async answers never come: the
+/// server's figures once every one waits, with the connections.
+#[cfg(feature = "tokio")]
+fn never_answered(
+    server: Server,
+    conns: usize,
+    streams: u32,
+) -> (ServerHandle, tokio::runtime::Runtime, Vec<Client>) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    let tasks = rt.handle().clone();
+    let server = serve(server, move |_req| {
+        crate::http::answer_async(&tasks, std::future::pending())
+    });
+    let port = server.local_addr().port();
+    let clients: Vec<Client> = (0..conns)
+        .map(|_| {
+            let mut c = Client::new(port);
+            for s in 0..streams {
+                c.get(1 + 2 * s, "/never");
+            }
+            c
+        })
+        .collect();
+    let total = conns * streams as usize;
+    let start = Instant::now();
+    while rt.metrics().num_alive_tasks() < total {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{} of {total} tasks started",
+            rt.metrics().num_alive_tasks()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (server, rt, clients)
+}
+
+/// Waits until `rt` has no task left.
+#[cfg(feature = "tokio")]
+fn tasks_end(rt: &tokio::runtime::Runtime, within: Duration, after: &str) {
+    let start = Instant::now();
+    while rt.metrics().num_alive_tasks() != 0 {
+        assert!(
+            start.elapsed() < within,
+            "{} tasks still alive {after}",
+            rt.metrics().num_alive_tasks()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn async_answers_never_coming_end_their_tasks_once_their_clients_are_gone() {
+    // 20 000 futures that never complete, 250 to a connection.
+    let (server, rt, clients) = never_answered(bind(), 80, 250);
+    assert_eq!(server.stats().replies_waiting, 20_000);
+    drop(clients);
+    tasks_end(&rt, Duration::from_secs(20), "after their clients left");
+    assert_eq!(server.stats().replies_waiting, 0);
+    server.shutdown().unwrap();
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn async_answers_end_their_tasks_when_the_server_answers_them_at_the_reply_timeout() {
+    let server = bind().reply_timeout(Duration::from_millis(300));
+    let (server, rt, mut clients) = never_answered(server, 2, 100);
+    let streams: Vec<u32> = (0..100).map(|s| 1 + 2 * s).collect();
+    for c in &mut clients {
+        assert!(c.answers(&streams).iter().all(|a| a.status == 503));
+    }
+    tasks_end(&rt, Duration::from_secs(10), "after their 503s");
+    server.shutdown().unwrap();
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn async_answers_end_their_tasks_when_the_server_stops() {
+    let server = bind().drain_timeout(Duration::from_millis(300));
+    let (server, rt, _clients) = never_answered(server, 2, 100);
+    server.shutdown().unwrap();
+    tasks_end(&rt, Duration::from_secs(10), "after the server stopped");
+}
