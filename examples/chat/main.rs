@@ -23,10 +23,11 @@
 //!   (5 at once, then one every 200 ms; with `--redis`, 5 per wall-clock second across the
 //!   fleet): a post over it gets a JSON `429`, a message is
 //!   answered with `{"error":…,"retry_after":1}` on its socket and not delivered. A caller is
-//!   its address: the `X-Forwarded-For` entry `--proxies N` places from the right (default 1:
-//!   one proxy appends the client's address), or the connection's own peer when the request
-//!   carries fewer entries (a client that reaches the chat directly); `--proxies 0` when
-//!   nothing stands in front, so that no client picks its own name;
+//!   its address: the connection's own peer; with `--proxies N` (N proxies in front, on this
+//!   host), the `X-Forwarded-For` entry N-th from the right for a request whose peer is such a
+//!   proxy (`--trusted-proxies NETWORKS` names the networks they connect from, when they are
+//!   elsewhere), or the peer when the request carries fewer entries; by default (`--proxies
+//!   0`) no one is trusted, so that no client picks its own name;
 //! - room and member names are 1 to 64 bytes of UTF-8, not only white space, without control
 //!   characters, by either way in (else `400`);
 //! - `GET /sse?room=R`: a Server-Sent Events stream (`200 text/event-stream`): the room's
@@ -258,6 +259,7 @@ fn serve() -> std::io::Result<()> {
             "--redis",
             "--allow-origin",
             "--proxies",
+            "--trusted-proxies",
             "--tls-cert",
             "--tls-key",
             "--log",
@@ -268,9 +270,12 @@ fn serve() -> std::io::Result<()> {
          using that Redis server (needs a build with --features redis).\n\
          --allow-origin ORIGINS lets pages of those origins (comma-separated, or *) open the\n\
          chat's WebSocket; by default only pages of the chat's own host may.\n\
-         --proxies N: the proxies in front, each appending to X-Forwarded-For (default 1);\n\
-         the rate limit's caller is the entry N-th from the right, or the connection's own\n\
-         address when a request has fewer; 0: always the connection's address.\n\
+         --proxies N: the proxies in front, each appending to X-Forwarded-For (default 0:\n\
+         none, the caller is always the connection's address); for a request from one of\n\
+         them the rate limit's caller is the entry N-th from the right (the connection's\n\
+         address when a request has fewer). They are trusted on this host only, or\n\
+         --trusted-proxies NETWORKS (comma-separated, e.g. 10.0.0.0/8,127.0.0.1) where\n\
+         they connect from; anyone else's X-Forwarded-For is ignored.\n\
          --tls-cert FILE --tls-key FILE (PEM) serve HTTPS (and WSS) only (needs a build\n\
          with --features tls).\n\
          --log LEVEL (error, warn, info, debug): the library's events and an access log\n\
@@ -291,8 +296,11 @@ fn serve() -> std::io::Result<()> {
         .get::<String>("--allow-origin")?
         .map_or(Origins::SameHost, |o| Origins::parse(&o));
     let fleet = fleet(options.get("--redis")?)?;
-    let proxies = options.get::<usize>("--proxies")?.unwrap_or(1);
+    let proxies = options.get::<usize>("--proxies")?.unwrap_or(0);
     let mut server = options.server(8080)?.proxies(proxies);
+    if let Some(networks) = options.get::<String>("--trusted-proxies")? {
+        server = server.trust_proxies(networks.split(','), proxies)?;
+    }
     if log.is_some() {
         server = server.access_log(access_line);
     }

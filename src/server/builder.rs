@@ -98,7 +98,7 @@ pub struct Server {
     pub(super) share_one_arena: bool,
     pub(super) reply_timeout: Duration,
     pub(super) stall_threshold: Duration,
-    pub(super) proxies: u8,
+    pub(super) proxies: crate::http::message::Proxies,
     pub(super) budget: Option<u64>,
     pub(super) taken: Option<Box<DynTaken>>,
     pub(super) access_log: Option<Box<super::access::DynAccessLog>>,
@@ -178,7 +178,7 @@ impl Server {
             share_one_arena: true,
             reply_timeout: REPLY_TIMEOUT,
             stall_threshold: super::STALL_THRESHOLD,
-            proxies: 0,
+            proxies: crate::http::message::Proxies::default(),
             budget: None,
             taken: None,
             access_log: None,
@@ -454,19 +454,45 @@ impl Server {
 
     /// How many proxies stand in front of the server, each appending the address it received
     /// a request from to `X-Forwarded-For` (nginx: `proxy_set_header X-Forwarded-For
-    /// $proxy_add_x_forwarded_for;`); default 0, the server faces its callers. It decides
-    /// what [`Request::client_addr`](crate::http::Request::client_addr) answers — the entry the outermost proxy wrote, not the
-    /// proxy's own address — and so whom a [`RateLimit::per_address`](crate::http::RateLimit::per_address) counts. Entries left of
-    /// that one are the client's to write and are never read. At most 255.
+    /// $proxy_add_x_forwarded_for;`), **connecting from this host** (127.0.0.0/8, ::1); default
+    /// 0, the server faces its callers. For proxies elsewhere, name their networks with
+    /// [`trust_proxies`](Server::trust_proxies). It decides what
+    /// [`Request::client_addr`](crate::http::Request::client_addr) answers — for a request
+    /// whose peer is a trusted proxy, the entry the outermost proxy wrote, not the proxy's own
+    /// address — and so whom a
+    /// [`RateLimit::per_address`](crate::http::RateLimit::per_address) counts. A peer that is
+    /// not a trusted proxy is the caller, whatever `X-Forwarded-For` it sends; entries left of
+    /// the outermost proxy's are the client's to write and are never read. At most 255.
     ///
     /// ```
-    /// let server = web::http::Server::bind("127.0.0.1:0")?.proxies(1); // behind one nginx
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.proxies(1); // behind one nginx here
     /// # let _ = server;
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn proxies(mut self, n: usize) -> Server {
-        self.proxies = u8::try_from(n).unwrap_or(u8::MAX);
+        self.proxies = crate::http::message::Proxies::on_loopback(n);
         self
+    }
+
+    /// [`proxies`](Server::proxies) connecting from the networks named (`"10.0.0.0/8"`,
+    /// `"192.168.1.7"`, `"fd00::/8"`; an address alone is itself): `X-Forwarded-For` is read
+    /// only from a peer in one of them — `hops` entries from the right — and ignored from
+    /// anyone else (nginx's `set_real_ip_from`). Replaces what `proxies` set. An
+    /// `InvalidInput` error for a network that does not parse.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?
+    ///     .trust_proxies(["127.0.0.1", "10.0.0.0/8"], 1)?; // one load balancer in front
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn trust_proxies<S: AsRef<str>>(
+        mut self,
+        networks: impl IntoIterator<Item = S>,
+        hops: usize,
+    ) -> io::Result<Server> {
+        self.proxies = crate::http::message::Proxies::parse(hops, networks)?;
+        Ok(self)
     }
 
     /// Serves `count` requests in all, then stops (what [`serve_n`] and [`accept_n`] use).

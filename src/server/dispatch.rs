@@ -56,7 +56,7 @@ pub(crate) struct ServerShared {
     /// How long a deferred reply may take before the server answers 503.
     pub(crate) reply_timeout: std::time::Duration,
     /// Proxies in front, for requests' `client_addr`.
-    pub(crate) proxies: u8,
+    pub(crate) proxies: crate::http::message::Proxies,
     /// The access log's hook, if the server has one.
     pub(crate) access_log: Option<Box<DynAccessLog>>,
     /// What HTTP/2 connections advertise; `None`: HTTP/2 is off.
@@ -398,12 +398,7 @@ fn dispatch(
         // `serve_n`: the budget is spent; this request is not served.
         return Dispatched::Stop(Stop::Close);
     }
-    if let Some(peer) = turn.peer {
-        request.set_peer(peer);
-    }
-    if let Some(shared) = app.server() {
-        request.set_proxies(usize::from(shared.proxies));
-    }
+    from_peer(app, &mut request, turn.peer);
     let mut told = Told::new(app, &request, turn, tally);
     if let Some(route) = app.websocket_route(&mut request) {
         let stop = upgrade(
@@ -554,12 +549,7 @@ pub(crate) fn answer_stream(
     if !app.spend() {
         return StreamAnswer::NotServed;
     }
-    if let Some(peer) = on.peer {
-        request.set_peer(peer);
-    }
-    if let Some(shared) = app.server() {
-        request.set_proxies(usize::from(shared.proxies));
-    }
+    from_peer(app, &mut request, on.peer);
     let mut tally = Tally {
         streams: 1,
         ..Tally::default()
@@ -931,6 +921,17 @@ fn respond(
 /// What a request whose handler panicked gets: a 500 that closes.
 fn panic_reply() -> Response {
     crate::http::with_header(Refusal::Panicked.response(), "Connection", "close")
+}
+
+/// Who sent `request`: its connection's `peer`, and the proxies trusted for it (none unless
+/// the peer is one of the server's proxies).
+fn from_peer(app: &App, request: &mut Request, peer: Option<std::net::SocketAddr>) {
+    if let Some(peer) = peer {
+        request.set_peer(peer);
+    }
+    if let Some(shared) = app.server() {
+        request.set_proxies(shared.proxies.hops_for(peer));
+    }
 }
 
 #[cfg(test)]

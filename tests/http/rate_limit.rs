@@ -209,6 +209,57 @@ fn behind_trusted_proxies_the_forwarded_address_counts_and_a_direct_caller_is_it
 }
 
 #[test]
+fn a_forwarded_address_from_a_peer_that_is_not_a_trusted_proxy_is_ignored() {
+    let limiter = RateLimit::per_address(1, 100).clock(still()).layer();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .trust_proxies(["127.0.0.2/32"], 1)
+        .unwrap()
+        .spawn(wrap(vec![limiter], |req| {
+            text_response(200, format!("{:?}", req.client_addr()))
+        }))
+        .unwrap();
+    let port = server.local_addr().port();
+    // A caller that names a new address in each request is still itself: one write a
+    // second, the rest 429 (it would be let through every time were the header believed).
+    let made_up: Vec<u16> = (0..20)
+        .map(|i| {
+            post_from(
+                [127, 0, 0, 3],
+                port,
+                &format!("X-Forwarded-For: 10.9.0.{i}\r\n"),
+            )
+        })
+        .collect();
+    assert_eq!(made_up[0], 200);
+    assert!(made_up[1..].iter().all(|&s| s == 429), "{made_up:?}");
+    // The trusted proxy's forwarded callers are told apart.
+    let proxied = [
+        post_from([127, 0, 0, 2], port, "X-Forwarded-For: 10.0.0.1\r\n"),
+        post_from([127, 0, 0, 2], port, "X-Forwarded-For: 10.0.0.2\r\n"),
+        post_from([127, 0, 0, 2], port, "X-Forwarded-For: 10.0.0.1\r\n"),
+    ];
+    assert_eq!(proxied, [200, 200, 429]);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn proxies_alone_trusts_proxies_on_this_host() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .proxies(1)
+        .spawn(|req: web::http::Request| text_response(200, format!("{:?}", req.client_addr())))
+        .unwrap();
+    let addr = ([127, 0, 0, 1], server.local_addr().port()).into();
+    let mut c = wire::Client::connect_from([127, 0, 0, 5].into(), addr);
+    c.send("GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.0.7\r\n\r\n");
+    assert_eq!(c.reply().text(), "Some(10.0.0.7)");
+    server.shutdown().unwrap();
+}
+
+#[test]
 fn exactly_the_allowance_passes_per_caller_across_4_workers_and_8_concurrent_clients() {
     const CALLERS: usize = 8;
     const THREADS: usize = 8;

@@ -113,7 +113,8 @@ class Procs:
         wanted = port
         for _ in range(3):
             port = wanted or free_port()
-            args = [self.chat_bin, "--port", str(port), "--workers", str(workers)]
+            args = [self.chat_bin, "--port", str(port), "--workers", str(workers),
+                    "--proxies", "1"]  # nginx, on this host
             if redis:
                 args += ["--redis", f"redis://127.0.0.1:{self.redis_port}/"]
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,

@@ -214,7 +214,7 @@ def main():
     work = tempfile.mkdtemp()
     chat_port, devtools_port = free_port(), free_port()
     chat = subprocess.Popen(
-        [chat_bin, "--port", str(chat_port), "--workers", "2"],
+        [chat_bin, "--port", str(chat_port), "--workers", "2", "--proxies", "1"],
         stdout=subprocess.DEVNULL,
         stderr=open(os.path.join(work, "chat.log"), "w"),
     )

@@ -59,7 +59,7 @@ def main():
     chat = sys.argv[1]
     port = free_port()
     server = subprocess.Popen(
-        [chat, "--port", str(port), "--workers", "2"],
+        [chat, "--port", str(port), "--workers", "2", "--proxies", "1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -19,7 +19,7 @@ fn text_of(c: &mut Client) -> String {
 
 #[test]
 fn websocket_messages_count_against_the_same_limit_as_posts() {
-    let chat = Chat::start(&[]);
+    let chat = Chat::start(&["--proxies", "1"]);
     let (status, mut member) =
         chat.upgrade("/ws?room=limits&name=ann", &["X-Forwarded-For: 10.9.9.9"]);
     assert_eq!(status, 101);
@@ -85,8 +85,8 @@ fn callers_without_a_forwarded_address_are_told_apart_by_their_own() {
 }
 
 #[test]
-fn with_no_proxy_in_front_a_forwarded_address_names_no_one() {
-    let chat = Chat::start(&["--proxies", "0"]);
+fn by_default_a_forwarded_address_names_no_one() {
+    let chat = Chat::start(&[]);
     let one = "X-Forwarded-For: 10.0.0.1\r\n";
     let other = "X-Forwarded-For: 10.0.0.2\r\n";
     let statuses = posts_from(
@@ -99,8 +99,23 @@ fn with_no_proxy_in_front_a_forwarded_address_names_no_one() {
 }
 
 #[test]
+fn a_forwarded_address_counts_only_from_a_trusted_proxy() {
+    let chat = Chat::start(&["--proxies", "1", "--trusted-proxies", "127.0.0.2/32"]);
+    let forwarded: Vec<String> = (0..7)
+        .map(|i| format!("X-Forwarded-For: 10.0.3.{i}\r\n"))
+        .collect();
+    let each: Vec<&str> = forwarded.iter().map(String::as_str).collect();
+    // Not the proxy: one caller, whatever it forwards.
+    let direct = posts_from(&chat, [127, 0, 0, 3], &each);
+    assert_eq!(direct, [201, 201, 201, 201, 201, 429, 429]);
+    // Through the proxy: seven callers.
+    let proxied = posts_from(&chat, [127, 0, 0, 2], &each);
+    assert_eq!(proxied, [201; 7]);
+}
+
+#[test]
 fn room_and_member_names_follow_one_rule_on_both_ways_in() {
-    let chat = Chat::start(&[]);
+    let chat = Chat::start(&["--proxies", "1"]);
     for (i, (room, ok)) in [
         ("lobby", true),
         ("%20%20", false),

@@ -103,7 +103,7 @@ impl Open {
 #[test]
 fn an_event_stream_gets_the_rooms_recent_messages_then_each_new_one_and_resumes_after_its_last_id()
 {
-    let chat = Chat::start(&[]);
+    let chat = Chat::start(&["--proxies", "1"]);
     let ids: Vec<u64> = ["one", "two", "three"]
         .iter()
         .map(|t| post(&chat, "sse", t))
@@ -144,7 +144,7 @@ fn an_event_stream_gets_the_rooms_recent_messages_then_each_new_one_and_resumes_
 
 #[test]
 fn a_long_poll_answers_at_once_with_newer_messages_or_waits_for_the_next_one() {
-    let chat = Chat::start(&[]);
+    let chat = Chat::start(&["--proxies", "1"]);
     let first = post(&chat, "poll", "first");
     let (status, body) = chat.ask(&format!("GET /poll?room=poll&after={}", first - 1), &[], "");
     assert_eq!(status, 200);
@@ -172,7 +172,7 @@ fn a_long_poll_answers_at_once_with_newer_messages_or_waits_for_the_next_one() {
 
 #[test]
 fn sigterm_ends_every_stream_and_poll_cleanly() {
-    let mut chat = Chat::start(&[]);
+    let mut chat = Chat::start(&["--proxies", "1"]);
     let mut stream = Open::get(&chat, "/sse?room=stop", "");
     stream.until("\r\n\r\n");
     let mut poll = Open::get(&chat, "/poll?room=stop&after=0", "");
@@ -193,7 +193,7 @@ fn sigterm_ends_every_stream_and_poll_cleanly() {
 
 #[test]
 fn an_id_that_names_no_message_replays_nothing_and_whole_histories_count_as_writes() {
-    let chat = Chat::start(&[]);
+    let chat = Chat::start(&["--proxies", "1"]);
     let ids: Vec<u64> = ["one", "two", "three"]
         .iter()
         .map(|t| post(&chat, "garbage", t))

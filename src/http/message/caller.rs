@@ -1,10 +1,12 @@
 //! Who sent a request: the connection's peer ([`Request::peer`]) and the caller's address
 //! ([`Request::client_addr`]) — the peer, or the address the server's own proxies wrote in
 //! `X-Forwarded-For` when the server is told how many stand in front
-//! ([`Server::proxies`](crate::http::Server::proxies)). The walk over `X-Forwarded-For` is
-//! [`forwarded`], shared with the rate limiter's [`client_of`](crate::http::client_of).
+//! ([`Server::proxies`](crate::http::Server::proxies)) and the peer is one of them
+//! ([`Proxies`]). The walk over `X-Forwarded-For` is [`forwarded`], shared with the rate
+//! limiter's [`client_of`](crate::http::client_of).
 
-use std::net::{IpAddr, SocketAddr};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use super::Request;
 
@@ -33,8 +35,9 @@ impl Request {
     }
 
     /// The caller's address: the [peer](Request::peer)'s, or — when the server is told that
-    /// `n` proxies stand in front of it ([`Server::proxies`](crate::http::Server::proxies)) —
-    /// the address the outermost of them received the request from: the `X-Forwarded-For`
+    /// `n` proxies stand in front of it ([`Server::proxies`](crate::http::Server::proxies),
+    /// [`Server::trust_proxies`](crate::http::Server::trust_proxies)) and the peer is one of
+    /// them — the address the outermost of them received the request from: the `X-Forwarded-For`
     /// entry `n`-th from the right (entries left of it are the client's to write, and
     /// ignored). A request with fewer entries did not come through every proxy — a caller
     /// reaching the server directly — and is known by its peer's address. `None` when there is
@@ -67,9 +70,129 @@ impl Request {
     }
 
     /// Sets how many proxies [`client_addr`](Request::client_addr) trusts (the server does,
-    /// from [`Server::proxies`](crate::http::Server::proxies)); at most 255.
+    /// from [`Server::proxies`](crate::http::Server::proxies) when the peer is a trusted
+    /// proxy, else 0); at most 255.
     pub fn set_proxies(&mut self, n: usize) {
         self.caller_mut().proxies = u8::try_from(n).unwrap_or(u8::MAX);
+    }
+}
+
+/// The proxies a server trusts: how many stand in front of it, and the networks they connect
+/// from. A peer outside those networks is a caller itself, whatever `X-Forwarded-For` it
+/// sends (nginx's `set_real_ip_from`, Express's `trust proxy` with addresses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Proxies {
+    hops: u8,
+    from: Vec<Network>,
+}
+
+impl Default for Proxies {
+    /// None trusted.
+    fn default() -> Proxies {
+        Proxies {
+            hops: 0,
+            from: Vec::new(),
+        }
+    }
+}
+
+impl Proxies {
+    /// `hops` proxies connecting from the loopback networks (a proxy on the same host).
+    pub(crate) fn on_loopback(hops: usize) -> Proxies {
+        let from = vec![
+            Network::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)), 8),
+            Network::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 128),
+        ];
+        Proxies::from_networks(hops, from)
+    }
+
+    /// `hops` proxies connecting from `from` (addresses, or networks as `address/prefix`).
+    pub(crate) fn parse<S: AsRef<str>>(
+        hops: usize,
+        from: impl IntoIterator<Item = S>,
+    ) -> io::Result<Proxies> {
+        let from = from
+            .into_iter()
+            .map(|n| Network::parse(n.as_ref()))
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Proxies::from_networks(hops, from))
+    }
+
+    fn from_networks(hops: usize, from: Vec<Network>) -> Proxies {
+        Proxies {
+            hops: u8::try_from(hops).unwrap_or(u8::MAX),
+            from,
+        }
+    }
+
+    /// The proxies [`Request::client_addr`] trusts for a request from `peer`: all of them if
+    /// the peer is one, else none.
+    pub(crate) fn hops_for(&self, peer: Option<SocketAddr>) -> usize {
+        let trusted =
+            self.hops > 0 && peer.is_some_and(|p| self.from.iter().any(|n| n.contains(p.ip())));
+        if trusted { usize::from(self.hops) } else { 0 }
+    }
+}
+
+/// An IP network: an address and how many of its leading bits count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Network {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Network {
+    fn new(addr: IpAddr, prefix: u8) -> Network {
+        Network { addr, prefix }
+    }
+
+    /// `10.0.0.0/8`, `::1/128`, or an address alone (all its bits).
+    fn parse(text: &str) -> io::Result<Network> {
+        let bad = || {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{text:?} is not an address or address/prefix"),
+            )
+        };
+        let (addr, prefix) = match text.trim().split_once('/') {
+            Some((addr, prefix)) => (addr, Some(prefix)),
+            None => (text.trim(), None),
+        };
+        let addr: IpAddr = addr.parse().map_err(|_| bad())?;
+        let addr = addr.to_canonical();
+        let bits = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => bits,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= bits)
+                .ok_or_else(bad)?,
+        };
+        Ok(Network { addr, prefix })
+    }
+
+    /// Whether `ip` is in the network (an IPv4-mapped IPv6 address as its IPv4 one).
+    fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip.to_canonical()) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => same_prefix(
+                u128::from(net.to_bits()) << 96,
+                u128::from(ip.to_bits()) << 96,
+                self.prefix,
+            ),
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                same_prefix(net.to_bits(), ip.to_bits(), self.prefix)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether `a` and `b` agree in their first `prefix` bits.
+fn same_prefix(a: u128, b: u128, prefix: u8) -> bool {
+    match prefix {
+        0 => true,
+        p => (a ^ b) >> (128 - u32::from(p.min(128))) == 0,
     }
 }
 
@@ -110,6 +233,51 @@ pub(crate) fn forwarded(req: &Request, hops: usize) -> Option<&[u8]> {
 mod tests {
     use super::*;
     use crate::http::Header;
+
+    #[test]
+    fn forwarded_addresses_are_trusted_only_from_the_proxies_networks() {
+        let proxies = Proxies::parse(1, ["10.0.0.0/8", "192.168.1.7", "2001:db8::/32"]).unwrap();
+        // (peer, hops trusted)
+        let cases = [
+            ("10.1.2.3:1", 1),
+            ("10.255.255.255:1", 1),
+            ("11.0.0.1:1", 0),
+            ("192.168.1.7:1", 1),
+            ("192.168.1.8:1", 0),
+            ("[::ffff:10.0.0.9]:1", 1),
+            ("[2001:db8:1::5]:1", 1),
+            ("[2001:db9::5]:1", 0),
+            ("127.0.0.1:1", 0),
+        ];
+        for (peer, hops) in cases {
+            assert_eq!(
+                proxies.hops_for(Some(peer.parse().unwrap())),
+                hops,
+                "{peer}"
+            );
+        }
+        assert_eq!(proxies.hops_for(None), 0);
+        let local = Proxies::on_loopback(2);
+        assert_eq!(local.hops_for(Some("127.0.0.2:1".parse().unwrap())), 2);
+        assert_eq!(local.hops_for(Some("[::1]:1".parse().unwrap())), 2);
+        assert_eq!(local.hops_for(Some("10.0.0.1:1".parse().unwrap())), 0);
+        assert_eq!(
+            Proxies::default().hops_for(Some("127.0.0.1:1".parse().unwrap())),
+            0
+        );
+        let anyone = Proxies::parse(1, ["0.0.0.0/0", "::/0"]).unwrap();
+        assert_eq!(anyone.hops_for(Some("8.8.8.8:1".parse().unwrap())), 1);
+        for bad in [
+            "10.0.0.0/33",
+            "::/129",
+            "10.0.0",
+            "x",
+            "10.0.0.0/",
+            "10.0.0.0/-1",
+        ] {
+            assert!(Proxies::parse(1, [bad]).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_client_address_is_the_peer_or_the_entry_the_trusted_proxies_wrote() {

@@ -17,7 +17,7 @@ mod request;
 mod response;
 mod rules;
 
-pub(crate) use caller::{Caller, forwarded};
+pub(crate) use caller::{Caller, Proxies, forwarded};
 pub use header::{Header, HeaderRef, InvalidHeader, header, header_in};
 pub use request::{Headers, Request};
 pub(crate) use request::{Line, Span};
