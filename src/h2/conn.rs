@@ -10,7 +10,10 @@
 //! owes in return (ACKs, resets) stops the reading while [`Conn::receive`]'s output is past
 //! [`OUTPUT_HIGH`], so a peer that does not read cannot make it grow. A header block is bounded
 //! in bytes and fragments (CONTINUATION flood, CVE-2024-27316); a header list over the size
-//! this side advertised decodes (HPACK stays in step) but is refused on its stream.
+//! this side advertised decodes (HPACK stays in step) but is refused on its stream. A stream's
+//! receive window reopens only as the server says what it took ([`Conn::allow`],
+//! [`Conn::consumed`]): never as DATA merely arrives, so what a peer can make it hold is what
+//! the server chose to take.
 
 use super::error::{ErrorCode, H2Error};
 use super::frame::{self, Frame, HEAD_LEN, Head, Kind, MAX_WINDOW, Setting, flags};
@@ -98,16 +101,6 @@ pub(crate) fn stream_size() -> usize {
     std::mem::size_of::<Stream>()
 }
 
-/// Reopens stream `s`'s receive window to `full` once half of it is used (one WINDOW_UPDATE
-/// for many frames).
-fn reopen(s: &mut Stream, full: u32, out: &mut Vec<u8>) {
-    if i64::from(s.recv_window) < i64::from(full / 2) {
-        let increment = (i64::from(full) - i64::from(s.recv_window)) as u32;
-        s.recv_window = window(i64::from(s.recv_window) + i64::from(increment));
-        frame::write_window_update(out, s.id, increment);
-    }
-}
-
 /// What the peer sent, for the server to act on.
 #[derive(Debug)]
 pub(crate) enum Event<'a> {
@@ -154,9 +147,6 @@ struct Stream {
     /// What this side may still send on it (it may go below 0 when the peer's initial window
     /// shrinks, never below −(2³¹ − 1)).
     send_window: i32,
-    /// Its window reopens only as [`Conn::consumed`] says what was read (a stream carrying a
-    /// live connection: what it received waits for it), not as DATA arrives.
-    held: bool,
 }
 
 /// A header block arriving in fragments.
@@ -645,7 +635,6 @@ impl Conn {
             },
             recv_window: window(i64::from(self.config.stream_window)),
             send_window: window(i64::from(self.peer_initial_window)),
-            held: false,
         }
     }
 
@@ -668,7 +657,6 @@ impl Conn {
         if data.is_empty() && !end_stream {
             self.spend(1)?;
         }
-        let stream_window = self.config.stream_window;
         let Some(s) = self.stream_mut(stream) else {
             // Closed: not this side's to read (RFC 9113 §5.1).
             return Err(H2Error::Stream(stream, ErrorCode::StreamClosed));
@@ -680,9 +668,6 @@ impl Conn {
         s.recv_window = window(left);
         if left < 0 {
             return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
-        }
-        if !end_stream && !s.held {
-            reopen(s, stream_window, out);
         }
         if let Some(at) = self.lengths.iter().position(|(id, _)| *id == stream) {
             let left = self.lengths[at].1.checked_sub(data.len() as u64);
@@ -702,29 +687,44 @@ impl Conn {
         Ok(())
     }
 
-    /// Stream `stream` carries a live connection from now on: what it receives waits until that
-    /// connection reads it, and its window reopens only as it does ([`Conn::consumed`]), so
-    /// that what it holds unread is bounded by the window.
-    pub(crate) fn hold_window(&mut self, stream: u32) {
-        if let Some(s) = self.stream_mut(stream) {
-            s.held = true;
-        }
-    }
-
     /// Some of what `stream` received was read, `unread` bytes of it not yet: its window
     /// reopens to what leaves the unread and the window together within the window's size
     /// (once that adds half of it: one WINDOW_UPDATE for many reads).
     pub(crate) fn consumed(&mut self, stream: u32, unread: usize, out: &mut Vec<u8>) {
+        let full = u64::from(self.config.stream_window);
+        let unread = u64::try_from(unread).unwrap_or(u64::MAX);
+        self.allow(stream, full.saturating_sub(unread), out);
+    }
+
+    /// Stream `stream` may receive `room` bytes more: its window reopens to that, at most the
+    /// window's size, once it is down to half of that (a request body near its limit gets no
+    /// window past it).
+    pub(crate) fn allow(&mut self, stream: u32, room: u64, out: &mut Vec<u8>) {
         let full = i64::from(self.config.stream_window);
         if let Some(s) = self.stream_mut(stream)
             && s.state == State::Open
         {
-            let target = full - i64::try_from(unread).unwrap_or(full);
+            let target = i64::try_from(room).unwrap_or(full).min(full);
             let increment = target - i64::from(s.recv_window);
-            if increment >= full / 2 && increment > 0 {
+            // Once the window is down to half of what it may be (for a full window: half of
+            // it used), never left shut below what is allowed.
+            if increment > 0 && i64::from(s.recv_window) <= target / 2 {
                 s.recv_window = window(i64::from(s.recv_window) + increment);
                 frame::write_window_update(out, stream, increment as u32);
             }
+        }
+    }
+
+    /// Whether a header block is arriving in fragments (nothing else may come meanwhile).
+    pub(crate) fn in_header_block(&self) -> bool {
+        self.block.is_some()
+    }
+
+    /// A header block did not arrive whole within the header timeout: GOAWAY, and nothing
+    /// more is read.
+    pub(crate) fn header_timed_out(&mut self, out: &mut Vec<u8>) {
+        if self.block.is_some() && self.phase != Phase::Closed {
+            self.fail(out, ErrorCode::NoError, 0);
         }
     }
 

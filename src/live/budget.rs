@@ -67,6 +67,11 @@ impl OutputBudget {
         used > self.limit && pending > self.limit / self.owing.load(Relaxed).max(1)
     }
 
+    /// Whether more is held than the limit.
+    pub(crate) fn is_spent(&self) -> bool {
+        self.used.load(Relaxed) > self.limit
+    }
+
     /// Counts a connection closed for falling behind.
     pub(crate) fn dropped_one(&self) {
         self.dropped.fetch_add(1, Relaxed);

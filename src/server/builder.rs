@@ -41,6 +41,7 @@ pub(super) enum Listen {
 /// | [`max_head_bytes`](Server::max_head_bytes) | [`MAX_HEAD_BYTES`](crate::http::MAX_HEAD_BYTES), 16 KiB | 431 (414 when the request line alone is longer) |
 /// | [`max_headers`](Server::max_headers) | [`MAX_HEADERS`](crate::http::MAX_HEADERS), 100 | 431 |
 /// | [`max_body`](Server::max_body) | [`MAX_BODY`](crate::http::MAX_BODY), 1 MiB | 413 |
+/// | [`max_held_bodies`](Server::max_held_bodies): HTTP/2 request bodies arriving, all together | [`MAX_HELD_BODIES`](crate::http::MAX_HELD_BODIES), 64 MiB | new bodies refused (`REFUSED_STREAM`); the connections holding most cut |
 /// | [`header_timeout`](Server::header_timeout): a request arriving whole | [`HEADER_TIMEOUT`](crate::http::HEADER_TIMEOUT), 10 s | 408, closed |
 /// | [`idle_timeout`](Server::idle_timeout): keep-alive idle | [`IDLE_TIMEOUT`](crate::http::IDLE_TIMEOUT), 75 s | closed quietly |
 /// | [`write_timeout`](Server::write_timeout): the socket taking output | [`WRITE_TIMEOUT`](crate::http::WRITE_TIMEOUT), 30 s | closed |
@@ -70,7 +71,8 @@ pub(super) enum Listen {
 /// |---|---|---|
 /// | chunk extensions over a whole body | [`MAX_CHUNK_EXTENSIONS`](crate::http::MAX_CHUNK_EXTENSIONS), 16 KiB | 400 |
 /// | trailer lines | [`MAX_TRAILER_BYTES`](crate::http::MAX_TRAILER_BYTES), 16 KiB | 400 |
-/// | a body's pace | 1 KiB per header timeout | 408 |
+/// | a body's pace (HTTP/1.1 and each HTTP/2 stream) | 1 KiB per header timeout | 408 |
+/// | HTTP/2 request bodies one connection holds at once | 4 × `max_body` | the stream past it refused (`REFUSED_STREAM`) |
 /// | HTTP output queued before reading stops | 64 KiB | reading resumes when the socket takes it |
 /// | a streamed body's output held | [`STREAM_WINDOW`](crate::http::STREAM_WINDOW), 256 KiB | the [`BodySender`](crate::http::BodySender) waits |
 /// | WebSocket output queued before reading stops | [`WS_HIGH_WATER`](crate::ws::WS_HIGH_WATER), 256 KiB | reading resumes when the peer takes it |
@@ -335,6 +337,24 @@ impl Server {
     /// ```
     pub fn max_connections(mut self, n: usize) -> Server {
         self.max_connections = n;
+        self
+    }
+
+    /// Most bytes of HTTP/2 request bodies held at once while they arrive, all connections
+    /// together (default [`MAX_HELD_BODIES`](crate::http::MAX_HELD_BODIES), 64 MiB). Each body
+    /// is bounded by [`max_body`](Server::max_body), one connection's by four of them, and
+    /// each must keep arriving (a KiB per header timeout, as over HTTP/1.1, else 408 on its
+    /// stream); past this limit new bodies are refused with `REFUSED_STREAM` (a client may ask
+    /// again) and a connection holding more than its share sees the body that grows cut the
+    /// same way.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.max_held_bodies(16 << 20);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_held_bodies(mut self, bytes: usize) -> Server {
+        self.limits.max_held_bodies = bytes;
         self
     }
 

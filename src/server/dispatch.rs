@@ -55,6 +55,8 @@ pub(crate) struct ServerShared {
     pub(crate) replies: Arc<Replies>,
     /// How long a deferred reply may take before the server answers 503.
     pub(crate) reply_timeout: std::time::Duration,
+    /// What HTTP/2 request bodies arriving hold, all connections together.
+    pub(crate) bodies: Arc<crate::live::OutputBudget>,
     /// Proxies in front, for requests' `client_addr`.
     pub(crate) proxies: crate::http::message::Proxies,
     /// The access log's hook, if the server has one.

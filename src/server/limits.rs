@@ -9,6 +9,9 @@ use crate::http::HeadLimits;
 
 /// Default limit on a request body, in bytes (answered with 413).
 pub const MAX_BODY: u64 = 1024 * 1024;
+/// Default most bytes of HTTP/2 request bodies the server holds at once, all connections
+/// together, while they arrive ([`Server::max_held_bodies`](crate::http::Server::max_held_bodies)).
+pub const MAX_HELD_BODIES: usize = 64 * 1024 * 1024;
 /// Default time a request has to arrive whole once its first byte came (answered with 408).
 /// A body extends it by this much each time another KiB of it arrives.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +42,7 @@ pub use crate::ws::PING_INTERVAL;
 pub(crate) struct Limits {
     pub(crate) head: HeadLimits,
     pub(crate) max_body: u64,
+    pub(crate) max_held_bodies: usize,
     pub(crate) header_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) write_timeout: Duration,
@@ -50,6 +54,7 @@ impl Default for Limits {
         Limits {
             head: HeadLimits::default(),
             max_body: MAX_BODY,
+            max_held_bodies: MAX_HELD_BODIES,
             header_timeout: HEADER_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
             write_timeout: WRITE_TIMEOUT,

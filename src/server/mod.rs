@@ -70,7 +70,7 @@ pub use control::Control;
 pub use deferred::{Reply, defer, defer_for};
 pub use limits::{
     DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
-    PING_INTERVAL, REPLY_TIMEOUT, WRITE_TIMEOUT,
+    MAX_HELD_BODIES, PING_INTERVAL, REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
 pub use pool::Pool;
 pub use streamed::BodySender;

@@ -75,6 +75,7 @@ impl Server {
             sse_settings: Arc::new(live),
             replies,
             reply_timeout: self.reply_timeout,
+            bodies: OutputBudget::new(self.limits.max_held_bodies),
             proxies: self.proxies,
             access_log: self.access_log,
             h2: self

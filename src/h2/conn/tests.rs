@@ -696,3 +696,42 @@ fn until_the_peer_acknowledges_our_settings_its_table_may_be_the_default_size() 
         "GOAWAY: COMPRESSION_ERROR"
     );
 }
+
+/// A stream's window is the server's to reopen, as far as it allows: never as DATA merely
+/// arrives, never left shut below what it allows, never past it.
+#[test]
+fn a_stream_window_reopens_as_far_as_allowed_and_is_never_left_shut_below_it() {
+    let mut peer = Peer::started();
+    peer.feed(&frame(HEADERS, 0x4, 1, &post(None)));
+    let window_updates = |peer: &mut Peer| -> Vec<u32> {
+        peer.frames()
+            .into_iter()
+            .filter(|f| f.0 == WINDOW_UPDATE && f.2 == 1)
+            .map(|f| u32::from_be_bytes(f.3[..4].try_into().unwrap()))
+            .collect()
+    };
+    // Half the window used: nothing reopens by itself.
+    peer.feed(&frame(DATA, 0, 1, &[0; 16_384]));
+    peer.feed(&frame(DATA, 0, 1, &[0; 16_384]));
+    assert_eq!(window_updates(&mut peer), Vec::<u32>::new());
+    // Room for all of it: reopened to the full window at once.
+    let mut out = Vec::new();
+    peer.conn.allow(1, 1 << 20, &mut out);
+    peer.out.extend_from_slice(&out);
+    assert_eq!(window_updates(&mut peer), [32_768]);
+    // The window used up with 1 000 bytes still allowed: reopened by exactly those.
+    for _ in 0..4 {
+        peer.feed(&frame(DATA, 0, 1, &[0; 16_383]));
+    }
+    peer.feed(&frame(DATA, 0, 1, &[0; 3]));
+    let mut out = Vec::new();
+    peer.conn.allow(1, 1_000, &mut out);
+    peer.out.extend_from_slice(&out);
+    assert_eq!(window_updates(&mut peer), [1_000]);
+    // Nothing more allowed: nothing more offered.
+    peer.feed(&frame(DATA, 0, 1, &[0; 1_000]));
+    let mut out = Vec::new();
+    peer.conn.allow(1, 0, &mut out);
+    peer.out.extend_from_slice(&out);
+    assert_eq!(window_updates(&mut peer), Vec::<u32>::new());
+}

@@ -57,7 +57,7 @@ impl Live {
 #[derive(Default)]
 pub(super) struct Busy {
     /// What the peer sent on the stream that the connection has not read yet: bounded by the
-    /// stream's window, which reopens only as it is read ([`Conn::hold_window`]).
+    /// stream's window, which reopens only as it is read ([`Conn::consumed`]).
     inbound: Vec<u8>,
     /// When it is to be resumed with a timeout.
     pub(super) deadline: Option<Instant>,

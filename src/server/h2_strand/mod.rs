@@ -31,7 +31,9 @@ use super::deferred::{Exchange, Patience, Wait, nothing_came};
 use super::dispatch::{Framing, OnStream, ServerShared, StreamAnswer, answer_stream};
 use super::peer::Peer;
 
+mod bodies;
 mod live;
+use bodies::{Bodies, Growth};
 use live::{Busy, Live};
 
 /// What a reply on a stream may be: the connection is not the reply's to keep or close.
@@ -54,14 +56,9 @@ fn push_work(work: &mut Vec<(u32, Work)>, stream: u32, new: Work) {
     push_thrifty(work, (stream, new));
 }
 
-/// Bytes of request bodies held by streams still receiving them.
-fn held_bodies(work: &[(u32, Work)]) -> u64 {
-    work.iter()
-        .map(|(_, w)| match w {
-            Work::Receiving(r) => r.body().len() as u64,
-            _ => 0,
-        })
-        .sum()
+/// Where stream `stream`'s work is, found by halving (the list is in stream order).
+fn work_at(work: &[(u32, Work)], stream: u32) -> Option<usize> {
+    work.binary_search_by_key(&stream, |(id, _)| *id).ok()
 }
 
 /// Reads one resume makes before letting the worker's other connections run.
@@ -92,8 +89,8 @@ enum Work {
     Connect(Request),
     /// A live connection on the stream: an event stream, or a WebSocket.
     Live(Live),
-    /// Answered by the server before its handler (431, 413).
-    Refused(ParseError, ReplyRules),
+    /// Answered by the server before its handler (431, 413, 408).
+    Refused(Refusal<'static>, ReplyRules),
     /// To be reset with this code, unanswered.
     Cut(ErrorCode),
     /// Its deferred reply, answered by the server at `until` (503, or 204 for a long-poll).
@@ -147,6 +144,10 @@ pub(crate) struct H2Strand {
     /// What live streams with something to do keep (see [`Busy`]); empty while every live
     /// stream is idle.
     busy: Vec<(u32, Busy)>,
+    /// The request bodies arriving, their pace and what they hold.
+    bodies: Bodies,
+    /// When the header block arriving in fragments must be whole.
+    head_due: Option<Instant>,
 }
 
 impl H2Strand {
@@ -176,6 +177,8 @@ impl H2Strand {
             settings_due: Some(now + SETTINGS_TIMEOUT),
             wake_writers: false,
             charge: Charge::default(),
+            bodies: Bodies::default(),
+            head_due: None,
         }
     }
 
@@ -252,6 +255,7 @@ impl H2Strand {
             shared.figures(id.worker() as usize).http2(false);
             self.busy = Vec::new();
         });
+        self.bodies = Bodies::default(); // its charge given back
         self.work.clear();
     }
 
@@ -267,6 +271,7 @@ impl H2Strand {
                 Work::Refused(..) | Work::Cut(_) | Work::Waiting(_) => 0,
             })
             .sum();
+        let work = work + self.bodies.held_bytes();
         std::mem::size_of::<H2Strand>()
             + self.conn.held_bytes()
             + self.input.capacity()
@@ -374,6 +379,8 @@ impl H2Strand {
     /// bytes used.
     fn take(&mut self, shared: &ServerShared, ctx: &mut Ctx, input: &[u8]) -> usize {
         let max_body = shared.limits.max_body;
+        let body_rules = (max_body.saturating_mul(BODIES), &shared.bodies);
+        let pace = (ctx.now, shared.limits.header_timeout);
         let mut window_opened = false;
         self.lend_buffers();
         let H2Strand {
@@ -381,6 +388,7 @@ impl H2Strand {
             out,
             work,
             busy,
+            bodies,
             ..
         } = self;
         let used = SCRATCH.with_borrow_mut(|scratch| {
@@ -391,11 +399,18 @@ impl H2Strand {
                     end_stream,
                 } => {
                     let websocket = head.protocol() == b"websocket";
-                    let request = request_of(head);
                     let new = match (websocket, end_stream) {
-                        (true, _) => Work::Connect(request),
-                        (false, true) => Work::Ready(request),
-                        (false, false) => Work::Receiving(request),
+                        (true, _) => Work::Connect(request_of(head)),
+                        (false, true) => Work::Ready(request_of(head)),
+                        // The server holds all the bodies it may: this one is refused, to be
+                        // asked again.
+                        (false, false) if !Bodies::may_open(&shared.bodies) => {
+                            Work::Cut(ErrorCode::RefusedStream)
+                        }
+                        (false, false) => {
+                            bodies.opened(stream, pace.0, pace.1);
+                            Work::Receiving(request_of(head))
+                        }
                     };
                     push_work(work, stream, new);
                 }
@@ -403,7 +418,8 @@ impl H2Strand {
                     // (The codec refuses one thing before a handler: a header list past the
                     // size advertised, 431.)
                     let _ = status;
-                    let refused = Work::Refused(ParseError::HeadTooLarge, REPLY_RULES);
+                    let refused =
+                        Work::Refused(Refusal::Malformed(ParseError::HeadTooLarge), REPLY_RULES);
                     push_work(work, stream, refused);
                 }
                 Event::Data {
@@ -411,9 +427,10 @@ impl H2Strand {
                     data,
                     end_stream,
                 } => {
-                    let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) else {
+                    let Some(at) = work_at(work, stream) else {
                         return;
                     };
+                    let slot = &mut work[at];
                     match &mut slot.1 {
                         Work::Live(live) => {
                             let end = end_stream && live.reads_to_end();
@@ -431,35 +448,35 @@ impl H2Strand {
                         }
                         _ => {}
                     }
-                    let Work::Receiving(request) = &slot.1 else {
+                    let Work::Receiving(request) = &mut slot.1 else {
                         return;
                     };
                     if request.body().len() as u64 + data.len() as u64 > max_body {
-                        slot.1 = Work::Refused(ParseError::BodyTooLarge, rules_of(request));
-                        return;
+                        slot.1 = Work::Refused(
+                            Refusal::Malformed(ParseError::BodyTooLarge),
+                            rules_of(request),
+                        );
+                        return bodies.ended(stream, &shared.bodies);
                     }
-                    if held_bodies(work) + data.len() as u64 > max_body.saturating_mul(BODIES) {
-                        // Each body within its limit, but together more than a connection
-                        // may hold: this one is refused, to be asked again.
-                        if let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) {
+                    match bodies.grow(stream, data.len() as u64, body_rules, pace) {
+                        Growth::Kept => request.append_body(data),
+                        // Each body within its limit, but together more than a connection (or
+                        // the server) may hold: this one is refused, to be asked again.
+                        Growth::OverConnection | Growth::OverServer => {
                             slot.1 = Work::Cut(ErrorCode::RefusedStream);
+                            return bodies.ended(stream, &shared.bodies);
                         }
-                        return;
                     }
-                    let Some(slot) = work.iter_mut().find(|(id, _)| *id == stream) else {
-                        return;
-                    };
-                    if let Work::Receiving(request) = &mut slot.1 {
-                        request.append_body(data);
-                        if end_stream {
-                            let done = std::mem::take(request);
-                            slot.1 = Work::Ready(done);
-                        }
+                    if end_stream {
+                        let done = std::mem::take(request);
+                        slot.1 = Work::Ready(done);
+                        bodies.ended(stream, &shared.bodies);
                     }
                 }
                 Event::Reset { stream } => {
-                    if let Some(at) = work.iter().position(|(id, _)| *id == stream) {
+                    if let Some(at) = work_at(work, stream) {
                         match work.remove(at).1 {
+                            Work::Receiving(_) => bodies.ended(stream, &shared.bodies),
                             Work::Waiting(a) => shared.replies.close_stream(ctx.id, a.wait.seq),
                             Work::Live(mut live) => {
                                 live::gone(busy, &mut live, ctx.id.with_stream(stream));
@@ -472,6 +489,12 @@ impl H2Strand {
                 Event::WindowOpened => window_opened = true,
             })
         });
+        self.bodies_windows(max_body);
+        self.head_due = match (self.conn.in_header_block(), self.head_due) {
+            (false, _) => None,
+            (true, None) => Some(ctx.now + shared.limits.header_timeout),
+            (true, due) => due,
+        };
         self.answer_ready(shared, ctx);
         if window_opened {
             self.send_held();
@@ -483,6 +506,15 @@ impl H2Strand {
         used
     }
 
+    /// The windows of the streams receiving bodies reopen as far as each body may still grow
+    /// (`max_body`): a peer that keeps to them never sends past the limit.
+    fn bodies_windows(&mut self, max_body: u64) {
+        for (stream, len) in self.bodies.lengths() {
+            let room = max_body.saturating_sub(len);
+            self.conn.allow(stream, room, &mut self.out);
+        }
+    }
+
     /// Answers every stream whose request is whole, in the order they completed.
     fn answer_ready(&mut self, shared: &ServerShared, ctx: &mut Ctx) {
         let mut at = 0;
@@ -491,8 +523,8 @@ impl H2Strand {
             match std::mem::replace(&mut self.work[at].1, Work::Cut(ErrorCode::NoError)) {
                 Work::Ready(request) => self.answer(shared, ctx, at, stream, request, false),
                 Work::Connect(request) => self.answer(shared, ctx, at, stream, request, true),
-                Work::Refused(error, rules) => {
-                    let res = Refusal::Malformed(error).response();
+                Work::Refused(refusal, rules) => {
+                    let res = refusal.response();
                     let status = res.status;
                     let held = self.send_reply(stream, res, rules, ctx.now).1;
                     self.settle(at, stream, held);
@@ -552,7 +584,6 @@ impl H2Strand {
         match answered {
             StreamAnswer::Sent => self.settle(at, stream, held),
             StreamAnswer::Live(conn) => {
-                self.conn.hold_window(stream);
                 self.work[at].1 = Work::Live(Live::new(conn));
                 self.busy.push((stream, Busy::fresh(early)));
             }
@@ -824,7 +855,16 @@ impl H2Strand {
             self.deadline = None;
             return None;
         }
+        if self.head_due.is_some_and(|d| d <= now) {
+            // A header block not whole in time (a CONTINUATION trickle): nothing else may
+            // come on the connection meanwhile, so it ends.
+            self.conn.header_timed_out(&mut self.out);
+            self.state = State::Closing;
+            self.deadline = None;
+            return None;
+        }
         self.live_timeouts(shared, io);
+        let slow_bodies = self.bodies_timed_out(shared, io);
         let late: Vec<(u32, bool)> = self
             .work
             .iter()
@@ -846,13 +886,41 @@ impl H2Strand {
             };
             self.answer_late(shared, io, *stream, res);
         }
-        if late.is_empty() && self.work.is_empty() && self.conn.open_streams() == 0 {
+        if !slow_bodies && late.is_empty() && self.work.is_empty() && self.conn.open_streams() == 0
+        {
             // Idle past the keep-alive timeout.
             self.conn.go_away(&mut self.out);
             self.state = State::Closing;
         }
         self.deadline = None;
         None
+    }
+
+    /// Bodies that did not keep their pace get 408 on their stream (then a reset, NO_ERROR:
+    /// the rest of the body is not wanted), as HTTP/1.1 answers a request not whole in time.
+    fn bodies_timed_out(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> bool {
+        let late = self.bodies.late(io.now());
+        if late.is_empty() {
+            return false;
+        }
+        for stream in late {
+            self.bodies.ended(stream, &shared.bodies);
+            let Some(at) = work_at(&self.work, stream) else {
+                continue;
+            };
+            if let Work::Receiving(request) = &self.work[at].1 {
+                crate::log::info!(; "an HTTP/2 request body did not keep its pace: 408");
+                self.work[at].1 = Work::Refused(Refusal::Timeout, rules_of(request));
+            }
+        }
+        let mut ctx = Ctx {
+            now: io.now(),
+            id: io.id(),
+            peer: self.peer.get(),
+            spent: false,
+        };
+        self.answer_ready(shared, &mut ctx);
+        true
     }
 
     /// Takes the worker's spare buffers for what a read may add (replies, work), so that a
@@ -986,10 +1054,18 @@ impl H2Strand {
         if self.conn.settings_acked() {
             self.settings_due = None;
         }
-        let deadline = [self.write_due, wait, live, self.settings_due]
-            .into_iter()
-            .flatten()
-            .min();
+        let bodies = self.bodies.next_due();
+        let deadline = [
+            self.write_due,
+            wait,
+            live,
+            self.settings_due,
+            bodies,
+            self.head_due,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         self.deadline = deadline;
         self.return_buffers();
         Next::Park {

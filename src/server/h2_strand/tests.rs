@@ -895,3 +895,182 @@ fn async_answers_end_their_tasks_when_the_server_stops() {
     server.shutdown().unwrap();
     tasks_end(&rt, Duration::from_secs(10), "after the server stopped");
 }
+
+impl Client {
+    /// HEADERS of a POST to `path` whose body is to come.
+    fn begin_upload(&mut self, stream: u32, path: &str) {
+        let mut block = Vec::new();
+        write_field(&mut block, ":method", b"POST");
+        write_field(&mut block, ":scheme", b"http");
+        write_field(&mut block, ":authority", b"a");
+        write_field(&mut block, ":path", path.as_bytes());
+        let mut out = Vec::new();
+        frame::write_head(
+            &mut out,
+            block.len(),
+            Kind::Headers,
+            flags::END_HEADERS,
+            stream,
+        );
+        out.extend_from_slice(&block);
+        self.send(&out);
+    }
+
+    /// DATA on `stream`, in frames of at most 16 KiB; `end` ends the body.
+    fn upload(&mut self, stream: u32, body: &[u8], end: bool) {
+        let mut out = Vec::new();
+        let pieces: Vec<&[u8]> = match body.is_empty() {
+            true => vec![&[][..]],
+            false => body.chunks(16_384).collect(),
+        };
+        for (i, piece) in pieces.iter().enumerate() {
+            let last = i + 1 == pieces.len();
+            let f = if last && end { flags::END_STREAM } else { 0 };
+            frame::write_head(&mut out, piece.len(), Kind::Data, f, stream);
+            out.extend_from_slice(piece);
+        }
+        self.send(&out);
+    }
+}
+
+#[test]
+fn a_body_that_stops_arriving_gets_408_on_its_stream_and_the_connection_goes_on() {
+    let server = serve(bind().header_timeout(Duration::from_millis(300)), echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.begin_upload(1, "/up");
+    c.upload(1, &[b'x'; 10_000], false);
+    let started = Instant::now();
+    let a = c.answer(1);
+    assert_eq!(a.status, 408);
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    // The rest of the body is not wanted: the stream is reset with NO_ERROR after the reply.
+    let (head, payload) = c.frame().expect("RST_STREAM");
+    assert_eq!((head.kind, head.stream), (Kind::RstStream, 1));
+    assert_eq!(payload, [0, 0, 0, 0]);
+    // (The figure is the worker's, brought up to date as it goes.)
+    let start = Instant::now();
+    while server.stats().held_bytes >= 4096 {
+        let held = server.stats().held_bytes;
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{held} bytes still held"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    c.get(3, "/after");
+    assert_eq!(c.answer(3).status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_body_that_keeps_its_pace_is_answered_whatever_it_takes_in_all() {
+    // A KiB every 100 ms for 1.5 s, with a header timeout of 500 ms: each KiB buys more.
+    let server = serve(bind().header_timeout(Duration::from_millis(500)), echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.begin_upload(1, "/up");
+    for _ in 0..15 {
+        c.upload(1, &[b'k'; 1024], false);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    c.upload(1, &[], true);
+    let a = c.answer(1);
+    assert_eq!(a.status, 200);
+    assert!(String::from_utf8_lossy(&a.body).ends_with(&"k".repeat(15 * 1024)));
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_header_block_that_never_ends_closes_the_connection_at_the_header_timeout() {
+    let server = serve(bind().header_timeout(Duration::from_millis(300)), echo);
+    let mut c = Client::new(server.local_addr().port());
+    // Settings exchanged first (the client's ACK may not come inside the block).
+    c.get(1, "/");
+    assert_eq!(c.answer(1).status, 200);
+    let mut block = Vec::new();
+    write_field(&mut block, ":method", b"GET");
+    let mut out = Vec::new();
+    frame::write_head(&mut out, block.len(), Kind::Headers, flags::END_STREAM, 3);
+    out.extend_from_slice(&block);
+    c.send(&out);
+    assert!(c.ends_within(Duration::from_secs(10)));
+    assert_eq!(c.goaway.map(|(_, code)| code), Some(0), "GOAWAY NO_ERROR");
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_body_stream_window_never_offers_more_than_max_body() {
+    let max_body = 100_000u64;
+    let server = serve(bind().max_body(max_body), |req: Request| {
+        text_response(200, req.body().len().to_string())
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.begin_upload(1, "/up");
+    // The whole allowance, in pieces the windows let through, and then the end.
+    let mut offered = u64::from(crate::h2::conn::DEFAULT_WINDOW);
+    let mut sent = 0u64;
+    while sent < max_body {
+        let piece = (offered - sent).min(max_body - sent).min(16_384);
+        if piece == 0 {
+            // Wait for the server to open the stream's window.
+            let (head, payload) = c.frame().expect("a window update");
+            if head.kind == Kind::WindowUpdate && head.stream == 1 {
+                let n = u32::from_be_bytes(payload[..4].try_into().unwrap());
+                offered += u64::from(n);
+            }
+            continue;
+        }
+        c.upload(1, &vec![b'b'; piece as usize], false);
+        sent += piece;
+    }
+    assert!(offered <= max_body, "offered {offered} bytes of window");
+    c.upload(1, &[], true);
+    let a = c.answer(1);
+    assert_eq!((a.status, a.body), (200, max_body.to_string().into_bytes()));
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn past_the_servers_budget_for_bodies_new_bodies_are_refused_and_come_back_when_it_frees() {
+    let server = serve(
+        bind().max_body(200_000).max_held_bodies(300_000),
+        |req: Request| text_response(200, req.body().len().to_string()),
+    );
+    let port = server.local_addr().port();
+    // Three connections hold unfinished bodies of 150 000, 150 000 and 10 000 bytes: 310 000,
+    // past the budget (none of them past its share of it).
+    let mut holders: Vec<Client> = (0..3).map(|_| Client::new(port)).collect();
+    for (c, size) in holders.iter_mut().zip([150_000u64, 150_000, 10_000]) {
+        c.begin_upload(1, "/up");
+        let mut sent = 0;
+        let mut window = u64::from(crate::h2::conn::DEFAULT_WINDOW);
+        while sent < size {
+            let piece = (window - sent).min(size - sent).min(16_384);
+            if piece == 0 {
+                let (head, payload) = c.frame().expect("a window update");
+                if head.kind == Kind::WindowUpdate && head.stream == 1 {
+                    window += u64::from(u32::from_be_bytes(payload[..4].try_into().unwrap()));
+                }
+                continue;
+            }
+            c.upload(1, &vec![b'h'; piece as usize], false);
+            sent += piece;
+        }
+        // A PING answered: the server has taken all of it.
+        let mut ping = Vec::new();
+        frame::write_ping(&mut ping, *b"all-sent", false);
+        c.send(&ping);
+        while !matches!(c.frame(), Some((h, _)) if h.kind == Kind::Ping && h.has(flags::ACK)) {}
+    }
+    // Another connection's body is refused, to be asked again.
+    let mut late = Client::new(port);
+    late.begin_upload(1, "/up");
+    late.upload(1, b"late", true);
+    assert_eq!(late.answer(1).reset, Some(0x7), "REFUSED_STREAM");
+    // One holder ends its body: it is answered, the budget frees, and bodies are taken again.
+    holders[0].upload(1, &[], true);
+    assert_eq!(holders[0].answer(1).body, b"150000");
+    late.begin_upload(3, "/up");
+    late.upload(3, b"now", true);
+    assert_eq!(late.answer(3).body, b"3");
+    server.shutdown().unwrap();
+}

@@ -1,0 +1,207 @@
+//! Request bodies arriving on an HTTP/2 connection's streams, under HTTP/1.1's rules: each
+//! must progress — whole within the header timeout of its head, and every KiB more buying
+//! another header timeout (past it: 408 on its stream) — and what they hold together is
+//! charged to the server's budget for bodies ([`Server::max_held_bodies`]), past which new
+//! bodies are refused and the connections holding more than their share are cut.
+//!
+//! Kept beside the streams' work, for the few streams receiving a body: what they hold in all
+//! is a running figure, not a walk over the streams.
+//!
+//! [`Server::max_held_bodies`]: crate::http::Server::max_held_bodies
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::live::{Charge, OutputBudget};
+
+/// Body bytes that buy a body another header timeout (HTTP/1.1's pace, one KiB).
+pub(super) const PACE: u64 = 1024;
+
+/// One body arriving.
+#[derive(Debug)]
+struct Arriving {
+    stream: u32,
+    /// When it must have grown by [`PACE`] more.
+    due: Instant,
+    /// Its length when `due` was set.
+    mark: u64,
+    /// Its length now.
+    len: u64,
+}
+
+/// The bodies a connection is receiving.
+#[derive(Debug, Default)]
+pub(super) struct Bodies {
+    /// In stream order (streams open in increasing order).
+    arriving: Vec<Arriving>,
+    /// What they hold together.
+    held: u64,
+    /// `held`, charged to the server's budget for bodies.
+    charge: Charge,
+}
+
+/// What a body's growth came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Growth {
+    /// Kept.
+    Kept,
+    /// Past what one connection may hold: this stream is refused.
+    OverConnection,
+    /// The server's budget for bodies is spent and this connection holds more than its share:
+    /// this stream is cut.
+    OverServer,
+}
+
+impl Bodies {
+    /// Stream `stream` opened with a body to come.
+    pub(super) fn opened(&mut self, stream: u32, now: Instant, timeout: Duration) {
+        debug_assert!(self.arriving.last().is_none_or(|a| a.stream < stream));
+        self.arriving.push(Arriving {
+            stream,
+            due: now + timeout,
+            mark: 0,
+            len: 0,
+        });
+    }
+
+    /// Whether a new body may start: the server's budget is not spent.
+    pub(super) fn may_open(budget: &OutputBudget) -> bool {
+        !budget.is_spent()
+    }
+
+    /// `added` bytes more of `stream`'s body came: kept if the connection (`cap`) and the
+    /// server (`budget`) allow it.
+    pub(super) fn grow(
+        &mut self,
+        stream: u32,
+        added: u64,
+        (cap, budget): (u64, &Arc<OutputBudget>),
+        (now, timeout): (Instant, Duration),
+    ) -> Growth {
+        if self.held.saturating_add(added) > cap {
+            return Growth::OverConnection;
+        }
+        let held = self.held + added;
+        self.charge.set(budget, held as usize, held > 0);
+        if added > 0 && budget.sheds(held as usize) {
+            self.charge.set(budget, self.held as usize, self.held > 0);
+            budget.dropped_one();
+            return Growth::OverServer;
+        }
+        let Some(a) = self.find(stream) else {
+            return Growth::Kept;
+        };
+        a.len += added;
+        if a.len - a.mark >= PACE {
+            a.mark = a.len;
+            a.due = now + timeout;
+        }
+        self.held = held;
+        Growth::Kept
+    }
+
+    /// `stream`'s body is no longer held here (whole, refused, reset, or the connection gone).
+    pub(super) fn ended(&mut self, stream: u32, budget: &Arc<OutputBudget>) {
+        let Ok(at) = self.arriving.binary_search_by_key(&stream, |a| a.stream) else {
+            return;
+        };
+        let gone = self.arriving.remove(at);
+        self.held -= gone.len;
+        self.charge.set(budget, self.held as usize, self.held > 0);
+        if self.arriving.is_empty() {
+            self.arriving = Vec::new(); // an idle connection holds none
+        }
+    }
+
+    /// When the first body must have progressed.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        self.arriving.iter().map(|a| a.due).min()
+    }
+
+    /// The streams whose body did not progress in time.
+    pub(super) fn late(&self, now: Instant) -> Vec<u32> {
+        self.arriving
+            .iter()
+            .filter(|a| a.due <= now)
+            .map(|a| a.stream)
+            .collect()
+    }
+
+    /// Bytes of the bodies held.
+    #[cfg(test)]
+    pub(super) fn held(&self) -> u64 {
+        self.held
+    }
+
+    /// Each stream receiving a body, with the body's length so far.
+    pub(super) fn lengths(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.arriving.iter().map(|a| (a.stream, a.len))
+    }
+
+    /// Heap bytes of this list (the bodies themselves are their requests').
+    pub(super) fn held_bytes(&self) -> usize {
+        self.arriving.capacity() * std::mem::size_of::<Arriving>()
+    }
+
+    fn find(&mut self, stream: u32) -> Option<&mut Arriving> {
+        let at = self
+            .arriving
+            .binary_search_by_key(&stream, |a| a.stream)
+            .ok()?;
+        Some(&mut self.arriving[at])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_body_buys_time_a_kib_at_a_time_and_its_bytes_are_counted_once() {
+        let budget = OutputBudget::new(1 << 20);
+        let t0 = Instant::now();
+        let mut b = Bodies::default();
+        b.opened(1, t0, T);
+        b.opened(3, t0, T);
+        assert_eq!(b.next_due(), Some(t0 + T));
+        let later = t0 + Duration::from_secs(5);
+        assert_eq!(b.grow(1, 1000, (10_000, &budget), (later, T)), Growth::Kept);
+        assert_eq!(b.next_due(), Some(t0 + T), "under a KiB buys nothing");
+        assert_eq!(b.grow(1, 24, (10_000, &budget), (later, T)), Growth::Kept);
+        assert_eq!(b.late(t0 + T), vec![3], "1 KiB bought stream 1 more time");
+        assert_eq!((b.held(), budget.used()), (1024, 1024));
+        assert_eq!(
+            b.grow(3, 9_000, (10_000, &budget), (later, T)),
+            Growth::OverConnection
+        );
+        b.ended(1, &budget);
+        b.ended(3, &budget);
+        assert_eq!((b.held(), budget.used()), (0, 0));
+        assert!(b.late(t0 + 2 * T).is_empty());
+        assert_eq!(b.held_bytes(), 0);
+    }
+
+    #[test]
+    fn past_the_servers_budget_the_connection_over_its_share_is_cut() {
+        let budget = OutputBudget::new(4096);
+        let now = Instant::now();
+        let mut big = Bodies::default();
+        let mut small = Bodies::default();
+        big.opened(1, now, T);
+        small.opened(1, now, T);
+        let rules = (1 << 20, &budget);
+        assert_eq!(small.grow(1, 100, rules, (now, T)), Growth::Kept);
+        assert_eq!(big.grow(1, 3900, rules, (now, T)), Growth::Kept);
+        // Past the limit, the connection holding more than its share is refused more.
+        assert_eq!(big.grow(1, 200, rules, (now, T)), Growth::OverServer);
+        assert_eq!(budget.used(), 4000, "what was refused is not charged");
+        // One within its share still grows, and then no new body may start.
+        assert_eq!(small.grow(1, 100, rules, (now, T)), Growth::Kept);
+        assert!(!Bodies::may_open(&budget));
+        big.ended(1, &budget);
+        assert!(Bodies::may_open(&budget));
+        assert_eq!(budget.used(), 200);
+    }
+}
