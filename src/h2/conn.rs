@@ -144,9 +144,11 @@ struct Stream {
     /// What the peer may still send on it (kept in 32 bits: a window is at most 2³¹ − 1, and
     /// a stream is small for the many an idle connection may hold).
     recv_window: i32,
-    /// What this side may still send on it (it may go below 0 when the peer's initial window
-    /// shrinks, never below −(2³¹ − 1)).
-    send_window: i32,
+    /// What this side may send on it beyond the peer's initial window (its WINDOW_UPDATEs less
+    /// what was sent): the window is `peer_initial_window + send_credit`, so a change of the
+    /// initial window moves every stream's at once, touching none (RFC 9113 §6.9.2). Within
+    /// ±(2³¹ − 1): a send leaves the window at 0 or more, an update at most 2³¹ − 1.
+    send_credit: i32,
 }
 
 /// A header block arriving in fragments.
@@ -193,6 +195,9 @@ pub(crate) struct Conn {
     send_window: i64,
     /// The peer's settings this side acts on.
     peer_initial_window: u32,
+    /// At least the largest `send_credit` of the open streams (0 with none open): a change of
+    /// the initial window that keeps it plus this within 2³¹ − 1 overflows no stream's window.
+    most_credit: i32,
     peer_max_frame_size: u32,
     flood: u32,
     /// The peer acknowledged this side's SETTINGS.
@@ -217,6 +222,7 @@ impl Conn {
             recv_window: i64::from(DEFAULT_WINDOW),
             send_window: i64::from(DEFAULT_WINDOW),
             peer_initial_window: DEFAULT_WINDOW,
+            most_credit: 0,
             peer_max_frame_size: frame::MIN_MAX_FRAME_SIZE,
             flood: FLOOD_BUDGET,
             acked: false,
@@ -386,12 +392,14 @@ impl Conn {
             }
             Frame::WindowUpdate { stream, increment } => {
                 self.idle_is_an_error(stream)?;
+                let initial = i64::from(self.peer_initial_window);
                 if let Some(s) = self.stream_mut(stream) {
-                    let opened = i64::from(s.send_window) + i64::from(increment);
-                    s.send_window = window(opened);
-                    if opened > i64::from(MAX_WINDOW) {
+                    let credit = i64::from(s.send_credit) + i64::from(increment);
+                    if initial + credit > i64::from(MAX_WINDOW) {
                         return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
                     }
+                    s.send_credit = window(credit);
+                    self.most_credit = self.most_credit.max(window(credit));
                     event(Event::WindowOpened);
                 }
                 Ok(())
@@ -452,17 +460,26 @@ impl Conn {
     fn apply(&mut self, setting: Setting, event: &mut dyn FnMut(Event<'_>)) -> Result<(), H2Error> {
         match setting {
             Setting::InitialWindowSize(size) => {
-                // Every stream's window moves by the difference (RFC 9113 §6.9.2).
-                let delta = i64::from(size) - i64::from(self.peer_initial_window);
-                self.peer_initial_window = size;
-                for s in &mut self.streams {
-                    let moved = i64::from(s.send_window) + delta;
-                    s.send_window = window(moved);
-                    if moved > i64::from(MAX_WINDOW) {
+                // Every stream's window moves by the difference (RFC 9113 §6.9.2): each is the
+                // initial window plus its credit, so nothing is walked — unless the largest
+                // credit known might take one past 2³¹ − 1, when the streams say exactly.
+                let over =
+                    |credit: i32| i64::from(size) + i64::from(credit) > i64::from(MAX_WINDOW);
+                if over(self.most_credit) {
+                    self.most_credit = self
+                        .streams
+                        .iter()
+                        .map(|s| s.send_credit)
+                        .max()
+                        .unwrap_or(0)
+                        .max(0);
+                    if over(self.most_credit) {
                         return Err(H2Error::Connection(ErrorCode::FlowControl));
                     }
                 }
-                if delta > 0 {
+                let grew = size > self.peer_initial_window;
+                self.peer_initial_window = size;
+                if grew {
                     event(Event::WindowOpened);
                 }
             }
@@ -634,7 +651,7 @@ impl Conn {
                 State::Open
             },
             recv_window: window(i64::from(self.config.stream_window)),
-            send_window: window(i64::from(self.peer_initial_window)),
+            send_credit: 0,
         }
     }
 
@@ -669,7 +686,7 @@ impl Conn {
         if left < 0 {
             return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
         }
-        if let Some(at) = self.lengths.iter().position(|(id, _)| *id == stream) {
+        if let Ok(at) = self.lengths.binary_search_by_key(&stream, |(id, _)| *id) {
             let left = self.lengths[at].1.checked_sub(data.len() as u64);
             match left {
                 Some(left) if !(end_stream && left != 0) => self.lengths[at].1 = left,
@@ -789,9 +806,12 @@ impl Conn {
 
     /// Opens a stream, its list taken from the worker's pool when the connection had none.
     fn add(&mut self, stream: Stream, content_length: Option<u64>) {
+        // Both lists stay in stream order (streams open in increasing order): found by halving.
         if let (Some(n), State::Open) = (content_length, stream.state) {
+            debug_assert!(self.lengths.last().is_none_or(|(id, _)| *id < stream.id));
             self.lengths.push((stream.id, n));
         }
+        debug_assert!(self.streams.last().is_none_or(|s| s.id < stream.id));
         if self.streams.capacity() == 0
             && let Some(list) = reuse(&STREAM_LISTS)
         {
@@ -802,13 +822,14 @@ impl Conn {
 
     /// What `id`'s `content-length` leaves of its body to come, if it gave one.
     fn remaining(&self, id: u32) -> Option<u64> {
-        self.lengths.iter().find(|(s, _)| *s == id).map(|(_, n)| *n)
+        let at = self.lengths.binary_search_by_key(&id, |(s, _)| *s).ok()?;
+        Some(self.lengths[at].1)
     }
 
     /// `id`'s body is over (or its stream): its length is not checked any more.
     fn forget_length(&mut self, id: u32) {
-        if let Some(at) = self.lengths.iter().position(|(s, _)| *s == id) {
-            self.lengths.swap_remove(at);
+        if let Ok(at) = self.lengths.binary_search_by_key(&id, |(s, _)| *s) {
+            self.lengths.remove(at);
             if self.lengths.is_empty() {
                 self.lengths = Vec::new(); // an idle connection holds none
             }
@@ -816,23 +837,26 @@ impl Conn {
     }
 
     fn stream(&self, id: u32) -> Option<&Stream> {
-        self.streams.iter().find(|s| s.id == id)
+        let at = self.streams.binary_search_by_key(&id, |s| s.id).ok()?;
+        Some(&self.streams[at])
     }
 
     fn stream_mut(&mut self, id: u32) -> Option<&mut Stream> {
-        self.streams.iter_mut().find(|s| s.id == id)
+        let at = self.streams.binary_search_by_key(&id, |s| s.id).ok()?;
+        Some(&mut self.streams[at])
     }
 
     /// Forgets `id`; whether it was open.
     fn remove(&mut self, id: u32) -> bool {
-        let Some(at) = self.streams.iter().position(|s| s.id == id) else {
+        let Ok(at) = self.streams.binary_search_by_key(&id, |s| s.id) else {
             return false;
         };
-        self.streams.swap_remove(at);
+        self.streams.remove(at);
         self.forget_length(id);
         self.closed.rotate_right(1);
         self.closed[0] = id;
         if self.streams.is_empty() {
+            self.most_credit = 0;
             // Back to the worker's pool (a small one): an idle connection holds no list.
             let list = std::mem::take(&mut self.streams);
             if list.capacity() <= 16 {
@@ -894,12 +918,15 @@ impl Conn {
         out: &mut Vec<u8>,
     ) -> usize {
         let max = self.peer_max_frame_size as usize;
-        let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) else {
+        let initial = i64::from(self.peer_initial_window);
+        let Ok(at) = self.streams.binary_search_by_key(&stream, |s| s.id) else {
             return 0;
         };
+        let s = &mut self.streams[at];
         let mut sent = 0;
         loop {
-            let room = i64::from(s.send_window).min(self.send_window).max(0) as usize;
+            let stream_window = initial + i64::from(s.send_credit);
+            let room = stream_window.min(self.send_window).max(0) as usize;
             let n = (data.len() - sent).min(room).min(max);
             let last = sent + n == data.len();
             if n == 0 && !(last && end_stream) {
@@ -917,7 +944,7 @@ impl Conn {
                 stream,
             );
             out.extend_from_slice(&data[sent..sent + n]);
-            s.send_window = window(i64::from(s.send_window) - n as i64);
+            s.send_credit = window(i64::from(s.send_credit) - n as i64);
             self.send_window -= n as i64;
             sent += n;
             if last {

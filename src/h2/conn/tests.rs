@@ -18,6 +18,7 @@ const PRIORITY: u8 = 0x2;
 const RST: u8 = 0x3;
 const SETTINGS: u8 = 0x4;
 const PING: u8 = 0x6;
+const GOAWAY: u8 = 0x7;
 const WINDOW_UPDATE: u8 = 0x8;
 const CONTINUATION: u8 = 0x9;
 
@@ -734,4 +735,58 @@ fn a_stream_window_reopens_as_far_as_allowed_and_is_never_left_shut_below_it() {
     peer.conn.allow(1, 0, &mut out);
     peer.out.extend_from_slice(&out);
     assert_eq!(window_updates(&mut peer), Vec::<u32>::new());
+}
+
+/// SETTINGS_INITIAL_WINDOW_SIZE moves every open stream's window (RFC 9113 §6.9.2) without
+/// walking them: up, down below zero, and past 2³¹ − 1 for a stream that was given more.
+#[test]
+fn the_initial_window_moves_every_streams_window_and_overflow_is_still_caught() {
+    let initial = |size: u32| frame(SETTINGS, 0, 0, &[&[0, 4][..], &size.to_be_bytes()].concat());
+    let mut peer = Peer::started();
+    for s in [1u32, 3, 5] {
+        peer.feed(&frame(HEADERS, 0x5, s, &get("/")));
+    }
+    peer.frames();
+    // The connection's window first, so that only the streams' bound.
+    peer.feed(&frame(WINDOW_UPDATE, 0, 0, &(1u32 << 30).to_be_bytes()));
+    // Down to 10: a stream sends 10 bytes, then nothing.
+    peer.feed(&initial(10));
+    let body = [7u8; 100];
+    assert_eq!(peer.conn.send_data(1, &body, false, &mut peer.out), 10);
+    assert_eq!(peer.conn.send_data(1, &body, false, &mut peer.out), 0);
+    // Down to 0: stream 1's window is −10; up to 30: it has 20, stream 3 has 30.
+    peer.feed(&initial(0));
+    assert_eq!(peer.conn.send_data(1, &body, false, &mut peer.out), 0);
+    peer.feed(&initial(30));
+    assert_eq!(peer.conn.send_data(1, &body, false, &mut peer.out), 20);
+    assert_eq!(peer.conn.send_data(3, &body, false, &mut peer.out), 30);
+    peer.frames();
+    // Stream 5 given 2³¹ − 1 − 30 more: its window is at the maximum; the initial window
+    // cannot grow by one without taking it past.
+    let top = (1u32 << 31) - 1 - 30;
+    peer.feed(&frame(WINDOW_UPDATE, 0, 5, &top.to_be_bytes()));
+    assert!(peer.frames().is_empty(), "no error yet");
+    peer.feed(&initial(31));
+    let f = peer.frames();
+    assert_eq!(f.last().map(|f| f.0), Some(GOAWAY));
+    assert_eq!(
+        f.last().map(|f| f.3[4..8].to_vec()),
+        Some(vec![0, 0, 0, 3]),
+        "FLOW_CONTROL_ERROR"
+    );
+}
+
+/// The bound that spares the walk is brought down to the truth when a stream that had the
+/// most credit is gone: the initial window may then grow again.
+#[test]
+fn the_initial_window_may_grow_once_the_stream_with_most_credit_is_gone() {
+    let initial = |size: u32| frame(SETTINGS, 0, 0, &[&[0, 4][..], &size.to_be_bytes()].concat());
+    let mut peer = Peer::started();
+    peer.feed(&frame(HEADERS, 0x5, 1, &get("/")));
+    peer.feed(&frame(HEADERS, 0x5, 3, &get("/")));
+    peer.feed(&frame(WINDOW_UPDATE, 0, 1, &(1u32 << 30).to_be_bytes()));
+    peer.feed(&frame(RST, 0, 1, &[0, 0, 0, 8]));
+    peer.frames();
+    peer.feed(&initial((1u32 << 31) - 1));
+    assert!(peer.frames().iter().all(|f| f.0 != GOAWAY));
 }

@@ -27,6 +27,8 @@ struct Arriving {
     mark: u64,
     /// Its length now.
     len: u64,
+    /// It grew since its window was last looked at (it is in `touched`).
+    touched: bool,
 }
 
 /// The bodies a connection is receiving.
@@ -36,6 +38,8 @@ pub(super) struct Bodies {
     arriving: Vec<Arriving>,
     /// What they hold together.
     held: u64,
+    /// The bodies that grew since their windows were last looked at.
+    touched: Vec<u32>,
     /// `held`, charged to the server's budget for bodies.
     charge: Charge,
 }
@@ -61,6 +65,7 @@ impl Bodies {
             due: now + timeout,
             mark: 0,
             len: 0,
+            touched: false,
         });
     }
 
@@ -88,10 +93,17 @@ impl Bodies {
             budget.dropped_one();
             return Growth::OverServer;
         }
-        let Some(a) = self.find(stream) else {
+        let Ok(at) = self.arriving.binary_search_by_key(&stream, |a| a.stream) else {
+            // (Never: a body grows only on a stream that opened with one.)
+            self.charge.set(budget, self.held as usize, self.held > 0);
             return Growth::Kept;
         };
+        let a = &mut self.arriving[at];
         a.len += added;
+        if !a.touched {
+            a.touched = true;
+            self.touched.push(stream);
+        }
         if a.len - a.mark >= PACE {
             a.mark = a.len;
             a.due = now + timeout;
@@ -109,7 +121,9 @@ impl Bodies {
         self.held -= gone.len;
         self.charge.set(budget, self.held as usize, self.held > 0);
         if self.arriving.is_empty() {
-            self.arriving = Vec::new(); // an idle connection holds none
+            // An idle connection holds none.
+            self.arriving = Vec::new();
+            self.touched = Vec::new();
         }
     }
 
@@ -133,14 +147,22 @@ impl Bodies {
         self.held
     }
 
-    /// Each stream receiving a body, with the body's length so far.
-    pub(super) fn lengths(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.arriving.iter().map(|a| (a.stream, a.len))
+    /// The next body that grew since its window was looked at: its stream and length so far
+    /// (each once, however many frames it took).
+    pub(super) fn next_grown(&mut self) -> Option<(u32, u64)> {
+        while let Some(stream) = self.touched.pop() {
+            if let Some(a) = self.find(stream) {
+                a.touched = false;
+                return Some((stream, a.len));
+            }
+        }
+        None
     }
 
     /// Heap bytes of this list (the bodies themselves are their requests').
     pub(super) fn held_bytes(&self) -> usize {
         self.arriving.capacity() * std::mem::size_of::<Arriving>()
+            + self.touched.capacity() * std::mem::size_of::<u32>()
     }
 
     fn find(&mut self, stream: u32) -> Option<&mut Arriving> {

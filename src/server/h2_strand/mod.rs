@@ -506,10 +506,10 @@ impl H2Strand {
         used
     }
 
-    /// The windows of the streams receiving bodies reopen as far as each body may still grow
+    /// The windows of the streams whose bodies grew reopen as far as each may still grow
     /// (`max_body`): a peer that keeps to them never sends past the limit.
     fn bodies_windows(&mut self, max_body: u64) {
-        for (stream, len) in self.bodies.lengths() {
+        while let Some((stream, len)) = self.bodies.next_grown() {
             let room = max_body.saturating_sub(len);
             self.conn.allow(stream, room, &mut self.out);
         }
