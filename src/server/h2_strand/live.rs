@@ -103,16 +103,27 @@ pub(super) fn received(busy: &mut Vec<(u32, Busy)>, stream: u32, data: &[u8], en
     b.ended |= end;
 }
 
-/// `stream`'s entry in `busy`, made if it had none.
+/// `stream`'s entry in `busy`, made if it had none (the list is in stream order: found by
+/// halving).
 fn busy_of(busy: &mut Vec<(u32, Busy)>, stream: u32) -> &mut Busy {
-    let at = match busy.iter().position(|(id, _)| *id == stream) {
-        Some(at) => at,
-        None => {
-            busy.push((stream, Busy::default()));
-            busy.len() - 1
+    let at = match busy.binary_search_by_key(&stream, |(id, _)| *id) {
+        Ok(at) => at,
+        Err(at) => {
+            busy.insert(at, (stream, Busy::default()));
+            at
         }
     };
     &mut busy[at].1
+}
+
+/// Where `stream`'s entry is in `busy`, if it has one.
+pub(super) fn busy_at(busy: &[(u32, Busy)], stream: u32) -> Option<usize> {
+    busy.binary_search_by_key(&stream, |(id, _)| *id).ok()
+}
+
+/// A live stream just accepted, with what its stream received so far: in `busy` to be started.
+pub(super) fn accepted(busy: &mut Vec<(u32, Busy)>, stream: u32, early: Vec<u8>) {
+    *busy_of(busy, stream) = Busy::fresh(early);
 }
 
 /// Live stream `id` is gone with its stream (reset) or its connection: it leaves its rooms
@@ -121,7 +132,7 @@ fn busy_of(busy: &mut Vec<(u32, Busy)>, stream: u32) -> &mut Busy {
 /// dropped as it is, and its application's `close` never runs without its `open`.
 pub(super) fn gone(busy: &mut Vec<(u32, Busy)>, live: &mut Live, id: reactor::ConnId) {
     let stream = id.stream();
-    if !busy.iter().any(|(s, b)| *s == stream && b.fresh) {
+    if !busy_at(busy, stream).is_some_and(|at| busy[at].1.fresh) {
         live.ended(id);
     }
     forget(busy, stream);
@@ -129,8 +140,8 @@ pub(super) fn gone(busy: &mut Vec<(u32, Busy)>, live: &mut Live, id: reactor::Co
 
 /// `stream` is gone: its entry too (and the list, once empty).
 pub(super) fn forget(busy: &mut Vec<(u32, Busy)>, stream: u32) {
-    if let Some(at) = busy.iter().position(|(id, _)| *id == stream) {
-        busy.swap_remove(at);
+    if let Some(at) = busy_at(busy, stream) {
+        busy.remove(at);
     }
     if busy.is_empty() {
         *busy = Vec::new();
@@ -232,10 +243,7 @@ impl H2Strand {
             return;
         };
         let stream = *stream;
-        let mut entry = busy
-            .iter()
-            .position(|(id, _)| *id == stream)
-            .map(|at| &mut busy[at].1);
+        let mut entry = busy_at(busy, stream).map(|at| &mut busy[at].1);
         let fresh = entry.as_deref_mut().is_some_and(|b| {
             let fresh = b.fresh;
             b.fresh = false;
@@ -275,7 +283,7 @@ impl H2Strand {
             Next::Park {
                 write, deadline, ..
             } => {
-                if deadline.is_some() || write || busy.iter().any(|(id, _)| *id == stream) {
+                if deadline.is_some() || write || busy_at(busy, stream).is_some() {
                     let b = busy_of(busy, stream);
                     b.deadline = deadline;
                     b.writing = write;
@@ -328,9 +336,13 @@ impl H2Strand {
     ) {
         let stream = io.addressed();
         if stream != 0 {
+            // One stream's message: only its part of what the connection holds changes.
+            let before = self.held_by(stream);
             if let Some(at) = self.live_at(stream) {
                 self.step_live(shared, io, at, Step::Message(cmd));
             }
+            let after = self.held_by(stream);
+            self.held = (self.held + after).saturating_sub(before);
             return;
         }
         let cmd = match cmd {
@@ -342,6 +354,11 @@ impl H2Strand {
                 self.step_live(shared, io, at, Step::Message(cmd.clone()));
             }
         }
+    }
+
+    /// When the live stream `stream` is next to be resumed, if it keeps a deadline.
+    pub(super) fn live_deadline(&self, stream: u32) -> Option<Instant> {
+        busy_at(&self.busy, stream).and_then(|at| self.busy[at].1.deadline)
     }
 
     /// The server stops: each live stream ends as it would alone (an event stream at once, a

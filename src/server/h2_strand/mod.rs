@@ -146,6 +146,14 @@ pub(crate) struct H2Strand {
     busy: Vec<(u32, Busy)>,
     /// The request bodies arriving, their pace and what they hold.
     bodies: Bodies,
+    /// What the connection holds (heap and itself), as last measured: kept up to date as one
+    /// stream's message changes its part, measured whole after any other resume — so that
+    /// the reactor's asking costs nothing, and a room's message to each of many streams costs
+    /// each its own part, not a walk over all of them.
+    held: usize,
+    /// Bytes of replies held back by the windows, as last measured (live streams' messages
+    /// change none).
+    replies_held: usize,
     /// When the header block arriving in fragments must be whole.
     head_due: Option<Instant>,
 }
@@ -179,6 +187,8 @@ impl H2Strand {
             charge: Charge::default(),
             bodies: Bodies::default(),
             head_due: None,
+            held: 0,
+            replies_held: 0,
         }
     }
 
@@ -230,11 +240,37 @@ impl H2Strand {
         })
     }
 
-    /// A message for the connection's live streams (or one of them: [`Io::addressed`]).
+    /// A message for the connection's live streams (or one of them: [`Io::addressed`]): they
+    /// frame what they send, which is written; nothing is read (a resume for a message is
+    /// not one for reading: what the peer sent raises its own readiness).
     pub(crate) fn command(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next {
         self.with_shared(io, |h, shared, io| {
+            if h.state != State::Serving {
+                return h.run(shared, io);
+            }
+            let fixed = h.held_fixed();
             h.live_message(shared, io, cmd);
-            h.run(shared, io)
+            let wrote = match h.flush(io) {
+                Err(_) => return Next::Close,
+                Ok(wrote) => wrote,
+            };
+            if h.owes_too_much_with(shared, h.replies_held) {
+                return Next::Close;
+            }
+            match io.addressed() {
+                // A message to every live stream: measured whole.
+                0 => h.measure(),
+                // One stream's: its part was brought up to date, the rest is the fixed part.
+                _ => h.held = (h.held + h.held_fixed()).saturating_sub(fixed),
+            }
+            #[cfg(debug_assertions)]
+            {
+                let kept = (h.held, h.replies_held);
+                h.measure();
+                debug_assert_eq!(kept, (h.held, h.replies_held), "the running figures");
+            }
+            let stepped = h.live_deadline(io.addressed());
+            h.park_after_message(shared, io, wrote, stepped)
         })
     }
 
@@ -259,27 +295,37 @@ impl H2Strand {
         self.work.clear();
     }
 
+    /// What the connection holds, as last measured (see `held`).
     pub(crate) fn held_bytes(&self) -> usize {
-        let work: usize = self
-            .work
-            .iter()
-            .map(|(_, w)| match w {
-                Work::Receiving(r) | Work::Ready(r) | Work::Connect(r) => r.held_bytes(),
-                Work::Live(live) => live.held_bytes(),
-                Work::Sending(held) => held.0.len() - held.1,
-                Work::Streaming(s) => s.held.capacity(),
-                Work::Refused(..) | Work::Cut(_) | Work::Waiting(_) => 0,
-            })
-            .sum();
-        let work = work + self.bodies.held_bytes();
+        self.held
+    }
+
+    /// Measures what the connection holds, all of it (a walk over its streams), and the
+    /// replies held back by the windows.
+    fn measure(&mut self) {
+        let streams: usize = self.work.iter().map(|(_, w)| work_held(w)).sum();
+        let busy: usize = self.busy.iter().map(|(_, b)| b.held_bytes()).sum();
+        self.held = self.held_fixed() + streams + busy;
+        self.replies_held = self.work.iter().map(|(_, w)| reply_held(w)).sum();
+    }
+
+    /// What the connection holds apart from its streams' own parts: itself, the codec, its
+    /// buffers and lists.
+    fn held_fixed(&self) -> usize {
         std::mem::size_of::<H2Strand>()
             + self.conn.held_bytes()
             + self.input.capacity()
             + self.out.capacity()
             + self.work.capacity() * std::mem::size_of::<(u32, Work)>()
-            + work
             + self.busy.capacity() * std::mem::size_of::<(u32, Busy)>()
-            + self.busy.iter().map(|(_, b)| b.held_bytes()).sum::<usize>()
+            + self.bodies.held_bytes()
+    }
+
+    /// What stream `stream`'s work and live entry hold.
+    fn held_by(&self, stream: u32) -> usize {
+        let work = work_at(&self.work, stream).map_or(0, |at| work_held(&self.work[at].1));
+        let busy = live::busy_at(&self.busy, stream).map_or(0, |at| self.busy[at].1.held_bytes());
+        work + busy
     }
 
     /// The loop of one resume: write what is owed, take what was read, read more.
@@ -585,7 +631,7 @@ impl H2Strand {
             StreamAnswer::Sent => self.settle(at, stream, held),
             StreamAnswer::Live(conn) => {
                 self.work[at].1 = Work::Live(Live::new(conn));
-                self.busy.push((stream, Busy::fresh(early)));
+                live::accepted(&mut self.busy, stream, early);
             }
             StreamAnswer::Deferred(wait, patience) => {
                 let until = on.now
@@ -985,16 +1031,13 @@ impl H2Strand {
     /// Charges what is owed and held to the server's output budget (once something stays
     /// unwritten) and says whether this peer owes more than its share while it is spent.
     fn owes_too_much(&mut self, shared: &ServerShared) -> bool {
+        let held = self.work.iter().map(|(_, w)| reply_held(w)).sum();
+        self.owes_too_much_with(shared, held)
+    }
+
+    /// [`owes_too_much`](H2Strand::owes_too_much) with the replies held back known (`held`).
+    fn owes_too_much_with(&mut self, shared: &ServerShared, held: usize) -> bool {
         let owed = self.out.len() - self.written;
-        let held: usize = self
-            .work
-            .iter()
-            .map(|(_, w)| match w {
-                Work::Sending(held) => held.0.len() - held.1,
-                Work::Streaming(s) => s.held.len(),
-                _ => 0,
-            })
-            .sum();
         if owed == 0 && held == 0 && !self.charge.is_held() {
             return false;
         }
@@ -1068,8 +1111,37 @@ impl H2Strand {
         .min();
         self.deadline = deadline;
         self.return_buffers();
+        self.measure();
         Next::Park {
             read: read && self.state == State::Serving && !owed_past_high(self),
+            write: owed,
+            deadline,
+        }
+    }
+
+    /// Parks after a message to live streams, walking nothing: the deadline is the one the
+    /// connection had, or the stepped stream's if sooner (one that moved later is found
+    /// when the earlier deadline comes and every wait is looked at again).
+    fn park_after_message(
+        &mut self,
+        shared: &ServerShared,
+        io: &Io<'_, Command>,
+        progressed: bool,
+        stepped: Option<Instant>,
+    ) -> Next {
+        let owed = self.written < self.out.len();
+        self.write_due = match (owed, self.write_due) {
+            (false, _) => None,
+            (true, Some(d)) if !progressed => Some(d),
+            (true, _) => Some(io.now() + shared.limits.write_timeout),
+        };
+        let deadline = [self.deadline, stepped, self.write_due]
+            .into_iter()
+            .flatten()
+            .min();
+        self.deadline = deadline;
+        Next::Park {
+            read: self.state == State::Serving && !owed_past_high(self),
             write: owed,
             deadline,
         }
@@ -1092,6 +1164,7 @@ impl H2Strand {
                 let end = io.now() + linger;
                 self.state = State::Lingering(end);
                 self.input = Vec::new();
+                self.measure();
                 end
             }
         };
@@ -1103,6 +1176,26 @@ impl H2Strand {
             }
         }
         linger_until(io, end)
+    }
+}
+
+/// What a stream's work holds.
+fn work_held(work: &Work) -> usize {
+    match work {
+        Work::Receiving(r) | Work::Ready(r) | Work::Connect(r) => r.held_bytes(),
+        Work::Live(live) => live.held_bytes(),
+        Work::Sending(held) => held.0.len() - held.1,
+        Work::Streaming(s) => s.held.capacity(),
+        Work::Refused(..) | Work::Cut(_) | Work::Waiting(_) => 0,
+    }
+}
+
+/// Bytes of a stream's reply held back by the windows.
+fn reply_held(work: &Work) -> usize {
+    match work {
+        Work::Sending(held) => held.0.len() - held.1,
+        Work::Streaming(s) => s.held.len(),
+        _ => 0,
     }
 }
 
