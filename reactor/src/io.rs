@@ -600,6 +600,14 @@ impl Socket<'_> {
         self.ready.set(Flags::READ_READY);
     }
 
+    /// Whether the last send found the socket full and no writable edge came since: a send
+    /// now would return `EAGAIN` (the socket is registered for both edges from the start, so
+    /// the next one that frees room is never missed). A lagging peer then costs no system
+    /// call per message.
+    fn write_blocked(&self) -> bool {
+        !self.ready.has(Flags::WRITE_READY)
+    }
+
     /// Sends what the socket takes now; see [`Output::write`].
     ///
     /// ```
@@ -608,7 +616,7 @@ impl Socket<'_> {
     /// }
     /// ```
     pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if buf.is_empty() {
+        if buf.is_empty() || self.write_blocked() {
             return Ok(0);
         }
         loop {
@@ -632,7 +640,7 @@ impl Socket<'_> {
     /// }
     /// ```
     pub fn send_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        if bufs.iter().all(|b| b.is_empty()) {
+        if bufs.iter().all(|b| b.is_empty()) || self.write_blocked() {
             return Ok(0);
         }
         loop {
