@@ -87,7 +87,7 @@ pub use next::{Handover, Next, Wake};
 pub use remote::{INBOX_LIMIT, Remote};
 pub use server::{Handle, MsgOf, Reactor};
 pub use stats::{Stats, WorkerStats};
-pub use strand::{Service, Strand};
+pub use strand::{Service, Strand, message_each};
 pub use trim::{arena_sharing, share_one_arena};
 pub use wheel::TIMER_TICK;
 pub use worker::entry_size;

@@ -69,6 +69,22 @@ pub trait Strand: Send + 'static {
     /// A message sent to this connection through [`Remote::send`](crate::Remote::send).
     fn message(&mut self, io: &mut Io<'_, Self::Msg>, msg: Self::Msg) -> Next;
 
+    /// The same message for several streams of this connection (a room's publish reaching
+    /// many of its streams), in one call: `streams` in increasing order, none 0. By default
+    /// each in turn through [`Strand::message`] ([`message_each`]); a strand with streams does
+    /// them together.
+    fn message_streams(
+        &mut self,
+        io: &mut Io<'_, Self::Msg>,
+        streams: &[u32],
+        msg: Self::Msg,
+    ) -> Next
+    where
+        Self: Sized,
+    {
+        message_each(self, io, streams, msg)
+    }
+
     /// Whether a message sent to every connection of the worker
     /// ([`Remote::send_all`](crate::Remote::send_all)) is for this strand; by default, yes.
     /// Must be cheap: the worker asks every strand it has.
@@ -157,4 +173,26 @@ pub trait Service: Send + 'static {
     /// (buffer pools, caches). The worker then asks the allocator to return free memory to the
     /// system. Runs on the worker's thread. By default nothing is kept.
     fn idle(&mut self) {}
+}
+
+/// `msg` to each of `streams` in turn through [`Strand::message`] (with [`Io::addressed`]
+/// saying which), stopping at the first answer that is not [`Next::Park`]; the last answer.
+pub fn message_each<S: Strand>(
+    strand: &mut S,
+    io: &mut Io<'_, S::Msg>,
+    streams: &[u32],
+    msg: S::Msg,
+) -> Next {
+    let Some((&last, rest)) = streams.split_last() else {
+        return strand.message(io, msg);
+    };
+    for &stream in rest {
+        io.addressed = stream;
+        let next = strand.message(io, msg.clone());
+        if !matches!(next, Next::Park { .. }) {
+            return next;
+        }
+    }
+    io.addressed = last;
+    strand.message(io, msg)
 }

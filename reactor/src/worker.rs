@@ -116,6 +116,8 @@ pub(crate) struct Worker<S: Service> {
     inbox_spare: Vec<(To, Msg<S>)>,
     /// Ids a worker message fans out to (kept between batches, shrunk after a burst).
     fan_ids: Vec<ConnId>,
+    /// The streams of one connection a fan-out reaches, handed over together.
+    fan_streams: Vec<u32>,
     parked: usize,
     held: usize,
     /// When free memory goes back to the system.
@@ -164,6 +166,7 @@ impl<S: Service> Worker<S> {
             expired: Vec::new(),
             inbox_spare: Vec::new(),
             fan_ids: Vec::new(),
+            fan_streams: Vec::new(),
             parked: 0,
             held: 0,
             trim: Trim::default(),
@@ -326,9 +329,30 @@ impl<S: Service> Worker<S> {
                     // Each recipient may ask to be resumed at the end of the turn (to write what
                     // it was handed): one allocation for the list, not one per doubling.
                     self.again.reserve(ids.len());
-                    for id in ids.drain(..) {
-                        self.deliver(id, msg.clone());
+                    if ids.iter().any(|id| id.stream() != 0) {
+                        // The streams of one connection side by side, to be handed over in
+                        // one call.
+                        ids.sort_unstable_by_key(|id| (id.key(), id.generation(), id.stream()));
                     }
+                    let mut at = 0;
+                    while at < ids.len() {
+                        let conn = ids[at].connection();
+                        let end = at
+                            + ids[at..]
+                                .iter()
+                                .take_while(|id| id.connection() == conn)
+                                .count();
+                        let group = &ids[at..end];
+                        if group.len() > 1 && group.iter().all(|id| id.stream() != 0) {
+                            self.deliver_streams(group, msg.clone());
+                        } else {
+                            for &id in group {
+                                self.deliver(id, msg.clone());
+                            }
+                        }
+                        at = end;
+                    }
+                    ids.clear();
                     shrink_after_burst(&mut ids);
                     self.fan_ids = ids;
                 }
@@ -368,6 +392,28 @@ impl<S: Service> Worker<S> {
         } else {
             self.dropped += 1;
         }
+    }
+
+    /// Hands `msg` to several streams of one connection (`ids`, all of it, sorted) at once.
+    fn deliver_streams(&mut self, ids: &[ConnId], msg: Msg<S>) {
+        let id = ids[0];
+        let live = id.worker() == self.index
+            && self
+                .slab
+                .get(id.key() as usize)
+                .is_some_and(|e| e.generation == id.generation());
+        if !live {
+            self.dropped += ids.len() as u64;
+            return;
+        }
+        let mut streams = std::mem::take(&mut self.fan_streams);
+        streams.clear();
+        streams.extend(ids.iter().map(|id| id.stream()));
+        self.call(id.key(), |strand, io| {
+            strand.message_streams(io, &streams, msg)
+        });
+        shrink_after_burst(&mut streams);
+        self.fan_streams = streams;
     }
 
     /// Accepts until the backlog is empty, the batch or connection limit is reached, or

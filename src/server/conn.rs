@@ -135,8 +135,19 @@ impl Strand for ConnStrand {
             ConnStrand::Live(live) => live.message(io, msg),
             ConnStrand::H2(h2) => match msg {
                 Command::Http(msg) => h2.message(io, msg),
-                other => h2.command(io, other),
+                other => {
+                    let stream = io.addressed();
+                    h2.command(io, std::slice::from_ref(&stream), other)
+                }
             },
+        }
+    }
+
+    /// A room's message for several streams of an HTTP/2 connection: stepped in one resume.
+    fn message_streams(&mut self, io: &mut Io<'_, Command>, streams: &[u32], msg: Command) -> Next {
+        match self {
+            ConnStrand::H2(h2) if !matches!(msg, Command::Http(_)) => h2.command(io, streams, msg),
+            _ => reactor::message_each(self, io, streams, msg),
         }
     }
 

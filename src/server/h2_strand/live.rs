@@ -326,25 +326,31 @@ impl H2Strand {
         }
     }
 
-    /// A message for one of the live streams (or, addressed to the connection, for each that
-    /// wants it: a heartbeat, a liveness sweep — taken once for the connection).
-    pub(super) fn live_message(
+    /// A message for live stream `stream`: only its part of what the connection holds
+    /// changes, and is brought up to date.
+    pub(super) fn live_to_one(
+        &mut self,
+        shared: &ServerShared,
+        io: &mut Io<'_, Command>,
+        stream: u32,
+        cmd: Command,
+    ) {
+        let before = self.held_by(stream);
+        if let Some(at) = self.live_at(stream) {
+            self.step_live(shared, io, at, Step::Message(cmd));
+        }
+        let after = self.held_by(stream);
+        self.held = (self.held + after).saturating_sub(before);
+    }
+
+    /// A message addressed to the connection, for each live stream that wants it (a
+    /// heartbeat; a liveness sweep, taken once for the connection).
+    pub(super) fn live_to_all(
         &mut self,
         shared: &ServerShared,
         io: &mut Io<'_, Command>,
         cmd: Command,
     ) {
-        let stream = io.addressed();
-        if stream != 0 {
-            // One stream's message: only its part of what the connection holds changes.
-            let before = self.held_by(stream);
-            if let Some(at) = self.live_at(stream) {
-                self.step_live(shared, io, at, Step::Message(cmd));
-            }
-            let after = self.held_by(stream);
-            self.held = (self.held + after).saturating_sub(before);
-            return;
-        }
         let cmd = match cmd {
             Command::Sweep => Command::Swept(io.silent_sweeps()),
             other => other,

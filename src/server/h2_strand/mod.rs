@@ -240,16 +240,32 @@ impl H2Strand {
         })
     }
 
-    /// A message for the connection's live streams (or one of them: [`Io::addressed`]): they
-    /// frame what they send, which is written; nothing is read (a resume for a message is
-    /// not one for reading: what the peer sent raises its own readiness).
-    pub(crate) fn command(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next {
+    /// A message for live streams of the connection: `streams` (one, or several a room's
+    /// publish reaches together), or all that want it (`[0]`: a heartbeat, a liveness sweep).
+    /// They frame what they send, which is written; nothing is read (a resume for a message
+    /// is not one for reading: what the peer sent raises its own readiness).
+    pub(crate) fn command(
+        &mut self,
+        io: &mut Io<'_, Command>,
+        streams: &[u32],
+        cmd: Command,
+    ) -> Next {
         self.with_shared(io, |h, shared, io| {
             if h.state != State::Serving {
                 return h.run(shared, io);
             }
             let fixed = h.held_fixed();
-            h.live_message(shared, io, cmd);
+            let mut stepped = None;
+            let all = streams == [0];
+            if all {
+                h.live_to_all(shared, io, cmd);
+            } else {
+                for &stream in streams {
+                    h.live_to_one(shared, io, stream, cmd.clone());
+                    let deadline = h.live_deadline(stream);
+                    stepped = [stepped, deadline].into_iter().flatten().min();
+                }
+            }
             let wrote = match h.flush(io) {
                 Err(_) => return Next::Close,
                 Ok(wrote) => wrote,
@@ -257,11 +273,11 @@ impl H2Strand {
             if h.owes_too_much_with(shared, h.replies_held) {
                 return Next::Close;
             }
-            match io.addressed() {
-                // A message to every live stream: measured whole.
-                0 => h.measure(),
-                // One stream's: its part was brought up to date, the rest is the fixed part.
-                _ => h.held = (h.held + h.held_fixed()).saturating_sub(fixed),
+            match all {
+                // Every live stream stepped: measured whole.
+                true => h.measure(),
+                // The streams' parts were brought up to date; the rest is the fixed part.
+                false => h.held = (h.held + h.held_fixed()).saturating_sub(fixed),
             }
             #[cfg(debug_assertions)]
             {
@@ -269,7 +285,6 @@ impl H2Strand {
                 h.measure();
                 debug_assert_eq!(kept, (h.held, h.replies_held), "the running figures");
             }
-            let stepped = h.live_deadline(io.addressed());
             h.park_after_message(shared, io, wrote, stepped)
         })
     }
