@@ -134,6 +134,9 @@ pub(crate) struct H2Strand {
     deadline: Option<Instant>,
     /// When the socket must have taken some of what is owed.
     write_due: Option<Instant>,
+    /// When the peer must have opened a window for the replies held back by its windows
+    /// (`None` while none is, or as they go on): past it, those streams are reset.
+    windows_due: Option<Instant>,
     /// When the peer must have acknowledged our SETTINGS (`None` once it did).
     settings_due: Option<Instant>,
     /// Windows opened or output was written since live streams waiting to write were last
@@ -182,6 +185,7 @@ impl H2Strand {
             deadline: None,
             busy: Vec::new(),
             write_due: None,
+            windows_due: None,
             settings_due: Some(now + SETTINGS_TIMEOUT),
             wake_writers: false,
             charge: Charge::default(),
@@ -723,8 +727,9 @@ impl H2Strand {
         (self.out.len() - before) as u64
     }
 
-    /// Windows opened: bodies held back go on.
+    /// Windows opened: bodies held back go on (and, if any did, have another write timeout).
     fn send_held(&mut self) {
+        let before = self.out.len();
         let mut at = 0;
         while at < self.work.len() {
             let (stream, work) = &mut self.work[at];
@@ -753,6 +758,33 @@ impl H2Strand {
                 at += 1;
             }
         }
+        if self.out.len() > before {
+            self.windows_due = None;
+        }
+    }
+
+    /// The peer opened no window for the write timeout while replies waited on theirs: those
+    /// streams are reset (CANCEL), as a peer that takes nothing of an HTTP/1.1 reply is closed
+    /// — the connection's other streams go on. Counted with the peers dropped for falling
+    /// behind.
+    fn windows_timed_out(&mut self, shared: &ServerShared, io: &Io<'_, Command>) {
+        self.windows_due = None;
+        let stalled: Vec<u32> = self
+            .work
+            .iter()
+            .filter(|(_, w)| reply_held(w) > 0)
+            .map(|(id, _)| *id)
+            .collect();
+        for stream in stalled {
+            if let Some(at) = work_at(&self.work, stream) {
+                // (Dropping a streamed reply's window tells its sender the body is not wanted.)
+                self.work.remove(at);
+                self.conn.cancel(stream, ErrorCode::Cancel, &mut self.out);
+                shared.ws_settings.live.budget.dropped_one();
+                logged(shared, io.id(), stream);
+            }
+        }
+        crate::log::info!(; "HTTP/2 streams reset: their peer opened no window for the write timeout");
     }
 
     /// A deferred reply came for one of the streams (or a piece of a streamed one).
@@ -924,6 +956,10 @@ impl H2Strand {
             self.deadline = None;
             return None;
         }
+        let stalled = self.windows_due.is_some_and(|d| d <= now);
+        if stalled {
+            self.windows_timed_out(shared, io);
+        }
         self.live_timeouts(shared, io);
         let slow_bodies = self.bodies_timed_out(shared, io);
         let late: Vec<(u32, bool)> = self
@@ -947,8 +983,8 @@ impl H2Strand {
             };
             self.answer_late(shared, io, *stream, res);
         }
-        if !slow_bodies && late.is_empty() && self.work.is_empty() && self.conn.open_streams() == 0
-        {
+        let timed_out = slow_bodies || stalled || !late.is_empty();
+        if !timed_out && self.work.is_empty() && self.conn.open_streams() == 0 {
             // Idle past the keep-alive timeout.
             self.conn.go_away(&mut self.out);
             self.state = State::Closing;
@@ -1112,6 +1148,14 @@ impl H2Strand {
         if self.conn.settings_acked() {
             self.settings_due = None;
         }
+        self.return_buffers();
+        self.measure();
+        // Replies held back by the windows: the peer has the write timeout to open one.
+        self.windows_due = match (self.replies_held > 0, self.windows_due) {
+            (false, _) => None,
+            (true, Some(d)) => Some(d),
+            (true, None) => Some(now + limits.write_timeout),
+        };
         let bodies = self.bodies.next_due();
         let deadline = [
             self.write_due,
@@ -1120,13 +1164,12 @@ impl H2Strand {
             self.settings_due,
             bodies,
             self.head_due,
+            self.windows_due,
         ]
         .into_iter()
         .flatten()
         .min();
         self.deadline = deadline;
-        self.return_buffers();
-        self.measure();
         Next::Park {
             read: read && self.state == State::Serving && !owed_past_high(self),
             write: owed,

@@ -1074,3 +1074,30 @@ fn past_the_servers_budget_for_bodies_new_bodies_are_refused_and_come_back_when_
     assert_eq!(late.answer(3).body, b"3");
     server.shutdown().unwrap();
 }
+
+#[test]
+fn a_reply_whose_client_opens_no_window_is_reset_after_the_write_timeout_and_the_rest_go_on() {
+    let server = serve(
+        bind().write_timeout(Duration::from_millis(300)),
+        |req: Request| match req.path() {
+            "/large" => text_response(200, vec![b'l'; 100_000]),
+            _ => text_response(200, "small"),
+        },
+    );
+    // A stream window of 1 000 bytes, never opened.
+    let mut c = Client::with_settings(
+        server.local_addr().port(),
+        &[Setting::InitialWindowSize(1000)],
+    );
+    c.get(1, "/large");
+    let started = Instant::now();
+    let a = c.answer(1);
+    assert_eq!((a.status, a.body.len()), (200, 1000), "what the window let through");
+    assert_eq!(a.reset, Some(0x8), "CANCEL");
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert_eq!(server.stats().lagging_closed, 1);
+    // The connection goes on.
+    c.get(3, "/small");
+    assert_eq!(c.answer(3).body, b"small");
+    server.shutdown().unwrap();
+}
