@@ -5,7 +5,9 @@
 //! bodies are refused and the connections holding more than their share are cut.
 //!
 //! Kept beside the streams' work, for the few streams receiving a body: what they hold in all
-//! is a running figure, not a walk over the streams.
+//! is a running figure, not a walk over the streams. The deadline of a header block arriving
+//! in fragments (whole within the header timeout, or the connection ends) is kept here too:
+//! all that a connection receiving nothing holds of this is one empty pointer.
 //!
 //! [`Server::max_held_bodies`]: crate::http::Server::max_held_bodies
 
@@ -31,9 +33,16 @@ struct Arriving {
     touched: bool,
 }
 
-/// The bodies a connection is receiving.
+/// The bodies a connection is receiving: nothing at all while none is (boxed while some are,
+/// so that a connection receiving none stays small).
 #[derive(Debug, Default)]
-pub(super) struct Bodies {
+pub(super) struct Bodies(Option<Box<Arrivals>>);
+
+/// The bodies arriving, while some are (and a header block arriving in fragments).
+#[derive(Debug, Default)]
+struct Arrivals {
+    /// When the header block arriving in fragments must be whole.
+    head_due: Option<Instant>,
     /// In stream order (streams open in increasing order).
     arriving: Vec<Arriving>,
     /// What they hold together.
@@ -57,16 +66,37 @@ pub(super) enum Growth {
 }
 
 impl Bodies {
+    /// Whether a header block is arriving in fragments (`now`: since when, if it was not
+    /// already): its deadline is set, or cleared once it is whole.
+    pub(super) fn head_arriving(&mut self, arriving: bool, now: Instant, timeout: Duration) {
+        match (arriving, self.0.as_deref_mut()) {
+            (true, Some(a)) => {
+                a.head_due.get_or_insert(now + timeout);
+            }
+            (true, None) => {
+                let a = self.0.get_or_insert_with(Box::default);
+                a.head_due = Some(now + timeout);
+            }
+            (false, Some(a)) => {
+                a.head_due = None;
+                if a.arriving.is_empty() {
+                    self.0 = None;
+                }
+            }
+            (false, None) => {}
+        }
+    }
+
+    /// When the header block arriving in fragments must be whole.
+    pub(super) fn head_due(&self) -> Option<Instant> {
+        self.0.as_deref().and_then(|a| a.head_due)
+    }
+
     /// Stream `stream` opened with a body to come.
     pub(super) fn opened(&mut self, stream: u32, now: Instant, timeout: Duration) {
-        debug_assert!(self.arriving.last().is_none_or(|a| a.stream < stream));
-        self.arriving.push(Arriving {
-            stream,
-            due: now + timeout,
-            mark: 0,
-            len: 0,
-            touched: false,
-        });
+        self.0
+            .get_or_insert_with(Box::default)
+            .opened(stream, now, timeout);
     }
 
     /// Whether a new body may start: the server's budget is not spent.
@@ -77,6 +107,75 @@ impl Bodies {
     /// `added` bytes more of `stream`'s body came: kept if the connection (`cap`) and the
     /// server (`budget`) allow it.
     pub(super) fn grow(
+        &mut self,
+        stream: u32,
+        added: u64,
+        rules: (u64, &Arc<OutputBudget>),
+        pace: (Instant, Duration),
+    ) -> Growth {
+        match self.0.as_deref_mut() {
+            Some(a) => a.grow(stream, added, rules, pace),
+            None => Growth::Kept, // never: a body grows only on a stream that opened with one
+        }
+    }
+
+    /// `stream`'s body is no longer held here (whole, refused, reset, or the connection gone).
+    pub(super) fn ended(&mut self, stream: u32, budget: &Arc<OutputBudget>) {
+        if let Some(a) = self.0.as_deref_mut() {
+            a.ended(stream, budget);
+            if a.arriving.is_empty() && a.head_due.is_none() {
+                self.0 = None; // its charge given back
+            }
+        }
+    }
+
+    /// When the first body must have progressed, or the header block be whole.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        let a = self.0.as_deref()?;
+        [a.next_due(), a.head_due].into_iter().flatten().min()
+    }
+
+    /// The streams whose body did not progress in time.
+    pub(super) fn late(&self, now: Instant) -> Vec<u32> {
+        self.0.as_deref().map_or_else(Vec::new, |a| a.late(now))
+    }
+
+    /// Bytes of the bodies held.
+    #[cfg(test)]
+    pub(super) fn held(&self) -> u64 {
+        self.0.as_deref().map_or(0, |a| a.held)
+    }
+
+    /// The next body that grew since its window was looked at: its stream and length so far
+    /// (each once, however many frames it took).
+    pub(super) fn next_grown(&mut self) -> Option<(u32, u64)> {
+        self.0.as_deref_mut().and_then(Arrivals::next_grown)
+    }
+
+    /// Heap bytes of this list (the bodies themselves are their requests').
+    pub(super) fn held_bytes(&self) -> usize {
+        self.0
+            .as_deref()
+            .map_or(0, |a| std::mem::size_of::<Arrivals>() + a.held_bytes())
+    }
+}
+
+impl Arrivals {
+    /// Stream `stream` opened with a body to come.
+    fn opened(&mut self, stream: u32, now: Instant, timeout: Duration) {
+        debug_assert!(self.arriving.last().is_none_or(|a| a.stream < stream));
+        self.arriving.push(Arriving {
+            stream,
+            due: now + timeout,
+            mark: 0,
+            len: 0,
+            touched: false,
+        });
+    }
+
+    /// `added` bytes more of `stream`'s body came: kept if the connection (`cap`) and the
+    /// server (`budget`) allow it.
+    fn grow(
         &mut self,
         stream: u32,
         added: u64,
@@ -113,7 +212,7 @@ impl Bodies {
     }
 
     /// `stream`'s body is no longer held here (whole, refused, reset, or the connection gone).
-    pub(super) fn ended(&mut self, stream: u32, budget: &Arc<OutputBudget>) {
+    fn ended(&mut self, stream: u32, budget: &Arc<OutputBudget>) {
         let Ok(at) = self.arriving.binary_search_by_key(&stream, |a| a.stream) else {
             return;
         };
@@ -128,12 +227,12 @@ impl Bodies {
     }
 
     /// When the first body must have progressed.
-    pub(super) fn next_due(&self) -> Option<Instant> {
+    fn next_due(&self) -> Option<Instant> {
         self.arriving.iter().map(|a| a.due).min()
     }
 
     /// The streams whose body did not progress in time.
-    pub(super) fn late(&self, now: Instant) -> Vec<u32> {
+    fn late(&self, now: Instant) -> Vec<u32> {
         self.arriving
             .iter()
             .filter(|a| a.due <= now)

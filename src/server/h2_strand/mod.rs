@@ -157,8 +157,6 @@ pub(crate) struct H2Strand {
     /// Bytes of replies held back by the windows, as last measured (live streams' messages
     /// change none).
     replies_held: usize,
-    /// When the header block arriving in fragments must be whole.
-    head_due: Option<Instant>,
 }
 
 impl H2Strand {
@@ -190,7 +188,6 @@ impl H2Strand {
             wake_writers: false,
             charge: Charge::default(),
             bodies: Bodies::default(),
-            head_due: None,
             held: 0,
             replies_held: 0,
         }
@@ -555,11 +552,9 @@ impl H2Strand {
             })
         });
         self.bodies_windows(max_body);
-        self.head_due = match (self.conn.in_header_block(), self.head_due) {
-            (false, _) => None,
-            (true, None) => Some(ctx.now + shared.limits.header_timeout),
-            (true, due) => due,
-        };
+        let head = self.conn.in_header_block();
+        self.bodies
+            .head_arriving(head, ctx.now, shared.limits.header_timeout);
         self.answer_ready(shared, ctx);
         if window_opened {
             self.send_held();
@@ -948,7 +943,7 @@ impl H2Strand {
             self.deadline = None;
             return None;
         }
-        if self.head_due.is_some_and(|d| d <= now) {
+        if self.bodies.head_due().is_some_and(|d| d <= now) {
             // A header block not whole in time (a CONTINUATION trickle): nothing else may
             // come on the connection meanwhile, so it ends.
             self.conn.header_timed_out(&mut self.out);
@@ -1163,7 +1158,6 @@ impl H2Strand {
             live,
             self.settings_due,
             bodies,
-            self.head_due,
             self.windows_due,
         ]
         .into_iter()

@@ -1092,7 +1092,11 @@ fn a_reply_whose_client_opens_no_window_is_reset_after_the_write_timeout_and_the
     c.get(1, "/large");
     let started = Instant::now();
     let a = c.answer(1);
-    assert_eq!((a.status, a.body.len()), (200, 1000), "what the window let through");
+    assert_eq!(
+        (a.status, a.body.len()),
+        (200, 1000),
+        "what the window let through"
+    );
     assert_eq!(a.reset, Some(0x8), "CANCEL");
     assert!(started.elapsed() >= Duration::from_millis(250));
     assert_eq!(server.stats().lagging_closed, 1);
