@@ -240,15 +240,9 @@ impl Arrivals {
             .collect()
     }
 
-    /// Bytes of the bodies held.
-    #[cfg(test)]
-    pub(super) fn held(&self) -> u64 {
-        self.held
-    }
-
     /// The next body that grew since its window was looked at: its stream and length so far
     /// (each once, however many frames it took).
-    pub(super) fn next_grown(&mut self) -> Option<(u32, u64)> {
+    fn next_grown(&mut self) -> Option<(u32, u64)> {
         while let Some(stream) = self.touched.pop() {
             if let Some(a) = self.find(stream) {
                 a.touched = false;
@@ -259,7 +253,7 @@ impl Arrivals {
     }
 
     /// Heap bytes of this list (the bodies themselves are their requests').
-    pub(super) fn held_bytes(&self) -> usize {
+    fn held_bytes(&self) -> usize {
         self.arriving.capacity() * std::mem::size_of::<Arriving>()
             + self.touched.capacity() * std::mem::size_of::<u32>()
     }
