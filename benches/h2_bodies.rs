@@ -19,7 +19,8 @@ use web::http::{Server, text_response};
 
 mod child;
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+use child::h2::{head, hello, request};
+
 const STREAMS: u32 = 4;
 const BODY: usize = 1_000 * 1024;
 const PIECE: usize = 16_384;
@@ -35,13 +36,6 @@ fn serve() {
         })
         .unwrap();
     child::serve_until_stdin_closes(port);
-}
-
-fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
-    out.extend_from_slice(&(len as u32).to_be_bytes()[1..]);
-    out.push(kind);
-    out.push(flags);
-    out.extend_from_slice(&stream.to_be_bytes());
 }
 
 /// What became of a connection's streams.
@@ -60,24 +54,9 @@ struct Outcome {
 fn upload(port: u16) -> (TcpStream, Outcome) {
     let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
     c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-    let mut out = PREFACE.to_vec();
-    head(&mut out, 0, 0x4, 0, 0);
-    head(&mut out, 0, 0x4, 1, 0);
+    let mut out = hello();
     for i in 0..STREAMS {
-        let mut block = Vec::new();
-        for (n, v) in [
-            (":method", "POST"),
-            (":scheme", "http"),
-            (":authority", "t"),
-            (":path", "/up"),
-        ] {
-            block.extend_from_slice(&[0, n.len() as u8]);
-            block.extend_from_slice(n.as_bytes());
-            block.push(v.len() as u8);
-            block.extend_from_slice(v.as_bytes());
-        }
-        head(&mut out, block.len(), 0x1, 0x4, 1 + 2 * i);
-        out.extend_from_slice(&block);
+        request(&mut out, 1 + 2 * i, "POST", "/up", false);
     }
     c.write_all(&out).unwrap();
     let mut outcome = Outcome::default();

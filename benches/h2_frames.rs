@@ -22,7 +22,7 @@ use web::http::{Server, text_response};
 
 mod child;
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+use child::h2::{head, hello, request};
 /// 1-byte DATA frames sent on one connection (60 000 body bytes in all, within every window).
 const DATA_FRAMES: usize = 60_000;
 /// SETTINGS frames sent on one connection (well within the flood budget).
@@ -40,22 +40,6 @@ fn serve() {
         })
         .unwrap();
     child::serve_until_stdin_closes(port);
-}
-
-fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
-    out.extend_from_slice(&(len as u32).to_be_bytes()[1..]);
-    out.push(kind);
-    out.push(flags);
-    out.extend_from_slice(&stream.to_be_bytes());
-}
-
-/// A literal header field without indexing, its name and value short.
-fn field(block: &mut Vec<u8>, name: &str, value: &str) {
-    block.push(0);
-    block.push(name.len() as u8);
-    block.extend_from_slice(name.as_bytes());
-    block.push(value.len() as u8);
-    block.extend_from_slice(value.as_bytes());
 }
 
 /// A connection with `streams` POST streams open (their bodies to come), and a thread that
@@ -91,17 +75,9 @@ fn open(port: u16, streams: u32) -> (TcpStream, mpsc::Receiver<()>) {
             held.drain(..at);
         }
     });
-    let mut out = PREFACE.to_vec();
-    head(&mut out, 0, 0x4, 0, 0); // SETTINGS
-    head(&mut out, 0, 0x4, 1, 0); // and the server's acknowledged
+    let mut out = hello();
     for i in 0..streams {
-        let mut block = Vec::new();
-        field(&mut block, ":method", "POST");
-        field(&mut block, ":scheme", "http");
-        field(&mut block, ":authority", "a");
-        field(&mut block, ":path", "/up");
-        head(&mut out, block.len(), 0x1, 0x4, 1 + 2 * i); // END_HEADERS, body to come
-        out.extend_from_slice(&block);
+        request(&mut out, 1 + 2 * i, "POST", "/up", false);
     }
     let mut conn = conn;
     conn.write_all(&out).expect("the child reads");

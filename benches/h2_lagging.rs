@@ -20,13 +20,14 @@ use web::sse::{Sse, SseHandler};
 
 mod child;
 
+use child::h2::{hello, request};
+
 const MEMBERS: usize = 1_000;
 const H2_CONNECTIONS: usize = 10;
 const POST_BYTES: usize = 4_000;
 /// Posts per round: each member's backlog stays under its limit (16 MiB).
 const POSTS: usize = 2_000;
 const ROUNDS: usize = 3;
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 struct Member;
 
@@ -108,13 +109,6 @@ fn http1_members(port: u16) -> Vec<TcpStream> {
         .collect()
 }
 
-fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
-    out.extend_from_slice(&(len as u32).to_be_bytes()[1..]);
-    out.push(kind);
-    out.push(flags);
-    out.extend_from_slice(&stream.to_be_bytes());
-}
-
 /// 1 000 members as streams of HTTP/2 connections that never read nor open a window.
 fn http2_members(port: u16) -> Vec<TcpStream> {
     let per = MEMBERS / H2_CONNECTIONS;
@@ -122,24 +116,9 @@ fn http2_members(port: u16) -> Vec<TcpStream> {
         .map(|_| {
             let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
             small_receive_buffer(&c);
-            let mut out = PREFACE.to_vec();
-            head(&mut out, 0, 0x4, 0, 0);
-            head(&mut out, 0, 0x4, 1, 0); // the server's SETTINGS acknowledged
+            let mut out = hello();
             for i in 0..per as u32 {
-                let mut block = Vec::new();
-                for (n, v) in [
-                    (":method", "GET"),
-                    (":scheme", "http"),
-                    (":authority", "t"),
-                    (":path", "/events"),
-                ] {
-                    block.extend_from_slice(&[0, n.len() as u8]);
-                    block.extend_from_slice(n.as_bytes());
-                    block.push(v.len() as u8);
-                    block.extend_from_slice(v.as_bytes());
-                }
-                head(&mut out, block.len(), 0x1, 0x5, 1 + 2 * i);
-                out.extend_from_slice(&block);
+                request(&mut out, 1 + 2 * i, "GET", "/events", true);
             }
             c.write_all(&out).unwrap();
             c

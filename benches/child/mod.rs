@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each benchmark uses a different part of it
 
+pub mod h2;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 

@@ -157,6 +157,9 @@ pub(crate) struct H2Strand {
     /// Bytes of replies held back by the windows, as last measured (live streams' messages
     /// change none).
     replies_held: usize,
+    /// A reply may be held back by the windows (one was since the last walk found none): the
+    /// walk that sums them is spared while none can be.
+    replying: bool,
 }
 
 impl H2Strand {
@@ -190,6 +193,7 @@ impl H2Strand {
             bodies: Bodies::default(),
             held: 0,
             replies_held: 0,
+            replying: false,
         }
     }
 
@@ -276,7 +280,9 @@ impl H2Strand {
             }
             match all {
                 // Every live stream stepped: measured whole.
-                true => h.measure(),
+                true => {
+                    h.measure();
+                }
                 // The streams' parts were brought up to date; the rest is the fixed part.
                 false => h.held = (h.held + h.held_fixed()).saturating_sub(fixed),
             }
@@ -318,11 +324,41 @@ impl H2Strand {
 
     /// Measures what the connection holds, all of it (a walk over its streams), and the
     /// replies held back by the windows.
-    fn measure(&mut self) {
-        let streams: usize = self.work.iter().map(|(_, w)| work_held(w)).sum();
-        let busy: usize = self.busy.iter().map(|(_, b)| b.held_bytes()).sum();
+    fn measure(&mut self) -> Survey {
+        let mut survey = Survey {
+            first_reply: None,
+            only_live: true,
+            live_deadline: None,
+        };
+        let (mut streams, mut replies) = (0, 0);
+        for (_, w) in &self.work {
+            streams += work_held(w);
+            replies += reply_held(w);
+            match w {
+                Work::Waiting(a) => {
+                    let until = [survey.first_reply, Some(a.until)]
+                        .into_iter()
+                        .flatten()
+                        .min();
+                    survey.first_reply = until;
+                    survey.only_live = false;
+                }
+                Work::Live(_) => {}
+                _ => survey.only_live = false,
+            }
+        }
+        let mut busy = 0;
+        for (_, b) in &self.busy {
+            busy += b.held_bytes();
+            let due = [survey.live_deadline, b.deadline]
+                .into_iter()
+                .flatten()
+                .min();
+            survey.live_deadline = due;
+        }
         self.held = self.held_fixed() + streams + busy;
-        self.replies_held = self.work.iter().map(|(_, w)| reply_held(w)).sum();
+        self.replies_held = replies;
+        survey
     }
 
     /// What the connection holds apart from its streams' own parts: itself, the codec, its
@@ -673,7 +709,10 @@ impl H2Strand {
     /// stays as its work, else the work is done.
     fn settle(&mut self, at: usize, stream: u32, held: Option<(Body, usize)>) {
         match held {
-            Some(held) => self.work[at] = (stream, Work::Sending(Box::new(held))),
+            Some(held) => {
+                self.replying = true;
+                self.work[at] = (stream, Work::Sending(Box::new(held)));
+            }
             None => {
                 self.work.remove(at);
             }
@@ -874,6 +913,7 @@ impl H2Strand {
             logged(shared, io.id(), stream);
             return;
         }
+        self.replying = true;
         self.work[at].1 = Work::Streaming(Box::new(Streamed {
             seq: wait.seq,
             held: Vec::new(),
@@ -907,6 +947,7 @@ impl H2Strand {
                 } else {
                     held.extend_from_slice(&bytes);
                 }
+                self.replying |= !held.is_empty();
             }
             Delivery::End => {
                 *ended = true;
@@ -1077,7 +1118,14 @@ impl H2Strand {
     /// Charges what is owed and held to the server's output budget (once something stays
     /// unwritten) and says whether this peer owes more than its share while it is spent.
     fn owes_too_much(&mut self, shared: &ServerShared) -> bool {
-        let held = self.work.iter().map(|(_, w)| reply_held(w)).sum();
+        let held = match self.replying {
+            false => 0,
+            true => {
+                let held = self.work.iter().map(|(_, w)| reply_held(w)).sum();
+                self.replying = held > 0;
+                held
+            }
+        };
         self.owes_too_much_with(shared, held)
     }
 
@@ -1110,22 +1158,19 @@ impl H2Strand {
         let now = io.now();
         let owed = self.written < self.out.len();
         let limits = &shared.limits;
-        let first_reply = self
-            .work
-            .iter()
-            .filter_map(|(_, w)| match w {
-                Work::Waiting(a) => Some(a.until),
-                _ => None,
-            })
-            .min();
+        self.return_buffers();
+        // One walk over the streams for all a park needs of them.
+        let Survey {
+            first_reply,
+            only_live,
+            live_deadline: live,
+        } = self.measure();
         // The write timeout runs from the last progress.
         self.write_due = match (owed, self.write_due) {
             (false, _) => None,
             (true, Some(d)) if !progressed => Some(d),
             (true, _) => Some(now + limits.write_timeout),
         };
-        let live = self.busy.iter().filter_map(|(_, b)| b.deadline).min();
-        let only_live = self.work.iter().all(|(_, w)| matches!(w, Work::Live(_)));
         let wait = if let Some(until) = first_reply {
             Some(until)
         } else if self.work.is_empty() {
@@ -1143,8 +1188,6 @@ impl H2Strand {
         if self.conn.settings_acked() {
             self.settings_due = None;
         }
-        self.return_buffers();
-        self.measure();
         // Replies held back by the windows: the peer has the write timeout to open one.
         self.windows_due = match (self.replies_held > 0, self.windows_due) {
             (false, _) => None,
@@ -1229,6 +1272,16 @@ impl H2Strand {
         }
         linger_until(io, end)
     }
+}
+
+/// What a park needs to know of the streams, found in the walk that measures them.
+struct Survey {
+    /// When the first deferred reply is due.
+    first_reply: Option<Instant>,
+    /// Every stream with work is a live one (each keeps its own deadline).
+    only_live: bool,
+    /// The first deadline a live stream keeps.
+    live_deadline: Option<Instant>,
 }
 
 /// What a stream's work holds.

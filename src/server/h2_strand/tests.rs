@@ -897,13 +897,13 @@ fn async_answers_end_their_tasks_when_the_server_stops() {
 }
 
 impl Client {
-    /// HEADERS of a POST to `path` whose body is to come.
-    fn begin_upload(&mut self, stream: u32, path: &str) {
+    /// HEADERS with `fields` that leave the stream open (no END_STREAM: a body or a
+    /// WebSocket's frames are to come).
+    fn open_stream(&mut self, stream: u32, fields: &[(&str, &str)]) {
         let mut block = Vec::new();
-        write_field(&mut block, ":method", b"POST");
-        write_field(&mut block, ":scheme", b"http");
-        write_field(&mut block, ":authority", b"a");
-        write_field(&mut block, ":path", path.as_bytes());
+        for (name, value) in fields {
+            write_field(&mut block, name, value.as_bytes());
+        }
         let mut out = Vec::new();
         frame::write_head(
             &mut out,
@@ -914,6 +914,17 @@ impl Client {
         );
         out.extend_from_slice(&block);
         self.send(&out);
+    }
+
+    /// HEADERS of a POST to `path` whose body is to come.
+    fn begin_upload(&mut self, stream: u32, path: &str) {
+        let fields = [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":authority", "a"),
+            (":path", path),
+        ];
+        self.open_stream(stream, &fields);
     }
 
     /// DATA on `stream`, in frames of at most 16 KiB; `end` ends the body.

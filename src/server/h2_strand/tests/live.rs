@@ -68,23 +68,15 @@ impl Client {
     /// HEADERS opening a stream that stays open (no END_STREAM): an extended CONNECT for a
     /// WebSocket at `path`.
     fn connect_websocket(&mut self, stream: u32, path: &str) {
-        let mut block = Vec::new();
-        write_field(&mut block, ":method", b"CONNECT");
-        write_field(&mut block, ":protocol", b"websocket");
-        write_field(&mut block, ":scheme", b"http");
-        write_field(&mut block, ":authority", b"example.test");
-        write_field(&mut block, ":path", path.as_bytes());
-        write_field(&mut block, "sec-websocket-version", b"13");
-        let mut out = Vec::new();
-        frame::write_head(
-            &mut out,
-            block.len(),
-            Kind::Headers,
-            flags::END_HEADERS,
-            stream,
-        );
-        out.extend_from_slice(&block);
-        self.send(&out);
+        let fields = [
+            (":method", "CONNECT"),
+            (":protocol", "websocket"),
+            (":scheme", "http"),
+            (":authority", "example.test"),
+            (":path", path),
+            ("sec-websocket-version", "13"),
+        ];
+        self.open_stream(stream, &fields);
     }
 
     /// A WebSocket frame from the client (masked) as DATA on `stream`; `end` ends the stream.
