@@ -132,11 +132,11 @@ pub(crate) struct H2Strand {
     /// When the connection's wait ends (idle, write, the first deferred reply's, a live
     /// stream's).
     deadline: Option<Instant>,
-    /// When the socket must have taken some of what is owed.
+    /// When the peer must have taken something — output owed to the socket, or a window for
+    /// the replies its windows hold back — counted from its last progress (`None` while
+    /// nothing waits on it): past it, a connection owed output closes, or else the streams
+    /// whose replies wait are reset.
     write_due: Option<Instant>,
-    /// When the peer must have opened a window for the replies held back by its windows
-    /// (`None` while none is, or as they go on): past it, those streams are reset.
-    windows_due: Option<Instant>,
     /// When the peer must have acknowledged our SETTINGS (`None` once it did).
     settings_due: Option<Instant>,
     /// Windows opened or output was written since live streams waiting to write were last
@@ -154,9 +154,6 @@ pub(crate) struct H2Strand {
     /// the reactor's asking costs nothing, and a room's message to each of many streams costs
     /// each its own part, not a walk over all of them.
     held: usize,
-    /// Bytes of replies held back by the windows, as last measured (live streams' messages
-    /// change none).
-    replies_held: usize,
     /// A reply may be held back by the windows (one was since the last walk found none): the
     /// walk that sums them is spared while none can be.
     replying: bool,
@@ -186,13 +183,11 @@ impl H2Strand {
             deadline: None,
             busy: Vec::new(),
             write_due: None,
-            windows_due: None,
             settings_due: Some(now + SETTINGS_TIMEOUT),
             wake_writers: false,
             charge: Charge::default(),
             bodies: Bodies::default(),
             held: 0,
-            replies_held: 0,
             replying: false,
         }
     }
@@ -275,7 +270,7 @@ impl H2Strand {
                 Err(_) => return Next::Close,
                 Ok(wrote) => wrote,
             };
-            if h.owes_too_much_with(shared, h.replies_held) {
+            if h.owes_too_much(shared) {
                 return Next::Close;
             }
             match all {
@@ -288,9 +283,9 @@ impl H2Strand {
             }
             #[cfg(debug_assertions)]
             {
-                let kept = (h.held, h.replies_held);
+                let kept = h.held;
                 h.measure();
-                debug_assert_eq!(kept, (h.held, h.replies_held), "the running figures");
+                debug_assert_eq!(kept, h.held, "the running figure");
             }
             h.park_after_message(shared, io, wrote, stepped)
         })
@@ -329,6 +324,7 @@ impl H2Strand {
             first_reply: None,
             only_live: true,
             live_deadline: None,
+            replies_held: 0,
         };
         let (mut streams, mut replies) = (0, 0);
         for (_, w) in &self.work {
@@ -357,7 +353,7 @@ impl H2Strand {
             survey.live_deadline = due;
         }
         self.held = self.held_fixed() + streams + busy;
-        self.replies_held = replies;
+        survey.replies_held = replies;
         survey
     }
 
@@ -761,9 +757,8 @@ impl H2Strand {
         (self.out.len() - before) as u64
     }
 
-    /// Windows opened: bodies held back go on (and, if any did, have another write timeout).
+    /// Windows opened: bodies held back go on.
     fn send_held(&mut self) {
-        let before = self.out.len();
         let mut at = 0;
         while at < self.work.len() {
             let (stream, work) = &mut self.work[at];
@@ -792,9 +787,6 @@ impl H2Strand {
                 at += 1;
             }
         }
-        if self.out.len() > before {
-            self.windows_due = None;
-        }
     }
 
     /// The peer opened no window for the write timeout while replies waited on theirs: those
@@ -802,7 +794,6 @@ impl H2Strand {
     /// — the connection's other streams go on. Counted with the peers dropped for falling
     /// behind.
     fn windows_timed_out(&mut self, shared: &ServerShared, io: &Io<'_, Command>) {
-        self.windows_due = None;
         let stalled: Vec<u32> = self
             .work
             .iter()
@@ -972,7 +963,8 @@ impl H2Strand {
         if self.deadline.is_some_and(|d| now < d) {
             return None;
         }
-        if self.written < self.out.len() && self.write_due.is_some_and(|d| d <= now) {
+        let took_nothing = self.write_due.is_some_and(|d| d <= now);
+        if took_nothing && self.written < self.out.len() {
             return Some(Next::Close); // the write timeout: the peer takes nothing
         }
         if self.state != State::Serving {
@@ -992,8 +984,11 @@ impl H2Strand {
             self.deadline = None;
             return None;
         }
-        let stalled = self.windows_due.is_some_and(|d| d <= now);
+        // The write timeout with nothing owed to the socket: replies wait on windows that
+        // never open.
+        let stalled = took_nothing;
         if stalled {
+            self.write_due = None;
             self.windows_timed_out(shared, io);
         }
         self.live_timeouts(shared, io);
@@ -1164,9 +1159,12 @@ impl H2Strand {
             first_reply,
             only_live,
             live_deadline: live,
+            replies_held,
         } = self.measure();
-        // The write timeout runs from the last progress.
-        self.write_due = match (owed, self.write_due) {
+        // The write timeout runs from the last progress, while output is owed or replies wait
+        // on the windows.
+        let waits = owed || replies_held > 0;
+        self.write_due = match (waits, self.write_due) {
             (false, _) => None,
             (true, Some(d)) if !progressed => Some(d),
             (true, _) => Some(now + limits.write_timeout),
@@ -1188,24 +1186,11 @@ impl H2Strand {
         if self.conn.settings_acked() {
             self.settings_due = None;
         }
-        // Replies held back by the windows: the peer has the write timeout to open one.
-        self.windows_due = match (self.replies_held > 0, self.windows_due) {
-            (false, _) => None,
-            (true, Some(d)) => Some(d),
-            (true, None) => Some(now + limits.write_timeout),
-        };
         let bodies = self.bodies.next_due();
-        let deadline = [
-            self.write_due,
-            wait,
-            live,
-            self.settings_due,
-            bodies,
-            self.windows_due,
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let deadline = [self.write_due, wait, live, self.settings_due, bodies]
+            .into_iter()
+            .flatten()
+            .min();
         self.deadline = deadline;
         Next::Park {
             read: read && self.state == State::Serving && !owed_past_high(self),
@@ -1225,7 +1210,9 @@ impl H2Strand {
         stepped: Option<Instant>,
     ) -> Next {
         let owed = self.written < self.out.len();
-        self.write_due = match (owed, self.write_due) {
+        // (Replies held back by the windows are as they were: a live stream's message changes
+        // none.)
+        self.write_due = match (owed || self.replying, self.write_due) {
             (false, _) => None,
             (true, Some(d)) if !progressed => Some(d),
             (true, _) => Some(io.now() + shared.limits.write_timeout),
@@ -1282,6 +1269,8 @@ struct Survey {
     only_live: bool,
     /// The first deadline a live stream keeps.
     live_deadline: Option<Instant>,
+    /// Bytes of replies held back by the windows.
+    replies_held: usize,
 }
 
 /// What a stream's work holds.
