@@ -46,6 +46,8 @@ struct ControlShared {
     streams: Arc<AtomicUsize>,
     /// The output queued for WebSocket peers, once the server is built.
     budget: OnceLock<Arc<crate::live::OutputBudget>>,
+    /// What HTTP/2 request bodies arriving hold, all connections together.
+    bodies: OnceLock<Arc<crate::live::OutputBudget>>,
     replies: OnceLock<Arc<super::deferred::Replies>>,
     /// The count of handler calls that held their worker.
     stalls: OnceLock<Arc<crate::live::Stalls>>,
@@ -122,6 +124,11 @@ impl Control {
         let _ = self.shared.budget.set(budget);
     }
 
+    /// The budget HTTP/2 request bodies are held against, for the figures.
+    pub(crate) fn attach_bodies(&self, bodies: Arc<crate::live::OutputBudget>) {
+        let _ = self.shared.bodies.set(bodies);
+    }
+
     /// The counter of open WebSocket connections, for the strands to keep.
     pub(crate) fn attach_replies(&self, replies: Arc<super::deferred::Replies>) {
         let _ = self.shared.replies.set(replies);
@@ -186,6 +193,10 @@ impl Control {
         if let Some(budget) = self.shared.budget.get() {
             stats.lagging_closed = budget.dropped();
             stats.queued_output = budget.used();
+        }
+        if let Some(bodies) = self.shared.bodies.get() {
+            stats.held_bodies = bodies.used();
+            stats.bodies_refused = bodies.dropped();
         }
         #[cfg(feature = "redis")]
         if let Some(fleet) = self.shared.fleet.get().map(|c| c.stats()) {

@@ -57,7 +57,7 @@ pub(crate) fn render(stats: &ServerStats, workers: &[WorkerFigures]) -> String {
     {
         out.sample("web_responses_total", &[("class", class)], n);
     }
-    let figures: [(&str, &str, &str, u64); 22] = [
+    let figures: [(&str, &str, &str, u64); 24] = [
         (
             "web_parked_connections",
             "gauge",
@@ -99,6 +99,18 @@ pub(crate) fn render(stats: &ServerStats, workers: &[WorkerFigures]) -> String {
             "gauge",
             "Bytes queued for WebSocket and event-stream peers, not yet taken.",
             stats.queued_output as u64,
+        ),
+        (
+            "web_held_bodies_bytes",
+            "gauge",
+            "Bytes of HTTP/2 request bodies held while they arrive.",
+            stats.held_bodies as u64,
+        ),
+        (
+            "web_bodies_refused_total",
+            "counter",
+            "HTTP/2 request bodies refused because the server held all it may.",
+            stats.bodies_refused,
         ),
         (
             "web_lagging_closed_total",

@@ -37,6 +37,8 @@ impl Server {
             .max_connections(self.max_connections)
             .drain_deadline(self.drain_timeout);
         self.control.attach_budget(Arc::clone(&budget));
+        let bodies = OutputBudget::new(self.limits.max_held_bodies);
+        self.control.attach_bodies(Arc::clone(&bodies));
         let replies = deferred::Replies::new(workers, self.max_connections);
         self.control.attach_replies(Arc::clone(&replies));
         let stalls = Arc::new(Stalls::new(self.stall_threshold, workers));
@@ -75,7 +77,7 @@ impl Server {
             sse_settings: Arc::new(live),
             replies,
             reply_timeout: self.reply_timeout,
-            bodies: OutputBudget::new(self.limits.max_held_bodies),
+            bodies,
             proxies: self.proxies,
             access_log: self.access_log,
             h2: self

@@ -57,6 +57,12 @@ pub struct ServerStats {
     /// Memory held now for WebSocket output not yet taken by peers (what
     /// [`Server::max_queued_output`] bounds).
     pub queued_output: usize,
+    /// Bytes of HTTP/2 request bodies held now while they arrive (what
+    /// [`Server::max_held_bodies`] bounds).
+    pub held_bodies: usize,
+    /// HTTP/2 request bodies refused or cut (`REFUSED_STREAM`) because the server held all
+    /// [`Server::max_held_bodies`] allows.
+    pub bodies_refused: u64,
     /// Deferred replies ([`defer`]) awaited now.
     pub replies_waiting: u64,
     /// Deferred replies whose [`Reply`] was dropped unanswered (the client got a 500).

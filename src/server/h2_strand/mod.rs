@@ -499,6 +499,7 @@ impl H2Strand {
                         // The server holds all the bodies it may: this one is refused, to be
                         // asked again.
                         (false, false) if !Bodies::may_open(&shared.bodies) => {
+                            shared.bodies.dropped_one();
                             Work::Cut(ErrorCode::RefusedStream)
                         }
                         (false, false) => {

@@ -958,6 +958,7 @@ fn a_body_that_stops_arriving_gets_408_on_its_stream_and_the_connection_goes_on(
     let (head, payload) = c.frame().expect("RST_STREAM");
     assert_eq!((head.kind, head.stream), (Kind::RstStream, 1));
     assert_eq!(payload, [0, 0, 0, 0]);
+    assert_eq!(server.stats().held_bodies, 0);
     // (The figure is the worker's, brought up to date as it goes.)
     let start = Instant::now();
     while server.stats().held_bytes >= 4096 {
@@ -1077,6 +1078,13 @@ fn past_the_servers_budget_for_bodies_new_bodies_are_refused_and_come_back_when_
     late.begin_upload(1, "/up");
     late.upload(1, b"late", true);
     assert_eq!(late.answer(1).reset, Some(0x7), "REFUSED_STREAM");
+    let stats = server.stats();
+    assert_eq!(stats.bodies_refused, 1);
+    assert!(
+        stats.held_bodies >= 310_000,
+        "{} bytes of bodies held",
+        stats.held_bodies
+    );
     // One holder ends its body: it is answered, the budget frees, and bodies are taken again.
     holders[0].upload(1, &[], true);
     assert_eq!(holders[0].answer(1).body, b"150000");
