@@ -4,8 +4,6 @@
 mod client;
 #[cfg(feature = "redis")]
 pub mod fleet;
-// The HTTP/2 codec ahead of the connection that will use it (only tests and fuzzing call it yet).
-#[cfg_attr(not(test), allow(dead_code, unused_imports))]
 mod h2;
 pub mod http;
 mod live;

@@ -102,6 +102,7 @@ impl Replies {
 
     /// `cancel` runs when reply `seq` of `id` is no longer wanted — answered, timed out, its
     /// client gone, the server stopped — or at once if it is not wanted now.
+    #[cfg(feature = "tokio")]
     fn on_unwanted(&self, id: ConnId, seq: NonZeroU32, cancel: Cancel) {
         lock(&self.cancels).insert((id.worker(), id.key(), seq), cancel);
         self.cancelling.fetch_add(1, Ordering::AcqRel);
@@ -485,6 +486,7 @@ impl Reply {
 
     /// Where this reply is awaited, to say later how to stop the work that answers it
     /// ([`Unwanted::then`]); `None` where nothing closes it but its answer.
+    #[cfg(feature = "tokio")]
     pub(crate) fn unwanted(&self) -> Option<Unwanted> {
         match &self.to {
             To::Conn { replies, id, seq } => Some(Unwanted {
@@ -499,12 +501,14 @@ impl Reply {
 
 /// A reply's place in its server's table, kept by what works on its answer (see
 /// [`Reply::unwanted`]).
+#[cfg(feature = "tokio")]
 pub(crate) struct Unwanted {
     replies: Arc<Replies>,
     id: ConnId,
     seq: NonZeroU32,
 }
 
+#[cfg(feature = "tokio")]
 impl Unwanted {
     /// `cancel` runs once the reply is no longer wanted (at once if it is not now).
     pub(crate) fn then(self, cancel: Cancel) {
