@@ -77,15 +77,10 @@ pub(crate) struct Config {
 }
 
 impl Default for Config {
+    /// The server's defaults ([`Http2Config`](super::config::Http2Config)'s) with a 16 KiB
+    /// header list: one set of defaults.
     fn default() -> Config {
-        Config {
-            max_concurrent_streams: 250,
-            stream_window: DEFAULT_WINDOW,
-            conn_window: 1 << 20,
-            header_table_size: 4096,
-            max_header_list_size: 16 * 1024,
-            connect_protocol: true,
-        }
+        super::config::Http2Config::default().codec(16 * 1024)
     }
 }
 
