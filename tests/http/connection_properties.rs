@@ -193,15 +193,15 @@ fn live_streams_over_http2_are_answered_and_end_with_the_connection() {
         let data = std::fs::read(&path).expect("seed");
         let mut input = wire::drive::PREFACE.to_vec();
         input.extend_from_slice(&data[1..]);
-        // The last frame in a write of its own (the event stream's reset comes once it is
-        // live).
+        // The last frame once both streams are answered (the event stream's reset comes once
+        // it is live).
         let last = match seed {
             "seed-events" => 13,
             _ => 17,
         };
         let (first, second) = input.split_at(input.len() - last);
         let replies = h2_target()
-            .drive(&[first, second])
+            .drive_after_heads(first, 2, second)
             .unwrap_or_else(|e| panic!("{seed}: {e}"));
         assert_eq!(replies, 2, "{seed}: a head for each stream");
     }

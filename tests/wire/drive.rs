@@ -120,6 +120,56 @@ impl Target {
         }
         Ok(replies)
     }
+
+    /// Sends `first`, waits until the server has written `heads` HEADERS frames (its answers to
+    /// it), then sends `rest`, ends the stream and reads to the end: what [`Target::drive`]
+    /// checks, with the server's reading of the two parts apart made certain rather than
+    /// waited for. How many replies in all.
+    pub fn drive_after_heads(
+        &self,
+        first: &[u8],
+        heads: usize,
+        rest: &[u8],
+    ) -> Result<usize, String> {
+        let panics = self.server.stats().panics;
+        let mut c = TcpStream::connect(self.server.local_addr()).map_err(|e| e.to_string())?;
+        c.set_nodelay(true).map_err(|e| e.to_string())?;
+        c.write_all(first).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 16 * 1024];
+        c.set_read_timeout(Some(END_WITHIN))
+            .map_err(|e| e.to_string())?;
+        while headers_in(&out) < heads {
+            match c.read(&mut chunk) {
+                Ok(0) => return Err(format!("the connection ended before {heads} heads")),
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(format!("waiting for {heads} heads: {e}")),
+            }
+        }
+        c.write_all(rest).map_err(|e| e.to_string())?;
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        out.extend_from_slice(&read_to_end(&mut c)?);
+        let replies = check_answers(&[first, rest].concat(), &out)?;
+        let now = self.server.stats().panics;
+        if now != panics {
+            return Err(format!("{} strand call(s) panicked", now - panics));
+        }
+        Ok(replies)
+    }
+}
+
+/// HEADERS frames among the whole frames at the start of `out`.
+fn headers_in(out: &[u8]) -> usize {
+    let (mut at, mut heads) = (0, 0);
+    while let Some(head) = out.get(at..at + 9) {
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        if out.len() < at + 9 + len {
+            break;
+        }
+        heads += usize::from(head[3] == 0x1);
+        at += 9 + len;
+    }
+    heads
 }
 
 /// Checks what the server wrote (`out`) as what answers `sent`: HTTP/2 frames when `sent`
