@@ -89,8 +89,10 @@ enum Work {
     Connect(Request),
     /// A live connection on the stream: an event stream, or a WebSocket.
     Live(Live),
-    /// Answered by the server before its handler (431, 413, 408).
-    Refused(Refusal<'static>, ReplyRules),
+    /// Answered by the server before its handler (431, 413).
+    Refused(ParseError, ReplyRules),
+    /// Its body did not keep its pace: answered 408 by the server.
+    TooSlow(ReplyRules),
     /// To be reset with this code, unanswered.
     Cut(ErrorCode),
     /// Its deferred reply, answered by the server at `until` (503, or 204 for a long-poll).
@@ -513,8 +515,7 @@ impl H2Strand {
                     // (The codec refuses one thing before a handler: a header list past the
                     // size advertised, 431.)
                     let _ = status;
-                    let refused =
-                        Work::Refused(Refusal::Malformed(ParseError::HeadTooLarge), REPLY_RULES);
+                    let refused = Work::Refused(ParseError::HeadTooLarge, REPLY_RULES);
                     push_work(work, stream, refused);
                 }
                 Event::Data {
@@ -547,10 +548,7 @@ impl H2Strand {
                         return;
                     };
                     if request.body().len() as u64 + data.len() as u64 > max_body {
-                        slot.1 = Work::Refused(
-                            Refusal::Malformed(ParseError::BodyTooLarge),
-                            rules_of(request),
-                        );
+                        slot.1 = Work::Refused(ParseError::BodyTooLarge, rules_of(request));
                         return bodies.ended(stream, &shared.bodies);
                     }
                     match bodies.grow(stream, data.len() as u64, body_rules, pace) {
@@ -616,15 +614,10 @@ impl H2Strand {
             match std::mem::replace(&mut self.work[at].1, Work::Cut(ErrorCode::NoError)) {
                 Work::Ready(request) => self.answer(shared, ctx, at, stream, request, false),
                 Work::Connect(request) => self.answer(shared, ctx, at, stream, request, true),
-                Work::Refused(refusal, rules) => {
-                    let res = refusal.response();
-                    let status = res.status;
-                    let held = self.send_reply(stream, res, rules, ctx.now).1;
-                    self.settle(at, stream, held);
-                    // The rest of its body is not wanted: the peer may stop sending it.
-                    self.conn.cancel(stream, ErrorCode::NoError, &mut self.out);
-                    shared.figures(ctx.worker()).replied(status);
+                Work::Refused(error, rules) => {
+                    self.refuse(shared, ctx, at, Refusal::Malformed(error), rules);
                 }
+                Work::TooSlow(rules) => self.refuse(shared, ctx, at, Refusal::Timeout, rules),
                 Work::Cut(code) => {
                     self.work.remove(at);
                     self.conn.cancel(stream, code, &mut self.out);
@@ -635,6 +628,25 @@ impl H2Strand {
                 at += 1;
             }
         }
+    }
+
+    /// Answers the stream at `at` with the server's own `refusal`; the rest of its body is not
+    /// wanted (a reset, NO_ERROR, lets the peer stop sending it).
+    fn refuse(
+        &mut self,
+        shared: &ServerShared,
+        ctx: &Ctx,
+        at: usize,
+        refusal: Refusal<'_>,
+        rules: ReplyRules,
+    ) {
+        let stream = self.work[at].0;
+        let res = refusal.response();
+        let status = res.status;
+        let held = self.send_reply(stream, res, rules, ctx.now).1;
+        self.settle(at, stream, held);
+        self.conn.cancel(stream, ErrorCode::NoError, &mut self.out);
+        shared.figures(ctx.worker()).replied(status);
     }
 
     /// Answers one request through the server's handler. `connect`: an extended CONNECT for
@@ -1039,7 +1051,7 @@ impl H2Strand {
             };
             if let Work::Receiving(request) = &self.work[at].1 {
                 crate::log::info!(; "an HTTP/2 request body did not keep its pace: 408");
-                self.work[at].1 = Work::Refused(Refusal::Timeout, rules_of(request));
+                self.work[at].1 = Work::TooSlow(rules_of(request));
             }
         }
         let mut ctx = Ctx {
@@ -1281,7 +1293,7 @@ fn work_held(work: &Work) -> usize {
         Work::Live(live) => live.held_bytes(),
         Work::Sending(held) => held.0.len() - held.1,
         Work::Streaming(s) => s.held.capacity(),
-        Work::Refused(..) | Work::Cut(_) | Work::Waiting(_) => 0,
+        Work::Refused(..) | Work::TooSlow(_) | Work::Cut(_) | Work::Waiting(_) => 0,
     }
 }
 

@@ -1124,3 +1124,10 @@ fn a_reply_whose_client_opens_no_window_is_reset_after_the_write_timeout_and_the
     assert_eq!(c.answer(3).body, b"small");
     server.shutdown().unwrap();
 }
+
+#[test]
+fn an_idle_stream_costs_a_32_byte_work_entry_and_a_16_byte_codec_stream() {
+    // What makes an idle HTTP/2 event stream's cost (docs/PERFORMANCE.md): kept from growing.
+    assert_eq!(std::mem::size_of::<(u32, super::Work)>(), 32);
+    assert_eq!(crate::h2::conn::stream_size(), 16);
+}
