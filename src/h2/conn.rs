@@ -986,6 +986,11 @@ impl Conn {
         }
     }
 
+    /// The largest frame the peer takes.
+    pub(crate) fn max_frame(&self) -> usize {
+        self.peer_max_frame_size as usize
+    }
+
     /// Streams open now.
     pub(crate) fn open_streams(&self) -> usize {
         self.streams.len()

@@ -144,6 +144,9 @@ pub(crate) struct H2Strand {
     /// Windows opened or output was written since live streams waiting to write were last
     /// resumed.
     wake_writers: bool,
+    /// Windows opened since replies held back by them were last given theirs (after the live
+    /// streams: see [`H2Strand::send_held`]).
+    windows_opened: bool,
     /// What the output holds, charged to the server's output budget while owed.
     charge: Charge,
     /// What live streams with something to do keep (see [`Busy`]); empty while every live
@@ -187,6 +190,7 @@ impl H2Strand {
             write_due: None,
             settings_due: Some(now + SETTINGS_TIMEOUT),
             wake_writers: false,
+            windows_opened: false,
             charge: Charge::default(),
             bodies: Bodies::default(),
             held: 0,
@@ -411,8 +415,11 @@ impl H2Strand {
             }
             let before = self.out.len();
             self.live_turn(shared, io);
+            if std::mem::take(&mut self.windows_opened) {
+                self.send_held();
+            }
             if self.out.len() > before {
-                // Live streams wrote: out with it before reading more.
+                // Live streams or held replies wrote: out with it before reading more.
                 progressed = true;
                 continue;
             }
@@ -588,8 +595,9 @@ impl H2Strand {
             .head_arriving(head, ctx.now, shared.limits.header_timeout);
         self.answer_ready(shared, ctx);
         if window_opened {
-            self.send_held();
+            // Live streams first, then the replies held back (see `send_held`).
             self.wake_writers = true;
+            self.windows_opened = true;
         }
         if self.conn.is_closed() {
             self.state = State::Closing;
@@ -770,34 +778,55 @@ impl H2Strand {
         (self.out.len() - before) as u64
     }
 
-    /// Windows opened: bodies held back go on.
+    /// Windows opened: replies held back go on, after the live streams had theirs (an event
+    /// or a WebSocket message is small and waits on someone; a download is large and waits on
+    /// no one), sharing what is open round-robin, a frame each a round, so that no stream
+    /// waits for another to finish.
     fn send_held(&mut self) {
-        let mut at = 0;
-        while at < self.work.len() {
-            let (stream, work) = &mut self.work[at];
-            let done = match work {
-                Work::Sending(held) => {
-                    let (body, sent) = &mut **held;
-                    *sent += self
-                        .conn
-                        .send_data(*stream, &body[*sent..], true, &mut self.out);
-                    *sent == body.len()
+        if !self.replying {
+            return;
+        }
+        let quantum = self.conn.max_frame();
+        loop {
+            let mut sent = 0;
+            let mut at = 0;
+            while at < self.work.len() {
+                let (stream, work) = &mut self.work[at];
+                let (n, done) = match work {
+                    Work::Sending(held) => {
+                        let (body, from) = &mut **held;
+                        let to = body.len().min(*from + quantum);
+                        let last = to == body.len();
+                        let n = self
+                            .conn
+                            .send_data(*stream, &body[*from..to], last, &mut self.out);
+                        *from += n;
+                        (n, *from == body.len())
+                    }
+                    Work::Streaming(s) => {
+                        let Streamed {
+                            held, flow, ended, ..
+                        } = &mut **s;
+                        let to = held.len().min(quantum);
+                        let end = *ended && to == held.len();
+                        let n = self
+                            .conn
+                            .send_data(*stream, &held[..to], end, &mut self.out);
+                        held.drain(..n);
+                        flow.0.written(n);
+                        (n, *ended && held.is_empty())
+                    }
+                    _ => (0, false),
+                };
+                sent += n;
+                if done {
+                    self.work.remove(at);
+                } else {
+                    at += 1;
                 }
-                Work::Streaming(s) => {
-                    let Streamed {
-                        held, flow, ended, ..
-                    } = &mut **s;
-                    let n = self.conn.send_data(*stream, held, *ended, &mut self.out);
-                    held.drain(..n);
-                    flow.0.written(n);
-                    *ended && held.is_empty()
-                }
-                _ => false,
-            };
-            if done {
-                self.work.remove(at);
-            } else {
-                at += 1;
+            }
+            if sent == 0 {
+                return;
             }
         }
     }

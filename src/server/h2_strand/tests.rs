@@ -1131,3 +1131,39 @@ fn an_idle_stream_costs_a_32_byte_work_entry_and_a_16_byte_codec_stream() {
     assert_eq!(std::mem::size_of::<(u32, super::Work)>(), 32);
     assert_eq!(crate::h2::conn::stream_size(), 16);
 }
+
+#[test]
+fn replies_held_back_share_an_opened_window_a_frame_each_in_turn() {
+    let server = serve(
+        bind().drain_timeout(Duration::from_millis(100)),
+        |_req: Request| text_response(200, vec![b'd'; 1 << 20]),
+    );
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/one");
+    c.get(3, "/two");
+    // The connection window (65 535 bytes) spent, by either.
+    let mut got = 0;
+    while got < 65_535 {
+        let (head, payload) = c.frame().expect("the downloads");
+        if head.kind == Kind::Data {
+            got += payload.len();
+        }
+    }
+    // Both streams may take a megabyte more; the connection opens by two frames' worth.
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, 1, 1 << 20);
+    frame::write_window_update(&mut out, 3, 1 << 20);
+    frame::write_window_update(&mut out, 0, 2 * 16_384);
+    c.send(&out);
+    let mut streams = Vec::new();
+    while streams.len() < 2 {
+        let (head, payload) = c.frame().expect("a frame");
+        if head.kind == Kind::Data {
+            assert_eq!(payload.len(), 16_384);
+            streams.push(head.stream);
+        }
+    }
+    streams.sort_unstable();
+    assert_eq!(streams, [1, 3], "a frame each");
+    server.shutdown().unwrap();
+}

@@ -502,3 +502,61 @@ proptest::proptest! {
         server.shutdown().unwrap();
     }
 }
+
+/// A download that takes the connection's window does not starve the page's event streams:
+/// when the window opens again, an event waiting on it goes before the download.
+#[test]
+fn an_event_waiting_on_the_window_goes_before_a_download_when_it_opens() {
+    let server = bind()
+        .sse("/events", Feed)
+        .drain_timeout(Duration::from_millis(100));
+    let rooms = server.rooms();
+    let server = serve(server, |req: Request| match req.path() {
+        "/download" => text_response(200, vec![b'd'; 1 << 20]),
+        _ => text_response(200, "small"),
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/events?room=news");
+    members(&rooms, "news", 1);
+    // The download takes the whole connection window (65 535 bytes).
+    c.get(3, "/download");
+    let mut downloaded = 0;
+    while downloaded < 65_535 {
+        let (head, payload) = c.frame().expect("the download");
+        if head.kind == Kind::Data && head.stream == 3 {
+            downloaded += payload.len();
+        }
+    }
+    // An event waits on the window: seen as what the connection holds growing.
+    let held = |server: &ServerHandle| server.stats().held_bytes;
+    let quiet = held(&server);
+    rooms.publish_event("news", &Event::new("first"));
+    let start = Instant::now();
+    while held(&server) == quiet {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the event was not queued"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // The download's stream may take a megabyte more, but the connection opens by 100 bytes:
+    // they are the event's.
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, 3, 1 << 20);
+    frame::write_window_update(&mut out, 0, 100);
+    c.send(&out);
+    let (head, payload) = loop {
+        let (head, payload) = c.frame().expect("a frame");
+        if head.kind == Kind::Data {
+            break (head, payload);
+        }
+    };
+    assert_eq!(
+        head.stream,
+        1,
+        "the event first, not {} bytes of download",
+        payload.len()
+    );
+    assert!(String::from_utf8_lossy(&payload).contains("data: first"));
+    server.shutdown().unwrap();
+}
