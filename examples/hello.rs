@@ -15,9 +15,14 @@
 //! table its clients may fill (default `web::http::HEADER_TABLE_SIZE`). `--events ROOM` also
 //! serves an event stream at `/events` whose every stream joins room `ROOM` and keeps no state
 //! of its own: what an idle event stream costs the library (over HTTP/1.1, or as one stream of
-//! an HTTP/2 connection) can then be measured.
+//! an HTTP/2 connection) can then be measured; and `POST /events` publishes its body to `ROOM`
+//! as one event (`data: <body>`). `--download BYTES` adds `GET /download`, answered with BYTES
+//! bytes as a streamed body: with both, one HTTP/2 connection can carry a download beside the
+//! event streams of a page (is the connection fair to them?).
 
-use web::http::text_response;
+use std::io::Write;
+
+use web::http::{Request, Response, text_response};
 
 mod cli;
 
@@ -35,13 +40,16 @@ fn serve() -> std::io::Result<()> {
             "--tls-key",
             "--h2-table",
             "--events",
+            "--download",
         ],
         &["--async"],
         "Answers Hello, World! on any path (the benchmark target). --requests N: serve N \
          requests, then exit. --tls-cert FILE --tls-key FILE (PEM): serve HTTPS only. \
          --async: answer from async code on a tokio runtime of one thread. HTTP/2: h2c on \
          the same port, h2 by ALPN; --h2-table BYTES: the HPACK table clients may fill. \
-         --events ROOM: also an event stream at /events, each in room ROOM.",
+         --events ROOM: also an event stream at /events, each in room ROOM, and POST \
+         /events publishes its body to ROOM as one event. --download BYTES: GET /download \
+         answers BYTES bytes as a streamed body.",
     )?;
     let mut server = options.server(8080)?;
     if let Some(bytes) = options.get::<u32>("--h2-table")? {
@@ -50,7 +58,12 @@ fn serve() -> std::io::Result<()> {
             ..Default::default()
         });
     }
+    let mut routes = Routes {
+        events: None,
+        download: options.get::<u64>("--download")?,
+    };
     if let Some(room) = options.get::<String>("--events")? {
+        routes.events = Some((server.rooms(), room.clone()));
         server = server.sse("/events", Events { room });
     }
     if let Some(n) = options.get::<u64>("--requests")? {
@@ -62,26 +75,76 @@ fn serve() -> std::io::Result<()> {
         server.local_addr()?
     );
     if options.flag("--async") {
-        return serve_async(server);
+        return serve_async(server, routes);
     }
     // A `'static` body: answering allocates nothing.
-    server.run(|_req| text_response(200, "Hello, World!"))
+    server.run(move |req| routes.answer(&req).unwrap_or_else(hello))
+}
+
+fn hello() -> Response {
+    text_response(200, "Hello, World!")
+}
+
+/// What hello answers beside `Hello, World!`, when asked to.
+struct Routes {
+    /// `--events ROOM`: `POST /events` publishes to the room.
+    events: Option<(web::ws::Rooms, String)>,
+    /// `--download BYTES`: `GET /download`.
+    download: Option<u64>,
+}
+
+impl Routes {
+    fn answer(&self, req: &Request) -> Option<Response> {
+        match (req.method(), req.path()) {
+            ("POST", "/events") => {
+                let (rooms, room) = self.events.as_ref()?;
+                let data = String::from_utf8_lossy(req.body());
+                rooms.publish_event(room, &web::sse::Event::new(data));
+                Some(text_response(200, "published"))
+            }
+            ("GET", "/download") => Some(download(self.download?)),
+            _ => None,
+        }
+    }
+}
+
+/// `bytes` bytes as a streamed body (`d` each), written by a thread of its own that waits
+/// while the client is behind.
+fn download(bytes: u64) -> Response {
+    let (reply, later) = web::http::defer();
+    std::thread::spawn(move || {
+        let Ok(mut body) = reply.stream_sized(text_response(200, ""), bytes) else {
+            return; // the client left
+        };
+        let piece = [b'd'; 64 * 1024];
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(piece.len() as u64) as usize;
+            if body.write_all(&piece[..n]).is_err() {
+                return;
+            }
+            left -= n as u64;
+        }
+        let _ = body.finish();
+    });
+    later
 }
 
 /// `--async`: each request answered by a task of a one-thread tokio runtime.
 #[cfg(feature = "tokio")]
-fn serve_async(server: web::http::Server) -> std::io::Result<()> {
+fn serve_async(server: web::http::Server, routes: Routes) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .build()?;
     let tasks = runtime.handle().clone();
-    server.run(move |_req| {
-        web::http::answer_async(&tasks, async { text_response(200, "Hello, World!") })
+    server.run(move |req| match routes.answer(&req) {
+        Some(res) => res,
+        None => web::http::answer_async(&tasks, async { hello() }),
     })
 }
 
 #[cfg(not(feature = "tokio"))]
-fn serve_async(_server: web::http::Server) -> std::io::Result<()> {
+fn serve_async(_server: web::http::Server, _routes: Routes) -> std::io::Result<()> {
     Err(cli::usage(
         "--async needs the tokio feature (on by default)",
     ))

@@ -10,4 +10,5 @@ mod wire;
 mod chat_rules;
 mod chat_streams;
 mod examples_cli;
+mod hello_routes;
 mod server_controls;
