@@ -1126,7 +1126,9 @@ impl H2Strand {
         let mut wrote = false;
         while self.written < self.out.len() {
             match io.write(&self.out[self.written..]) {
-                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                // The socket is full (a short count, 0 included, is how the reactor says it):
+                // the rest waits for it to take more.
+                Ok(0) => break,
                 Ok(n) => {
                     self.written += n;
                     wrote = true;

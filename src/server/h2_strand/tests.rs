@@ -1167,3 +1167,34 @@ fn replies_held_back_share_an_opened_window_a_frame_each_in_turn() {
     assert_eq!(streams, [1, 3], "a frame each");
     server.shutdown().unwrap();
 }
+
+#[test]
+fn a_reply_larger_than_the_socket_takes_at_once_waits_for_it_and_comes_whole() {
+    let server = serve(bind(), |_req: Request| {
+        text_response(200, vec![b'w'; 8 << 20])
+    });
+    // Windows that let all of it go at once: only the socket can hold it back.
+    let mut c = Client::with_settings(
+        server.local_addr().port(),
+        &[Setting::InitialWindowSize(16 << 20)],
+    );
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, 0, 16 << 20);
+    c.send(&out);
+    c.get(1, "/big");
+    // The client reads nothing until the server holds what its socket would not take (or,
+    // as before this was fixed, closed the connection when the socket was full).
+    let start = Instant::now();
+    loop {
+        let stats = server.stats();
+        if stats.open_connections == 0 || stats.held_bytes >= 1 << 20 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{stats:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let a = c.answer(1);
+    assert_eq!((a.status, a.body.len()), (200, 8 << 20));
+    assert_eq!(server.stats().open_connections, 1, "the connection goes on");
+    server.shutdown().unwrap();
+}
