@@ -131,13 +131,7 @@ fn round(port: u16, streams: u32, post: bool) -> Round {
     while got < DOWNLOAD && Instant::now() < deadline {
         let n = match c.read(&mut buf) {
             Ok(n) => n,
-            Err(e) => panic!(
-                "{e} after {got} bytes; server: {}",
-                child::http(
-                    port,
-                    "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-                )
-            ),
+            Err(e) => panic!("{e} after {got} bytes; server: {}", server_figures(port)),
         };
         assert!(n > 0, "the connection ended");
         input.extend_from_slice(&buf[..n]);
@@ -224,16 +218,10 @@ fn round(port: u16, streams: u32, post: bool) -> Round {
                 }));
             }
         }
-        if !wu.is_empty() {
-            if let Err(e) = c.write_all(&wu) {
-                panic!(
-                    "{e} after {got} bytes; server: {}",
-                    child::http(
-                        port,
-                        "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-                    )
-                );
-            }
+        if !wu.is_empty()
+            && let Err(e) = c.write_all(&wu)
+        {
+            panic!("{e} after {got} bytes; server: {}", server_figures(port));
         }
     }
     let download_time = started.map_or(Duration::ZERO, |s| s.elapsed());
@@ -252,6 +240,14 @@ fn round(port: u16, streams: u32, post: bool) -> Round {
         download: download_time,
         latencies,
     }
+}
+
+/// The server's figures that say why a connection would end.
+fn server_figures(port: u16) -> String {
+    child::http(
+        port,
+        "GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    )
 }
 
 fn main() {
