@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use web::http::{Request, Response, Server, text_response};
-use web::sse::{Sse, SseHandler};
+use web::http::{Server, text_response};
 
 mod child;
 
@@ -29,23 +28,11 @@ const STREAMS: u32 = 10;
 const POST_EVERY: Duration = Duration::from_millis(15);
 const ROUNDS: usize = 3;
 
-struct Member;
-
-impl SseHandler for Member {
-    type State = ();
-    fn accept(&self, _req: &Request) -> Result<(), Response> {
-        Ok(())
-    }
-    fn open(&self, sse: &mut Sse<'_>, _: &mut ()) {
-        sse.join("news");
-    }
-}
-
 fn serve() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
-        .sse("/events", Member);
+        .sse("/events", child::rooms::JoinsRoom("news"));
     let rooms = server.rooms();
     let control = server.control();
     let port = server.local_addr().unwrap().port();

@@ -15,8 +15,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use web::http::{Request, Response, Server, text_response};
-use web::sse::{Sse, SseHandler};
+use web::http::{Server, text_response};
 
 mod child;
 
@@ -29,24 +28,12 @@ const POST_BYTES: usize = 4_000;
 const POSTS: usize = 2_000;
 const ROUNDS: usize = 3;
 
-struct Member;
-
-impl SseHandler for Member {
-    type State = ();
-    fn accept(&self, _req: &Request) -> Result<(), Response> {
-        Ok(())
-    }
-    fn open(&self, sse: &mut Sse<'_>, _: &mut ()) {
-        sse.join("r");
-    }
-}
-
 fn serve() {
     child::raise_open_files();
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
-        .sse("/events", Member);
+        .sse("/events", child::rooms::JoinsRoom("r"));
     let rooms = server.rooms();
     let port = server.local_addr().unwrap().port();
     let _running = server

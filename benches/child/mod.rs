@@ -6,6 +6,7 @@
 #![allow(dead_code)] // each benchmark uses a different part of it
 
 pub mod h2;
+pub mod rooms;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};

@@ -2,12 +2,12 @@
 //! `--events ROOM`, `POST /events` publishes its body to ROOM as one event; `--download BYTES`
 //! answers `GET /download` with BYTES bytes, streamed; without them, `Hello, World!` as ever.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
+use std::process::Child;
 
 use crate::wire;
 use wire::Client;
-use wire::examples::examples_dir;
+use wire::examples::serving;
 
 /// `hello` with `args`, on a port of its choosing; stopped when dropped.
 struct Hello {
@@ -17,26 +17,12 @@ struct Hello {
 
 impl Hello {
     fn start(args: &[&str]) -> Hello {
-        let mut child = Command::new(examples_dir().join("hello"))
-            .args(["--port", "0", "--workers", "1"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "hello: listening on http://127.0.0.1:PORT"
-        let addr = line
-            .trim()
-            .rsplit("//")
-            .next()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("hello said {line:?}"));
-        Hello { child, addr }
+        let args = [&["--workers", "1"][..], args].concat();
+        let (child, port, _) = serving("hello", &args, "hello: listening on http://127.0.0.1:");
+        Hello {
+            child,
+            addr: ([127, 0, 0, 1], port).into(),
+        }
     }
 }
 

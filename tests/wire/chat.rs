@@ -1,10 +1,10 @@
 //! The chat example as a process of its own, for the tests of its contract.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::io::{BufReader, Read, Write};
+use std::process::{Child, ChildStderr};
 use std::time::{Duration, Instant};
 
-use super::examples::examples_dir;
+use super::examples::serving;
 use super::ws::Client;
 
 /// A chat process on a port of 127.0.0.1 it bound itself (`--port 0`, the port read from
@@ -19,30 +19,8 @@ pub struct Chat {
 
 impl Chat {
     pub fn start(args: &[&str]) -> Chat {
-        let mut child = Command::new(examples_dir().join("chat"))
-            .args(["--port", "0", "--workers", "2"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        // "chat: http://127.0.0.1:PORT/" once it listens.
-        let port = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "the chat ended before it listened"
-            );
-            if let Some(port) = line
-                .trim_end()
-                .strip_prefix("chat: http://127.0.0.1:")
-                .and_then(|rest| rest.trim_end_matches('/').parse().ok())
-            {
-                break port;
-            }
-        };
+        let args = [&["--workers", "2"][..], args].concat();
+        let (child, port, stderr) = serving("chat", &args, "chat: http://127.0.0.1:");
         Chat {
             child,
             port,

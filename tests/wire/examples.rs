@@ -1,7 +1,8 @@
 //! The examples as programs, for the tests that run them.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::sync::OnceLock;
 
 /// Every example.
@@ -55,4 +56,36 @@ pub fn examples_dir() -> &'static PathBuf {
         assert!(build.status().unwrap().success(), "building the examples");
         profile_dir.join("examples")
     })
+}
+
+/// Example `name` started with `--port 0` and `args`, once it says where it listens: a line
+/// of its standard error that starts with `says` (`"chat: http://127.0.0.1:"`) and goes on
+/// with the port. The process, the port, and its standard error (kept open, so that it can
+/// write its last lines).
+#[allow(dead_code)] // each test binary uses a different part of wire
+pub fn serving(name: &str, args: &[&str], says: &str) -> (Child, u16, BufReader<ChildStderr>) {
+    let mut child = Command::new(examples_dir().join(name))
+        .args(["--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let port = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "{name} ended before it listened"
+        );
+        if let Some(port) = line
+            .trim_end()
+            .strip_prefix(says)
+            .and_then(|rest| rest.trim_end_matches('/').parse().ok())
+        {
+            break port;
+        }
+    };
+    (child, port, stderr)
 }
