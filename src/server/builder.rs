@@ -5,10 +5,10 @@ use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use super::Control;
-use super::dispatch::LiveRoute;
 use super::features::Extras;
 use super::limits::{DRAIN_TIMEOUT, HEARTBEAT, Limits, MAX_CONNECTIONS, REPLY_TIMEOUT};
 use super::serving::first_address;
+use super::shared::LiveRoute;
 use super::taken::DynTaken;
 use crate::http::router::Pattern;
 use crate::sse::SseApp;

@@ -8,9 +8,9 @@ use reactor::{ConnId, Io, Next, Service, Strand, Wake};
 use crate::live::{Command, LiveConn};
 use crate::rooms::{Delivery, local_members};
 
-use super::dispatch::ServerShared;
 use super::h2_strand::H2Strand;
 use super::http_strand::HttpStrand;
+use super::shared::ServerShared;
 
 /// Makes the strand of each connection a worker accepts.
 pub(crate) struct HttpService {

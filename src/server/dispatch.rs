@@ -7,88 +7,22 @@
 use std::os::fd::RawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::exchange::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
-use crate::http::router::Pattern;
 use crate::http::{Body, Refusal, ReplyRules, Request, Response, Version};
-use crate::live::{Command, LiveConn, LiveSettings, Stalls, Watch};
+use crate::live::{Command, LiveConn, Watch};
 use crate::sse::SseApp;
-use crate::ws::{WsApp, WsSettings, agree, check_upgrade, extensions_of, switching_protocols};
+use crate::ws::{WsApp, agree, check_upgrade, extensions_of, switching_protocols};
 
 use super::access::{self, AccessKind, DynAccessLog, Label};
-use super::deferred::{Deferral, Exchange, Patience, Replies, Wait, answering};
-use super::figures::{Figures, Tally};
-use super::limits::Limits;
+use super::deferred::{Deferral, Exchange, Patience, Wait, answering};
+use super::figures::Tally;
+use super::shared::{LiveRoute, ServerShared};
 use super::streamed::{Later, ThreadStream};
 use super::taken::{DynTaken, hand_over};
-
-/// A handler as the server stores it.
-pub(crate) type DynHandler = dyn Fn(Request) -> Response + Send + Sync;
-
-/// What all connections of a server share.
-pub(crate) struct ServerShared {
-    pub(crate) handler: Box<DynHandler>,
-    pub(crate) taken: Option<Box<DynTaken>>,
-    pub(crate) limits: Limits,
-    /// For `serve_n`/`accept_n`: requests still to serve.
-    pub(crate) budget: Option<AtomicU64>,
-    /// What each worker answered.
-    pub(crate) figures: Arc<[Figures]>,
-    /// How handler calls that hold their worker are counted and reported (shared with the
-    /// live connections' callbacks).
-    pub(crate) stalls: Arc<Stalls>,
-    /// The server's remote, set once the reactor exists: whether it is shutting down.
-    pub(crate) remote: OnceLock<reactor::Remote<Command>>,
-    /// Where WebSocket upgrades are accepted, and by whom.
-    pub(crate) websocket: Vec<LiveRoute<dyn WsApp>>,
-    /// Where Server-Sent Events streams are served, and by whom.
-    pub(crate) sse: Vec<LiveRoute<dyn SseApp>>,
-    /// What every WebSocket connection of the server is made with.
-    pub(crate) ws_settings: Arc<WsSettings>,
-    /// What every event stream of the server is made with.
-    pub(crate) sse_settings: Arc<LiveSettings>,
-    /// The deferred replies connections wait for.
-    pub(crate) replies: Arc<Replies>,
-    /// How long a deferred reply may take before the server answers 503.
-    pub(crate) reply_timeout: std::time::Duration,
-    /// What HTTP/2 request bodies arriving hold, all connections together.
-    pub(crate) bodies: Arc<crate::live::OutputBudget>,
-    /// Proxies in front, for requests' `client_addr`.
-    pub(crate) proxies: crate::http::message::Proxies,
-    /// The access log's hook, if the server has one.
-    pub(crate) access_log: Option<Box<DynAccessLog>>,
-    /// What HTTP/2 connections advertise; `None`: HTTP/2 is off.
-    pub(crate) h2: Option<crate::h2::conn::Config>,
-}
-
-/// A WebSocket or event-stream route: the path it serves and its application.
-pub(crate) struct LiveRoute<A: ?Sized> {
-    pub(crate) pattern: Pattern,
-    pub(crate) app: Box<A>,
-}
-
-impl ServerShared {
-    /// What dispatching needs of the server, borrowed.
-    #[inline]
-    pub(crate) fn app(&self) -> App<'_> {
-        App::Server(self)
-    }
-
-    #[inline]
-    pub(crate) fn shutting_down(&self) -> bool {
-        self.remote.get().is_some_and(|r| r.is_shutting_down())
-    }
-
-    /// The figures of worker `worker`.
-    #[inline]
-    pub(crate) fn figures(&self, worker: usize) -> &Figures {
-        &self.figures[worker % self.figures.len()]
-    }
-}
 
 /// What dispatching serves with.
 #[derive(Clone, Copy)]

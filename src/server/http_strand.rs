@@ -26,9 +26,10 @@ use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access::{self, AccessKind};
 use super::deferred::{Exchange, Patience, Wait};
-use super::dispatch::{Answered, ServerShared, Stop, Turn, Upgrade, answer};
+use super::dispatch::{Answered, App, Stop, Turn, Upgrade, answer};
 use super::output::Output;
 use super::peer::Peer;
+use super::shared::ServerShared;
 use super::streamed::Streaming;
 use crate::http::Refusal;
 use crate::http::later::StreamStart;
@@ -412,7 +413,7 @@ impl Busy {
             completed,
             spent,
             stop,
-        } = answer(&shared.app(), reader, buf, &mut turn);
+        } = answer(&App::Server(shared), reader, buf, &mut turn);
         let keep_reader = !reader.is_fresh();
         outcome.completed += completed;
         outcome.spent |= spent;

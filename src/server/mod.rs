@@ -15,9 +15,10 @@
 //! | `serving.rs` | the specification's serving functions (`serve`, `serve_n`, ...) |
 //! | `limits.rs` | every limit and timeout, with its default |
 //! | `exchange.rs` | reading requests from bytes, for both drivers |
+//! | `shared.rs` | `ServerShared`: what all connections of a server share (handler, hooks, limits, routes, settings, figures, budgets, remote) |
 //! | `dispatch.rs` | what each request comes to (budget, WebSocket route, `taken`, handler, rendering), shared by both drivers |
 //! | `http_strand.rs` | an HTTP connection in the reactor: its state, reads, writes, timers |
-//! | `h2_strand.rs` | an HTTP/2 connection in the reactor: its streams' work, reads, writes, timers |
+//! | `h2_strand/` | an HTTP/2 connection in the reactor: its streams' work, reads, writes, timers (`live.rs`: live streams; `bodies.rs`: request bodies arriving) |
 //! | `output.rs` | a connection's unwritten replies and large bodies |
 //! | `conn.rs` | the slab entry: HTTP until upgraded to WebSocket |
 //! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |
@@ -54,6 +55,7 @@ mod output;
 mod peer;
 mod pool;
 mod serving;
+mod shared;
 mod signals;
 mod start;
 mod stats;

@@ -9,9 +9,9 @@ use reactor::{Config, Reactor};
 
 use super::builder::Listen;
 use super::conn::HttpService;
-use super::dispatch::{DynHandler, ServerShared};
 use super::features::FleetThreads;
 use super::figures::Figures;
+use super::shared::{DynHandler, ServerShared};
 use super::ticks::Tick;
 use super::*;
 use crate::http::{Request, Response};

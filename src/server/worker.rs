@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::dispatch::ServerShared;
+use super::shared::ServerShared;
 
 thread_local! {
     static SERVER: RefCell<Option<Arc<ServerShared>>> = const { RefCell::new(None) };

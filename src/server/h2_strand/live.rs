@@ -19,7 +19,7 @@ use crate::h2::error::ErrorCode;
 use crate::live::{Command, LiveConn};
 
 use super::{H2Strand, Work, logged};
-use crate::server::dispatch::ServerShared;
+use crate::server::shared::ServerShared;
 
 /// A live connection on a stream: the connection alone (16 bytes in its stream's work). What
 /// it has while it has something to do is kept beside, in its connection's [`Busy`] list.

@@ -28,8 +28,9 @@ use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access::{self, AccessKind};
 use super::deferred::{Exchange, Patience, Wait, nothing_came};
-use super::dispatch::{Framing, OnStream, ServerShared, StreamAnswer, answer_stream};
+use super::dispatch::{App, Framing, OnStream, StreamAnswer, answer_stream};
 use super::peer::Peer;
+use super::shared::ServerShared;
 
 mod bodies;
 mod live;
@@ -683,17 +684,23 @@ impl H2Strand {
             _ => Vec::new(),
         };
         let mut held = None;
-        let answered = answer_stream(&shared.app(), request, rules, &on, &mut |res, framing| {
-            let res = std::mem::take(res);
-            match framing {
-                Framing::Whole => {
-                    let (bytes, rest) = self.send_reply(stream, res, rules, on.now);
-                    held = rest;
-                    bytes
+        let answered = answer_stream(
+            &App::Server(shared),
+            request,
+            rules,
+            &on,
+            &mut |res, framing| {
+                let res = std::mem::take(res);
+                match framing {
+                    Framing::Whole => {
+                        let (bytes, rest) = self.send_reply(stream, res, rules, on.now);
+                        held = rest;
+                        bytes
+                    }
+                    Framing::Open => self.send_open_head(stream, &res, on.now),
                 }
-                Framing::Open => self.send_open_head(stream, &res, on.now),
-            }
-        });
+            },
+        );
         match answered {
             StreamAnswer::Sent => self.settle(at, stream, held),
             StreamAnswer::Live(conn) => {
