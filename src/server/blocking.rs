@@ -10,9 +10,9 @@ use crate::http::render::{has_body, render, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
 use crate::http::{Request, Response};
 
-use super::deferred::Exchange;
 use super::dispatch::{App, Stop, Streamed, Turn, answer};
 use super::limits::Limits;
+use super::replies::Exchange;
 use super::streamed::ThreadPiece;
 use crate::http::Refusal;
 

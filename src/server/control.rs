@@ -48,7 +48,7 @@ struct ControlShared {
     budget: OnceLock<Arc<crate::live::OutputBudget>>,
     /// What HTTP/2 request bodies arriving hold, all connections together.
     bodies: OnceLock<Arc<crate::live::OutputBudget>>,
-    replies: OnceLock<Arc<super::deferred::Replies>>,
+    replies: OnceLock<Arc<super::replies::Replies>>,
     /// The count of handler calls that held their worker.
     stalls: OnceLock<Arc<crate::live::Stalls>>,
     /// The figures of the server's fleet, if it has one.
@@ -130,7 +130,7 @@ impl Control {
     }
 
     /// The counter of open WebSocket connections, for the strands to keep.
-    pub(crate) fn attach_replies(&self, replies: Arc<super::deferred::Replies>) {
+    pub(crate) fn attach_replies(&self, replies: Arc<super::replies::Replies>) {
         let _ = self.shared.replies.set(replies);
     }
 

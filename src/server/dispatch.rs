@@ -18,8 +18,9 @@ use crate::sse::SseApp;
 use crate::ws::{WsApp, agree, check_upgrade, extensions_of, switching_protocols};
 
 use super::access::{self, AccessKind, DynAccessLog, Label};
-use super::deferred::{Deferral, Exchange, Patience, Wait, answering};
+use super::deferred::{Deferral, Patience, Wait, answering};
 use super::figures::Tally;
+use super::replies::Exchange;
 use super::shared::{LiveRoute, ServerShared};
 use super::streamed::{Later, ThreadStream};
 use super::taken::{DynTaken, hand_over};

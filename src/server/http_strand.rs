@@ -25,10 +25,11 @@ use crate::http::stream_framing::StreamFraming;
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access::{self, AccessKind};
-use super::deferred::{Exchange, Patience, Wait};
+use super::deferred::{Patience, Wait};
 use super::dispatch::{Answered, App, Stop, Turn, Upgrade, answer};
 use super::output::Output;
 use super::peer::Peer;
+use super::replies::Exchange;
 use super::shared::ServerShared;
 use super::streamed::Streaming;
 use crate::http::Refusal;

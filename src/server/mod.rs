@@ -23,7 +23,8 @@
 //! | `conn.rs` | the slab entry: HTTP until upgraded to WebSocket |
 //! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |
 //! | `blocking.rs` | `handle_conn`, the blocking driver |
-//! | `deferred.rs` | deferred replies: `defer`, `Reply`, the table of replies awaited |
+//! | `deferred.rs` | deferred replies: `defer`, `Reply`, what a parked exchange waits for |
+//! | `replies.rs` | the table of replies awaited, per worker: whether a reply is still wanted, its delivery |
 //! | `ticks.rs` | what is done on a schedule for all connections: the event streams' heartbeat, the WebSockets' liveness sweep |
 //! | `asynchronous.rs` | answering from async code on the application's tokio runtime (feature `tokio`) |
 //! | `pool.rs` | `Pool`: threads for blocking work, answering through deferred replies |
@@ -54,6 +55,7 @@ mod metrics;
 mod output;
 mod peer;
 mod pool;
+mod replies;
 mod serving;
 mod shared;
 mod signals;

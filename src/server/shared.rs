@@ -12,9 +12,9 @@ use crate::sse::SseApp;
 use crate::ws::{WsApp, WsSettings};
 
 use super::access::DynAccessLog;
-use super::deferred::Replies;
 use super::figures::Figures;
 use super::limits::Limits;
+use super::replies::Replies;
 use super::taken::DynTaken;
 
 /// A handler as the server stores it.

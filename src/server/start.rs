@@ -39,7 +39,7 @@ impl Server {
         self.control.attach_budget(Arc::clone(&budget));
         let bodies = OutputBudget::new(self.limits.max_held_bodies);
         self.control.attach_bodies(Arc::clone(&bodies));
-        let replies = deferred::Replies::new(workers, self.max_connections);
+        let replies = replies::Replies::new(workers, self.max_connections);
         self.control.attach_replies(Arc::clone(&replies));
         let stalls = Arc::new(Stalls::new(self.stall_threshold, workers));
         self.control.attach_stalls(Arc::clone(&stalls));

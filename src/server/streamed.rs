@@ -19,7 +19,7 @@ use crate::http::STREAM_WINDOW;
 use crate::http::later::{Delivery, Flow, FlowEnd, HttpMsg, StreamStart};
 use crate::http::stream_framing::{PastLength, StreamFraming};
 
-use super::deferred::{Replies, deliver};
+use super::replies::{Replies, deliver};
 
 /// The largest piece one write sends to the connection (a longer write sends this much and
 /// says so, as [`io::Write::write`] may).

@@ -27,9 +27,10 @@ use crate::http::{Body, ParseError, Refusal, ReplyRules, Request, Response};
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access::{self, AccessKind};
-use super::deferred::{Exchange, Patience, Wait, nothing_came};
+use super::deferred::{Patience, Wait, nothing_came};
 use super::dispatch::{App, Framing, OnStream, StreamAnswer, answer_stream};
 use super::peer::Peer;
+use super::replies::Exchange;
 use super::shared::ServerShared;
 
 mod bodies;
