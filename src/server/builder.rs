@@ -4,13 +4,14 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use super::Control;
 use super::features::Extras;
 use super::limits::{DRAIN_TIMEOUT, HEARTBEAT, Limits, MAX_CONNECTIONS, REPLY_TIMEOUT};
 use super::serving::first_address;
 use super::shared::LiveRoute;
 use super::taken::DynTaken;
+use super::{Control, ServerHandle};
 use crate::http::router::Pattern;
+use crate::http::{Request, Response};
 use crate::sse::SseApp;
 use crate::sse::{SseHandler, SseRoute};
 use crate::ws::{Rooms, Route, WsApp, WsConfig, WsHandler};
@@ -792,6 +793,145 @@ impl Server {
     ) -> Server {
         self.taken = Some(Box::new(taken));
         self
+    }
+    /// WebSocket compression (permessage-deflate, RFC 7692) for clients that offer it —
+    /// every browser does; off by default (`None`). [`Deflate::default()`] keeps no state per
+    /// connection: one compressor and one decompressor per worker serve them all, and a message
+    /// published to a room is compressed once per worker. `max_message` limits a message's
+    /// size once inflated. Clients that do not offer the extension get plain frames.
+    ///
+    /// [`Deflate::default()`]: crate::ws::Deflate
+    ///
+    /// ```
+    /// use web::ws::Deflate;
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.deflate(Some(Deflate::default()));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "deflate")]
+    pub fn deflate(mut self, deflate: Option<crate::ws::Deflate>) -> Server {
+        self.ws = self.ws.deflate(deflate);
+        self
+    }
+
+    /// Makes this server one instance of a `web::fleet::Fleet` (`--features
+    /// redis`): a publish to a room reaches its members on every instance, through Redis. The
+    /// fleet's threads start and stop with the server; its figures appear in
+    /// [`ServerStats`]. Rate limits are shared with [`RateLimit::fleet`](crate::http::RateLimit::fleet).
+    ///
+    /// ```no_run
+    /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1:6379/")?;
+    /// let server = web::http::Server::bind("127.0.0.1:8080")?.fleet(&fleet);
+    /// server.run(|_req| web::http::text_response(200, "one of several"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: &crate::fleet::Fleet) -> Server {
+        self.control.attach_fleet(fleet.counters());
+        self.extras.fleet = Some(fleet.clone());
+        self
+    }
+
+    /// Serves HTTPS only (and WSS, and SSE over HTTPS) on this server's port (feature `tls`).
+    /// Every route, limit, room and deferred reply works as over plain HTTP; a plain HTTP
+    /// request sent to the port gets a plain `400` saying so. Replace the certificates while
+    /// running with [`Control::reload_tls`]. A server with a `taking` hook cannot also speak
+    /// TLS (its sockets carry records, not requests): starting it is an `InvalidInput` error.
+    ///
+    /// ```no_run
+    /// use web::tls::ServerTls;
+    /// let server = web::http::Server::bind("0.0.0.0:8443")?
+    ///     .tls(ServerTls::from_pem_files("cert.pem", "key.pem")?);
+    /// server.run(|_req| web::http::text_response(200, "secure hello\n"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::tls::ServerTls) -> Server {
+        self.extras.tls = Some(tls);
+        self
+    }
+
+    /// Every TLS setting at once (feature `tls`; the setters
+    /// [`handshake_timeout`](Server::handshake_timeout) and
+    /// [`tls_records_per_key`](Server::tls_records_per_key) set one each). The certificates are
+    /// [`tls`](Server::tls)'s.
+    ///
+    /// ```
+    /// let config = web::tls::TlsConfig::default().handshake_timeout(std::time::Duration::from_secs(3));
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.tls_config(config);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_config(mut self, config: crate::tls::TlsConfig) -> Server {
+        self.extras.tls_config = config;
+        self
+    }
+
+    /// How long a TLS client has to finish its handshake (default
+    /// [`HANDSHAKE_TIMEOUT`](crate::tls::HANDSHAKE_TIMEOUT)); one that has not is closed and
+    /// counted in [`ServerStats::tls_timeouts`].
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?
+    ///     .handshake_timeout(std::time::Duration::from_secs(3));
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Server {
+        self.extras.tls_config = self.extras.tls_config.handshake_timeout(timeout);
+        self
+    }
+
+    /// At most how many records the server seals under one traffic key of a TLS connection
+    /// before it changes the key: TLS 1.3 sends a KeyUpdate, TLS 1.2 (which cannot change
+    /// keys) says `close_notify` and closes. The default, and the ceiling, is each AEAD's own
+    /// safe limit (RFC 8446 §5.5, as rustls keeps it): 2^24 records for AES-GCM, none short of
+    /// the sequence number for ChaCha20-Poly1305. A lower figure changes keys sooner, which
+    /// tests use to see it happen.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.tls_records_per_key(1 << 20);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_records_per_key(mut self, records: u64) -> Server {
+        self.extras.tls_config = self.extras.tls_config.records_per_key(records);
+        self
+    }
+
+    /// Serves on this thread until the server stops (after [`requests`](Server::requests) are
+    /// served, or never).
+    ///
+    /// ```no_run
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// server.run(|_req| web::http::text_response(200, "hi"))?; // until stopped
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn run(
+        self,
+        handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    ) -> io::Result<()> {
+        super::start::run(self, handler)
+    }
+
+    /// Serves on background threads; the handle stops and joins them.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.workers(1);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// let reply = web::http::get("127.0.0.1", handle.local_addr().port(), "/")?;
+    /// assert_eq!(web::http::response_body(&reply).unwrap(), b"hi");
+    /// handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn(
+        self,
+        handler: impl Fn(Request) -> Response + Send + Sync + 'static,
+    ) -> io::Result<ServerHandle> {
+        super::start::spawn(self, handler)
     }
 }
 
