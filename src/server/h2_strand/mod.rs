@@ -282,10 +282,9 @@ impl H2Strand {
                 return Next::Close;
             }
             match all {
-                // Every live stream stepped: measured whole.
-                true => {
-                    h.measure();
-                }
+                // Every live stream stepped: measured whole, and any of them may have moved
+                // its deadline.
+                true => stepped = h.measure().live_deadline,
                 // The streams' parts were brought up to date; the rest is the fixed part.
                 false => h.held = (h.held + h.held_fixed()).saturating_sub(fixed),
             }

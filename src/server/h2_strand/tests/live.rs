@@ -560,3 +560,35 @@ fn an_event_waiting_on_the_window_goes_before_a_download_when_it_opens() {
     assert!(String::from_utf8_lossy(&payload).contains("data: first"));
     server.shutdown().unwrap();
 }
+
+/// A heartbeat that a shut window holds back starts the stream's write timeout, which then
+/// ends it — though the connection itself waited on nothing before.
+#[test]
+fn a_heartbeat_held_back_by_a_shut_window_times_the_stream_out() {
+    let server = bind()
+        .sse("/events", Feed)
+        .heartbeat(Duration::from_millis(50))
+        .write_timeout(Duration::from_millis(300));
+    let rooms = server.rooms();
+    let server = serve(server, echo);
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/events?room=a");
+    members(&rooms, "a", 1);
+    // Every stream's window shut from now on (the connection acknowledges it).
+    let mut out = Vec::new();
+    frame::write_settings(&mut out, &[Setting::InitialWindowSize(0)]);
+    c.send(&out);
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the stream lived on"
+        );
+        let (head, _) = c.frame().expect("a frame");
+        if head.stream == 1 && head.kind == Kind::RstStream {
+            break;
+        }
+    }
+    members(&rooms, "a", 0);
+    server.shutdown().unwrap();
+}
