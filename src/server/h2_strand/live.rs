@@ -18,7 +18,7 @@ use crate::h2::conn::{Conn, OUTPUT_HIGH};
 use crate::h2::error::ErrorCode;
 use crate::live::{Command, LiveConn};
 
-use super::{H2Strand, Work, logged};
+use super::{H2Strand, Work, logged, work_at};
 use crate::server::shared::ServerShared;
 
 /// A live connection on a stream: the connection alone (16 bytes in its stream's work). What
@@ -417,10 +417,7 @@ impl H2Strand {
     /// increasing order, RFC 9113 §5.1.1; entries leave without moving the rest) — a publish
     /// to many streams of one connection costs each a search, not a walk.
     fn live_at(&self, stream: u32) -> Option<usize> {
-        let at = self
-            .work
-            .binary_search_by_key(&stream, |(id, _)| *id)
-            .ok()?;
+        let at = work_at(&self.work, stream)?;
         matches!(self.work[at].1, Work::Live(_)).then_some(at)
     }
 }

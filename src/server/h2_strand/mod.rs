@@ -11,7 +11,7 @@
 //! replies reach their stream as messages, as they reach an HTTP/1.1 connection.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use reactor::{Io, Next, Read};
 
@@ -843,22 +843,19 @@ impl H2Strand {
     /// — the connection's other streams go on. Counted with the peers dropped for falling
     /// behind.
     fn windows_timed_out(&mut self, shared: &ServerShared, io: &Io<'_, Command>) {
-        let stalled: Vec<u32> = self
-            .work
-            .iter()
-            .filter(|(_, w)| reply_held(w) > 0)
-            .map(|(id, _)| *id)
-            .collect();
-        for stream in stalled {
-            if let Some(at) = work_at(&self.work, stream) {
-                // (Dropping a streamed reply's window tells its sender the body is not wanted.)
-                self.work.remove(at);
-                self.conn.cancel(stream, ErrorCode::Cancel, &mut self.out);
-                shared.ws_settings.live.budget.dropped_one();
-                logged(shared, io.id(), stream);
+        let mut at = 0;
+        while at < self.work.len() {
+            if reply_held(&self.work[at].1) == 0 {
+                at += 1;
+                continue;
             }
+            // (Dropping a streamed reply's window tells its sender the body is not wanted.)
+            let (stream, _) = self.work.remove(at);
+            self.conn.cancel(stream, ErrorCode::Cancel, &mut self.out);
+            shared.ws_settings.live.budget.dropped_one();
+            logged(shared, io.id(), stream);
+            crate::log::info!(stream = stream; "an HTTP/2 stream reset: its peer opened no window for the write timeout");
         }
-        crate::log::info!(; "HTTP/2 streams reset: their peer opened no window for the write timeout");
     }
 
     /// A deferred reply came for one of the streams (or a piece of a streamed one).
@@ -1035,8 +1032,7 @@ impl H2Strand {
         }
         // The write timeout with nothing owed to the socket: replies wait on windows that
         // never open.
-        let stalled = took_nothing;
-        if stalled {
+        if took_nothing {
             self.write_due = None;
             self.windows_timed_out(shared, io);
         }
@@ -1063,7 +1059,7 @@ impl H2Strand {
             };
             self.answer_late(shared, io, *stream, res);
         }
-        let timed_out = slow_bodies || stalled || !late.is_empty();
+        let timed_out = slow_bodies || took_nothing || !late.is_empty();
         if !timed_out && self.work.is_empty() && self.conn.open_streams() == 0 {
             // Idle past the keep-alive timeout.
             self.conn.go_away(&mut self.out);
@@ -1172,11 +1168,6 @@ impl H2Strand {
                 held
             }
         };
-        self.owes_too_much_with(shared, held)
-    }
-
-    /// [`owes_too_much`](H2Strand::owes_too_much) with the replies held back known (`held`).
-    fn owes_too_much_with(&mut self, shared: &ServerShared, held: usize) -> bool {
         let owed = self.out.len() - self.written;
         if owed == 0 && held == 0 && !self.charge.is_held() {
             return false;
@@ -1212,14 +1203,12 @@ impl H2Strand {
             live_deadline: live,
             replies_held,
         } = self.measure();
-        // The write timeout runs from the last progress, while output is owed or replies wait
-        // on the windows.
-        let waits = owed || replies_held > 0;
-        self.write_due = match (waits, self.write_due) {
-            (false, _) => None,
-            (true, Some(d)) if !progressed => Some(d),
-            (true, _) => Some(now + limits.write_timeout),
-        };
+        self.arm_write_due(
+            owed || replies_held > 0,
+            progressed,
+            now,
+            limits.write_timeout,
+        );
         let wait = if let Some(until) = first_reply {
             Some(until)
         } else if self.work.is_empty() {
@@ -1250,6 +1239,16 @@ impl H2Strand {
         }
     }
 
+    /// The write timeout runs from the peer's last progress while something waits on it
+    /// (`waits`: output owed, or replies on the windows).
+    fn arm_write_due(&mut self, waits: bool, progressed: bool, now: Instant, timeout: Duration) {
+        self.write_due = match (waits, self.write_due) {
+            (false, _) => None,
+            (true, Some(d)) if !progressed => Some(d),
+            (true, _) => Some(now + timeout),
+        };
+    }
+
     /// Parks after a message to live streams, walking nothing: the deadline is the one the
     /// connection had, or the stepped stream's if sooner (one that moved later is found
     /// when the earlier deadline comes and every wait is looked at again).
@@ -1263,11 +1262,8 @@ impl H2Strand {
         let owed = self.written < self.out.len();
         // (Replies held back by the windows are as they were: a live stream's message changes
         // none.)
-        self.write_due = match (owed || self.replying, self.write_due) {
-            (false, _) => None,
-            (true, Some(d)) if !progressed => Some(d),
-            (true, _) => Some(io.now() + shared.limits.write_timeout),
-        };
+        let timeout = shared.limits.write_timeout;
+        self.arm_write_due(owed || self.replying, progressed, io.now(), timeout);
         let deadline = [self.deadline, stepped, self.write_due]
             .into_iter()
             .flatten()
