@@ -182,6 +182,9 @@ impl Arrivals {
         (cap, budget): (u64, &Arc<OutputBudget>),
         (now, timeout): (Instant, Duration),
     ) -> Growth {
+        let Ok(at) = self.arriving.binary_search_by_key(&stream, |a| a.stream) else {
+            return Growth::Kept; // never: a body grows only on a stream that opened with one
+        };
         if self.held.saturating_add(added) > cap {
             return Growth::OverConnection;
         }
@@ -192,11 +195,6 @@ impl Arrivals {
             budget.dropped_one();
             return Growth::OverServer;
         }
-        let Ok(at) = self.arriving.binary_search_by_key(&stream, |a| a.stream) else {
-            // (Never: a body grows only on a stream that opened with one.)
-            self.charge.set(budget, self.held as usize, self.held > 0);
-            return Growth::Kept;
-        };
         let a = &mut self.arriving[at];
         a.len += added;
         if !a.touched {
@@ -219,11 +217,6 @@ impl Arrivals {
         let gone = self.arriving.remove(at);
         self.held -= gone.len;
         self.charge.set(budget, self.held as usize, self.held > 0);
-        if self.arriving.is_empty() {
-            // An idle connection holds none.
-            self.arriving = Vec::new();
-            self.touched = Vec::new();
-        }
     }
 
     /// When the first body must have progressed.
