@@ -681,7 +681,7 @@ impl Conn {
         if left < 0 {
             return Err(H2Error::Stream(stream, ErrorCode::FlowControl));
         }
-        if let Ok(at) = self.lengths.binary_search_by_key(&stream, |(id, _)| *id) {
+        if let Some(at) = self.length_at(stream) {
             let left = self.lengths[at].1.checked_sub(data.len() as u64);
             match left {
                 Some(left) if !(end_stream && left != 0) => self.lengths[at].1 = left,
@@ -701,7 +701,7 @@ impl Conn {
 
     /// Some of what `stream` received was read, `unread` bytes of it not yet: its window
     /// reopens to what leaves the unread and the window together within the window's size
-    /// (once that adds half of it: one WINDOW_UPDATE for many reads).
+    /// (see [`Conn::allow`]).
     pub(crate) fn consumed(&mut self, stream: u32, unread: usize, out: &mut Vec<u8>) {
         let full = u64::from(self.config.stream_window);
         let unread = u64::try_from(unread).unwrap_or(u64::MAX);
@@ -817,13 +817,12 @@ impl Conn {
 
     /// What `id`'s `content-length` leaves of its body to come, if it gave one.
     fn remaining(&self, id: u32) -> Option<u64> {
-        let at = self.lengths.binary_search_by_key(&id, |(s, _)| *s).ok()?;
-        Some(self.lengths[at].1)
+        Some(self.lengths[self.length_at(id)?].1)
     }
 
     /// `id`'s body is over (or its stream): its length is not checked any more.
     fn forget_length(&mut self, id: u32) {
-        if let Ok(at) = self.lengths.binary_search_by_key(&id, |(s, _)| *s) {
+        if let Some(at) = self.length_at(id) {
             self.lengths.remove(at);
             if self.lengths.is_empty() {
                 self.lengths = Vec::new(); // an idle connection holds none
@@ -831,19 +830,29 @@ impl Conn {
         }
     }
 
+    /// Where stream `id` is in `streams`, found by halving (both lists are in stream order:
+    /// streams open in increasing order, and leave without moving the rest out of it).
+    fn stream_at(&self, id: u32) -> Option<usize> {
+        self.streams.binary_search_by_key(&id, |s| s.id).ok()
+    }
+
+    /// Where stream `id`'s content length is in `lengths`, if it gave one.
+    fn length_at(&self, id: u32) -> Option<usize> {
+        self.lengths.binary_search_by_key(&id, |(s, _)| *s).ok()
+    }
+
     fn stream(&self, id: u32) -> Option<&Stream> {
-        let at = self.streams.binary_search_by_key(&id, |s| s.id).ok()?;
-        Some(&self.streams[at])
+        Some(&self.streams[self.stream_at(id)?])
     }
 
     fn stream_mut(&mut self, id: u32) -> Option<&mut Stream> {
-        let at = self.streams.binary_search_by_key(&id, |s| s.id).ok()?;
+        let at = self.stream_at(id)?;
         Some(&mut self.streams[at])
     }
 
     /// Forgets `id`; whether it was open.
     fn remove(&mut self, id: u32) -> bool {
-        let Ok(at) = self.streams.binary_search_by_key(&id, |s| s.id) else {
+        let Some(at) = self.stream_at(id) else {
             return false;
         };
         self.streams.remove(at);
@@ -914,7 +923,7 @@ impl Conn {
     ) -> usize {
         let max = self.peer_max_frame_size as usize;
         let initial = i64::from(self.peer_initial_window);
-        let Ok(at) = self.streams.binary_search_by_key(&stream, |s| s.id) else {
+        let Some(at) = self.stream_at(stream) else {
             return 0;
         };
         let s = &mut self.streams[at];
