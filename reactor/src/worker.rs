@@ -334,15 +334,7 @@ impl<S: Service> Worker<S> {
                         // one call.
                         ids.sort_unstable_by_key(|id| (id.key(), id.generation(), id.stream()));
                     }
-                    let mut at = 0;
-                    while at < ids.len() {
-                        let conn = ids[at].connection();
-                        let end = at
-                            + ids[at..]
-                                .iter()
-                                .take_while(|id| id.connection() == conn)
-                                .count();
-                        let group = &ids[at..end];
+                    for group in ids.chunk_by(|a, b| a.connection() == b.connection()) {
                         if group.len() > 1 && group.iter().all(|id| id.stream() != 0) {
                             self.deliver_streams(group, msg.clone());
                         } else {
@@ -350,7 +342,6 @@ impl<S: Service> Worker<S> {
                                 self.deliver(id, msg.clone());
                             }
                         }
-                        at = end;
                     }
                     ids.clear();
                     shrink_after_burst(&mut ids);
@@ -379,12 +370,7 @@ impl<S: Service> Worker<S> {
 
     /// Hands `msg` to connection `id` if it is still the one that id named.
     fn deliver(&mut self, id: ConnId, msg: Msg<S>) {
-        let live = id.worker() == self.index
-            && self
-                .slab
-                .get(id.key() as usize)
-                .is_some_and(|e| e.generation == id.generation());
-        if live {
+        if self.is_current(id) {
             self.call(id.key(), |strand, io| {
                 io.addressed = id.stream();
                 strand.message(io, msg)
@@ -394,15 +380,19 @@ impl<S: Service> Worker<S> {
         }
     }
 
-    /// Hands `msg` to several streams of one connection (`ids`, all of it, sorted) at once.
-    fn deliver_streams(&mut self, ids: &[ConnId], msg: Msg<S>) {
-        let id = ids[0];
-        let live = id.worker() == self.index
+    /// Whether `id` names a connection of this worker that is still the one it named.
+    fn is_current(&self, id: ConnId) -> bool {
+        id.worker() == self.index
             && self
                 .slab
                 .get(id.key() as usize)
-                .is_some_and(|e| e.generation == id.generation());
-        if !live {
+                .is_some_and(|e| e.generation == id.generation())
+    }
+
+    /// Hands `msg` to several streams of one connection (`ids`, all of it, sorted) at once.
+    fn deliver_streams(&mut self, ids: &[ConnId], msg: Msg<S>) {
+        let id = ids[0];
+        if !self.is_current(id) {
             self.dropped += ids.len() as u64;
             return;
         }
