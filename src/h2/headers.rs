@@ -4,6 +4,7 @@
 
 use crate::http::fields::{ContentLength, valid_host};
 use crate::http::grammar::{is_scheme, is_token};
+use crate::http::head::check_target;
 
 /// Where one name or value is in the list's buffer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -238,30 +239,19 @@ impl HeaderList {
     }
 }
 
-/// `:path` (RFC 9113 §8.3.1): origin-form — `/` and then visible ASCII, or UTF-8 past it,
-/// with no fragment — or `*` for OPTIONS. Never empty, never absolute-form.
+/// `:path` (RFC 9113 §8.3.1): a request target as HTTP/1.1 reads one ([`check_target`]:
+/// visible ASCII or UTF-8, `*` for OPTIONS alone) in origin-form or `*` — never absolute-form —
+/// with no fragment, and no DEL (which HTTP/1.1's scan of the line refuses before).
 fn check_path(method: &[u8], path: &[u8]) -> Result<(), Refused> {
-    let malformed = |why| Err(Refused::Malformed(why));
-    match path {
-        [] => return malformed("an empty :path"),
-        b"*" if method == b"OPTIONS" => return Ok(()),
-        [b'/', ..] => {}
-        _ => return malformed("a :path that is not origin-form"),
+    if !(path.starts_with(b"/") || path == b"*") {
+        return Err(Refused::Malformed(
+            "a :path that is neither origin-form nor *",
+        ));
     }
-    let mut ascii = true;
-    for &b in path {
-        if b <= b' ' || b == 0x7f {
-            return malformed("a :path with a space or a control byte");
-        }
-        if b == b'#' {
-            return malformed("a :path with a fragment");
-        }
-        ascii &= b < 0x80;
+    if path.iter().any(|&b| b == b'#' || b == 0x7f) {
+        return Err(Refused::Malformed("a :path with a fragment or DEL"));
     }
-    if !ascii && std::str::from_utf8(path).is_err() {
-        return malformed("a :path that is not UTF-8");
-    }
-    Ok(())
+    check_target(method, path).map_err(|_| Refused::Malformed("a :path that is not a target"))
 }
 
 #[cfg(test)]

@@ -80,20 +80,11 @@ impl Request {
 /// The proxies a server trusts: how many stand in front of it, and the networks they connect
 /// from. A peer outside those networks is a caller itself, whatever `X-Forwarded-For` it
 /// sends (nginx's `set_real_ip_from`, Express's `trust proxy` with addresses).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// By default none is trusted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Proxies {
     hops: u8,
     from: Vec<Network>,
-}
-
-impl Default for Proxies {
-    /// None trusted.
-    fn default() -> Proxies {
-        Proxies {
-            hops: 0,
-            from: Vec::new(),
-        }
-    }
 }
 
 impl Proxies {

@@ -489,8 +489,8 @@ fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
 
 /// The four forms of `request-target` (RFC 9112 §3.2). Visible ASCII only, plus non-ASCII bytes
 /// (which must then form valid UTF-8); `*` only for `OPTIONS`; authority-form only for
-/// `CONNECT`.
-fn check_target(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
+/// `CONNECT`. (HTTP/2's `:path` is held to it too, `h2/headers.rs`.)
+pub(crate) fn check_target(method: &[u8], target: &[u8]) -> Result<(), ParseError> {
     // Control bytes but HTAB, and DEL, were refused as the line was scanned: a byte up to SP
     // is SP or HTAB here. One pass finds those and non-ASCII bytes.
     let mut ascii = true;
