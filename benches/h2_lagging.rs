@@ -68,27 +68,11 @@ fn stats(port: u16) -> (child::ProcessStats, usize) {
     (child::ProcessStats::parse(&line), members)
 }
 
-fn small_receive_buffer(conn: &TcpStream) {
-    use std::os::fd::AsRawFd;
-    let size: libc::c_int = 4096;
-    // SAFETY: setsockopt(2) reads `size` for the duration of the call; the descriptor is open.
-    unsafe {
-        libc::setsockopt(
-            conn.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&size as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
-}
-
 /// 1 000 members on HTTP/1.1 connections that never read.
 fn http1_members(port: u16) -> Vec<TcpStream> {
     (0..MEMBERS)
         .map(|_| {
-            let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
-            small_receive_buffer(&c);
+            let mut c = child::small_buffer(port, 4096);
             c.write_all(b"GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
                 .unwrap();
             c
@@ -101,8 +85,7 @@ fn http2_members(port: u16) -> Vec<TcpStream> {
     let per = MEMBERS / H2_CONNECTIONS;
     (0..H2_CONNECTIONS)
         .map(|_| {
-            let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
-            small_receive_buffer(&c);
+            let mut c = child::small_buffer(port, 4096);
             let mut out = hello();
             for i in 0..per as u32 {
                 request(&mut out, 1 + 2 * i, "GET", "/events", true);

@@ -263,3 +263,36 @@ impl ProcessStats {
         }
     }
 }
+
+/// A connection whose receive buffer is at most `rcvbuf` bytes (set before connecting).
+pub fn small_buffer(port: u16, rcvbuf: i32) -> std::net::TcpStream {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns; the address struct is
+    // fully initialised and passed with its size. On success the descriptor is handed to a
+    // `TcpStream`; on failure it is closed here.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&rcvbuf as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+        let to = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if libc::connect(fd, (&to as *const libc::sockaddr_in).cast(), len) != 0 {
+            libc::close(fd);
+            panic!("connect: {}", std::io::Error::last_os_error());
+        }
+        std::net::TcpStream::from_raw_fd(fd)
+    }
+}
