@@ -927,6 +927,26 @@ impl Client {
         self.open_stream(stream, &fields);
     }
 
+    /// `total` bytes of body on `stream` (not ended), each piece within the stream's window,
+    /// waiting for the server to open it: the window the server offered in all.
+    fn upload_as_windows_allow(&mut self, stream: u32, total: u64) -> u64 {
+        let mut offered = u64::from(crate::h2::conn::DEFAULT_WINDOW);
+        let mut sent = 0;
+        while sent < total {
+            let piece = (offered - sent).min(total - sent).min(16_384);
+            if piece == 0 {
+                let (head, payload) = self.frame().expect("a window update");
+                if head.kind == Kind::WindowUpdate && head.stream == stream {
+                    offered += u64::from(u32::from_be_bytes(payload[..4].try_into().unwrap()));
+                }
+                continue;
+            }
+            self.upload(stream, &vec![b'b'; piece as usize], false);
+            sent += piece;
+        }
+        offered
+    }
+
     /// DATA on `stream`, in frames of at most 16 KiB; `end` ends the body.
     fn upload(&mut self, stream: u32, body: &[u8], end: bool) {
         let mut out = Vec::new();
@@ -1018,22 +1038,7 @@ fn a_body_stream_window_never_offers_more_than_max_body() {
     let mut c = Client::new(server.local_addr().port());
     c.begin_upload(1, "/up");
     // The whole allowance, in pieces the windows let through, and then the end.
-    let mut offered = u64::from(crate::h2::conn::DEFAULT_WINDOW);
-    let mut sent = 0u64;
-    while sent < max_body {
-        let piece = (offered - sent).min(max_body - sent).min(16_384);
-        if piece == 0 {
-            // Wait for the server to open the stream's window.
-            let (head, payload) = c.frame().expect("a window update");
-            if head.kind == Kind::WindowUpdate && head.stream == 1 {
-                let n = u32::from_be_bytes(payload[..4].try_into().unwrap());
-                offered += u64::from(n);
-            }
-            continue;
-        }
-        c.upload(1, &vec![b'b'; piece as usize], false);
-        sent += piece;
-    }
+    let offered = c.upload_as_windows_allow(1, max_body);
     assert!(offered <= max_body, "offered {offered} bytes of window");
     c.upload(1, &[], true);
     let a = c.answer(1);
@@ -1053,20 +1058,7 @@ fn past_the_servers_budget_for_bodies_new_bodies_are_refused_and_come_back_when_
     let mut holders: Vec<Client> = (0..3).map(|_| Client::new(port)).collect();
     for (c, size) in holders.iter_mut().zip([150_000u64, 150_000, 10_000]) {
         c.begin_upload(1, "/up");
-        let mut sent = 0;
-        let mut window = u64::from(crate::h2::conn::DEFAULT_WINDOW);
-        while sent < size {
-            let piece = (window - sent).min(size - sent).min(16_384);
-            if piece == 0 {
-                let (head, payload) = c.frame().expect("a window update");
-                if head.kind == Kind::WindowUpdate && head.stream == 1 {
-                    window += u64::from(u32::from_be_bytes(payload[..4].try_into().unwrap()));
-                }
-                continue;
-            }
-            c.upload(1, &vec![b'h'; piece as usize], false);
-            sent += piece;
-        }
+        c.upload_as_windows_allow(1, size);
         // A PING answered: the server has taken all of it.
         let mut ping = Vec::new();
         frame::write_ping(&mut ping, *b"all-sent", false);
