@@ -794,12 +794,17 @@ impl H2Strand {
             return;
         }
         let quantum = self.conn.max_frame();
+        // The streams whose replies wait: where each is, what of its streamed pieces it sent
+        // this time, whether it is done.
+        let mut holders: Vec<(usize, usize, bool)> = (self.work.iter().enumerate())
+            .filter(|(_, (_, w))| matches!(w, Work::Sending(_) | Work::Streaming(_)))
+            .map(|(at, _)| (at, 0, false))
+            .collect();
         loop {
             let mut sent = 0;
-            let mut at = 0;
-            while at < self.work.len() {
-                let (stream, work) = &mut self.work[at];
-                let (n, done) = match work {
+            for (at, taken, done) in holders.iter_mut().filter(|h| !h.2) {
+                let (stream, work) = &mut self.work[*at];
+                sent += match work {
                     Work::Sending(held) => {
                         let (body, from) = &mut **held;
                         let to = body.len().min(*from + quantum);
@@ -808,32 +813,36 @@ impl H2Strand {
                             .conn
                             .send_data(*stream, &body[*from..to], last, &mut self.out);
                         *from += n;
-                        (n, *from == body.len())
+                        *done = *from == body.len();
+                        n
                     }
                     Work::Streaming(s) => {
-                        let Streamed {
-                            held, flow, ended, ..
-                        } = &mut **s;
-                        let to = held.len().min(quantum);
-                        let end = *ended && to == held.len();
+                        let rest = &s.held[*taken..];
+                        let to = rest.len().min(quantum);
+                        let end = s.ended && to == rest.len();
                         let n = self
                             .conn
-                            .send_data(*stream, &held[..to], end, &mut self.out);
-                        held.drain(..n);
-                        flow.0.written(n);
-                        (n, *ended && held.is_empty())
+                            .send_data(*stream, &rest[..to], end, &mut self.out);
+                        *taken += n;
+                        *done = s.ended && *taken == s.held.len();
+                        n
                     }
-                    _ => (0, false),
+                    _ => 0,
                 };
-                sent += n;
-                if done {
-                    self.work.remove(at);
-                } else {
-                    at += 1;
-                }
             }
             if sent == 0 {
-                return;
+                break;
+            }
+        }
+        // What streamed pieces sent leaves their buffer at once; finished replies leave the
+        // list (the last first, so that the positions hold).
+        for &(at, taken, done) in holders.iter().rev() {
+            if let Work::Streaming(s) = &mut self.work[at].1 {
+                s.held.drain(..taken);
+                s.flow.0.written(taken);
+            }
+            if done {
+                self.work.remove(at);
             }
         }
     }
