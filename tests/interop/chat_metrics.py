@@ -110,10 +110,17 @@ def prometheus_scrape(port):
         until = time.time() + 60
         health, value = None, None
         while time.time() < until:
-            _, body, _ = get(web_port, "/api/v1/targets")
+            # Prometheus listens before it is ready: until then its API answers 503 in text.
+            status, body, _ = get(web_port, "/api/v1/targets")
+            if status != 200:
+                time.sleep(0.5)
+                continue
             targets = json.loads(body)["data"]["activeTargets"]
             health = targets[0]["health"] if targets else None
-            _, body, _ = get(web_port, "/api/v1/query?query=web_websockets")
+            status, body, _ = get(web_port, "/api/v1/query?query=web_websockets")
+            if status != 200:
+                time.sleep(0.5)
+                continue
             result = json.loads(body)["data"]["result"]
             if health == "up" and result:
                 value = float(result[0]["value"][1])
