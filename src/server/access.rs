@@ -91,11 +91,11 @@ struct Pending {
 
 thread_local! {
     /// This worker's exchanges in progress, by connection.
-    static PENDING: RefCell<HashMap<Exchange, Pending>> = RefCell::new(HashMap::new());
+    static PENDING: RefCell<HashMap<Key, Pending>> = RefCell::new(HashMap::new());
 }
 
 /// Which exchange a record is of: a connection's (stream 0), or one HTTP/2 stream's.
-pub(crate) type Exchange = (ConnId, u32);
+pub(crate) type Key = (ConnId, u32);
 
 /// A request's method and target, kept on the stack across its handler call.
 pub(crate) struct Label {
@@ -164,7 +164,7 @@ pub(crate) fn now(
 /// An exchange of connection `id` goes on after its handler returned: remembered until
 /// [`done`] or [`closed`]. `status` and `bytes` are what was sent already (a session's head).
 pub(crate) fn later(
-    id: Exchange,
+    id: Key,
     label: &Label,
     began: Instant,
     peer: Option<SocketAddr>,
@@ -184,7 +184,7 @@ pub(crate) fn later(
 
 /// The reply of connection `id` went out (its head, or a piece of its body): its status when
 /// it has one, and `bytes` more.
-pub(crate) fn sent(id: Exchange, status: Option<u16>, kind: Option<AccessKind>, bytes: u64) {
+pub(crate) fn sent(id: Key, status: Option<u16>, kind: Option<AccessKind>, bytes: u64) {
     PENDING.with_borrow_mut(|all| {
         if let Some(p) = all.get_mut(&id) {
             if let Some(status) = status {
@@ -200,7 +200,7 @@ pub(crate) fn sent(id: Exchange, status: Option<u16>, kind: Option<AccessKind>, 
 
 /// The exchange of connection `id` is over (its reply complete, the session or connection
 /// closed): logged, if one was in progress.
-pub(crate) fn done(log: &DynAccessLog, id: Exchange) {
+pub(crate) fn done(log: &DynAccessLog, id: Key) {
     let Some(p) = PENDING.with_borrow_mut(|all| all.remove(&id)) else {
         return;
     };

@@ -5,14 +5,14 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::exchange::RequestReader;
+use super::request_reader::RequestReader;
 use crate::http::render::{has_body, render, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
 use crate::http::{Request, Response};
 
 use super::dispatch::{App, Stop, Streamed, Turn, answer};
 use super::limits::Limits;
-use super::replies::Exchange;
+use super::replies::ReplyTo;
 use super::streamed::ThreadPiece;
 use crate::http::Refusal;
 
@@ -66,7 +66,7 @@ fn serve_blocking(
             now: Instant::now(),
             fd: None,
             peer,
-            exchange: Exchange::Blocking,
+            exchange: ReplyTo::Blocking,
             worker: 0,
         };
         let done = answer(&app, &mut reader, &input, &mut turn);

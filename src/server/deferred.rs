@@ -19,7 +19,7 @@ use crate::http::{ReplyRules, Response};
 
 #[cfg(feature = "tokio")]
 use super::replies::Unwanted;
-use super::replies::{Exchange, Replies, deliver};
+use super::replies::{Replies, ReplyTo, deliver};
 use super::streamed::{BodySender, Later};
 
 /// What a parked connection waits for: the reply to its request `seq`, and how to send it.
@@ -54,7 +54,7 @@ pub(crate) fn nothing_came() -> Response {
 
 thread_local! {
     /// The exchange the handler running on this thread answers (set around the call).
-    static CURRENT: Cell<Option<Exchange>> = const { Cell::new(None) };
+    static CURRENT: Cell<Option<ReplyTo>> = const { Cell::new(None) };
     /// The reply `defer` made for it: a sequence number (reactor) or a receiver (blocking).
     static DEFERRED: RefCell<Option<Deferral>> = const { RefCell::new(None) };
     /// The last sequence number handed out on this thread.
@@ -69,7 +69,7 @@ pub(crate) enum Deferral {
 
 /// Runs `handler` as the answer to `exchange`; the reply it deferred, if it called [`defer`].
 pub(crate) fn answering<T>(
-    exchange: Exchange,
+    exchange: ReplyTo,
     handler: impl FnOnce() -> T,
 ) -> (T, Option<Deferral>) {
     let outer = CURRENT.replace(Some(exchange));
@@ -150,14 +150,14 @@ fn deferred(patience: Patience) -> (Reply, Response) {
     };
     // A second `defer` in the same handler replaces the first: that reply goes nowhere.
     let to = match exchange {
-        Exchange::Conn(id) | Exchange::Stream(id) => {
+        ReplyTo::Conn(id) | ReplyTo::Stream(id) => {
             let replies = super::worker::with(|s| s.map(|s| Arc::clone(&s.replies)));
             let Some(replies) = replies else {
                 return (Reply { to: To::Nowhere }, placeholder);
             };
             let seq = next_seq();
             match exchange {
-                Exchange::Stream(_) => replies.open_stream(id, seq),
+                ReplyTo::Stream(_) => replies.open_stream(id, seq),
                 _ => replies.open(id, seq),
             }
             let earlier = DEFERRED.replace(Some(Deferral::Conn(seq, patience)));
@@ -166,7 +166,7 @@ fn deferred(patience: Patience) -> (Reply, Response) {
             }
             To::Conn { replies, id, seq }
         }
-        Exchange::Blocking => {
+        ReplyTo::Blocking => {
             let (tx, rx) = mpsc::sync_channel(1);
             DEFERRED.set(Some(Deferral::Blocking(rx, patience)));
             To::Thread(tx)

@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use super::exchange::{CONTINUE, RequestReader, Step, empty_lines};
+use super::request_reader::{CONTINUE, RequestReader, Step, empty_lines};
 use crate::http::fields::has_token;
 use crate::http::render::{render, render_in_place, render_open_ended};
 use crate::http::{Body, Refusal, ReplyRules, Request, Response, Version};
@@ -20,7 +20,7 @@ use crate::ws::{WsApp, agree, check_upgrade, extensions_of, switching_protocols}
 use super::access::{self, AccessKind, DynAccessLog, Label};
 use super::deferred::{Deferral, Patience, Wait, answering};
 use super::figures::Tally;
-use super::replies::Exchange;
+use super::replies::ReplyTo;
 use super::shared::{LiveRoute, ServerShared};
 use super::streamed::{Later, ThreadStream};
 use super::taken::{DynTaken, hand_over};
@@ -130,7 +130,7 @@ pub(crate) struct Turn<'a> {
     /// Who the connection is from, for the requests' [`Request::peer`].
     pub(crate) peer: Option<std::net::SocketAddr>,
     /// Where a deferred reply goes.
-    pub(crate) exchange: Exchange,
+    pub(crate) exchange: ReplyTo,
     pub(crate) worker: usize,
 }
 
@@ -435,8 +435,8 @@ fn dispatch(
 pub(crate) struct OnStream {
     pub(crate) now: Instant,
     pub(crate) peer: Option<std::net::SocketAddr>,
-    /// [`Exchange::Stream`] of the connection.
-    pub(crate) exchange: Exchange,
+    /// [`ReplyTo::Stream`] of the connection.
+    pub(crate) exchange: ReplyTo,
     /// The stream's id.
     pub(crate) stream: u32,
     pub(crate) worker: usize,
@@ -746,7 +746,7 @@ struct Told<'t> {
     label: Label,
     began: Instant,
     peer: Option<std::net::SocketAddr>,
-    exchange: Exchange,
+    exchange: ReplyTo,
     /// The HTTP/2 stream (0 for a connection's one exchange).
     stream: u32,
 }
@@ -759,7 +759,7 @@ impl<'t> Told<'t> {
     fn of(
         app: &App<'t>,
         request: &Request,
-        (now, peer, exchange): (Instant, Option<std::net::SocketAddr>, Exchange),
+        (now, peer, exchange): (Instant, Option<std::net::SocketAddr>, ReplyTo),
         tally: &'t mut Tally,
     ) -> Told<'t> {
         Told {
@@ -805,7 +805,7 @@ impl<'t> Told<'t> {
         if status > 0 {
             self.tally.replied(status);
         }
-        if let (Some(_), Exchange::Conn(id) | Exchange::Stream(id)) = (self.log, self.exchange) {
+        if let (Some(_), ReplyTo::Conn(id) | ReplyTo::Stream(id)) = (self.log, self.exchange) {
             access::later(
                 (id, self.stream),
                 &self.label,
@@ -832,7 +832,7 @@ fn stream_headers() -> Vec<crate::http::Header> {
 fn call_handler(
     app: &App<'_>,
     request: Request,
-    (exchange, worker): (Exchange, usize),
+    (exchange, worker): (ReplyTo, usize),
     told: &mut Told<'_>,
     slot: &mut Option<Response>,
 ) -> (bool, Option<Deferral>) {
@@ -911,7 +911,7 @@ mod tests {
             now: Instant::now(),
             fd: None,
             peer: None,
-            exchange: Exchange::Blocking,
+            exchange: ReplyTo::Blocking,
             worker: 0,
         };
         let done = answer(&App::HandlerOnly(&handle), &mut reader, input, &mut turn);

@@ -1,340 +1,237 @@
-//! Reading requests from a byte stream, I/O-free: [`RequestReader`] turns received bytes into
-//! whole requests (head and body). The server's dispatch (`dispatch.rs`) drives it
-//! for both the reactor strand and the blocking [`handle_conn`](crate::http::handle_conn).
+//! The life of an exchange whose reply comes later — deferred ([`defer`](crate::http::defer)),
+//! pooled, async or streamed ([`BodySender`](crate::http::BodySender)) — from its handler's
+//! return to its reply's last byte, with every rule written once for every HTTP version: what
+//! an answer, a dropped [`Reply`](crate::http::Reply), a streamed head, a piece, the end or a
+//! cut does; what the reply timeout does to a reply that has not come and to a streamed body
+//! gone quiet; what a stop does to a long-poll; what is counted (the figures, replies dropped
+//! and timed out) and logged (the access log); and when the reply's slot closes, so that
+//! `Reply::is_open` and `BodySender::is_open` say `false` (the reply complete, cut, or its
+//! client gone — not before).
+//!
+//! A strand keeps what is its own: where it stores the exchange (its [`Wait`] and its
+//! [`Phase`]) and how its protocol puts a reply on the wire, through [`Framer`]: HTTP/1.1
+//! renders into the connection's output (one exchange at a time, in order) and cuts a reply by
+//! closing the connection after what is queued; HTTP/2 writes HEADERS and DATA on the
+//! exchange's stream as far as the windows allow and cuts a reply by resetting its stream. An
+//! HTTP/2 client role or HTTP/3 (quinn-proto's connection, one exchange per QUIC stream) would
+//! be a third `Framer` and drive the same functions: see docs/DESIGN.md, "One exchange".
 
-use crate::http::{
-    ChunkedDecoder, Framing, HeadLimits, HeadParser, ParseError, ReplyRules, Request, RequestHead,
-    Version,
-};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
-/// Bytes of body that extend a request's deadline by another header timeout: a body must
-/// arrive at 1 KiB per header timeout at least (100 B/s with the defaults).
-pub(crate) const MIN_BODY_PROGRESS: usize = 1024;
+use reactor::ConnId;
 
-/// The interim reply sent before reading the body of an `Expect: 100-continue` request.
-pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+use crate::http::later::{Delivery, FlowEnd, StreamStart};
+use crate::http::render::{final_status, has_body};
+use crate::http::{Refusal, ReplyRules, Response};
 
-/// What the bytes received so far amount to.
-#[derive(Debug)]
+use super::access::{self, AccessKind};
+use super::deferred::{Wait, nothing_came};
+use super::shared::ServerShared;
+
+/// Where an exchange's reply is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Its handler deferred it, and it has not come.
+    Awaited,
+    /// Its streamed head went out; pieces follow until the end.
+    Streaming,
+}
+
+/// What a message or the clock did to an exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
-    /// An incomplete request: keep the bytes and call again with more.
-    More,
-    /// The client waits for `100 Continue` before it sends the body: send it, then call again.
-    Continue,
-    /// A whole request, which took the first `used` bytes.
-    Done {
-        request: Request,
-        version: Version,
-        /// What the request allows its reply.
+    /// Nothing: a message its phase does not expect (a second answer to one request), dropped.
+    Unchanged,
+    /// Its streamed reply goes on (its head, or a piece, went out): the reply timeout runs
+    /// again from now.
+    Streaming,
+    /// Its reply is complete on the connection (an HTTP/2 stream may still hold some of it for
+    /// the windows); `keep`: the connection serves on after it.
+    Done { keep: bool },
+    /// Its reply was cut short ([`Framer::cut`] ran): the client sees it incomplete.
+    Cut,
+}
+
+/// How one HTTP version puts an exchange's reply on its connection: all the exchange needs of
+/// a strand.
+pub(crate) trait Framer {
+    /// Queues `res` whole (a body the connection cannot take yet is kept for it); the bytes it
+    /// came to, and whether the connection serves on after it.
+    fn reply(&mut self, res: Response, rules: ReplyRules, now: Instant) -> (u64, bool);
+    /// Queues the head of a streamed reply whose body has `length.0` bytes (`None`: not
+    /// known), or none at all when `length.1` is false; the bytes, and whether the connection
+    /// serves on after the reply.
+    fn open(
+        &mut self,
+        head: &Response,
+        length: (Option<u64>, bool),
         rules: ReplyRules,
-        used: usize,
-    },
-    /// A request that cannot be served: answer `ParseError::status` and close. `head_only`
-    /// when it was a HEAD request (its refusal then carries no body, RFC 9110 §9.3.2).
-    Refuse { error: ParseError, head_only: bool },
+        now: Instant,
+    ) -> (u64, bool);
+    /// The streamed body follows the head just opened: the strand keeps its sender's window
+    /// (`keep` as `open` said).
+    fn stream(&mut self, flow: FlowEnd, length: Option<u64>, rules: ReplyRules, keep: bool);
+    /// Queues a piece of the streamed body; the bytes it came to, and `false` when it passes
+    /// the length the head announced.
+    fn piece(&mut self, piece: Vec<u8>) -> (u64, bool);
+    /// Queues the body's end; the bytes it came to, and whether the connection serves on.
+    fn end(&mut self) -> (u64, bool);
+    /// Ends the reply short of its end (the streamed state dropped, which tells the sender).
+    fn cut(&mut self);
 }
 
-/// The body of a request whose head is complete.
-#[derive(Debug)]
-struct BodyState {
-    /// The head; a chunked body is de-chunked straight into its request's buffer.
-    head: RequestHead,
-    chunked: Option<ChunkedDecoder>,
-    /// Bytes of input the chunked decoder consumed, head included.
-    at: usize,
-    continued: bool,
+/// A message for exchange `id` (its connection's id, with its stream over HTTP/2), which waits
+/// for reply `wait` in `phase`.
+pub(crate) fn deliver(
+    shared: &ServerShared,
+    (id, wait, phase): (ConnId, Wait, Phase),
+    what: Delivery,
+    now: Instant,
+    framer: &mut impl Framer,
+) -> Step {
+    match (phase, what) {
+        (Phase::Awaited, Delivery::Answer(res)) => answer(shared, (id, wait), *res, now, framer),
+        (Phase::Awaited, Delivery::Dropped) => {
+            shared.replies.dropped.fetch_add(1, Ordering::Relaxed);
+            crate::log::warning!(; "a deferred reply was dropped unanswered: its request got a 500");
+            let res = Refusal::ReplyDropped.response();
+            answer(shared, (id, wait), res, now, framer)
+        }
+        (Phase::Awaited, Delivery::Stream(start)) => open(shared, (id, wait), start, now, framer),
+        (Phase::Streaming, Delivery::Piece(piece)) => {
+            let (bytes, within) = framer.piece(piece);
+            sent(shared, id, (None, None, bytes));
+            match within {
+                true => Step::Streaming,
+                false => cut(shared, (id, wait), framer),
+            }
+        }
+        (Phase::Streaming, Delivery::End) => {
+            let (bytes, keep) = framer.end();
+            sent(shared, id, (None, None, bytes));
+            done(shared, (id, wait), keep)
+        }
+        (Phase::Streaming, Delivery::Abort) => cut(shared, (id, wait), framer),
+        // What no sender sends in this phase (a second answer, pieces before their head).
+        _ => Step::Unchanged,
+    }
 }
 
-/// Reads requests from a byte stream, strictly and incrementally.
-///
-/// Call [`step`](RequestReader::step) with the unconsumed bytes, starting at the first byte of
-/// the request being read; each call's bytes extend the previous call's until it answers
-/// `Done` or `Refuse`, after which the reader starts over for the next request.
-#[derive(Debug)]
-pub(crate) struct RequestReader {
-    head: HeadParser,
-    body: Option<BodyState>,
-    max_body: u64,
-    /// Input length when the body deadline was last extended.
-    progress_mark: usize,
-}
-
-impl RequestReader {
-    #[inline]
-    pub(crate) fn new(limits: HeadLimits, max_body: u64) -> RequestReader {
-        RequestReader {
-            head: HeadParser::new(limits),
-            body: None,
-            max_body,
-            progress_mark: 0,
+/// The reply timeout passed for exchange `id`: a long-poll gets its empty answer (`204`), a
+/// reply that has not come the server's own `503`, a streamed body with no piece for that long
+/// is cut — the last two counted in `replies_timed_out`.
+pub(crate) fn expire(
+    shared: &ServerShared,
+    (id, wait, phase): (ConnId, Wait, Phase),
+    now: Instant,
+    framer: &mut impl Framer,
+) -> Step {
+    match phase {
+        Phase::Awaited if wait.poll => answer(shared, (id, wait), nothing_came(), now, framer),
+        Phase::Awaited => {
+            shared.replies.timed_out.fetch_add(1, Ordering::Relaxed);
+            crate::log::info!(; "a deferred reply did not come within the reply timeout: 503");
+            let res = Refusal::ReplyLate.response();
+            answer(shared, (id, wait), res, now, framer)
         }
-    }
-
-    /// Whether no byte of the next request has been read.
-    #[inline]
-    pub(crate) fn is_fresh(&self) -> bool {
-        self.head.is_fresh() && self.body.is_none()
-    }
-
-    /// Whether a body being read has brought [`MIN_BODY_PROGRESS`] more bytes since the last
-    /// time this said yes (`have`: the request's bytes so far). The request deadline is extended
-    /// only then, so a body trickling in a byte at a time cannot hold a connection forever.
-    pub(crate) fn body_progressed(&mut self, have: usize) -> bool {
-        if self.body.is_none() || have < self.progress_mark + MIN_BODY_PROGRESS {
-            return false;
-        }
-        self.progress_mark = have;
-        true
-    }
-
-    /// Whether part of a request has been read.
-    pub(crate) fn is_mid_request(&self) -> bool {
-        self.body.is_some()
-    }
-
-    /// Whether the request being read is a HEAD request (as far as is known: its request line
-    /// may not have arrived yet).
-    pub(crate) fn is_head(&self) -> bool {
-        match &self.body {
-            Some(body) => body.head.request.method_is("HEAD"),
-            None => self.head.is_head(),
-        }
-    }
-
-    /// Heap bytes held for the request being read.
-    pub(crate) fn held_bytes(&self) -> usize {
-        self.head.held_bytes()
-            + self
-                .body
-                .as_ref()
-                .map_or(0, |b| b.head.request.held_bytes())
-    }
-
-    #[inline]
-    pub(crate) fn step(&mut self, buf: &[u8]) -> Step {
-        let body = match &mut self.body {
-            Some(body) => body,
-            None => match self.head.parse(buf) {
-                Ok(None) => return Step::More,
-                Err(error) => {
-                    return Step::Refuse {
-                        error,
-                        head_only: self.head.refused_head(),
-                    };
-                }
-                Ok(Some(head)) => {
-                    if let Framing::Length(n) = head.framing {
-                        // The body is held in memory with its head: a length past the limit,
-                        // or one that cannot be added to the head's in memory, is refused
-                        // before any of it is read.
-                        if n > self.max_body || request_end(head.len, n).is_none() {
-                            return Step::Refuse {
-                                error: ParseError::BodyTooLarge,
-                                head_only: head.request.method_is("HEAD"),
-                            };
-                        }
-                    }
-                    if head.framing == Framing::None {
-                        // No body: done at once, without keeping any state.
-                        return Step::Done {
-                            used: head.len,
-                            version: head.version,
-                            rules: ReplyRules::of(&head),
-                            request: head.request,
-                        };
-                    }
-                    let chunked = (head.framing == Framing::Chunked)
-                        .then(|| ChunkedDecoder::new(self.max_body));
-                    let at = head.len;
-                    self.body.insert(BodyState {
-                        head,
-                        chunked,
-                        at,
-                        continued: false,
-                    })
-                }
-            },
-        };
-        let used = match (body.head.framing, &mut body.chunked) {
-            (Framing::None, _) => Some(body.head.len),
-            (Framing::Length(n), _) => {
-                request_end(body.head.len, n).filter(|&end| buf.len() >= end)
-            }
-            (Framing::Chunked, Some(decoder)) => {
-                let input = buf.get(body.at..).unwrap_or_default();
-                let decoded = decoder.decode(input, body.head.request.body_buffer());
-                body.head.request.body_written();
-                match decoded {
-                    Ok(n) => body.at += n,
-                    Err(error) => {
-                        let head_only = body.head.request.method_is("HEAD");
-                        self.body = None;
-                        return Step::Refuse { error, head_only };
-                    }
-                }
-                decoder.is_done().then_some(body.at)
-            }
-            (Framing::Chunked, None) => Some(body.head.len),
-        };
-        match used {
-            Some(used) => {
-                let Some(BodyState { head, .. }) = self.body.take() else {
-                    return Step::More;
-                };
-                let rules = ReplyRules::of(&head);
-                let mut request = head.request;
-                if let Framing::Length(_) = head.framing {
-                    request.append_body(buf.get(head.len..used).unwrap_or_default());
-                }
-                Step::Done {
-                    request,
-                    version: head.version,
-                    rules,
-                    used,
-                }
-            }
-            // RFC 9110 §10.1.1: a server that has received none of the body yet sends 100.
-            None if body.head.expect_continue && !body.continued && buf.len() == body.head.len => {
-                body.continued = true;
-                Step::Continue
-            }
-            None => Step::More,
+        Phase::Streaming => {
+            shared.replies.timed_out.fetch_add(1, Ordering::Relaxed);
+            crate::log::info!(; "a streamed reply sent nothing within the reply timeout: cut");
+            cut(shared, (id, wait), framer)
         }
     }
 }
 
-/// Where a request whose head took `head_len` bytes and whose body is `body_len` bytes ends in
-/// the input, when that fits in memory (`None` for a length no buffer can hold: the peer's
-/// number never wraps into a short body).
-fn request_end(head_len: usize, body_len: u64) -> Option<usize> {
-    let end = u64::try_from(head_len).ok()?.checked_add(body_len)?;
-    usize::try_from(end)
-        .ok()
-        .filter(|&end| end <= isize::MAX as usize)
+/// The server stops: a long-poll still waiting is answered at once (`204`) rather than kept
+/// through the drain; any other exchange goes on.
+pub(crate) fn stopping(
+    shared: &ServerShared,
+    (id, wait, phase): (ConnId, Wait, Phase),
+    now: Instant,
+    framer: &mut impl Framer,
+) -> Step {
+    match (phase, wait.poll) {
+        (Phase::Awaited, true) => answer(shared, (id, wait), nothing_came(), now, framer),
+        _ => Step::Unchanged,
+    }
 }
 
-/// How many bytes of empty lines (CRLF) `buf` starts with. RFC 9112 §2.2: a server ignores
-/// empty lines received before a request line — typically the CRLF some clients send after a
-/// body. Skipped between requests, they neither start a request (and its timer) nor stay
-/// buffered.
-pub(crate) fn empty_lines(buf: &[u8]) -> usize {
-    buf.chunks_exact(2)
-        .take_while(|pair| pair == b"\r\n")
-        .count()
-        * 2
+/// Exchange `id` ends without the rest of its reply (its client closed the connection or
+/// reset the stream): the reply is no longer wanted.
+pub(crate) fn abandon(shared: &ServerShared, id: ConnId, wait: Wait) {
+    shared.replies.close_of(id, wait.seq);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Sends `res` as the exchange's reply.
+fn answer(
+    shared: &ServerShared,
+    (id, wait): (ConnId, Wait),
+    res: Response,
+    now: Instant,
+    framer: &mut impl Framer,
+) -> Step {
+    let status = final_status(res.status);
+    shared.figures(id.worker() as usize).replied(status);
+    let rules = wait.rules.keeping(!shared.shutting_down());
+    let (bytes, keep) = framer.reply(res, rules, now);
+    sent(shared, id, (Some(status), None, bytes));
+    done(shared, (id, wait), keep)
+}
 
-    fn reader() -> RequestReader {
-        RequestReader::new(HeadLimits::default(), 100)
+/// Sends a streamed reply's head; its body follows unless it has none (a `HEAD` request, a
+/// bodiless status), in which case the sender's window is dropped: it is told its body is not
+/// wanted.
+fn open(
+    shared: &ServerShared,
+    (id, wait): (ConnId, Wait),
+    start: Arc<StreamStart>,
+    now: Instant,
+    framer: &mut impl Framer,
+) -> Step {
+    let Some(StreamStart { head, length, flow }) = Arc::into_inner(start) else {
+        return cut(shared, (id, wait), framer); // never: one message, one holder
+    };
+    let status = final_status(head.status);
+    shared.figures(id.worker() as usize).replied(status);
+    let rules = wait.rules.keeping(!shared.shutting_down());
+    let body = !rules.head_only && has_body(status);
+    let (bytes, keep) = framer.open(&head, (length, body), rules, now);
+    sent(
+        shared,
+        id,
+        (Some(status), Some(AccessKind::Streamed), bytes),
+    );
+    if !body {
+        return done(shared, (id, wait), keep);
     }
+    framer.stream(flow, length, rules, keep);
+    Step::Streaming
+}
 
-    #[test]
-    fn bodies_by_length_chunked_and_none() {
-        let cases: &[(&[u8], &[u8])] = &[
-            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\nNEXT", b""),
-            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcNEXT", b"abc"),
-            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nNEXT", b"abc"),
-        ];
-        for (raw, body) in cases {
-            match reader().step(raw) {
-                Step::Done { request, used, .. } => {
-                    assert_eq!((request.body(), &raw[used..]), (*body, &b"NEXT"[..]))
-                }
-                other => panic!("{other:?}"),
-            }
-        }
+fn cut(shared: &ServerShared, (id, wait): (ConnId, Wait), framer: &mut impl Framer) -> Step {
+    framer.cut();
+    done(shared, (id, wait), false);
+    Step::Cut
+}
+
+/// The exchange is over: its reply's slot closes and the access log has its record.
+fn done(shared: &ServerShared, (id, wait): (ConnId, Wait), keep: bool) -> Step {
+    shared.replies.close_of(id, wait.seq);
+    if let Some(log) = shared.access_log.as_deref() {
+        access::done(log, (id.connection(), id.stream()));
     }
+    Step::Done { keep }
+}
 
-    #[test]
-    fn body_limits_are_refused_with_413() {
-        let raw = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n";
-        assert!(matches!(
-            reader().step(raw),
-            Step::Refuse {
-                error: ParseError::BodyTooLarge,
-                ..
-            }
-        ));
-        let mut chunked =
-            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n".to_vec();
-        assert!(matches!(
-            reader().step(&chunked),
-            Step::Refuse {
-                error: ParseError::BodyTooLarge,
-                ..
-            }
-        ));
-        chunked.truncate(chunked.len() - 4);
-        chunked.extend_from_slice(b"64\r\n");
-        assert!(matches!(reader().step(&chunked), Step::More));
-    }
-
-    #[test]
-    fn continue_is_asked_for_once_and_only_before_the_body() {
-        let raw =
-            b"PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nok";
-        let head_len = raw.len() - 2;
-        let mut r = reader();
-        assert!(matches!(r.step(&raw[..head_len]), Step::Continue));
-        assert!(matches!(r.step(&raw[..head_len]), Step::More));
-        assert!(matches!(r.step(&raw[..head_len + 1]), Step::More));
-        assert!(matches!(r.step(raw), Step::Done { .. }));
-        // The body arrived with the head: no 100.
-        assert!(matches!(reader().step(raw), Step::Done { .. }));
-    }
-
-    #[test]
-    fn a_request_fed_byte_by_byte_completes_once() {
-        let raw =
-            b"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n";
-        let mut r = reader();
-        for end in 0..raw.len() {
-            assert!(matches!(r.step(&raw[..end]), Step::More), "at {end}");
-        }
-        assert!(matches!(r.step(raw), Step::Done { used, .. } if used == raw.len()));
-        assert!(!r.is_mid_request());
-    }
-
-    #[test]
-    fn a_length_that_cannot_be_held_is_refused_whatever_the_body_limit() {
-        for n in [u64::MAX, u64::MAX - 1, 1 << 63] {
-            let raw = format!(
-                "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {n}\r\n\r\nGET / HTTP/1.1\r\n\r\n"
-            );
-            let mut r = RequestReader::new(HeadLimits::default(), u64::MAX);
-            assert!(
-                matches!(
-                    r.step(raw.as_bytes()),
-                    Step::Refuse {
-                        error: ParseError::BodyTooLarge,
-                        ..
-                    }
-                ),
-                "{n}"
-            );
-        }
-        assert_eq!(request_end(10, 5), Some(15));
-        assert_eq!(request_end(usize::MAX, 1), None);
-        assert_eq!(request_end(1, isize::MAX as u64), None);
-    }
-
-    #[test]
-    fn empty_lines_are_whole_crlf_pairs_only() {
-        let cases: &[(&[u8], usize)] = &[
-            (b"", 0),
-            (b"\r\n", 2),
-            (b"\r\n\r\nGET", 4),
-            (b"\r", 0),
-            (b"\r\n\r", 2),
-            (b"\n\r\n", 0),
-            (b"GET / HTTP/1.1\r\n", 0),
-        ];
-        for (buf, want) in cases {
-            assert_eq!(empty_lines(buf), *want, "{buf:?}");
-        }
+/// With an access log: more of exchange `id`'s reply went out (its status, its kind, bytes).
+pub(crate) fn sent(
+    shared: &ServerShared,
+    id: ConnId,
+    (status, kind, bytes): (Option<u16>, Option<AccessKind>, u64),
+) {
+    if shared.access_log.is_some() {
+        access::sent((id.connection(), id.stream()), status, kind, bytes);
     }
 }

@@ -11,29 +11,29 @@
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use reactor::{Io, Next, Read};
 
-use super::exchange::RequestReader;
+use super::request_reader::RequestReader;
 use crate::http::Response;
-use crate::http::later::{Delivery, HttpMsg};
-use crate::http::render::{has_body, render, render_in_place, render_stream_head};
+use crate::http::later::HttpMsg;
+use crate::http::render::{render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
-use super::access::{self, AccessKind};
+use super::access;
 use super::deferred::{Patience, Wait};
 use super::dispatch::{Answered, App, Stop, Turn, Upgrade, answer};
+use super::exchange::{self, Framer, Phase, Step};
 use super::output::Output;
 use super::peer::Peer;
-use super::replies::Exchange;
+use super::replies::ReplyTo;
 use super::shared::ServerShared;
 use super::streamed::Streaming;
 use crate::http::Refusal;
-use crate::http::later::StreamStart;
+use crate::http::ReplyRules;
+use crate::http::later::FlowEnd;
 
 /// Output queued beyond which a strand stops reading until the socket takes it.
 const HIGH_WATER: usize = 64 * 1024;
@@ -265,7 +265,7 @@ impl HttpStrand {
         if let Some(wait) = self.wait.take() {
             super::worker::with(|shared| {
                 if let Some(shared) = shared {
-                    shared.replies.close(id, wait.seq);
+                    exchange::abandon(shared, id, wait);
                 }
             });
         }
@@ -276,12 +276,10 @@ impl HttpStrand {
     /// lingers briefly (`DRAIN_LINGER`), dropping what crosses it.
     pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
         self.with_busy(io, |busy, conn, io| {
-            // A long-poll gets its empty answer now rather than wait through the drain.
-            if let Some(wait) = *conn.wait
-                && wait.poll
-                && busy.stream.is_none()
-            {
-                busy.send_reply(conn, io, wait, super::deferred::nothing_came());
+            if let Some(wait) = *conn.wait {
+                let exchange = (io.id(), wait, busy.phase());
+                let step = exchange::stopping(conn.shared, exchange, io.now(), &mut busy.framer());
+                busy.stepped(conn, step);
             }
             busy.run(conn, io)
         })
@@ -406,7 +404,7 @@ impl Busy {
             now: ctx.now,
             fd: Some(ctx.fd),
             peer: ctx.peer,
-            exchange: Exchange::Conn(ctx.id),
+            exchange: ReplyTo::Conn(ctx.id),
             worker: ctx.id.worker() as usize,
         };
         let Answered {
@@ -748,132 +746,56 @@ impl Busy {
     }
 
     /// A deferred reply came (or its `Reply` was dropped, or a piece of a streamed reply):
-    /// if it is for the request awaited, it is queued, and once the reply is complete what was
-    /// pipelined behind it is answered.
+    /// if it is for the request awaited, the exchange takes it (see `exchange`), and once the
+    /// reply is complete what was pipelined behind it is answered.
     fn delivered(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
-        let Some(wait) = conn.wait.filter(|w| w.seq == msg.seq) else {
-            return self.run(conn, io); // a reply already answered otherwise: dropped
-        };
-        match (msg.what, &mut self.stream) {
-            (Delivery::Answer(res), None) => self.send_reply(conn, io, wait, *res),
-            (Delivery::Dropped, None) => {
-                let replies = &conn.shared.replies;
-                replies.dropped.fetch_add(1, Ordering::Relaxed);
-                crate::log::warning!(; "a deferred reply was dropped unanswered: its request got a 500");
-                self.send_reply(conn, io, wait, Refusal::ReplyDropped.response());
-            }
-            (Delivery::Stream(start), None) => self.start_stream(conn, io, wait, start),
-            (Delivery::Piece(piece), Some(stream)) => {
-                self.output.compact();
-                let (out, _) = self.output.buffer();
-                let before = out.len();
-                let pieced = stream.piece(out, &piece);
-                if conn.shared.access_log.is_some() {
-                    access::sent((io.id(), 0), None, None, (out.len() - before) as u64);
-                }
-                if pieced.is_err() {
-                    self.cut_stream(conn, io, wait);
-                }
-                // A piece is progress: the reply timer restarts.
-                self.set_deadline(None);
-            }
-            (Delivery::End, Some(stream)) => {
-                let (out, _) = self.output.buffer();
-                let before = out.len();
-                let keep = stream.end(out) && stream.keeps_alive();
-                if conn.shared.access_log.is_some() {
-                    access::sent((io.id(), 0), None, None, (out.len() - before) as u64);
-                }
-                self.stream = None;
-                self.reply_done(conn, io, wait, keep);
-            }
-            (Delivery::Abort, Some(_)) => self.cut_stream(conn, io, wait),
-            // What no sender sends in this state (a second answer to one request): dropped.
-            _ => {}
-        }
+        if let Some(wait) = conn.wait.filter(|w| w.seq == msg.seq) {
+            let exchange = (io.id(), wait, self.phase());
+            let step = exchange::deliver(
+                conn.shared,
+                exchange,
+                msg.what,
+                io.now(),
+                &mut self.framer(),
+            );
+            self.stepped(conn, step);
+        } // else a reply already answered otherwise: dropped
         self.run(conn, io)
     }
 
-    /// Queues the reply to the deferred request: the connection then serves what follows it.
-    fn send_reply(
-        &mut self,
-        conn: &mut Resume<'_>,
-        io: &Io<'_, Command>,
-        wait: Wait,
-        mut res: Response,
-    ) {
-        let rules = wait.rules.keeping(!conn.shared.shutting_down());
-        conn.shared.figures(worker_of(io)).replied(res.status);
-        let (out, _) = self.output.buffer();
-        let before = out.len();
-        let (keep, body) = render_in_place(
-            out,
-            &mut res,
-            rules.keep_alive,
-            rules.head_only,
-            io.now(),
-            INLINE_BODY,
-        );
-        if conn.shared.access_log.is_some() {
-            let bytes = (out.len() - before + body.len()) as u64;
-            access::sent((io.id(), 0), Some(res.status), None, bytes);
+    /// Where the awaited reply is.
+    fn phase(&self) -> Phase {
+        match self.stream {
+            Some(_) => Phase::Streaming,
+            None => Phase::Awaited,
         }
-        if !body.is_empty() {
-            self.output.set_body(body);
-        }
-        self.reply_done(conn, io, wait, keep);
     }
 
-    /// Queues the head of a streamed reply; its body follows as pieces come (none for `HEAD`
-    /// or a bodiless status: the reply is then complete).
-    fn start_stream(
-        &mut self,
-        conn: &mut Resume<'_>,
-        io: &Io<'_, Command>,
-        wait: Wait,
-        start: Arc<StreamStart>,
-    ) {
-        let Some(StreamStart { head, length, flow }) = Arc::into_inner(start) else {
-            return self.cut_stream(conn, io, wait); // never: one message, one holder
-        };
-        let rules = wait.rules.keeping(!conn.shared.shutting_down());
-        conn.shared.figures(worker_of(io)).replied(head.status);
-        let framing = StreamFraming::choose(length, rules.http10);
-        let (out, _) = self.output.buffer();
-        let before = out.len();
-        let keep = render_stream_head(out, &head, rules.keep_alive, framing, io.now());
-        if conn.shared.access_log.is_some() {
-            let bytes = (out.len() - before) as u64;
-            access::sent(
-                (io.id(), 0),
-                Some(head.status),
-                Some(AccessKind::Streamed),
-                bytes,
-            );
+    /// What the exchange writes through: this connection's output and streamed body.
+    fn framer(&mut self) -> Http1Framer<'_> {
+        Http1Framer {
+            output: &mut self.output,
+            stream: &mut self.stream,
         }
-        if rules.head_only || !has_body(head.status) {
-            drop(flow); // tells the sender its body is not wanted
-            return self.reply_done(conn, io, wait, keep);
-        }
-        self.stream = Some(Streaming::new(flow, framing, keep));
-        self.set_deadline(None);
     }
 
-    /// The streamed body ends before its end: what is queued is written, then the connection
-    /// closes, so the client sees an incomplete body (no last chunk, or short of its length).
-    fn cut_stream(&mut self, conn: &mut Resume<'_>, io: &Io<'_, Command>, wait: Wait) {
-        self.stream = None;
-        self.reply_done(conn, io, wait, false);
+    /// What the exchange's step means for the connection.
+    fn stepped(&mut self, conn: &mut Resume<'_>, step: Step) {
+        match step {
+            Step::Unchanged => {}
+            // A streamed head or piece is progress: the reply timer restarts.
+            Step::Streaming => self.set_deadline(None),
+            Step::Done { keep } => self.reply_done(conn, keep),
+            // What is queued is written, then the connection closes, so the client sees an
+            // incomplete body (no last chunk, or short of its length).
+            Step::Cut => self.reply_done(conn, false),
+        }
     }
 
     /// The deferred reply is complete in the output: the connection serves what follows it,
     /// or closes after it.
-    fn reply_done(&mut self, conn: &mut Resume<'_>, io: &Io<'_, Command>, wait: Wait, keep: bool) {
+    fn reply_done(&mut self, conn: &mut Resume<'_>, keep: bool) {
         *conn.wait = None;
-        conn.shared.replies.close(io.id(), wait.seq);
-        if let Some(log) = conn.shared.access_log.as_deref() {
-            access::done(log, (io.id(), 0));
-        }
         if !keep {
             self.state = State::Closing;
         } else if self.waits == Waits::Reply {
@@ -893,21 +815,10 @@ impl Busy {
         }
         self.set_deadline(None);
         match (self.timer, self.state, *conn.wait) {
-            (Timer::Reply, State::Serving, Some(wait)) if wait.poll && self.stream.is_none() => {
-                // Nothing came within the long-poll's wait: its empty answer.
-                self.send_reply(conn, io, wait, super::deferred::nothing_came());
-                self.run(conn, io)
-            }
             (Timer::Reply, State::Serving, Some(wait)) => {
-                let replies = &conn.shared.replies;
-                replies.timed_out.fetch_add(1, Ordering::Relaxed);
-                crate::log::info!(; "a deferred reply did not come within the reply timeout: 503");
-                if self.stream.is_some() {
-                    // A streamed body with no piece for that long: cut.
-                    return Next::Close;
-                }
-                // The deferred reply did not come in time: the server answers it.
-                self.send_reply(conn, io, wait, Refusal::ReplyLate.response());
+                let exchange = (io.id(), wait, self.phase());
+                let step = exchange::expire(conn.shared, exchange, io.now(), &mut self.framer());
+                self.stepped(conn, step);
                 self.run(conn, io)
             }
             (Timer::Request, State::Serving, None) if !self.output.has_pending() => {
@@ -949,6 +860,78 @@ impl Busy {
                 .reader
                 .as_ref()
                 .map_or(0, |r| std::mem::size_of::<RequestReader>() + r.held_bytes())
+    }
+}
+
+/// How HTTP/1.1 puts a deferred exchange's reply on the connection: rendered into its output
+/// (a large body written from the handler's own buffer), a streamed body framed by its length
+/// or in chunks.
+struct Http1Framer<'a> {
+    output: &'a mut Output,
+    stream: &'a mut Option<Streaming>,
+}
+
+impl Framer for Http1Framer<'_> {
+    fn reply(&mut self, mut res: Response, rules: ReplyRules, now: Instant) -> (u64, bool) {
+        let (out, _) = self.output.buffer();
+        let before = out.len();
+        let (keep, body) = render_in_place(
+            out,
+            &mut res,
+            rules.keep_alive,
+            rules.head_only,
+            now,
+            INLINE_BODY,
+        );
+        let bytes = (out.len() - before + body.len()) as u64;
+        if !body.is_empty() {
+            self.output.set_body(body);
+        }
+        (bytes, keep)
+    }
+
+    fn open(
+        &mut self,
+        head: &Response,
+        (length, _): (Option<u64>, bool),
+        rules: ReplyRules,
+        now: Instant,
+    ) -> (u64, bool) {
+        let framing = StreamFraming::choose(length, rules.http10);
+        let (out, _) = self.output.buffer();
+        let before = out.len();
+        let keep = render_stream_head(out, head, rules.keep_alive, framing, now);
+        ((out.len() - before) as u64, keep)
+    }
+
+    fn stream(&mut self, flow: FlowEnd, length: Option<u64>, rules: ReplyRules, keep: bool) {
+        let framing = StreamFraming::choose(length, rules.http10);
+        *self.stream = Some(Streaming::new(flow, framing, keep));
+    }
+
+    fn piece(&mut self, piece: Vec<u8>) -> (u64, bool) {
+        let Some(stream) = self.stream.as_mut() else {
+            return (0, false); // never: the exchange is streaming
+        };
+        self.output.compact();
+        let (out, _) = self.output.buffer();
+        let before = out.len();
+        let within = stream.piece(out, &piece).is_ok();
+        ((out.len() - before) as u64, within)
+    }
+
+    fn end(&mut self) -> (u64, bool) {
+        let Some(stream) = self.stream.take() else {
+            return (0, false); // never: the exchange is streaming
+        };
+        let (out, _) = self.output.buffer();
+        let before = out.len();
+        let keep = stream.end(out) && stream.keeps_alive();
+        ((out.len() - before) as u64, keep)
+    }
+
+    fn cut(&mut self) {
+        *self.stream = None;
     }
 }
 

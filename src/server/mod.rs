@@ -14,7 +14,8 @@
 //! | `stats.rs` | `ServerStats`: what a running server holds now |
 //! | `serving.rs` | the specification's serving functions (`serve`, `serve_n`, ...) |
 //! | `limits.rs` | every limit and timeout, with its default |
-//! | `exchange.rs` | reading requests from bytes, for both drivers |
+//! | `request_reader.rs` | reading HTTP/1.1 requests from bytes, for both drivers |
+//! | `exchange.rs` | the life of an exchange whose reply comes later (deferred, streamed), its rules written once for every HTTP version; `Framer`, what each protocol gives it |
 //! | `shared.rs` | `ServerShared`: what all connections of a server share (handler, hooks, limits, routes, settings, figures, budgets, remote) |
 //! | `dispatch.rs` | what each request comes to (budget, WebSocket route, `taken`, handler, rendering), shared by both drivers |
 //! | `http_strand.rs` | an HTTP connection in the reactor: its state, reads, writes, timers |
@@ -56,6 +57,7 @@ mod output;
 mod peer;
 mod pool;
 mod replies;
+mod request_reader;
 mod serving;
 mod shared;
 mod signals;

@@ -143,12 +143,21 @@ impl Replies {
         }
     }
 
+    /// The reply `seq` of exchange `id` — a connection's (stream 0) or one of its HTTP/2
+    /// streams' — is no longer waited for.
+    pub(crate) fn close_of(&self, id: ConnId, seq: NonZeroU32) {
+        match id.stream() {
+            0 => self.close(id, seq),
+            _ => self.close_stream(id.connection(), seq),
+        }
+    }
+
     /// The reply `seq` of `exchange` is no longer waited for.
-    pub(crate) fn close_for(&self, exchange: Exchange, seq: NonZeroU32) {
+    pub(crate) fn close_for(&self, exchange: ReplyTo, seq: NonZeroU32) {
         match exchange {
-            Exchange::Conn(id) => self.close(id, seq),
-            Exchange::Stream(id) => self.close_stream(id, seq),
-            Exchange::Blocking => {}
+            ReplyTo::Conn(id) => self.close(id, seq),
+            ReplyTo::Stream(id) => self.close_stream(id, seq),
+            ReplyTo::Blocking => {}
         }
     }
 
@@ -190,7 +199,7 @@ fn pack(id: ConnId, seq: NonZeroU32) -> u64 {
 
 /// Where the exchange a worker is answering now sends a deferred reply.
 #[derive(Clone, Copy)]
-pub(crate) enum Exchange {
+pub(crate) enum ReplyTo {
     /// A connection of a reactor worker.
     Conn(ConnId),
     /// A stream of an HTTP/2 connection of a reactor worker (several may wait at once).

@@ -10,7 +10,6 @@
 //! (charged to the server's output budget) until the peer opens them. Deferred and streamed
 //! replies reach their stream as messages, as they reach an HTTP/1.1 connection.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reactor::{Io, Next, Read};
@@ -20,17 +19,18 @@ use crate::h2::error::ErrorCode;
 use crate::h2::headers::HeaderList;
 use crate::h2::reply::{self, Length};
 use crate::http::date::with_date;
-use crate::http::later::{Delivery, FlowEnd, HttpMsg, StreamStart};
+use crate::http::later::{FlowEnd, HttpMsg};
 use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, push_thrifty, reuse};
 use crate::http::render::has_body;
 use crate::http::{Body, ParseError, Refusal, ReplyRules, Request, Response};
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
-use super::access::{self, AccessKind};
-use super::deferred::{Patience, Wait, nothing_came};
+use super::access;
+use super::deferred::{Patience, Wait};
 use super::dispatch::{App, Framing, OnStream, StreamAnswer, answer_stream};
+use super::exchange::{self, Framer, Phase, Step};
 use super::peer::Peer;
-use super::replies::Exchange;
+use super::replies::ReplyTo;
 use super::shared::ServerShared;
 
 mod bodies;
@@ -115,10 +115,40 @@ struct Awaited {
 /// A streamed reply on its stream: pieces the windows held back, the sender's window, whether
 /// the end came.
 struct Streamed {
-    seq: std::num::NonZeroU32,
+    wait: Wait,
+    /// When the body is cut if no piece comes before (the reply timeout from the last one).
+    until: Instant,
     held: Vec<u8>,
     flow: FlowEnd,
     ended: bool,
+}
+
+/// The exchange on a stream whose reply comes later, while it does (see `exchange`): the
+/// reply it waits for and where that reply is.
+fn exchange_of(work: &Work) -> Option<(Wait, Phase)> {
+    match work {
+        Work::Waiting(a) => Some((a.wait, Phase::Awaited)),
+        Work::Streaming(s) if !s.ended => Some((s.wait, Phase::Streaming)),
+        _ => None,
+    }
+}
+
+/// When the server steps in on a stream's exchange: its reply not come, or its streamed body
+/// quiet, by then.
+fn due_of(work: &Work) -> Option<Instant> {
+    match work {
+        Work::Waiting(a) => Some(a.until),
+        Work::Streaming(s) if !s.ended => Some(s.until),
+        _ => None,
+    }
+}
+
+/// Stream `id`'s work ends before its reply did (the stream reset, the connection gone): a
+/// reply it waited for, or was streaming, is no longer wanted.
+fn abandoned(shared: &ServerShared, id: reactor::ConnId, work: &Work) {
+    if let Some((wait, _)) = exchange_of(work) {
+        exchange::abandon(shared, id, wait);
+    }
 }
 
 /// One HTTP/2 connection.
@@ -227,14 +257,11 @@ impl H2Strand {
         self.with_shared(io, |h, shared, io| {
             h.conn.go_away(&mut h.out);
             h.drain_live(shared, io);
-            let polls: Vec<u32> = h
-                .work
-                .iter()
-                .filter(|(_, w)| matches!(w, Work::Waiting(a) if a.wait.poll))
-                .map(|(id, _)| *id)
-                .collect();
-            for stream in polls {
-                h.answer_late(shared, io, stream, nothing_came());
+            let now = io.now();
+            for stream in h.exchanges(|_| true) {
+                h.step_exchange(shared, io, stream, |f, ex| {
+                    exchange::stopping(shared, ex, now, f)
+                });
             }
             h.run(shared, io)
         })
@@ -305,9 +332,8 @@ impl H2Strand {
             let Some(shared) = shared else { return };
             for (stream, work) in &mut self.work {
                 match work {
-                    Work::Waiting(a) => shared.replies.close_stream(id, a.wait.seq),
                     Work::Live(live) => live::gone(&mut self.busy, live, id.with_stream(*stream)),
-                    _ => {}
+                    other => abandoned(shared, id.with_stream(*stream), other),
                 }
                 logged(shared, id, *stream);
             }
@@ -337,18 +363,9 @@ impl H2Strand {
         for (_, w) in &self.work {
             streams += work_held(w);
             replies += reply_held(w);
-            match w {
-                Work::Waiting(a) => {
-                    let until = [survey.first_reply, Some(a.until)]
-                        .into_iter()
-                        .flatten()
-                        .min();
-                    survey.first_reply = until;
-                    survey.only_live = false;
-                }
-                Work::Live(_) => {}
-                _ => survey.only_live = false,
-            }
+            let due = due_of(w);
+            survey.first_reply = [survey.first_reply, due].into_iter().flatten().min();
+            survey.only_live &= matches!(w, Work::Live(_));
         }
         let mut busy = 0;
         for (_, b) in &self.busy {
@@ -578,11 +595,10 @@ impl H2Strand {
                     if let Some(at) = work_at(work, stream) {
                         match work.remove(at).1 {
                             Work::Receiving(_) => bodies.ended(stream, &shared.bodies),
-                            Work::Waiting(a) => shared.replies.close_stream(ctx.id, a.wait.seq),
                             Work::Live(mut live) => {
                                 live::gone(busy, &mut live, ctx.id.with_stream(stream));
                             }
-                            _ => {}
+                            other => abandoned(shared, ctx.id.with_stream(stream), &other),
                         }
                         logged(shared, ctx.id, stream);
                     }
@@ -673,7 +689,7 @@ impl H2Strand {
         let on = OnStream {
             now: ctx.now,
             peer: ctx.peer,
-            exchange: Exchange::Stream(ctx.id),
+            exchange: ReplyTo::Stream(ctx.id),
             stream,
             worker: ctx.worker(),
             websocket: connect,
@@ -743,8 +759,7 @@ impl H2Strand {
         }
     }
 
-    /// Sends `res` on `stream`: its head, then as much of its body as the windows allow. The
-    /// bytes it came to, and the body with the bytes of it sent when some waits.
+    /// Sends `res` on `stream` (see [`send_reply`]).
     fn send_reply(
         &mut self,
         stream: u32,
@@ -752,23 +767,7 @@ impl H2Strand {
         rules: ReplyRules,
         now: Instant,
     ) -> (u64, Option<(Body, usize)>) {
-        let before = self.out.len();
-        let length = Length::Known(res.body.len() as u64);
-        let status = BLOCK.with_borrow_mut(|block| {
-            block.clear();
-            let status = with_date(now, |date| reply::write_head(block, &res, date, length));
-            let bodiless = rules.head_only || !has_body(status) || res.body.is_empty();
-            self.conn
-                .send_headers(stream, block, bodiless, &mut self.out);
-            status
-        });
-        if rules.head_only || !has_body(status) || res.body.is_empty() {
-            return ((self.out.len() - before) as u64, None);
-        }
-        let body = res.body;
-        let sent = self.conn.send_data(stream, &body, true, &mut self.out);
-        let bytes = (self.out.len() - before + body.len() - sent) as u64;
-        (bytes, (sent < body.len()).then_some((body, sent)))
+        send_reply(&mut self.conn, &mut self.out, stream, (res, rules), now)
     }
 
     /// Sends the head of a reply whose stream stays open for a live connection (no length:
@@ -859,7 +858,8 @@ impl H2Strand {
                 continue;
             }
             // (Dropping a streamed reply's window tells its sender the body is not wanted.)
-            let (stream, _) = self.work.remove(at);
+            let (stream, work) = self.work.remove(at);
+            abandoned(shared, io.id().with_stream(stream), &work);
             self.conn.cancel(stream, ErrorCode::Cancel, &mut self.out);
             shared.ws_settings.live.budget.dropped_one();
             logged(shared, io.id(), stream);
@@ -867,146 +867,63 @@ impl H2Strand {
         }
     }
 
-    /// A deferred reply came for one of the streams (or a piece of a streamed one).
+    /// A deferred reply came for one of the streams (or a piece of a streamed one): its
+    /// exchange takes it (one that was reset or cut drops it).
     fn delivered(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>, msg: HttpMsg) {
-        let Some(at) = self.work.iter().position(|(_, w)| match w {
-            Work::Waiting(a) => a.wait.seq == msg.seq,
-            _ => false,
-        }) else {
-            return self.streamed(shared, io, msg);
-        };
-        let (stream, Work::Waiting(a)) = &self.work[at] else {
+        let Some(&stream) = self.exchanges(|wait| wait.seq == msg.seq).first() else {
             return;
         };
-        let (stream, wait) = (*stream, a.wait);
-        match msg.what {
-            Delivery::Answer(res) => self.answer_late(shared, io, stream, *res),
-            Delivery::Dropped => {
-                shared
-                    .replies
-                    .dropped
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                crate::log::warning!(; "a deferred reply was dropped unanswered: its request got a 500");
-                self.answer_late(shared, io, stream, Refusal::ReplyDropped.response());
-            }
-            Delivery::Stream(start) => self.start_stream(shared, io, at, wait, start),
-            // Pieces before their head: never (one sender, in order).
-            Delivery::Piece(_) | Delivery::End | Delivery::Abort => {}
-        }
+        let now = io.now();
+        self.step_exchange(shared, io, stream, |f, ex| {
+            exchange::deliver(shared, ex, msg.what, now, f)
+        });
     }
 
-    /// A deferred reply (or the server's own: 503, 204) for `stream`, which waited for it.
-    fn answer_late(
+    /// The streams whose exchange waits for a reply, or streams one, that `which` picks.
+    fn exchanges(&self, which: impl Fn(&Wait) -> bool) -> Vec<u32> {
+        (self.work.iter())
+            .filter(|(_, w)| exchange_of(w).is_some_and(|(wait, _)| which(&wait)))
+            .map(|(stream, _)| *stream)
+            .collect()
+    }
+
+    /// Steps the exchange on `stream` (one that waits for its reply, or streams it) with the
+    /// stream as its framer, and keeps what it came to: a streamed reply's next deadline, a
+    /// body left for the windows, or the stream's work done.
+    fn step_exchange(
         &mut self,
         shared: &ServerShared,
         io: &Io<'_, Command>,
         stream: u32,
-        res: Response,
+        step: impl FnOnce(&mut Http2Framer<'_>, (reactor::ConnId, Wait, Phase)) -> Step,
     ) {
-        let Some(at) = self.work.iter().position(|(id, _)| *id == stream) else {
+        let Some(at) = work_at(&self.work, stream) else {
             return;
         };
-        let Work::Waiting(a) = &self.work[at].1 else {
+        let Some((wait, phase)) = exchange_of(&self.work[at].1) else {
             return;
         };
-        let wait = a.wait;
-        shared.replies.close_stream(io.id(), wait.seq);
-        let status = res.status;
-        let (bytes, held) = self.send_reply(stream, res, wait.rules, io.now());
-        self.settle(at, stream, held);
-        shared.figures(worker_of(io)).replied(status);
-        sent(shared, io.id(), stream, (Some(status), None, bytes));
-        logged(shared, io.id(), stream);
-    }
-
-    /// A streamed reply's head: sent, and the stream streams from now on.
-    fn start_stream(
-        &mut self,
-        shared: &ServerShared,
-        io: &Io<'_, Command>,
-        at: usize,
-        wait: Wait,
-        start: Arc<StreamStart>,
-    ) {
-        let stream = self.work[at].0;
-        shared.replies.close_stream(io.id(), wait.seq);
-        let Some(StreamStart { head, length, flow }) = Arc::into_inner(start) else {
-            self.work.remove(at);
-            return self.conn.cancel(stream, ErrorCode::Internal, &mut self.out);
-        };
-        shared.figures(worker_of(io)).replied(head.status);
-        let length = length.map_or(Length::Open, Length::Known);
-        let before = self.out.len();
-        let status = BLOCK.with_borrow_mut(|block| {
-            block.clear();
-            let status = with_date(io.now(), |date| {
-                reply::write_head(block, &head, date, length)
-            });
-            let bodiless = wait.rules.head_only || !has_body(status);
-            self.conn
-                .send_headers(stream, block, bodiless, &mut self.out);
-            status
-        });
-        let head = (self.out.len() - before) as u64;
-        sent(
-            shared,
-            io.id(),
+        let until = io.now() + shared.reply_timeout;
+        let mut framer = Http2Framer {
+            conn: &mut self.conn,
+            out: &mut self.out,
             stream,
-            (Some(status), Some(AccessKind::Streamed), head),
-        );
-        if wait.rules.head_only || !has_body(status) {
-            self.work.remove(at); // dropping `flow` tells the sender its body is not wanted
-            logged(shared, io.id(), stream);
-            return;
-        }
-        self.replying = true;
-        self.work[at].1 = Work::Streaming(Box::new(Streamed {
-            seq: wait.seq,
-            held: Vec::new(),
-            flow,
-            ended: false,
-        }));
-    }
-
-    /// A piece, the end or the cut of a streamed reply.
-    fn streamed(&mut self, shared: &ServerShared, io: &Io<'_, Command>, msg: HttpMsg) {
-        let Some(at) = self.work.iter().position(|(_, w)| match w {
-            Work::Streaming(s) => s.seq == msg.seq,
-            _ => false,
-        }) else {
-            return; // its stream was reset or the reply cut: dropped
+            work: &mut self.work[at].1,
+            replying: &mut self.replying,
+            wait,
+            until,
         };
-        let (stream, Work::Streaming(s)) = &mut self.work[at] else {
-            return;
-        };
-        let stream = *stream;
-        let Streamed {
-            held, flow, ended, ..
-        } = &mut **s;
-        match msg.what {
-            Delivery::Piece(bytes) => {
-                sent(shared, io.id(), stream, (None, None, bytes.len() as u64));
-                if held.is_empty() {
-                    let n = self.conn.send_data(stream, &bytes, false, &mut self.out);
-                    flow.0.written(n);
-                    held.extend_from_slice(&bytes[n..]);
-                } else {
-                    held.extend_from_slice(&bytes);
-                }
-                self.replying |= !held.is_empty();
-            }
-            Delivery::End => {
-                *ended = true;
-                if held.is_empty() {
-                    self.conn.send_data(stream, &[], true, &mut self.out);
-                    self.work.remove(at);
-                    logged(shared, io.id(), stream);
+        match step(&mut framer, (io.id().with_stream(stream), wait, phase)) {
+            Step::Unchanged => {}
+            Step::Streaming => {
+                if let Work::Streaming(s) = &mut self.work[at].1 {
+                    s.until = until;
                 }
             }
-            Delivery::Abort | Delivery::Answer(_) | Delivery::Dropped | Delivery::Stream(_) => {
+            // What the windows hold back of a complete reply is sent as they open.
+            Step::Done { .. } if reply_held(&self.work[at].1) > 0 => {}
+            Step::Done { .. } | Step::Cut => {
                 self.work.remove(at);
-                self.conn.cancel(stream, ErrorCode::Internal, &mut self.out);
-                logged(shared, io.id(), stream);
             }
         }
     }
@@ -1047,26 +964,14 @@ impl H2Strand {
         }
         self.live_timeouts(shared, io);
         let slow_bodies = self.bodies_timed_out(shared, io);
-        let late: Vec<(u32, bool)> = self
-            .work
-            .iter()
-            .filter_map(|(id, w)| match w {
-                Work::Waiting(a) if a.until <= now => Some((*id, a.wait.poll)),
-                _ => None,
-            })
+        let late: Vec<u32> = (self.work.iter())
+            .filter(|(_, w)| due_of(w).is_some_and(|due| due <= now))
+            .map(|(stream, _)| *stream)
             .collect();
-        for (stream, poll) in &late {
-            let res = if *poll {
-                nothing_came()
-            } else {
-                shared
-                    .replies
-                    .timed_out
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                crate::log::info!(; "a deferred reply was late: its request got a 503");
-                Refusal::ReplyLate.response()
-            };
-            self.answer_late(shared, io, *stream, res);
+        for &stream in &late {
+            self.step_exchange(shared, io, stream, |f, ex| {
+                exchange::expire(shared, ex, now, f)
+            });
         }
         let timed_out = slow_bodies || took_nothing || !late.is_empty();
         if !timed_out && self.work.is_empty() && self.conn.open_streams() == 0 {
@@ -1349,15 +1254,113 @@ fn reply_held(work: &Work) -> usize {
     }
 }
 
-/// With an access log: more of stream `stream`'s reply went out (its status, its kind, bytes).
-fn sent(
-    shared: &ServerShared,
-    id: reactor::ConnId,
+/// Sends `res` on `stream`: its head, then as much of its body as the windows allow. The
+/// bytes it came to, and the body with the bytes of it sent when some waits.
+fn send_reply(
+    conn: &mut Conn,
+    out: &mut Vec<u8>,
     stream: u32,
-    (status, kind, bytes): (Option<u16>, Option<AccessKind>, u64),
-) {
-    if shared.access_log.is_some() {
-        access::sent((id, stream), status, kind, bytes);
+    (res, rules): (Response, ReplyRules),
+    now: Instant,
+) -> (u64, Option<(Body, usize)>) {
+    let before = out.len();
+    let length = Length::Known(res.body.len() as u64);
+    let status = BLOCK.with_borrow_mut(|block| {
+        block.clear();
+        let status = with_date(now, |date| reply::write_head(block, &res, date, length));
+        let bodiless = rules.head_only || !has_body(status) || res.body.is_empty();
+        conn.send_headers(stream, block, bodiless, out);
+        status
+    });
+    if rules.head_only || !has_body(status) || res.body.is_empty() {
+        return ((out.len() - before) as u64, None);
+    }
+    let body = res.body;
+    let sent = conn.send_data(stream, &body, true, out);
+    let bytes = (out.len() - before + body.len() - sent) as u64;
+    (bytes, (sent < body.len()).then_some((body, sent)))
+}
+
+/// How HTTP/2 puts a deferred exchange's reply on its stream: HEADERS, then DATA as far as the
+/// windows allow (the rest kept as the stream's work), a cut as RST_STREAM INTERNAL_ERROR.
+struct Http2Framer<'a> {
+    conn: &'a mut Conn,
+    out: &'a mut Vec<u8>,
+    stream: u32,
+    work: &'a mut Work,
+    /// Set when a reply is left for the windows (see `H2Strand::replying`).
+    replying: &'a mut bool,
+    wait: Wait,
+    /// When a streamed body that sends nothing more is cut.
+    until: Instant,
+}
+
+impl Framer for Http2Framer<'_> {
+    fn reply(&mut self, res: Response, rules: ReplyRules, now: Instant) -> (u64, bool) {
+        let (bytes, held) = send_reply(self.conn, self.out, self.stream, (res, rules), now);
+        if let Some(held) = held {
+            *self.replying = true;
+            *self.work = Work::Sending(Box::new(held));
+        }
+        (bytes, true)
+    }
+
+    fn open(
+        &mut self,
+        head: &Response,
+        (length, body): (Option<u64>, bool),
+        _: ReplyRules,
+        now: Instant,
+    ) -> (u64, bool) {
+        let length = length.map_or(Length::Open, Length::Known);
+        let before = self.out.len();
+        BLOCK.with_borrow_mut(|block| {
+            block.clear();
+            with_date(now, |date| reply::write_head(block, head, date, length));
+            self.conn.send_headers(self.stream, block, !body, self.out);
+        });
+        ((self.out.len() - before) as u64, true)
+    }
+
+    fn stream(&mut self, flow: FlowEnd, _: Option<u64>, _: ReplyRules, _: bool) {
+        *self.replying = true;
+        *self.work = Work::Streaming(Box::new(Streamed {
+            wait: self.wait,
+            until: self.until,
+            held: Vec::new(),
+            flow,
+            ended: false,
+        }));
+    }
+
+    fn piece(&mut self, bytes: Vec<u8>) -> (u64, bool) {
+        let Work::Streaming(s) = self.work else {
+            return (0, false); // never: the exchange is streaming
+        };
+        if s.held.is_empty() {
+            let n = self.conn.send_data(self.stream, &bytes, false, self.out);
+            s.flow.0.written(n);
+            s.held.extend_from_slice(&bytes[n..]);
+        } else {
+            s.held.extend_from_slice(&bytes);
+        }
+        *self.replying |= !s.held.is_empty();
+        (bytes.len() as u64, true)
+    }
+
+    fn end(&mut self) -> (u64, bool) {
+        let Work::Streaming(s) = self.work else {
+            return (0, false); // never: the exchange is streaming
+        };
+        s.ended = true;
+        if s.held.is_empty() {
+            self.conn.send_data(self.stream, &[], true, self.out);
+        }
+        (0, true)
+    }
+
+    fn cut(&mut self) {
+        self.conn.cancel(self.stream, ErrorCode::Internal, self.out);
     }
 }
 
@@ -1443,10 +1446,6 @@ fn rules_of(request: &Request) -> ReplyRules {
         head_only: request.method_is("HEAD"),
         ..REPLY_RULES
     }
-}
-
-fn worker_of(io: &Io<'_, Command>) -> usize {
-    io.id().worker() as usize
 }
 
 #[cfg(test)]

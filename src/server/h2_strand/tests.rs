@@ -1190,3 +1190,89 @@ fn a_reply_larger_than_the_socket_takes_at_once_waits_for_it_and_comes_whole() {
     assert_eq!(server.stats().open_connections, 1, "the connection goes on");
     server.shutdown().unwrap();
 }
+
+/// A server whose handler starts a streamed reply (status 200, no length) and hands its body's
+/// sender to the test.
+fn streaming(
+    server: Server,
+) -> (
+    ServerHandle,
+    std::sync::mpsc::Receiver<crate::http::BodySender>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let server = serve(server, move |_req| {
+        let (reply, later) = defer();
+        let body = reply.stream(text_response(200, "")).unwrap();
+        let _ = tx.lock().unwrap().send(body);
+        later
+    });
+    (server, rx)
+}
+
+impl Client {
+    /// Reads frames until stream `stream`'s HEADERS came.
+    fn head_of(&mut self, stream: u32) {
+        while let Some((head, _)) = self.frame() {
+            if head.kind == Kind::Headers && head.stream == stream {
+                return;
+            }
+        }
+        panic!("the connection ended before stream {stream}'s head");
+    }
+}
+
+#[test]
+fn a_streamed_replys_sender_stays_open_while_its_stream_is_open() {
+    let (server, rx) = streaming(bind());
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/stream");
+    let mut body = rx.recv().unwrap();
+    c.head_of(1);
+    assert!(
+        body.is_open(),
+        "the body is wanted while its stream is open"
+    );
+    body.write_all(b"piece").unwrap();
+    body.finish().unwrap();
+    assert_eq!(c.answer(1).body, b"piece");
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_streamed_reply_whose_sender_drops_unfinished_is_reset() {
+    let (server, rx) = streaming(bind());
+    let mut c = Client::new(server.local_addr().port());
+    c.sock
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    c.get(1, "/stream");
+    let mut body = rx.recv().unwrap();
+    c.head_of(1);
+    body.write_all(b"half").unwrap();
+    drop(body);
+    let a = c.answer(1);
+    assert_eq!(a.reset, Some(ErrorCode::Internal as u32), "{a:?}");
+    // The connection goes on.
+    c.get(3, "/stream");
+    let body = rx.recv().unwrap();
+    body.finish().unwrap();
+    assert_eq!(c.answer(3).status, 200);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn a_streamed_reply_with_no_piece_for_the_reply_timeout_is_reset() {
+    let (server, rx) = streaming(bind().reply_timeout(Duration::from_millis(200)));
+    let mut c = Client::new(server.local_addr().port());
+    c.sock
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    c.get(1, "/stream");
+    let body = rx.recv().unwrap();
+    let a = c.answer(1);
+    assert_eq!(a.status, 200);
+    assert!(a.reset.is_some(), "{a:?}");
+    assert!(!body.is_open(), "the cut body is no longer wanted");
+    server.shutdown().unwrap();
+}
