@@ -10,7 +10,8 @@ use crate::http::render::{has_body, render, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
 use crate::http::{Request, Response};
 
-use super::dispatch::{App, Stop, Streamed, Turn, answer};
+use super::dispatch::{Stop, Turn, answer};
+use super::exchange::{App, Origin, Streamed};
 use super::limits::Limits;
 use super::replies::ReplyTo;
 use super::streamed::ThreadPiece;
@@ -63,11 +64,14 @@ fn serve_blocking(
             out_at: 0,
             high_water: usize::MAX,
             inline_limit: usize::MAX,
-            now: Instant::now(),
             fd: None,
-            peer,
-            exchange: ReplyTo::Blocking,
-            worker: 0,
+            origin: Origin {
+                now: Instant::now(),
+                peer,
+                reply_to: ReplyTo::Blocking,
+                stream: 0,
+                worker: 0,
+            },
         };
         let done = answer(&app, &mut reader, &input, &mut turn);
         served += done.completed;

@@ -24,8 +24,8 @@ use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access;
 use super::deferred::{Patience, Wait};
-use super::dispatch::{Answered, App, Stop, Turn, Upgrade, answer};
-use super::exchange::{self, Framer, Phase, Step};
+use super::dispatch::{Answered, Stop, Turn, Upgrade, answer};
+use super::exchange::{self, App, Framer, Origin, Phase, Step};
 use super::output::Output;
 use super::peer::Peer;
 use super::replies::ReplyTo;
@@ -401,11 +401,14 @@ impl Busy {
             out_at,
             high_water: HIGH_WATER,
             inline_limit: INLINE_BODY,
-            now: ctx.now,
             fd: Some(ctx.fd),
-            peer: ctx.peer,
-            exchange: ReplyTo::Conn(ctx.id),
-            worker: ctx.id.worker() as usize,
+            origin: Origin {
+                now: ctx.now,
+                peer: ctx.peer,
+                reply_to: ReplyTo::Conn(ctx.id),
+                stream: 0,
+                worker: ctx.id.worker() as usize,
+            },
         };
         let Answered {
             used,

@@ -27,8 +27,8 @@ use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access;
 use super::deferred::{Patience, Wait};
-use super::dispatch::{App, Framing, OnStream, StreamAnswer, answer_stream};
-use super::exchange::{self, Framer, Phase, Step};
+use super::exchange::{self, App, AsksWebSocket, Framer, Origin, Phase, Replier, Started, Step};
+use super::figures::Tally;
 use super::peer::Peer;
 use super::replies::ReplyTo;
 use super::shared::ServerShared;
@@ -686,61 +686,67 @@ impl H2Strand {
         connect: bool,
     ) {
         let rules = rules_of(&request);
-        let on = OnStream {
+        let origin = Origin {
             now: ctx.now,
             peer: ctx.peer,
-            exchange: ReplyTo::Stream(ctx.id),
+            reply_to: ReplyTo::Stream(ctx.id),
             stream,
             worker: ctx.worker(),
-            websocket: connect,
         };
         // A WebSocket's first frames, if its peer sent them with the request.
         let early = match connect {
             true if !request.body().is_empty() => request.body().to_vec(),
             _ => Vec::new(),
         };
-        let mut held = None;
-        let answered = answer_stream(
-            &App::Server(shared),
-            request,
-            rules,
-            &on,
-            &mut |res, framing| {
-                let res = std::mem::take(res);
-                match framing {
-                    Framing::Whole => {
-                        let (bytes, rest) = self.send_reply(stream, res, rules, on.now);
-                        held = rest;
-                        bytes
-                    }
-                    Framing::Open => self.send_open_head(stream, &res, on.now),
-                }
-            },
-        );
-        match answered {
-            StreamAnswer::Sent => self.settle(at, stream, held),
-            StreamAnswer::Live(conn) => {
+        let mut replier = Http2Replier {
+            conn: &mut self.conn,
+            out: &mut self.out,
+            stream,
+            connect,
+            held: None,
+        };
+        let mut tally = Tally {
+            streams: 1,
+            ..Tally::default()
+        };
+        let app = App::Server(shared);
+        let started = exchange::start(&app, request, rules, &origin, &mut replier, &mut tally);
+        let held = replier.held.take();
+        if !matches!(started, Started::NotServed) {
+            shared.figures(ctx.worker()).add(&tally);
+        }
+        match started {
+            Started::Answered { spent, .. } => {
+                ctx.spent |= spent;
+                self.settle(at, stream, held);
+            }
+            Started::Live { conn, .. } => {
                 self.work[at].1 = Work::Live(Live::new(conn));
                 live::accepted(&mut self.busy, stream, early);
             }
-            StreamAnswer::Deferred(wait, patience) => {
-                let until = on.now
+            Started::Deferred(wait, patience) => {
+                let until = ctx.now
                     + match patience {
                         Patience::Server => shared.reply_timeout,
                         Patience::Poll(wait) => wait,
                     };
                 self.work[at].1 = Work::Waiting(Box::new(Awaited { wait, until }));
             }
-            StreamAnswer::Http11Required => {
+            Started::Http11Required => {
                 self.work.remove(at);
                 self.conn
                     .cancel(stream, ErrorCode::Http11Required, &mut self.out);
             }
-            StreamAnswer::NotServed => {
+            Started::NotServed => {
                 self.work.remove(at);
                 self.conn
                     .cancel(stream, ErrorCode::RefusedStream, &mut self.out);
                 ctx.spent = true;
+            }
+            // HTTP/1.1's alone (the `taken` hook, `handle_conn`): never of a stream.
+            Started::Streamed(_) | Started::Taken | Started::Failed => {
+                self.work.remove(at);
+                self.conn.cancel(stream, ErrorCode::Internal, &mut self.out);
             }
         }
     }
@@ -768,20 +774,6 @@ impl H2Strand {
         now: Instant,
     ) -> (u64, Option<(Body, usize)>) {
         send_reply(&mut self.conn, &mut self.out, stream, (res, rules), now)
-    }
-
-    /// Sends the head of a reply whose stream stays open for a live connection (no length:
-    /// the body ends with the stream); the bytes it came to.
-    fn send_open_head(&mut self, stream: u32, res: &Response, now: Instant) -> u64 {
-        let before = self.out.len();
-        BLOCK.with_borrow_mut(|block| {
-            block.clear();
-            with_date(now, |date| {
-                reply::write_head(block, res, date, Length::Open)
-            });
-            self.conn.send_headers(stream, block, false, &mut self.out);
-        });
-        (self.out.len() - before) as u64
     }
 
     /// Windows opened: replies held back go on, after the live streams had theirs (an event
@@ -1281,6 +1273,93 @@ fn send_reply(
     (bytes, (sent < body.len()).then_some((body, sent)))
 }
 
+/// Sends `head` on `stream` (its body of `length`, announced when known; `end`: none follows,
+/// the stream's side ends with it); the bytes it came to.
+fn send_head(
+    conn: &mut Conn,
+    out: &mut Vec<u8>,
+    stream: u32,
+    (head, length, end): (&Response, Length, bool),
+    now: Instant,
+) -> u64 {
+    let before = out.len();
+    BLOCK.with_borrow_mut(|block| {
+        block.clear();
+        with_date(now, |date| reply::write_head(block, head, date, length));
+        conn.send_headers(stream, block, end, out);
+    });
+    (out.len() - before) as u64
+}
+
+/// How HTTP/2 answers a request at once: HEADERS and as much DATA as the windows allow on its
+/// stream (the rest of a body kept for them); a WebSocket by RFC 8441's extended CONNECT, its
+/// stream left open; no hand-over (the connection carries other streams).
+struct Http2Replier<'a> {
+    conn: &'a mut Conn,
+    out: &'a mut Vec<u8>,
+    stream: u32,
+    /// The request is an extended CONNECT (RFC 8441).
+    connect: bool,
+    /// What a whole reply's body left for the windows, and the bytes of it sent.
+    held: Option<(Body, usize)>,
+}
+
+impl Replier for Http2Replier<'_> {
+    fn whole(&mut self, res: &mut Response, rules: ReplyRules, now: Instant) -> (u64, bool, Body) {
+        let res = (std::mem::take(res), rules);
+        let (bytes, held) = send_reply(self.conn, self.out, self.stream, res, now);
+        self.held = held;
+        (bytes, true, Body::default())
+    }
+
+    fn open_events(&mut self, head: &Response, ends: bool, now: Instant) -> u64 {
+        let length = match ends {
+            true => Length::Known(0),
+            false => Length::Open,
+        };
+        send_head(self.conn, self.out, self.stream, (head, length, ends), now)
+    }
+
+    fn websocket_route<'r>(&self, app: &App<'r>, request: &mut Request) -> AsksWebSocket<'r> {
+        if self.connect
+            && let Some(route) = app.websocket_path(request)
+        {
+            return AsksWebSocket::Route(route);
+        }
+        match app.websocket_route(request) {
+            Some(_) => AsksWebSocket::Wrongly,
+            None => AsksWebSocket::No,
+        }
+    }
+
+    fn check_websocket(&self, request: &Request) -> Result<String, Response> {
+        match request.header("sec-websocket-version").trim() {
+            "13" => Ok(String::new()),
+            _ => Err(Refusal::WebSocketVersion.response()),
+        }
+    }
+
+    fn open_websocket(&mut self, _: &str, extensions: Option<&str>, now: Instant) -> (u16, u64) {
+        let mut head = Response::new(200, "", Vec::new(), "");
+        if let Some(extensions) = extensions {
+            let field = crate::http::Header::new("Sec-WebSocket-Extensions", extensions);
+            head.headers.push(field);
+        }
+        let bytes = send_head(
+            self.conn,
+            self.out,
+            self.stream,
+            (&head, Length::Open, false),
+            now,
+        );
+        (head.status, bytes)
+    }
+
+    fn hand_over(&mut self, _: &App<'_>) -> Option<Started> {
+        None
+    }
+}
+
 /// How HTTP/2 puts a deferred exchange's reply on its stream: HEADERS, then DATA as far as the
 /// windows allow (the rest kept as the stream's work), a cut as RST_STREAM INTERNAL_ERROR.
 struct Http2Framer<'a> {
@@ -1313,13 +1392,8 @@ impl Framer for Http2Framer<'_> {
         now: Instant,
     ) -> (u64, bool) {
         let length = length.map_or(Length::Open, Length::Known);
-        let before = self.out.len();
-        BLOCK.with_borrow_mut(|block| {
-            block.clear();
-            with_date(now, |date| reply::write_head(block, head, date, length));
-            self.conn.send_headers(self.stream, block, !body, self.out);
-        });
-        ((self.out.len() - before) as u64, true)
+        let head = (head, length, !body);
+        (send_head(self.conn, self.out, self.stream, head, now), true)
     }
 
     fn stream(&mut self, flow: FlowEnd, _: Option<u64>, _: ReplyRules, _: bool) {

@@ -1,20 +1,11 @@
-//! The life of an exchange whose reply comes later — deferred ([`defer`](crate::http::defer)),
-//! pooled, async or streamed ([`BodySender`](crate::http::BodySender)) — from its handler's
-//! return to its reply's last byte, with every rule written once for every HTTP version: what
-//! an answer, a dropped [`Reply`](crate::http::Reply), a streamed head, a piece, the end or a
-//! cut does; what the reply timeout does to a reply that has not come and to a streamed body
-//! gone quiet; what a stop does to a long-poll; what is counted (the figures, replies dropped
-//! and timed out) and logged (the access log); and when the reply's slot closes, so that
-//! `Reply::is_open` and `BodySender::is_open` say `false` (the reply complete, cut, or its
-//! client gone — not before).
-//!
-//! A strand keeps what is its own: where it stores the exchange (its [`Wait`] and its
-//! [`Phase`]) and how its protocol puts a reply on the wire, through [`Framer`]: HTTP/1.1
-//! renders into the connection's output (one exchange at a time, in order) and cuts a reply by
-//! closing the connection after what is queued; HTTP/2 writes HEADERS and DATA on the
-//! exchange's stream as far as the windows allow and cuts a reply by resetting its stream. An
-//! HTTP/2 client role or HTTP/3 (quinn-proto's connection, one exchange per QUIC stream) would
-//! be a third `Framer` and drive the same functions: see docs/DESIGN.md, "One exchange".
+//! An exchange whose reply comes later — deferred ([`defer`](crate::http::defer)), pooled,
+//! async or streamed ([`BodySender`](crate::http::BodySender)) — from its handler's return to
+//! its reply's last byte: what an answer, a dropped [`Reply`](crate::http::Reply), a streamed
+//! head, a piece, the end or a cut does; what the reply timeout does to a reply that has not
+//! come and to a streamed body gone quiet; what a stop does to a long-poll; what is counted
+//! (the figures, replies dropped and timed out) and logged; and when the reply's slot closes,
+//! so that `Reply::is_open` and `BodySender::is_open` say `false` (the reply complete, cut, or
+//! its client gone — not before). A protocol writes through its [`Framer`].
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -26,9 +17,9 @@ use crate::http::later::{Delivery, FlowEnd, StreamStart};
 use crate::http::render::{final_status, has_body};
 use crate::http::{Refusal, ReplyRules, Response};
 
-use super::access::{self, AccessKind};
-use super::deferred::{Wait, nothing_came};
-use super::shared::ServerShared;
+use crate::server::access::{self, AccessKind};
+use crate::server::deferred::{Wait, nothing_came};
+use crate::server::shared::ServerShared;
 
 /// Where an exchange's reply is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,7 +217,7 @@ fn done(shared: &ServerShared, (id, wait): (ConnId, Wait), keep: bool) -> Step {
 }
 
 /// With an access log: more of exchange `id`'s reply went out (its status, its kind, bytes).
-pub(crate) fn sent(
+fn sent(
     shared: &ServerShared,
     id: ConnId,
     (status, kind, bytes): (Option<u16>, Option<AccessKind>, u64),
