@@ -15,11 +15,11 @@
 //! | `serving.rs` | the specification's serving functions (`serve`, `serve_n`, ...) |
 //! | `limits.rs` | every limit and timeout, with its default |
 //! | `request_reader.rs` | reading HTTP/1.1 requests from bytes, for both drivers |
-//! | `exchange.rs` | the life of an exchange whose reply comes later (deferred, streamed), its rules written once for every HTTP version; `Framer`, what each protocol gives it |
+//! | `exchange/` | one exchange on any HTTP version, its rules written once: what a whole request comes to (`start.rs`), a reply that comes later (`later.rs`); what each protocol gives it (`Replier`, `Framer`) |
 //! | `shared.rs` | `ServerShared`: what all connections of a server share (handler, hooks, limits, routes, settings, figures, budgets, remote) |
-//! | `dispatch.rs` | what each request comes to (budget, WebSocket route, `taken`, handler, rendering), shared by both drivers |
+//! | `dispatch.rs` | HTTP/1.1's requests read from a byte stream and answered in order (pipelining), each started as an exchange; both drivers |
 //! | `http_strand.rs` | an HTTP connection in the reactor: its state, reads, writes, timers |
-//! | `h2_strand/` | an HTTP/2 connection in the reactor: its streams' work, reads, writes, timers (`live.rs`: live streams; `bodies.rs`: request bodies arriving) |
+//! | `h2_strand/` | an HTTP/2 connection in the reactor: its streams' work, reads, writes, timers (its files in its own table) |
 //! | `output.rs` | a connection's unwritten replies and large bodies |
 //! | `conn.rs` | the slab entry: HTTP until upgraded to WebSocket |
 //! | `taken.rs` | handing a connection to the `taken` hook as a blocking socket |

@@ -18,7 +18,8 @@ use crate::h2::conn::{Conn, OUTPUT_HIGH};
 use crate::h2::error::ErrorCode;
 use crate::live::{Command, LiveConn};
 
-use super::{H2Strand, Work, logged, work_at};
+use super::work::{Work, work_at};
+use super::{H2Strand, logged};
 use crate::server::shared::ServerShared;
 
 /// A live connection on a stream: the connection alone (16 bytes in its stream's work). What

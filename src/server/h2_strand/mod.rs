@@ -4,11 +4,20 @@
 //!
 //! A connection becomes one when its first bytes are the HTTP/2 preface: over plain TCP by
 //! prior knowledge (h2c; RFC 9113 deprecates the `Upgrade: h2c` dance, which browsers never
-//! used), over TLS when ALPN chose `h2`. Each complete request goes through the same handler,
-//! middleware, hooks and counts as an HTTP/1.1 one ([`dispatch::answer_stream`]); its reply is
+//! used), over TLS when ALPN chose `h2`. Each complete request is one exchange, started and
+//! carried by the same rules as an HTTP/1.1 one (`server::exchange`); its reply is
 //! HPACK-encoded and sent as far as the windows allow, the rest of its body kept on its stream
 //! (charged to the server's output budget) until the peer opens them. Deferred and streamed
 //! replies reach their stream as messages, as they reach an HTTP/1.1 connection.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | the connection: its loop, reading frames, timers, writing, parking, lingering |
+//! | `work.rs` | what each stream waits for on this side, in one list in stream order |
+//! | `request.rs` | a stream's request as a handler sees it |
+//! | `replies.rs` | answering streams: exchanges started and stepped, held replies sent round-robin |
+//! | `bodies.rs` | request bodies arriving: their pace, what they hold, the server's budget |
+//! | `live.rs` | live streams: event streams and WebSockets (RFC 8441) on a stream |
 
 use std::time::{Duration, Instant};
 
@@ -16,52 +25,31 @@ use reactor::{Io, Next, Read};
 
 use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, SETTINGS_TIMEOUT, Scratch};
 use crate::h2::error::ErrorCode;
-use crate::h2::headers::HeaderList;
-use crate::h2::reply::{self, Length};
-use crate::http::date::with_date;
-use crate::http::later::{FlowEnd, HttpMsg};
-use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, push_thrifty, reuse};
-use crate::http::render::has_body;
-use crate::http::{Body, ParseError, Refusal, ReplyRules, Request, Response};
+use crate::http::ParseError;
+use crate::http::later::HttpMsg;
+use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, reuse};
 use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
 
 use super::access;
-use super::deferred::{Patience, Wait};
-use super::exchange::{self, App, AsksWebSocket, Framer, Origin, Phase, Replier, Started, Step};
-use super::figures::Tally;
+use super::exchange;
 use super::peer::Peer;
-use super::replies::ReplyTo;
 use super::shared::ServerShared;
 
 mod bodies;
 mod live;
+mod replies;
+mod request;
+mod work;
 use bodies::{Bodies, Growth};
-use live::{Busy, Live};
-
-/// What a reply on a stream may be: the connection is not the reply's to keep or close.
-const REPLY_RULES: ReplyRules = ReplyRules {
-    keep_alive: true,
-    head_only: false,
-    http10: false,
-};
+use live::Busy;
+use replies::abandoned;
+use request::{REPLY_RULES, request_of, rules_of};
+use work::{Work, due_of, push_work, reply_held, work_at, work_held};
 
 /// Request bodies one connection may hold at once, in `max_body`s: each stream's body is
 /// bounded by `max_body` (413), and all of a connection's together by this many (a stream past
 /// it is refused with REFUSED_STREAM, which a client may ask again).
 const BODIES: u64 = 4;
-
-/// A new stream's work, at the end of the list: the list stays in stream order (a peer opens
-/// streams in increasing order, RFC 9113 §5.1.1, which the codec enforces), so a stream is
-/// found by halving.
-fn push_work(work: &mut Vec<(u32, Work)>, stream: u32, new: Work) {
-    debug_assert!(work.last().is_none_or(|(id, _)| *id < stream));
-    push_thrifty(work, (stream, new));
-}
-
-/// Where stream `stream`'s work is, found by halving (the list is in stream order).
-fn work_at(work: &[(u32, Work)], stream: u32) -> Option<usize> {
-    work.binary_search_by_key(&stream, |(id, _)| *id).ok()
-}
 
 /// Reads one resume makes before letting the worker's other connections run.
 const READS_PER_TURN: usize = 16;
@@ -78,77 +66,6 @@ enum State {
     /// until this instant (so that closing does not reset a connection whose peer has not
     /// read our GOAWAY yet).
     Lingering(Instant),
-}
-
-/// What one stream waits for on this side.
-enum Work {
-    /// Its request's body is arriving.
-    Receiving(Request),
-    /// Its request is whole: to be answered, in the order requests completed.
-    Ready(Request),
-    /// An extended CONNECT for a WebSocket (RFC 8441): answered at once, its stream left open
-    /// for the WebSocket's frames (what came on it so far in the request's body).
-    Connect(Request),
-    /// A live connection on the stream: an event stream, or a WebSocket.
-    Live(Live),
-    /// Answered by the server before its handler (431, 413).
-    Refused(ParseError, ReplyRules),
-    /// Its body did not keep its pace: answered 408 by the server.
-    TooSlow(ReplyRules),
-    /// To be reset with this code, unanswered.
-    Cut(ErrorCode),
-    /// Its deferred reply, answered by the server at `until` (503, or 204 for a long-poll).
-    Waiting(Box<Awaited>),
-    /// The rest of its reply's body, held back by the windows.
-    Sending(Box<(Body, usize)>),
-    /// A streamed reply (boxed: a stream's work stays small for the many that are idle).
-    Streaming(Box<Streamed>),
-}
-
-/// A deferred reply a stream waits for, and when the server answers it instead (boxed: a
-/// stream's work stays small for the many that are idle).
-struct Awaited {
-    wait: Wait,
-    until: Instant,
-}
-
-/// A streamed reply on its stream: pieces the windows held back, the sender's window, whether
-/// the end came.
-struct Streamed {
-    wait: Wait,
-    /// When the body is cut if no piece comes before (the reply timeout from the last one).
-    until: Instant,
-    held: Vec<u8>,
-    flow: FlowEnd,
-    ended: bool,
-}
-
-/// The exchange on a stream whose reply comes later, while it does (see `exchange`): the
-/// reply it waits for and where that reply is.
-fn exchange_of(work: &Work) -> Option<(Wait, Phase)> {
-    match work {
-        Work::Waiting(a) => Some((a.wait, Phase::Awaited)),
-        Work::Streaming(s) if !s.ended => Some((s.wait, Phase::Streaming)),
-        _ => None,
-    }
-}
-
-/// When the server steps in on a stream's exchange: its reply not come, or its streamed body
-/// quiet, by then.
-fn due_of(work: &Work) -> Option<Instant> {
-    match work {
-        Work::Waiting(a) => Some(a.until),
-        Work::Streaming(s) if !s.ended => Some(s.until),
-        _ => None,
-    }
-}
-
-/// Stream `id`'s work ends before its reply did (the stream reset, the connection gone): a
-/// reply it waited for, or was streaming, is no longer wanted.
-fn abandoned(shared: &ServerShared, id: reactor::ConnId, work: &Work) {
-    if let Some((wait, _)) = exchange_of(work) {
-        exchange::abandon(shared, id, wait);
-    }
 }
 
 /// One HTTP/2 connection.
@@ -631,295 +548,6 @@ impl H2Strand {
         }
     }
 
-    /// Answers every stream whose request is whole, in the order they completed.
-    fn answer_ready(&mut self, shared: &ServerShared, ctx: &mut Ctx) {
-        let mut at = 0;
-        while at < self.work.len() {
-            let stream = self.work[at].0;
-            match std::mem::replace(&mut self.work[at].1, Work::Cut(ErrorCode::NoError)) {
-                Work::Ready(request) => self.answer(shared, ctx, at, stream, request, false),
-                Work::Connect(request) => self.answer(shared, ctx, at, stream, request, true),
-                Work::Refused(error, rules) => {
-                    self.refuse(shared, ctx, at, Refusal::Malformed(error), rules);
-                }
-                Work::TooSlow(rules) => self.refuse(shared, ctx, at, Refusal::Timeout, rules),
-                Work::Cut(code) => {
-                    self.work.remove(at);
-                    self.conn.cancel(stream, code, &mut self.out);
-                }
-                other => self.work[at].1 = other,
-            }
-            if self.work.get(at).is_some_and(|(id, _)| *id == stream) {
-                at += 1;
-            }
-        }
-    }
-
-    /// Answers the stream at `at` with the server's own `refusal`; the rest of its body is not
-    /// wanted (a reset, NO_ERROR, lets the peer stop sending it).
-    fn refuse(
-        &mut self,
-        shared: &ServerShared,
-        ctx: &Ctx,
-        at: usize,
-        refusal: Refusal<'_>,
-        rules: ReplyRules,
-    ) {
-        let stream = self.work[at].0;
-        let res = refusal.response();
-        let status = res.status;
-        let held = self.send_reply(stream, res, rules, ctx.now).1;
-        self.settle(at, stream, held);
-        self.conn.cancel(stream, ErrorCode::NoError, &mut self.out);
-        shared.figures(ctx.worker()).replied(status);
-    }
-
-    /// Answers one request through the server's handler. `connect`: an extended CONNECT for
-    /// a WebSocket, and whether its peer ended its side.
-    fn answer(
-        &mut self,
-        shared: &ServerShared,
-        ctx: &mut Ctx,
-        at: usize,
-        stream: u32,
-        request: Request,
-        connect: bool,
-    ) {
-        let rules = rules_of(&request);
-        let origin = Origin {
-            now: ctx.now,
-            peer: ctx.peer,
-            reply_to: ReplyTo::Stream(ctx.id),
-            stream,
-            worker: ctx.worker(),
-        };
-        // A WebSocket's first frames, if its peer sent them with the request.
-        let early = match connect {
-            true if !request.body().is_empty() => request.body().to_vec(),
-            _ => Vec::new(),
-        };
-        let mut replier = Http2Replier {
-            conn: &mut self.conn,
-            out: &mut self.out,
-            stream,
-            connect,
-            held: None,
-        };
-        let mut tally = Tally {
-            streams: 1,
-            ..Tally::default()
-        };
-        let app = App::Server(shared);
-        let started = exchange::start(&app, request, rules, &origin, &mut replier, &mut tally);
-        let held = replier.held.take();
-        if !matches!(started, Started::NotServed) {
-            shared.figures(ctx.worker()).add(&tally);
-        }
-        match started {
-            Started::Answered { spent, .. } => {
-                ctx.spent |= spent;
-                self.settle(at, stream, held);
-            }
-            Started::Live { conn, .. } => {
-                self.work[at].1 = Work::Live(Live::new(conn));
-                live::accepted(&mut self.busy, stream, early);
-            }
-            Started::Deferred(wait, patience) => {
-                let until = ctx.now
-                    + match patience {
-                        Patience::Server => shared.reply_timeout,
-                        Patience::Poll(wait) => wait,
-                    };
-                self.work[at].1 = Work::Waiting(Box::new(Awaited { wait, until }));
-            }
-            Started::Http11Required => {
-                self.work.remove(at);
-                self.conn
-                    .cancel(stream, ErrorCode::Http11Required, &mut self.out);
-            }
-            Started::NotServed => {
-                self.work.remove(at);
-                self.conn
-                    .cancel(stream, ErrorCode::RefusedStream, &mut self.out);
-                ctx.spent = true;
-            }
-            // HTTP/1.1's alone (the `taken` hook, `handle_conn`): never of a stream.
-            Started::Streamed(_) | Started::Taken | Started::Failed => {
-                self.work.remove(at);
-                self.conn.cancel(stream, ErrorCode::Internal, &mut self.out);
-            }
-        }
-    }
-
-    /// After a reply was sent on the stream at `at`: what its body left for the windows
-    /// stays as its work, else the work is done.
-    fn settle(&mut self, at: usize, stream: u32, held: Option<(Body, usize)>) {
-        match held {
-            Some(held) => {
-                self.replying = true;
-                self.work[at] = (stream, Work::Sending(Box::new(held)));
-            }
-            None => {
-                self.work.remove(at);
-            }
-        }
-    }
-
-    /// Sends `res` on `stream` (see [`send_reply`]).
-    fn send_reply(
-        &mut self,
-        stream: u32,
-        res: Response,
-        rules: ReplyRules,
-        now: Instant,
-    ) -> (u64, Option<(Body, usize)>) {
-        send_reply(&mut self.conn, &mut self.out, stream, (res, rules), now)
-    }
-
-    /// Windows opened: replies held back go on, after the live streams had theirs (an event
-    /// or a WebSocket message is small and waits on someone; a download is large and waits on
-    /// no one), sharing what is open round-robin, a frame each a round, so that no stream
-    /// waits for another to finish.
-    fn send_held(&mut self) {
-        if !self.replying {
-            return;
-        }
-        let quantum = self.conn.max_frame();
-        // The streams whose replies wait: where each is, what of its streamed pieces it sent
-        // this time, whether it is done.
-        let mut holders: Vec<(usize, usize, bool)> = (self.work.iter().enumerate())
-            .filter(|(_, (_, w))| matches!(w, Work::Sending(_) | Work::Streaming(_)))
-            .map(|(at, _)| (at, 0, false))
-            .collect();
-        loop {
-            let mut sent = 0;
-            for (at, taken, done) in holders.iter_mut().filter(|h| !h.2) {
-                let (stream, work) = &mut self.work[*at];
-                sent += match work {
-                    Work::Sending(held) => {
-                        let (body, from) = &mut **held;
-                        let to = body.len().min(*from + quantum);
-                        let last = to == body.len();
-                        let n = self
-                            .conn
-                            .send_data(*stream, &body[*from..to], last, &mut self.out);
-                        *from += n;
-                        *done = *from == body.len();
-                        n
-                    }
-                    Work::Streaming(s) => {
-                        let rest = &s.held[*taken..];
-                        let to = rest.len().min(quantum);
-                        let end = s.ended && to == rest.len();
-                        let n = self
-                            .conn
-                            .send_data(*stream, &rest[..to], end, &mut self.out);
-                        *taken += n;
-                        *done = s.ended && *taken == s.held.len();
-                        n
-                    }
-                    _ => 0,
-                };
-            }
-            if sent == 0 {
-                break;
-            }
-        }
-        // What streamed pieces sent leaves their buffer at once; finished replies leave the
-        // list (the last first, so that the positions hold).
-        for &(at, taken, done) in holders.iter().rev() {
-            if let Work::Streaming(s) = &mut self.work[at].1 {
-                s.held.drain(..taken);
-                s.flow.0.written(taken);
-            }
-            if done {
-                self.work.remove(at);
-            }
-        }
-    }
-
-    /// The peer opened no window for the write timeout while replies waited on theirs: those
-    /// streams are reset (CANCEL), as a peer that takes nothing of an HTTP/1.1 reply is closed
-    /// — the connection's other streams go on. Counted with the peers dropped for falling
-    /// behind.
-    fn windows_timed_out(&mut self, shared: &ServerShared, io: &Io<'_, Command>) {
-        let mut at = 0;
-        while at < self.work.len() {
-            if reply_held(&self.work[at].1) == 0 {
-                at += 1;
-                continue;
-            }
-            // (Dropping a streamed reply's window tells its sender the body is not wanted.)
-            let (stream, work) = self.work.remove(at);
-            abandoned(shared, io.id().with_stream(stream), &work);
-            self.conn.cancel(stream, ErrorCode::Cancel, &mut self.out);
-            shared.ws_settings.live.budget.dropped_one();
-            logged(shared, io.id(), stream);
-            crate::log::info!(stream = stream; "an HTTP/2 stream reset: its peer opened no window for the write timeout");
-        }
-    }
-
-    /// A deferred reply came for one of the streams (or a piece of a streamed one): its
-    /// exchange takes it (one that was reset or cut drops it).
-    fn delivered(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>, msg: HttpMsg) {
-        let Some(&stream) = self.exchanges(|wait| wait.seq == msg.seq).first() else {
-            return;
-        };
-        let now = io.now();
-        self.step_exchange(shared, io, stream, |f, ex| {
-            exchange::deliver(shared, ex, msg.what, now, f)
-        });
-    }
-
-    /// The streams whose exchange waits for a reply, or streams one, that `which` picks.
-    fn exchanges(&self, which: impl Fn(&Wait) -> bool) -> Vec<u32> {
-        (self.work.iter())
-            .filter(|(_, w)| exchange_of(w).is_some_and(|(wait, _)| which(&wait)))
-            .map(|(stream, _)| *stream)
-            .collect()
-    }
-
-    /// Steps the exchange on `stream` (one that waits for its reply, or streams it) with the
-    /// stream as its framer, and keeps what it came to: a streamed reply's next deadline, a
-    /// body left for the windows, or the stream's work done.
-    fn step_exchange(
-        &mut self,
-        shared: &ServerShared,
-        io: &Io<'_, Command>,
-        stream: u32,
-        step: impl FnOnce(&mut Http2Framer<'_>, (reactor::ConnId, Wait, Phase)) -> Step,
-    ) {
-        let Some(at) = work_at(&self.work, stream) else {
-            return;
-        };
-        let Some((wait, phase)) = exchange_of(&self.work[at].1) else {
-            return;
-        };
-        let until = io.now() + shared.reply_timeout;
-        let mut framer = Http2Framer {
-            conn: &mut self.conn,
-            out: &mut self.out,
-            stream,
-            work: &mut self.work[at].1,
-            replying: &mut self.replying,
-            wait,
-            until,
-        };
-        match step(&mut framer, (io.id().with_stream(stream), wait, phase)) {
-            Step::Unchanged => {}
-            Step::Streaming => {
-                if let Work::Streaming(s) = &mut self.work[at].1 {
-                    s.until = until;
-                }
-            }
-            // What the windows hold back of a complete reply is sent as they open.
-            Step::Done { .. } if reply_held(&self.work[at].1) > 0 => {}
-            Step::Done { .. } | Step::Cut => {
-                self.work.remove(at);
-            }
-        }
-    }
-
     /// The deadline passed: deferred replies past theirs are answered by the server, an idle
     /// connection goes away, one whose peer takes nothing closes. `Some` to end the resume.
     fn timed_out(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Option<Next> {
@@ -1226,218 +854,6 @@ struct Survey {
     replies_held: usize,
 }
 
-/// What a stream's work holds.
-fn work_held(work: &Work) -> usize {
-    match work {
-        Work::Receiving(r) | Work::Ready(r) | Work::Connect(r) => r.held_bytes(),
-        Work::Live(live) => live.held_bytes(),
-        Work::Sending(held) => held.0.len() - held.1,
-        Work::Streaming(s) => s.held.capacity(),
-        Work::Refused(..) | Work::TooSlow(_) | Work::Cut(_) | Work::Waiting(_) => 0,
-    }
-}
-
-/// Bytes of a stream's reply held back by the windows.
-fn reply_held(work: &Work) -> usize {
-    match work {
-        Work::Sending(held) => held.0.len() - held.1,
-        Work::Streaming(s) => s.held.len(),
-        _ => 0,
-    }
-}
-
-/// Sends `res` on `stream`: its head, then as much of its body as the windows allow. The
-/// bytes it came to, and the body with the bytes of it sent when some waits.
-fn send_reply(
-    conn: &mut Conn,
-    out: &mut Vec<u8>,
-    stream: u32,
-    (res, rules): (Response, ReplyRules),
-    now: Instant,
-) -> (u64, Option<(Body, usize)>) {
-    let before = out.len();
-    let length = Length::Known(res.body.len() as u64);
-    let status = BLOCK.with_borrow_mut(|block| {
-        block.clear();
-        let status = with_date(now, |date| reply::write_head(block, &res, date, length));
-        let bodiless = rules.head_only || !has_body(status) || res.body.is_empty();
-        conn.send_headers(stream, block, bodiless, out);
-        status
-    });
-    if rules.head_only || !has_body(status) || res.body.is_empty() {
-        return ((out.len() - before) as u64, None);
-    }
-    let body = res.body;
-    let sent = conn.send_data(stream, &body, true, out);
-    let bytes = (out.len() - before + body.len() - sent) as u64;
-    (bytes, (sent < body.len()).then_some((body, sent)))
-}
-
-/// Sends `head` on `stream` (its body of `length`, announced when known; `end`: none follows,
-/// the stream's side ends with it); the bytes it came to.
-fn send_head(
-    conn: &mut Conn,
-    out: &mut Vec<u8>,
-    stream: u32,
-    (head, length, end): (&Response, Length, bool),
-    now: Instant,
-) -> u64 {
-    let before = out.len();
-    BLOCK.with_borrow_mut(|block| {
-        block.clear();
-        with_date(now, |date| reply::write_head(block, head, date, length));
-        conn.send_headers(stream, block, end, out);
-    });
-    (out.len() - before) as u64
-}
-
-/// How HTTP/2 answers a request at once: HEADERS and as much DATA as the windows allow on its
-/// stream (the rest of a body kept for them); a WebSocket by RFC 8441's extended CONNECT, its
-/// stream left open; no hand-over (the connection carries other streams).
-struct Http2Replier<'a> {
-    conn: &'a mut Conn,
-    out: &'a mut Vec<u8>,
-    stream: u32,
-    /// The request is an extended CONNECT (RFC 8441).
-    connect: bool,
-    /// What a whole reply's body left for the windows, and the bytes of it sent.
-    held: Option<(Body, usize)>,
-}
-
-impl Replier for Http2Replier<'_> {
-    fn whole(&mut self, res: &mut Response, rules: ReplyRules, now: Instant) -> (u64, bool, Body) {
-        let res = (std::mem::take(res), rules);
-        let (bytes, held) = send_reply(self.conn, self.out, self.stream, res, now);
-        self.held = held;
-        (bytes, true, Body::default())
-    }
-
-    fn open_events(&mut self, head: &Response, ends: bool, now: Instant) -> u64 {
-        let length = match ends {
-            true => Length::Known(0),
-            false => Length::Open,
-        };
-        send_head(self.conn, self.out, self.stream, (head, length, ends), now)
-    }
-
-    fn websocket_route<'r>(&self, app: &App<'r>, request: &mut Request) -> AsksWebSocket<'r> {
-        if self.connect
-            && let Some(route) = app.websocket_path(request)
-        {
-            return AsksWebSocket::Route(route);
-        }
-        match app.websocket_route(request) {
-            Some(_) => AsksWebSocket::Wrongly,
-            None => AsksWebSocket::No,
-        }
-    }
-
-    fn check_websocket(&self, request: &Request) -> Result<String, Response> {
-        match request.header("sec-websocket-version").trim() {
-            "13" => Ok(String::new()),
-            _ => Err(Refusal::WebSocketVersion.response()),
-        }
-    }
-
-    fn open_websocket(&mut self, _: &str, extensions: Option<&str>, now: Instant) -> (u16, u64) {
-        let mut head = Response::new(200, "", Vec::new(), "");
-        if let Some(extensions) = extensions {
-            let field = crate::http::Header::new("Sec-WebSocket-Extensions", extensions);
-            head.headers.push(field);
-        }
-        let bytes = send_head(
-            self.conn,
-            self.out,
-            self.stream,
-            (&head, Length::Open, false),
-            now,
-        );
-        (head.status, bytes)
-    }
-
-    fn hand_over(&mut self, _: &App<'_>) -> Option<Started> {
-        None
-    }
-}
-
-/// How HTTP/2 puts a deferred exchange's reply on its stream: HEADERS, then DATA as far as the
-/// windows allow (the rest kept as the stream's work), a cut as RST_STREAM INTERNAL_ERROR.
-struct Http2Framer<'a> {
-    conn: &'a mut Conn,
-    out: &'a mut Vec<u8>,
-    stream: u32,
-    work: &'a mut Work,
-    /// Set when a reply is left for the windows (see `H2Strand::replying`).
-    replying: &'a mut bool,
-    wait: Wait,
-    /// When a streamed body that sends nothing more is cut.
-    until: Instant,
-}
-
-impl Framer for Http2Framer<'_> {
-    fn reply(&mut self, res: Response, rules: ReplyRules, now: Instant) -> (u64, bool) {
-        let (bytes, held) = send_reply(self.conn, self.out, self.stream, (res, rules), now);
-        if let Some(held) = held {
-            *self.replying = true;
-            *self.work = Work::Sending(Box::new(held));
-        }
-        (bytes, true)
-    }
-
-    fn open(
-        &mut self,
-        head: &Response,
-        (length, body): (Option<u64>, bool),
-        _: ReplyRules,
-        now: Instant,
-    ) -> (u64, bool) {
-        let length = length.map_or(Length::Open, Length::Known);
-        let head = (head, length, !body);
-        (send_head(self.conn, self.out, self.stream, head, now), true)
-    }
-
-    fn stream(&mut self, flow: FlowEnd, _: Option<u64>, _: ReplyRules, _: bool) {
-        *self.replying = true;
-        *self.work = Work::Streaming(Box::new(Streamed {
-            wait: self.wait,
-            until: self.until,
-            held: Vec::new(),
-            flow,
-            ended: false,
-        }));
-    }
-
-    fn piece(&mut self, bytes: Vec<u8>) -> (u64, bool) {
-        let Work::Streaming(s) = self.work else {
-            return (0, false); // never: the exchange is streaming
-        };
-        if s.held.is_empty() {
-            let n = self.conn.send_data(self.stream, &bytes, false, self.out);
-            s.flow.0.written(n);
-            s.held.extend_from_slice(&bytes[n..]);
-        } else {
-            s.held.extend_from_slice(&bytes);
-        }
-        *self.replying |= !s.held.is_empty();
-        (bytes.len() as u64, true)
-    }
-
-    fn end(&mut self) -> (u64, bool) {
-        let Work::Streaming(s) = self.work else {
-            return (0, false); // never: the exchange is streaming
-        };
-        s.ended = true;
-        if s.held.is_empty() {
-            self.conn.send_data(self.stream, &[], true, self.out);
-        }
-        (0, true)
-    }
-
-    fn cut(&mut self) {
-        self.conn.cancel(self.stream, ErrorCode::Internal, self.out);
-    }
-}
-
 /// With an access log: stream `stream`'s exchange is over (logged if it was waiting).
 fn logged(shared: &ServerShared, id: reactor::ConnId, stream: u32) {
     if let Some(log) = shared.access_log.as_deref() {
@@ -1478,48 +894,6 @@ thread_local! {
     static OUT_BUFFERS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Work lists kept for reuse.
     static WORK_LISTS: std::cell::RefCell<Vec<Vec<(u32, Work)>>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// Where a reply's head is encoded before it is framed, one per worker.
-    static BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The request a header list stands for, as a handler sees any request: `:authority` answers
-/// `host` (when no `host` field came), cookies split over fields are one `cookie` again
-/// (RFC 9113 §8.2.3).
-fn request_of(head: &HeaderList) -> Request {
-    let method = std::str::from_utf8(head.method()).unwrap_or_default();
-    let path = std::str::from_utf8(head.path()).unwrap_or_default();
-    let host = match head.field(b"host") {
-        None if !head.authority().is_empty() => Some(("host", head.authority())),
-        _ => None,
-    };
-    // Cookies split over several fields are joined (allocating only then).
-    let mut cookies = head.fields().filter(|(name, _)| *name == b"cookie");
-    let joined = match (cookies.next(), cookies.next()) {
-        (Some((_, first)), Some((_, second))) => {
-            let mut joined = [first, second].join(&b"; "[..]);
-            for (_, more) in cookies {
-                joined.extend_from_slice(b"; ");
-                joined.extend_from_slice(more);
-            }
-            Some(joined)
-        }
-        _ => None,
-    };
-    let fields = head
-        .fields()
-        .filter(|(name, _)| joined.is_none() || *name != b"cookie")
-        .map(|(name, value)| (std::str::from_utf8(name).unwrap_or_default(), value))
-        .chain(host)
-        .chain(joined.as_deref().map(|j| ("cookie", j)));
-    Request::from_fields(method, path, fields)
-}
-
-/// What a reply to `request` on a stream may be: its head alone for `HEAD`.
-fn rules_of(request: &Request) -> ReplyRules {
-    ReplyRules {
-        head_only: request.method_is("HEAD"),
-        ..REPLY_RULES
-    }
 }
 
 #[cfg(test)]
