@@ -91,6 +91,44 @@ fn code_lines(text: &str) -> Vec<&str> {
     out
 }
 
+/// The names a path names at `line[after..]`: one identifier, or those at the first depth of
+/// a `{…}` group.
+fn first_names(line: &str, after: usize) -> Vec<String> {
+    let ident = |from: usize| -> String {
+        line[from..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    if !line[after..].starts_with('{') {
+        return vec![ident(after)];
+    }
+    let mut found = Vec::new();
+    let mut depth = 0;
+    let mut expect = true;
+    for (k, c) in line[after..].char_indices() {
+        match c {
+            '{' => {
+                depth += 1;
+                expect = depth == 1;
+            }
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            ',' if depth == 1 => expect = true,
+            c if expect && depth == 1 && (c.is_alphanumeric() || c == '_') => {
+                found.push(ident(after + k));
+                expect = false;
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
 /// The top-level modules a line of code names: `crate::X`, `crate::{X::…, Y}` and `super::`
 /// paths that climb out of the file's top-level module (`from`, at module path `at`).
 fn named_modules(line: &str, at: &[String]) -> Vec<String> {
@@ -108,33 +146,7 @@ fn named_modules(line: &str, at: &[String]) -> Vec<String> {
         let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
         if boundary && rest.starts_with("crate::") {
             let after = i + "crate::".len();
-            if line[after..].starts_with('{') {
-                // A group: the identifiers at its first depth.
-                let mut depth = 0;
-                let mut expect = true;
-                for (k, c) in line[after..].char_indices() {
-                    match c {
-                        '{' => {
-                            depth += 1;
-                            expect = depth == 1;
-                        }
-                        '}' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        ',' if depth == 1 => expect = true,
-                        c if expect && depth == 1 && (c.is_alphanumeric() || c == '_') => {
-                            found.push(ident(after + k));
-                            expect = false;
-                        }
-                        _ => {}
-                    }
-                }
-            } else {
-                found.push(ident(after));
-            }
+            found.extend(first_names(line, after));
             i = after;
             continue;
         }
@@ -259,5 +271,87 @@ fn the_reader_finds_every_kind_of_path() {
     assert_eq!(
         code_lines("use a;\n// crate::x\n#[cfg(test)]\nmod tests {\n use crate::y;\n}\n"),
         ["use a;"]
+    );
+}
+
+/// The files of `src/server/` (a folder counts as one) that a line of the file at module path
+/// `at` (under `server`) names: `crate::server::X`, and `super::` paths that climb to `server`.
+fn server_files_named(line: &str, at: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    while i < line.len() {
+        let rest = &line[i..];
+        let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        if boundary && rest.starts_with("crate::server::") {
+            let after = i + "crate::server::".len();
+            found.extend(first_names(line, after));
+            i = after;
+            continue;
+        }
+        if boundary && rest.starts_with("super::") {
+            let mut ups = 0;
+            let mut k = i;
+            while line[k..].starts_with("super::") {
+                ups += 1;
+                k += "super::".len();
+            }
+            // From `server/a.rs` (at `[server, a]`) one `super` is `server`; from
+            // `server/a/b.rs` two.
+            if ups + 1 == at.len() {
+                found.extend(first_names(line, k));
+            }
+            i = k;
+            continue;
+        }
+        i += rest.chars().next().map_or(1, char::len_utf8);
+    }
+    found
+}
+
+#[test]
+fn no_files_of_the_server_use_each_other_in_a_circle() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/server"), &mut files);
+    files.sort();
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let at = module_path(file);
+        let Some(from) = at.get(1) else {
+            continue; // server/mod.rs: the layer's root declares every file
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in code_lines(&text) {
+            if line.trim_start().starts_with("pub use ") {
+                continue;
+            }
+            for to in server_files_named(line, &at) {
+                let file_of_server = !to.is_empty()
+                    && (root().join("src/server").join(format!("{to}.rs")).exists()
+                        || root().join("src/server").join(&to).is_dir());
+                if &to != from && file_of_server {
+                    uses.entry(from.clone()).or_default().insert(to);
+                }
+            }
+        }
+    }
+    // A circle is a file that reaches itself.
+    let mut circles = Vec::new();
+    for start in uses.keys() {
+        let mut seen = BTreeSet::new();
+        let mut next: Vec<&String> = uses[start].iter().collect();
+        while let Some(file) = next.pop() {
+            if file == start {
+                circles.push(start.clone());
+                break;
+            }
+            if seen.insert(file.clone()) {
+                next.extend(uses.get(file).into_iter().flatten());
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files of src/server/ that reach themselves through what they use: {circles:?}\n{uses:#?}"
     );
 }

@@ -8,8 +8,7 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | `builder.rs` | the `Server` builder: where connections come from, every setting |
-//! | `start.rs` | starting a built server: its workers, fleet and ticks, run or spawned |
+//! | `builder/` | the `Server` builder: where connections come from, every setting; `start.rs`, starting a built server (its workers, fleet and ticks, run or spawned) |
 //! | `handle.rs` | `ServerHandle`: a running server's address, figures and stop |
 //! | `stats.rs` | `ServerStats`: what a running server holds now |
 //! | `serving.rs` | the specification's serving functions (`serve`, `serve_n`, ...) |
@@ -61,7 +60,6 @@ mod request_reader;
 mod serving;
 mod shared;
 mod signals;
-mod start;
 mod stats;
 mod streamed;
 mod taken;

@@ -19,6 +19,8 @@ use crate::ws::{Rooms, Route, WsApp, WsConfig, WsHandler};
 #[cfg(doc)]
 use super::*;
 
+mod start;
+
 /// Where the server's connections come from.
 pub(super) enum Listen {
     /// A socket this builder bound with `SO_REUSEPORT`; each further worker binds its own to
@@ -914,7 +916,7 @@ impl Server {
         self,
         handler: impl Fn(Request) -> Response + Send + Sync + 'static,
     ) -> io::Result<()> {
-        super::start::run(self, handler)
+        start::run(self, handler)
     }
 
     /// Serves on background threads; the handle stops and joins them.
@@ -931,7 +933,7 @@ impl Server {
         self,
         handler: impl Fn(Request) -> Response + Send + Sync + 'static,
     ) -> io::Result<ServerHandle> {
-        super::start::spawn(self, handler)
+        start::spawn(self, handler)
     }
 }
 

@@ -7,15 +7,15 @@ use std::sync::atomic::AtomicU64;
 
 use reactor::{Config, Reactor};
 
-use super::builder::Listen;
-use super::conn::HttpService;
-use super::features::FleetThreads;
-use super::figures::Figures;
-use super::shared::{DynHandler, ServerShared};
-use super::ticks::Tick;
-use super::*;
+use super::Listen;
 use crate::http::{Request, Response};
 use crate::live::{Command, LiveSettings, OutputBudget, Stalls, Timeouts};
+use crate::server::conn::HttpService;
+use crate::server::features::FleetThreads;
+use crate::server::figures::Figures;
+use crate::server::shared::{DynHandler, ServerShared};
+use crate::server::ticks::Tick;
+use crate::server::*;
 use crate::ws::WsSettings;
 
 /// Makes the server's workers and what they share, ready to run.
@@ -28,7 +28,7 @@ fn reactor(
         reactor::arena_sharing(false);
     }
     let budget = OutputBudget::new(server.max_queued_output);
-    let tls = super::features::tls_service(&mut server, Arc::clone(&budget))?;
+    let tls = crate::server::features::tls_service(&mut server, Arc::clone(&budget))?;
     let workers = server
         .workers
         .unwrap_or_else(|| Config::default().worker_count());
