@@ -122,12 +122,32 @@ impl Charge {
             self.held = Some(Arc::clone(budget));
         }
     }
-}
 
-impl Charge {
     /// Whether anything is charged or counted now.
     pub(crate) fn is_held(&self) -> bool {
         self.held.is_some()
+    }
+
+    /// Charges a connection's `cost` (what its output holds) while it owes its peer `owed`
+    /// bytes, and says whether it owes more than its share while the budget is spent — counted
+    /// as a peer dropped for falling behind, which the caller closes or resets. One rule for
+    /// every HTTP reply, whatever the version; a connection that owes nothing and holds no
+    /// charge costs one branch.
+    pub(crate) fn owes_too_much(
+        &mut self,
+        budget: &Arc<OutputBudget>,
+        cost: usize,
+        owed: usize,
+    ) -> bool {
+        if owed == 0 && !self.is_held() {
+            return false;
+        }
+        self.set(budget, cost, owed > 0);
+        let sheds = owed > 0 && budget.sheds(cost);
+        if sheds {
+            budget.dropped_one();
+        }
+        sheds
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reactor::{ConnId, Io, Next};
+use reactor::{ConnId, Io, Next, Read};
 
 use super::budget::OutputBudget;
 use super::command::Command;
@@ -120,6 +120,23 @@ impl Timeouts {
             ..self
         }
     }
+}
+
+/// Reads a turn's worth at most.
+const UNREAD_PER_TURN: usize = 16;
+
+/// After our end: reads and drops what the peer still sends, a turn's worth at most (the rest
+/// raises readiness again); `false` once it has closed its side or the read failed, when the
+/// connection is to close. One rule for every strand that lingers.
+pub(crate) fn drop_unread(io: &mut Io<'_, Command>) -> bool {
+    for _ in 0..UNREAD_PER_TURN {
+        match io.read() {
+            Read::Data(_) => continue,
+            Read::WouldBlock => return true,
+            Read::Closed | Read::Error(_) => return false,
+        }
+    }
+    true
 }
 
 /// After our end, with nothing unread: reads (and drops) what the peer still sends until it

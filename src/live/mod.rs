@@ -14,7 +14,9 @@ pub use budget::MAX_QUEUED_OUTPUT;
 pub(crate) use budget::{Charge, OutputBudget, forget_worker_frames};
 pub(crate) use command::Command;
 pub use conn::{CLOSE_TIMEOUT, WS_MAX_BACKLOG};
-pub(crate) use conn::{DRAIN_LINGER, LiveConn, LiveSettings, Timeouts, linger_until, write_out};
+pub(crate) use conn::{
+    DRAIN_LINGER, LiveConn, LiveSettings, Timeouts, drop_unread, linger_until, write_out,
+};
 pub(crate) use outbox::Outbox;
 pub use stall::STALL_THRESHOLD;
 pub(crate) use stall::{Stalls, Watch};

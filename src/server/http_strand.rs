@@ -20,7 +20,7 @@ use crate::http::Response;
 use crate::http::later::HttpMsg;
 use crate::http::render::{render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
-use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
+use crate::live::{Charge, Command, DRAIN_LINGER, drop_unread, linger_until};
 
 use super::access;
 use super::deferred::{Patience, Wait};
@@ -590,17 +590,12 @@ impl Busy {
     /// budget with WebSocket and event-stream output.
     fn owes_too_much(&mut self, conn: &Resume<'_>) -> bool {
         let pending = self.output.pending();
-        if pending == 0 && !self.charge.is_held() {
-            return false;
-        }
         let budget = &conn.shared.ws_settings.live.budget;
-        let held = self.output.held_bytes();
-        self.charge.set(budget, held, pending > 0);
         // A reply holds its whole buffer until its last byte is written, however much of it
         // the kernel took: its share is weighed on that.
-        let sheds = pending > 0 && budget.sheds(held.max(pending));
+        let cost = self.output.held_bytes().max(pending);
+        let sheds = self.charge.owes_too_much(budget, cost, pending);
         if sheds {
-            budget.dropped_one();
             crate::log::info!(owed_bytes = pending; "an HTTP connection closed: its peer does not take its replies while output is short");
         }
         sheds
@@ -616,17 +611,13 @@ impl Busy {
                 return Next::Close;
             }
         }
-        for _ in 0..READS_PER_TURN {
-            match io.read() {
-                Read::Data(_) => continue,
-                Read::WouldBlock if conn.shared.shutting_down() => {
-                    return self.linger_stopping(io);
-                }
-                Read::WouldBlock => return self.park(conn, io, false, Interest::READ),
-                Read::Closed | Read::Error(_) => return Next::Close,
-            }
+        if !drop_unread(io) {
+            return Next::Close;
         }
-        self.park(conn, io, false, Interest::READ)
+        match conn.shared.shutting_down() {
+            true => self.linger_stopping(io),
+            false => self.park(conn, io, false, Interest::READ),
+        }
     }
 
     /// Lingering while the server stops, with nothing unread: closed as soon as the client

@@ -12,13 +12,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use reactor::{ConnId, Io, Next, Read, Remote};
+use reactor::{ConnId, Io, Next, Remote};
 
 use super::app::{Sse, SseHandler};
 use crate::http::event_stream::HEARTBEAT;
 use crate::http::{Request, Response};
 use crate::live::{
-    Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, Watch, linger_until, write_out,
+    Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, Watch, drop_unread,
+    linger_until, write_out,
 };
 use crate::rooms::{Delivery, Forms, Joined, Joining, Seat, history_back, join_back, leave_all};
 
@@ -253,17 +254,9 @@ impl<H: SseHandler> SseStrand<H> {
                 Ok(_) => {}
             }
         }
-        if io.read_ready() || self.shut() {
-            for _ in 0..16 {
-                match io.read() {
-                    Read::Data(_) => continue,
-                    Read::WouldBlock => break,
-                    Read::Closed | Read::Error(_) => {
-                        self.tell(io.id());
-                        return Next::Close;
-                    }
-                }
-            }
+        if (io.read_ready() || self.shut()) && !drop_unread(io) {
+            self.tell(io.id());
+            return Next::Close;
         }
         match self.busy.as_ref() {
             Some(b) if b.stage == Stage::Shut => {

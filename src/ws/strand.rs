@@ -25,7 +25,7 @@ use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_i
 use super::frame::{Opcode, Role, write_frame};
 use crate::live::{
     Command, DRAIN_LINGER, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, Watch,
-    linger_until, write_out,
+    drop_unread, linger_until, write_out,
 };
 use crate::rooms::{
     Delivery, Forms, Joined, Joining, Message, Seat, history_back, join_back, leave_all,
@@ -536,12 +536,8 @@ impl<H: WsHandler> WsStrand<H> {
 
     /// Reads and drops what the peer still sends, until it closes its side.
     fn linger(&mut self, io: &mut Io<'_, Command>) -> Next {
-        for _ in 0..16 {
-            match io.read() {
-                Read::Data(_) => continue,
-                Read::WouldBlock => break,
-                Read::Closed | Read::Error(_) => return Next::Close,
-            }
+        if !drop_unread(io) {
+            return Next::Close;
         }
         match self.busy.as_ref().and_then(|b| b.deadline) {
             Some(end) => linger_until(io, end),

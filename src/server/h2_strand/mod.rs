@@ -28,7 +28,7 @@ use crate::h2::error::ErrorCode;
 use crate::http::ParseError;
 use crate::http::later::HttpMsg;
 use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, reuse};
-use crate::live::{Charge, Command, DRAIN_LINGER, linger_until};
+use crate::live::{Charge, Command, DRAIN_LINGER, drop_unread, linger_until};
 
 use super::access;
 use super::exchange;
@@ -702,17 +702,12 @@ impl H2Strand {
                 held
             }
         };
-        let owed = self.out.len() - self.written;
-        if owed == 0 && held == 0 && !self.charge.is_held() {
-            return false;
-        }
+        let owed = self.out.len() - self.written + held;
         let budget = &shared.ws_settings.live.budget;
         let cost = self.out.capacity() + held;
-        self.charge.set(budget, cost, owed + held > 0);
-        let sheds = owed + held > 0 && budget.sheds(cost);
+        let sheds = self.charge.owes_too_much(budget, cost, owed);
         if sheds {
-            budget.dropped_one();
-            crate::log::info!(owed_bytes = owed + held; "an HTTP/2 connection closed: its peer does not take its replies while output is short");
+            crate::log::info!(owed_bytes = owed; "an HTTP/2 connection closed: its peer does not take its replies while output is short");
         }
         sheds
     }
@@ -831,14 +826,10 @@ impl H2Strand {
                 end
             }
         };
-        for _ in 0..READS_PER_TURN {
-            match io.read() {
-                Read::Data(_) => continue,
-                Read::WouldBlock => return linger_until(io, end),
-                Read::Closed | Read::Error(_) => return Next::Close,
-            }
+        match drop_unread(io) {
+            true => linger_until(io, end),
+            false => Next::Close,
         }
-        linger_until(io, end)
     }
 }
 
