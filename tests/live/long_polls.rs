@@ -63,7 +63,9 @@ fn a_poll_with_nothing_newer_waits_parked_for_the_next_message_and_gets_it_alone
         })
         .collect();
     // Every poll is parked before the message: each gets it, once.
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until(Duration::from_secs(10), "every poll is parked", || {
+        server.stats().replies_waiting == 50
+    });
     let next = post(&rooms, "new");
     for c in &mut polls {
         let r = c.reply();
@@ -75,7 +77,9 @@ fn a_poll_with_nothing_newer_waits_parked_for_the_next_message_and_gets_it_alone
     c.send(format!(
         "GET /poll?after={next} HTTP/1.1\r\nHost: x\r\n\r\n"
     ));
-    std::thread::sleep(Duration::from_millis(50));
+    wait_until(Duration::from_secs(10), "the poll is parked", || {
+        server.stats().replies_waiting == 1
+    });
     let third = post(&rooms, "third");
     assert_eq!(c.reply().text(), format!("{third}:third"));
     server.shutdown().unwrap();

@@ -175,8 +175,14 @@ fn pages_of_another_host_may_not_open_the_websocket_unless_allowed() {
 fn the_figures_count_rooms_and_name_none() {
     let chat = Chat::start(&[]);
     let (_, _member) = chat.upgrade("/ws?room=secret-room-name&name=n", &[]);
-    std::thread::sleep(Duration::from_millis(100));
-    let (status, body) = chat.ask("GET /api/stats", &[], "");
+    let begun = std::time::Instant::now();
+    let (status, body) = loop {
+        let (status, body) = chat.ask("GET /api/stats", &[], "");
+        if body.contains("\"rooms\":1") || begun.elapsed() > Duration::from_secs(10) {
+            break (status, body);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(status, 200);
     assert!(!body.contains("secret-room-name"), "{body}");
     assert!(body.contains("\"rooms\":1"), "{body}");
