@@ -259,6 +259,7 @@ struct Http1Replier<'t, 'a> {
 }
 
 impl Replier for Http1Replier<'_, '_> {
+    #[inline]
     fn whole(&mut self, res: &mut Response, rules: ReplyRules, now: Instant) -> (u64, bool, Body) {
         let out = &mut *self.turn.out;
         let before = out.len();
@@ -268,6 +269,7 @@ impl Replier for Http1Replier<'_, '_> {
         ((out.len() - before + body.len()) as u64, keep, body)
     }
 
+    #[inline]
     fn open_events(&mut self, head: &Response, _ends: bool, now: Instant) -> u64 {
         let out = &mut *self.turn.out;
         let before = out.len();
@@ -275,6 +277,7 @@ impl Replier for Http1Replier<'_, '_> {
         (out.len() - before) as u64
     }
 
+    #[inline]
     fn websocket_route<'r>(&self, app: &App<'r>, request: &mut Request) -> AsksWebSocket<'r> {
         match app.websocket_route(request) {
             Some(route) => AsksWebSocket::Route(route),
@@ -282,16 +285,19 @@ impl Replier for Http1Replier<'_, '_> {
         }
     }
 
+    #[inline]
     fn check_websocket(&self, request: &Request) -> Result<String, Response> {
         check_upgrade(request, self.version)
     }
 
+    #[inline]
     fn open_websocket(&mut self, accept: &str, extensions: Option<&str>, _: Instant) -> (u16, u64) {
         let head = switching_protocols(accept, extensions);
         self.turn.out.extend_from_slice(&head);
         (101, head.len() as u64)
     }
 
+    #[inline]
     fn hand_over(&mut self, app: &App<'_>) -> Option<Started> {
         let (Some(taken), Some(fd)) = (app.taken(), self.turn.fd) else {
             return None;

@@ -54,6 +54,7 @@ const SCRATCH_KEEP: usize = 64 * 1024;
 /// Appends `payload` as one final frame of `opcode` (text or binary) for a peer that agreed to
 /// `agreed` (`None`: the extension is not in use), compressed when that makes it shorter.
 /// `history`: the connection's window, when its messages keep their context.
+#[inline]
 pub(crate) fn write_message(
     buf: &mut Vec<u8>,
     opcode: Opcode,
@@ -61,10 +62,23 @@ pub(crate) fn write_message(
     agreed: Option<&Agreed>,
     history: Option<&mut History>,
 ) {
-    let Some(agreed) = agreed.filter(|a| payload.len() >= a.min_size as usize) else {
-        write_frame(buf, opcode.fin(), payload, None);
-        return;
-    };
+    // Inline where it is called, the plain path a frame head and a copy (every message of a
+    // connection without the extension passes here).
+    match agreed.filter(|a| payload.len() >= a.min_size as usize) {
+        None => write_frame(buf, opcode.fin(), payload, None),
+        Some(agreed) => write_compressed(buf, opcode, payload, agreed, history),
+    }
+}
+
+/// [`write_message`]'s compressed path: the payload deflated (with the connection's history
+/// when context takeover was agreed), or plain when compressing does not pay.
+fn write_compressed(
+    buf: &mut Vec<u8>,
+    opcode: Opcode,
+    payload: &[u8],
+    agreed: &Agreed,
+    history: Option<&mut History>,
+) {
     SCRATCH.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
         scratch.clear();
