@@ -15,7 +15,8 @@
 //!   member of R (itself included) as one JSON text frame `{"id","room","name","text","time"}`;
 //!   a new member first gets the room's last 20 messages (the history of at most 1 000 rooms and
 //!   8 MiB: past either, the room written to least recently is forgotten, rooms with members
-//!   last; `web::ws::History`); the upgrade is refused (403) to pages of another host than the chat's unless
+//!   last; `web::ws::History`) — with `&after=ID`, a member that reconnects gets only those after
+//!   message ID, each once; the upgrade is refused (403) to pages of another host than the chat's unless
 //!   `--allow-origin ORIGINS` lists them (comma-separated; `*` for any);
 //! - `POST /api/messages?room=R` (optional `&name=N`) with a text body: `201`, delivered to room
 //!   R as if a member had sent it;
@@ -110,6 +111,8 @@ struct Chat {
 struct Member {
     room: String,
     name: String,
+    /// The last message the member saw, when it resumes (`&after=ID`); 0: the room's history.
+    after: u64,
     /// Who the rate limit counts its messages against.
     caller: String,
 }
@@ -223,13 +226,25 @@ impl WsHandler for Chat {
             Ok(value)
         };
         let (room, name) = (named("room")?, named("name")?);
+        let after = match text_param(query, "after").map_err(|e| json_error(400, &e))? {
+            None => 0,
+            Some(after) => after
+                .parse()
+                .map_err(|_| json_error(400, "after must be a message id"))?,
+        };
         let caller = self.limiter.caller(req).to_string();
-        Ok(Member { room, name, caller })
+        Ok(Member {
+            room,
+            name,
+            after,
+            caller,
+        })
     }
 
-    /// The room's last messages first, then everything posted from now on (each once).
+    /// The room's last messages first (those after `after` for a member that resumes), then
+    /// everything posted from now on (each once).
     fn open(&self, ws: &mut Ws<'_>, me: &mut Member) {
-        ws.join_with_history(&me.room);
+        ws.join_after(&me.room, me.after);
     }
 
     fn message(&self, ws: &mut Ws<'_>, me: &mut Member, msg: Message) {
@@ -396,7 +411,11 @@ fn access_line(a: &Access<'_>) {
         status = a.status,
         bytes = a.bytes,
         micros = u64::try_from(a.duration.as_micros()).unwrap_or(u64::MAX),
+        client = %a.client_addr.map(|ip| ip.to_string()).unwrap_or_default(),
         peer = %a.peer.map(|p| p.to_string()).unwrap_or_default(),
+        protocol = a.protocol.as_str(),
+        tls = a.tls,
+        route = a.route,
         kind = ?a.kind,
     );
 }

@@ -230,6 +230,18 @@ impl<'a, M> Io<'a, M> {
         self.layer.as_deref().and_then(|l| l.protocol())
     }
 
+    /// Whether a layer runs under the strand (TLS, in this workspace): the connection's bytes
+    /// are not the socket's.
+    ///
+    /// ```
+    /// fn secure(io: &reactor::Io<'_, ()>) -> bool {
+    ///     io.has_layer()
+    /// }
+    /// ```
+    pub fn has_layer(&self) -> bool {
+        self.layer.is_some()
+    }
+
     /// Ends our side of the connection (the peer reads end of stream once what was written has
     /// arrived); through the layer, if there is one, so that it can say goodbye in its own
     /// protocol first (a TLS `close_notify`).

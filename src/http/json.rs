@@ -11,7 +11,7 @@ impl Request {
     /// The body, read as JSON into `T`; or the response to send instead: `415 Unsupported
     /// Media Type` when the content type is not JSON (`application/json`, or
     /// `application/*+json`, with any parameters), `400 Bad Request` naming what is wrong
-    /// (line and column) when the body is not a `T`. Both are JSON (`{"error":…}`). A body
+    /// (the field's path, line and column) when the body is not a `T`. Both are JSON (`{"error":…}`). A body
     /// over the server's [`max_body`](crate::http::Server::max_body) never reaches the
     /// handler: the server answers `413` itself.
     ///
@@ -35,11 +35,13 @@ impl Request {
                 "the body must be JSON (Content-Type: application/json)",
             ));
         }
-        serde_json::from_slice(self.body()).map_err(|e| refusal(400, &e.to_string()))
+        let mut body = serde_json::Deserializer::from_slice(self.body());
+        serde_path_to_error::deserialize(&mut body).map_err(|e| refusal(400, &e.to_string()))
     }
 
     /// The query string, read into `T` (fields by name, values percent-decoded and parsed as
-    /// the field's type); or `400 Bad Request` naming what is wrong, as JSON.
+    /// the field's type); or `400 Bad Request` naming the field and what is wrong with it, as
+    /// JSON (`{"error":"after: invalid digit found in string"}`).
     ///
     /// ```
     /// #[derive(serde::Deserialize)]
@@ -48,11 +50,15 @@ impl Request {
     /// let page: Page = req.query().unwrap();
     /// assert_eq!((page.room.as_str(), page.after), ("café", Some(57)));
     /// let bad = web::http::Request::new("GET", "/poll?after=soon", vec![], "");
-    /// assert_eq!(bad.query::<Page>().err().map(|r| r.status), Some(400));
+    /// let refused = bad.query::<Page>().err().unwrap();
+    /// assert_eq!(refused.status, 400);
+    /// assert_eq!(refused.body, r#"{"error":"after: invalid digit found in string"}"#);
     /// ```
     pub fn query<T: DeserializeOwned>(&self) -> Result<T, Response> {
         let query = super::query::query_of(self.path());
-        serde_urlencoded::from_str(query).map_err(|e| refusal(400, &e.to_string()))
+        let pairs = form_urlencoded::parse(query.as_bytes());
+        let fields = serde_urlencoded::Deserializer::new(pairs);
+        serde_path_to_error::deserialize(fields).map_err(|e| refusal(400, &e.to_string()))
     }
 }
 
@@ -122,5 +128,53 @@ mod tests {
         let res = refusal(400, "bad \"quote\" at line 1");
         assert_eq!(res.content_type, "application/json");
         assert_eq!(&res.body[..], br#"{"error":"bad \"quote\" at line 1"}"#);
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)] // read by serde only
+    struct Page {
+        room: String,
+        limit: Option<u32>,
+        inner: Option<Inner>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Inner {
+        n: u8,
+    }
+
+    #[test]
+    fn a_refusal_names_the_field_that_is_wrong() {
+        let query = |target: &str| Request::new("GET", target, vec![], "").query::<Page>();
+        let body = |json: &'static str| {
+            let headers = vec![crate::http::Header::new("content-type", "application/json")];
+            Request::new("POST", "/", headers, json).json::<Page>()
+        };
+        let cases = [
+            (
+                query("/?room=a&limit=soon"),
+                "limit: invalid digit found in string",
+            ),
+            (
+                query("/?room=a&limit=-1"),
+                "limit: invalid digit found in string",
+            ),
+            (query("/?limit=5"), "missing field `room`"),
+            (
+                body(r#"{"room":7}"#),
+                "room: invalid type: integer `7`, expected a string",
+            ),
+            (
+                body(r#"{"room":"a","inner":{"n":300}}"#),
+                "inner.n: invalid value: integer `300`",
+            ),
+        ];
+        for (got, says) in cases {
+            let refused = got.expect_err(says);
+            assert_eq!(refused.status, 400);
+            let text = String::from_utf8_lossy(&refused.body).into_owned();
+            assert!(text.contains(says), "{text} does not say {says:?}");
+        }
     }
 }

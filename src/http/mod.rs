@@ -58,9 +58,9 @@ pub use crate::server::answer_async;
 pub use crate::server::{
     Access, AccessKind, BodySender, Control, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT,
     IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, MAX_HELD_BODIES, PING_INTERVAL, Pool,
-    REPLY_TIMEOUT, Reply, STALL_THRESHOLD, Server, ServerHandle, ServerStats, WRITE_TIMEOUT,
-    accept_forever, accept_n, defer, defer_for, handle_conn, serve, serve_at, serve_n,
-    serve_taking,
+    Protocol, REPLY_TIMEOUT, Reply, STALL_THRESHOLD, Server, ServerHandle, ServerStats,
+    WRITE_TIMEOUT, accept_forever, accept_n, defer, defer_for, handle_conn, serve, serve_at,
+    serve_n, serve_taking,
 };
 pub use later::STREAM_WINDOW;
 pub use status::status_text;

@@ -9,7 +9,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use reactor::ConnId;
@@ -21,9 +21,10 @@ use reactor::ConnId;
 /// let server = Server::bind("127.0.0.1:0")?.access_log(|a: &Access<'_>| {
 ///     // A real program hands this to its logger (`tracing::info!`, say).
 ///     let _line = format!(
-///         "{} {} {} {} {}B {}ms",
-///         a.peer.map(|p| p.to_string()).unwrap_or_default(),
-///         a.method, a.target, a.status, a.bytes, a.duration.as_millis()
+///         "{} {} {} {} {} {}B {}ms route={}",
+///         a.client_addr.map(|ip| ip.to_string()).unwrap_or_default(),
+///         a.protocol.as_str(),
+///         a.method, a.target, a.status, a.bytes, a.duration.as_millis(), a.route,
 ///     );
 /// });
 /// # drop(server);
@@ -37,8 +38,9 @@ pub struct Access<'a> {
     /// The request's target, path and query as sent (cut after 240 bytes; `""` when refused
     /// before it could be read).
     pub target: &'a str,
-    /// The status sent: the reply's, a refusal's, `101` for a WebSocket session, `200` for an
-    /// event stream; `0` when the client left before any reply was sent.
+    /// The status sent: the reply's, a refusal's, `101` for a WebSocket session over
+    /// HTTP/1.1 (`200` over HTTP/2, RFC 8441), `200` for an event stream; `0` when the client
+    /// left before any reply was sent.
     pub status: u16,
     /// Bytes of the reply put on the connection: head and body as framed (chunk sizes
     /// included); for a session, its opening head.
@@ -47,11 +49,70 @@ pub struct Access<'a> {
     /// streamed body its end — the socket has taken all but at most one
     /// [`STREAM_WINDOW`](crate::http::STREAM_WINDOW) of it), or to a session's close.
     pub duration: Duration,
-    /// The connection's peer address (not `X-Forwarded-For`; see
-    /// [`Request::client_addr`](crate::http::Request::client_addr)).
+    /// The connection's peer address (a proxy's, behind one; see `client_addr`).
     pub peer: Option<SocketAddr>,
+    /// The client's address as [`Request::client_addr`](crate::http::Request::client_addr)
+    /// reads it: the peer's, or the one a trusted proxy forwarded
+    /// ([`Server::proxies`](crate::http::Server::proxies),
+    /// [`Server::trust_proxies`](crate::http::Server::trust_proxies)).
+    pub client_addr: Option<IpAddr>,
+    /// The protocol the exchange came over.
+    pub protocol: Protocol,
+    /// Whether the connection is TLS (HTTPS, WSS, h2).
+    pub tls: bool,
+    /// The pattern of the route a [`Router`](crate::http::Router) matched (`/orders/:id`);
+    /// `""` when none did (or no router answered).
+    pub route: &'a str,
     /// How the reply was made.
     pub kind: AccessKind,
+}
+
+/// The protocol an exchange came over, as [`Access::protocol`] says.
+///
+/// ```
+/// assert_eq!(web::http::Protocol::Http2.as_str(), "HTTP/2");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// HTTP/1.0.
+    Http10,
+    /// HTTP/1.1.
+    Http11,
+    /// HTTP/2 (h2 over TLS, h2c over plain TCP: see [`Access::tls`]).
+    Http2,
+}
+
+impl Protocol {
+    /// As a request line names it: `HTTP/1.0`, `HTTP/1.1`, `HTTP/2`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Http10 => "HTTP/1.0",
+            Protocol::Http11 => "HTTP/1.1",
+            Protocol::Http2 => "HTTP/2",
+        }
+    }
+}
+
+/// Where an exchange came from, as its record says it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Came {
+    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) client_addr: Option<IpAddr>,
+    pub(crate) protocol: Protocol,
+    pub(crate) tls: bool,
+}
+
+impl Came {
+    /// From `peer`, its own address the client's (no proxy said otherwise).
+    pub(crate) fn peer(peer: Option<SocketAddr>, protocol: Protocol, tls: bool) -> Came {
+        Came {
+            peer,
+            client_addr: peer.map(|p| p.ip()),
+            protocol,
+            tls,
+        }
+    }
 }
 
 /// How an exchange was answered, as [`Access::kind`] says.
@@ -83,7 +144,9 @@ struct Pending {
     label: Box<str>,
     method_len: usize,
     began: Instant,
-    peer: Option<SocketAddr>,
+    came: Came,
+    /// The route matched (empty: none).
+    route: Box<str>,
     kind: AccessKind,
     status: u16,
     bytes: u64,
@@ -147,8 +210,7 @@ pub(crate) fn now(
     log: &DynAccessLog,
     label: Option<&Label>,
     (status, bytes): (u16, u64),
-    began: Instant,
-    peer: Option<SocketAddr>,
+    (began, came, route): (Instant, &Came, &str),
 ) {
     log(&Access {
         method: label.map_or("", Label::method),
@@ -156,7 +218,11 @@ pub(crate) fn now(
         status,
         bytes,
         duration: began.elapsed(),
-        peer,
+        peer: came.peer,
+        client_addr: came.client_addr,
+        protocol: came.protocol,
+        tls: came.tls,
+        route,
         kind: AccessKind::Now,
     });
 }
@@ -166,15 +232,15 @@ pub(crate) fn now(
 pub(crate) fn later(
     id: Key,
     label: &Label,
-    began: Instant,
-    peer: Option<SocketAddr>,
+    (began, came, route): (Instant, &Came, &str),
     (kind, status, bytes): (AccessKind, u16, u64),
 ) {
     let pending = Pending {
         label: label.as_str().into(),
         method_len: label.method_len,
         began,
-        peer,
+        came: *came,
+        route: route.into(),
         kind,
         status,
         bytes,
@@ -210,7 +276,11 @@ pub(crate) fn done(log: &DynAccessLog, id: Key) {
         status: p.status,
         bytes: p.bytes,
         duration: p.began.elapsed(),
-        peer: p.peer,
+        peer: p.came.peer,
+        client_addr: p.came.client_addr,
+        protocol: p.came.protocol,
+        tls: p.came.tls,
+        route: &p.route,
         kind: p.kind,
     });
 }
@@ -245,11 +315,11 @@ mod tests {
             ))
         };
         let id = (ConnId::from_parts(0, 7, 1), 0);
+        let came = Came::peer(None, Protocol::Http11, false);
         later(
             id,
             &Label::new("GET", "/x"),
-            Instant::now(),
-            None,
+            (Instant::now(), &came, "/:x"),
             (AccessKind::Deferred, 0, 0),
         );
         sent(id, Some(200), Some(AccessKind::Streamed), 100);

@@ -71,6 +71,7 @@ fn serve_blocking(
                 reply_to: ReplyTo::Blocking,
                 stream: 0,
                 worker: 0,
+                tls: false,
             },
         };
         let done = answer(&app, &mut reader, &input, &mut turn);

@@ -338,6 +338,7 @@ mod tests {
                 reply_to: ReplyTo::Blocking,
                 stream: 0,
                 worker: 0,
+                tls: false,
             },
         };
         let done = answer(&App::HandlerOnly(&handle), &mut reader, input, &mut turn);

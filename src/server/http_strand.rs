@@ -22,7 +22,7 @@ use crate::http::render::{render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
 use crate::live::{Charge, Command, DRAIN_LINGER, drop_unread, linger_until};
 
-use super::access;
+use super::access::{self, Came, Protocol};
 use super::deferred::{Patience, Wait};
 use super::dispatch::{Answered, Stop, Turn, Upgrade, answer};
 use super::exchange::{self, App, Framer, Origin, Phase, Step};
@@ -94,6 +94,8 @@ struct Ctx {
     peer: Option<SocketAddr>,
     /// TLS's ALPN chose HTTP/2: the connection speaks nothing else.
     h2_by_alpn: bool,
+    /// The connection is TLS.
+    tls: bool,
 }
 
 /// What one read and answer came to, for the resume loop.
@@ -408,6 +410,7 @@ impl Busy {
                 reply_to: ReplyTo::Conn(ctx.id),
                 stream: 0,
                 worker: ctx.id.worker() as usize,
+                tls: ctx.tls,
             },
         };
         let Answered {
@@ -667,6 +670,7 @@ impl Busy {
                 id: io.id(),
                 peer: conn.peer.get().or_else(|| io.stream().peer_addr().ok()),
                 h2_by_alpn: io.protocol() == Some(&b"h2"[..]),
+                tls: io.has_layer(),
             };
             let mut outcome = Outcome::default();
             steps += 1;
@@ -828,7 +832,8 @@ impl Busy {
                 render(out, refusal, false, head_only, io.now(), usize::MAX);
                 if let Some(log) = conn.shared.access_log.as_deref() {
                     let bytes = (out.len() - before) as u64;
-                    access::now(log, None, (status, bytes), io.now(), conn.peer.get());
+                    let came = Came::peer(conn.peer.get(), Protocol::Http11, io.has_layer());
+                    access::now(log, None, (status, bytes), (io.now(), &came, ""));
                 }
                 self.state = State::Closing;
                 self.run(conn, io)

@@ -66,7 +66,7 @@ mod taken;
 mod ticks;
 mod worker;
 
-pub use access::{Access, AccessKind};
+pub use access::{Access, AccessKind, Protocol};
 #[cfg(feature = "tokio")]
 pub use asynchronous::answer_async;
 pub use blocking::handle_conn;

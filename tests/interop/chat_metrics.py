@@ -216,6 +216,10 @@ def main():
               "\n".join(access[:10]))
         check("the WebSocket session is logged when it ends (101)",
               any('target="/ws?room=m&name=watcher"' in l and "status=101" in l for l in access))
+        check("an access line names the client, the protocol and the route a router matched",
+              any('target="/api/messages?room=m"' in l and 'protocol="HTTP/1.1"' in l
+                  and "client=127.0.0.1" in l and 'route="/api/messages"' in l for l in access),
+              "\n".join(access[:10]))
         check("the library's own event for the refused request (status 400)",
               any("web:" in l and "request refused" in l and "status=400" in l for l in lines),
               "\n".join(l for l in lines if "chat::access" not in l)[:2000])

@@ -243,3 +243,33 @@ fn an_id_that_names_no_message_replays_nothing_and_whole_histories_count_as_writ
         .collect();
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
 }
+
+#[test]
+fn a_websocket_member_resuming_after_an_id_gets_only_the_messages_after_it_once() {
+    let chat = Chat::start(&[]);
+    let ids: Vec<u64> = ["one", "two", "three"]
+        .iter()
+        .map(|text| post(&chat, "resume", text))
+        .collect();
+    let target = format!("/ws?room=resume&name=back&after={}", ids[0]);
+    let (status, mut member) = chat.upgrade(&target, &[]);
+    assert_eq!(status, 101);
+    let mut texts = Vec::new();
+    for _ in 0..2 {
+        let (_, payload) = member.frame();
+        texts.push(String::from_utf8(payload).unwrap());
+    }
+    assert!(texts[0].contains(r#""text":"two""#), "{texts:?}");
+    assert!(texts[1].contains(r#""text":"three""#), "{texts:?}");
+    // Then what is posted from now on, nothing of the history twice.
+    post(&chat, "resume", "four");
+    let (_, payload) = member.frame();
+    assert!(
+        String::from_utf8(payload)
+            .unwrap()
+            .contains(r#""text":"four""#)
+    );
+    // An id that is not one is refused before the upgrade.
+    let (status, _) = chat.upgrade("/ws?room=resume&name=back&after=soon", &[]);
+    assert_eq!(status, 400);
+}

@@ -189,3 +189,74 @@ fn a_websocket_session_is_logged_when_it_ends_with_101_and_its_length() {
     assert!(e.duration >= Duration::from_millis(120), "{:?}", e.duration);
     server.shutdown().unwrap();
 }
+
+#[test]
+fn a_record_names_the_client_through_trusted_proxies_the_protocol_and_the_route() {
+    type Seen = (
+        Option<std::net::IpAddr>,
+        web::http::Protocol,
+        bool,
+        String,
+        u16,
+    );
+    let seen: Arc<Mutex<Vec<(String, Seen)>>> = Arc::default();
+    let heard = Arc::clone(&seen);
+    let router = web::http::Router::new()
+        .get("/orders/:id", |req| {
+            text_response(200, req.path_param("id").to_owned())
+        })
+        .post("/orders", |_req| {
+            let (reply, later) = defer();
+            std::thread::spawn(move || reply.send(text_response(201, "made")));
+            later
+        });
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .proxies(1) // this host's proxies are trusted: the test is one
+        .access_log(move |a: &Access<'_>| {
+            let entry = (
+                a.client_addr,
+                a.protocol,
+                a.tls,
+                a.route.to_owned(),
+                a.status,
+            );
+            heard.lock().unwrap().push((a.target.to_owned(), entry));
+        })
+        .spawn(move |req| router.answer(req))
+        .unwrap();
+    let mut c = Client::connect(server.local_addr());
+    c.send("GET /orders/7 HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n");
+    assert_eq!(c.reply().text(), "7");
+    c.send("POST /orders HTTP/1.0\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(c.reply().status, 201);
+    let mut plain = Client::connect(server.local_addr());
+    assert_eq!(plain.get("/nowhere").status, 404);
+    wait_until(Duration::from_secs(5), "three records", || {
+        seen.lock().unwrap().len() == 3
+    });
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by(|a, b| a.0.cmp(&b.0));
+    let local = Some("127.0.0.1".parse().unwrap());
+    let forwarded = Some("203.0.113.9".parse().unwrap());
+    use web::http::Protocol::{Http10, Http11};
+    assert_eq!(
+        seen,
+        [
+            (
+                "/nowhere".into(),
+                (local, Http11, false, String::new(), 404)
+            ),
+            (
+                "/orders".into(),
+                (local, Http10, false, "/orders".into(), 201)
+            ),
+            (
+                "/orders/7".into(),
+                (forwarded, Http11, false, "/orders/:id".into(), 200)
+            ),
+        ]
+    );
+    server.shutdown().unwrap();
+}

@@ -479,3 +479,31 @@ fn a_tls_server_with_a_taking_hook_refuses_to_start() {
         .expect("a TLS server with a taking hook is refused");
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+#[test]
+fn the_access_log_says_an_exchange_came_over_tls() {
+    let ca = TestCa::new();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let heard = std::sync::Arc::clone(&seen);
+    let server = start(&ca, |s| {
+        s.access_log(move |a: &web::http::Access<'_>| {
+            heard
+                .lock()
+                .unwrap()
+                .push((a.target.to_owned(), a.tls, a.protocol));
+        })
+    });
+    let res = client(&ca)
+        .request("GET", &url(&server, "/logged"))
+        .send()
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    wait_until(Duration::from_secs(5), "the record", || {
+        !seen.lock().unwrap().is_empty()
+    });
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [("/logged".to_owned(), true, web::http::Protocol::Http11)]
+    );
+}

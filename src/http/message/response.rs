@@ -225,6 +225,40 @@ impl Response {
     pub fn header(&self, name: &str) -> &str {
         crate::http::header_in(&self.headers, name)
     }
+
+    /// This response with one more header line, appended after the existing ones (so lines
+    /// are sent in the order they were added). A name that is not a token is left out when the
+    /// response is sent, and control bytes of a value are sent as spaces; see
+    /// [`try_with_header`](Response::try_with_header) to refuse such a line at once. The
+    /// specification's free function [`with_header`] is the same.
+    ///
+    /// ```
+    /// use web::http::text_response;
+    /// let res = text_response(200, "x").with_header("Cache-Control", "no-store");
+    /// assert_eq!(res.header("cache-control"), "no-store");
+    /// ```
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Response {
+        self.headers.push(Header::new(name, value));
+        self
+    }
+
+    /// [`with_header`](Response::with_header), the line checked first
+    /// ([`Header::try_new`]): a name that is not a token or a value with a control byte is
+    /// refused with the reason.
+    ///
+    /// ```
+    /// use web::http::{text_response, InvalidHeader};
+    /// let res = text_response(200, "x").try_with_header("Location", "/a\r\nX-Evil: 1");
+    /// assert_eq!(res.unwrap_err(), InvalidHeader::Value);
+    /// ```
+    pub fn try_with_header(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<Response, InvalidHeader> {
+        self.headers.push(Header::try_new(name, value)?);
+        Ok(self)
+    }
 }
 
 /// Content type set by [`text_response`].
@@ -268,20 +302,15 @@ pub fn json_response(status: u16, body: impl Into<Body>) -> Response {
 }
 
 /// The response with one more header line, appended after the existing ones (so lines are sent
-/// in the order they were added).
+/// in the order they were added): [`Response::with_header`] as the specification's function.
 ///
 /// ```
 /// use web::http::{text_response, with_header};
 /// let res = with_header(text_response(200, "x"), "Cache-Control", "no-store");
 /// assert_eq!(res.headers[0].name, "Cache-Control");
 /// ```
-pub fn with_header(
-    mut res: Response,
-    name: impl Into<String>,
-    value: impl Into<String>,
-) -> Response {
-    res.headers.push(Header::new(name, value));
-    res
+pub fn with_header(res: Response, name: impl Into<String>, value: impl Into<String>) -> Response {
+    res.with_header(name, value)
 }
 
 /// [`with_header`], the line checked first ([`Header::try_new`]): a name that is not a token
@@ -296,12 +325,11 @@ pub fn with_header(
 /// assert_eq!(refused.unwrap_err(), InvalidHeader::Value);
 /// ```
 pub fn try_with_header(
-    mut res: Response,
+    res: Response,
     name: impl Into<String>,
     value: impl Into<String>,
 ) -> Result<Response, InvalidHeader> {
-    res.headers.push(Header::try_new(name, value)?);
-    Ok(res)
+    res.try_with_header(name, value)
 }
 
 /// The response with one more `Set-Cookie` header whose value is `<name>=<value>` followed

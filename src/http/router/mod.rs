@@ -1,10 +1,12 @@
 //! [`Router`]: routes with path parameters and a tail (`/topics/:name`, `/files/*path`), a
 //! handler per method, `404`, `405` with `Allow`, `HEAD` answered by `GET`'s handler. The
-//! patterns are in `pattern.rs`, the tree that matches them in `tree.rs`.
+//! patterns are in `pattern.rs`, the tree that matches them in `tree.rs`, the pattern matched
+//! kept for the access log in `matched.rs`.
 //!
 //! A routed request allocates nothing: the match captures positions on the stack, and the
 //! route's pattern and parameter names are copied into the request's own (pooled) buffer.
 
+pub(crate) mod matched;
 mod pattern;
 mod tree;
 
@@ -298,6 +300,7 @@ impl Router {
             };
         };
         req.set_route(&route.pattern, captured(&route.names, &caps));
+        matched::matched(&route.pattern);
         match route.handler(req.method()) {
             Some(handler) => handler(req),
             None => with_header(self.not_allowed.clone(), "Allow", &route.allow),

@@ -39,4 +39,6 @@ pub(crate) struct Origin {
     /// The HTTP/2 stream (0 for an HTTP/1.1 connection's one exchange at a time).
     pub(crate) stream: u32,
     pub(crate) worker: usize,
+    /// The connection is TLS.
+    pub(crate) tls: bool,
 }

@@ -1,13 +1,16 @@
 //! What is counted and logged of one exchange as it starts: its status in the batch's tally
-//! and, with an access log, its record (written now, or kept until the exchange ends).
+//! and, with an access log, its record (written now, or kept until the exchange ends): where
+//! it came from (the peer, the client through trusted proxies, the protocol, TLS) and the
+//! route a router matched.
 
 use std::time::Instant;
 
-use crate::http::Request;
+use crate::http::router::matched;
+use crate::http::{ReplyRules, Request};
 
 use super::Origin;
 use super::app::App;
-use crate::server::access::{self, AccessKind, DynAccessLog, Label};
+use crate::server::access::{self, AccessKind, Came, DynAccessLog, Label, Protocol};
 use crate::server::figures::Tally;
 use crate::server::replies::ReplyTo;
 
@@ -19,7 +22,9 @@ pub(crate) struct Record<'t> {
     /// a stall's report).
     pub(crate) label: Label,
     pub(crate) began: Instant,
-    peer: Option<std::net::SocketAddr>,
+    came: Came,
+    /// A handler ran with the route kept for the log (see [`Record::handler_runs`]).
+    routed: bool,
     reply_to: ReplyTo,
     /// The HTTP/2 stream (0 for a connection's one exchange).
     stream: u32,
@@ -30,10 +35,21 @@ impl<'t> Record<'t> {
     pub(crate) fn of(
         app: &App<'t>,
         request: &Request,
+        rules: ReplyRules,
         origin: &Origin,
         tally: &'t mut Tally,
     ) -> Record<'t> {
-        Record::labelled(app, (request.method(), request.path()), origin, tally)
+        let mut record = Record::labelled(app, (request.method(), request.path()), origin, tally);
+        if record.log.is_some() {
+            record.came.protocol = match (origin.stream, rules.http10) {
+                (0, true) => Protocol::Http10,
+                (0, false) => Protocol::Http11,
+                _ => Protocol::Http2,
+            };
+            // (Read only for the log: what proxies forwarded is parsed then alone.)
+            record.came.client_addr = request.client_addr();
+        }
+        record
     }
 
     /// For a request refused before it could be read.
@@ -42,22 +58,49 @@ impl<'t> Record<'t> {
         Record::labelled(app, ("", ""), origin, tally)
     }
 
-    #[inline]
     /// (The label is made in its place: it is a few hundred bytes.)
+    #[inline]
     fn labelled(
         app: &App<'t>,
         (method, target): (&str, &str),
         origin: &Origin,
         tally: &'t mut Tally,
     ) -> Record<'t> {
+        let protocol = match origin.stream {
+            0 => Protocol::Http11,
+            _ => Protocol::Http2,
+        };
         Record {
             tally,
             log: app.server().and_then(|s| s.access_log.as_deref()),
             label: Label::new(method, target),
             began: origin.now,
-            peer: origin.peer,
+            came: Came::peer(origin.peer, protocol, origin.tls),
+            routed: false,
             reply_to: origin.reply_to,
             stream: origin.stream,
+        }
+    }
+
+    /// Runs the handler (`call`), with the route a router matches kept for the log when there
+    /// is one.
+    #[inline]
+    pub(crate) fn handler_runs<T>(&mut self, call: impl FnOnce() -> T) -> T {
+        if self.log.is_none() {
+            return call();
+        }
+        matched::ask();
+        let out = call();
+        matched::stop();
+        self.routed = true;
+        out
+    }
+
+    /// `f` of the route matched (`""`: none, or no handler ran).
+    fn route<T>(&self, f: impl FnOnce(&str) -> T) -> T {
+        match self.routed {
+            true => matched::with(f),
+            false => f(""),
         }
     }
 
@@ -65,13 +108,10 @@ impl<'t> Record<'t> {
     pub(crate) fn now(&mut self, status: u16, bytes: u64) {
         self.tally.replied(status);
         if let Some(log) = self.log {
-            access::now(
-                log,
-                Some(&self.label),
-                (status, bytes),
-                self.began,
-                self.peer,
-            );
+            self.route(|route| {
+                let at = (self.began, &self.came, route);
+                access::now(log, Some(&self.label), (status, bytes), at);
+            });
         }
     }
 
@@ -81,13 +121,10 @@ impl<'t> Record<'t> {
             self.tally.replied(status);
         }
         if let (Some(_), ReplyTo::Conn(id) | ReplyTo::Stream(id)) = (self.log, self.reply_to) {
-            access::later(
-                (id, self.stream),
-                &self.label,
-                self.began,
-                self.peer,
-                (kind, status, bytes),
-            );
+            self.route(|route| {
+                let at = (self.began, &self.came, route);
+                access::later((id, self.stream), &self.label, at, (kind, status, bytes));
+            });
         }
     }
 }

@@ -103,7 +103,7 @@ pub(crate) fn start(
         return Started::NotServed;
     }
     from_peer(app, &mut request, origin.peer);
-    let mut record = Record::of(app, &request, origin, tally);
+    let mut record = Record::of(app, &request, rules, origin, tally);
     match replier.websocket_route(app, &mut request) {
         AsksWebSocket::Route(route) => {
             return websocket(
@@ -319,7 +319,8 @@ fn call_handler(
     let watch = Watch::start(record.began);
     record.began = watch.began;
     let reply_to: ReplyTo = origin.reply_to;
-    let called = answering(reply_to, || respond(app.handler(), request, slot));
+    let called =
+        record.handler_runs(|| answering(reply_to, || respond(app.handler(), request, slot)));
     if let Some(shared) = app.server() {
         watch.stop(&shared.stalls, origin.worker, record.label.as_str());
     }

@@ -324,6 +324,7 @@ impl H2Strand {
             now: io.now(),
             id: io.id(),
             peer: self.peer.get().or_else(|| io.stream().peer_addr().ok()),
+            tls: io.has_layer(),
             spent: false,
         };
         // Whether the last read drained the socket (see `reactor::Read`).
@@ -624,6 +625,7 @@ impl H2Strand {
             now: io.now(),
             id: io.id(),
             peer: self.peer.get(),
+            tls: io.has_layer(),
             spent: false,
         };
         self.answer_ready(shared, &mut ctx);
@@ -861,6 +863,8 @@ struct Ctx {
     now: Instant,
     id: reactor::ConnId,
     peer: Option<std::net::SocketAddr>,
+    /// The connection is TLS (h2 by ALPN).
+    tls: bool,
     /// The `serve_n` budget is spent: the server is to stop.
     spent: bool,
 }

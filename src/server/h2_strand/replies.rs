@@ -102,6 +102,7 @@ impl H2Strand {
             reply_to: ReplyTo::Stream(ctx.id),
             stream,
             worker: ctx.worker(),
+            tls: ctx.tls,
         };
         // A WebSocket's first frames, if its peer sent them with the request.
         let early = match connect {
