@@ -84,7 +84,7 @@ pub use conn_id::ConnId;
 pub use io::{Io, Layer, Output, Read, Received, Socket};
 pub use listen::{LISTEN_BACKLOG, bind_exclusive, bind_reuseport};
 pub use next::{Handover, Next, Wake};
-pub use remote::{INBOX_LIMIT, Remote};
+pub use remote::{AHEAD_EVERY, INBOX_LIMIT, Remote};
 pub use server::{Handle, MsgOf, Reactor};
 pub use stats::{Stats, WorkerStats};
 pub use strand::{Service, Strand, message_each};

@@ -1,6 +1,6 @@
 //! [`Remote`]: the cross-thread side of a server — messages to connections, shutdown, stats.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::ConnId;
@@ -32,10 +32,21 @@ pub(crate) struct Counters {
 /// ```
 pub const INBOX_LIMIT: usize = 1 << 16;
 
+/// Recipients a fan-out hands a message to between two looks for messages sent ahead
+/// ([`Remote::send_ahead`]): what one of those waits at most behind a room's publish.
+///
+/// ```
+/// assert!(reactor::AHEAD_EVERY <= 1024);
+/// ```
+pub const AHEAD_EVERY: usize = 64;
+
 /// Where a queued message goes.
 pub(crate) enum To {
     /// One connection.
     Conn(ConnId),
+    /// One connection, before the rest of the batch it is taken in (see
+    /// [`Remote::send_ahead`]).
+    Ahead(ConnId),
     /// The worker as a whole: its [`Service::fan_out`](crate::Service::fan_out) says to whom.
     Worker,
     /// Every connection of the worker whose strand [`wants`](crate::Strand::wants) it.
@@ -50,6 +61,9 @@ pub(crate) struct WorkerShared<M> {
     pub(crate) counters: Counters,
     /// False once the worker's loop has ended.
     pub(crate) running: AtomicBool,
+    /// A message was sent ahead since the worker last took them: a long fan-out stops to
+    /// deliver it (see [`Remote::send_ahead`]).
+    pub(crate) ahead: AtomicBool,
 }
 
 pub(crate) struct Shared<M> {
@@ -143,6 +157,28 @@ impl<M: Send + 'static> Remote<M> {
             return false;
         };
         worker.queue(1, |inbox| inbox.push((To::Conn(id), msg)))
+    }
+
+    /// Queues `msg` for the connection `id` ahead of what was queued for the worker before it
+    /// — a room's fan-out to thousands of connections, say, even one under way: for a message
+    /// that answers one connection and should not wait behind deliveries to others (a deferred
+    /// reply). A fan-out looks for such messages every [`AHEAD_EVERY`] recipients. Messages
+    /// sent ahead keep their order among themselves; one sent
+    /// with [`send`](Remote::send) to the same connection before it may arrive after it, so
+    /// send ahead only what no such message must precede. Returns as `send` does.
+    ///
+    /// ```no_run
+    /// # fn demo(remote: &reactor::Remote<Vec<u8>>, id: reactor::ConnId) {
+    /// remote.send_ahead(id, b"your answer".to_vec());
+    /// # }
+    /// ```
+    pub fn send_ahead(&self, id: ConnId, msg: M) -> bool {
+        let Some(worker) = self.shared.workers.get(id.worker() as usize) else {
+            return false;
+        };
+        let queued = worker.queue(1, |inbox| inbox.push((To::Ahead(id), msg)));
+        worker.ahead.store(true, Release);
+        queued
     }
 
     /// Queues `msg` for worker `worker` as a whole: on its thread, the worker asks its

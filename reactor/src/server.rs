@@ -216,6 +216,7 @@ impl<S: Service> Reactor<S> {
                 waker,
                 counters: Counters::default(),
                 running: AtomicBool::new(true),
+                ahead: AtomicBool::new(false),
             });
             parts.push((poll, listener, make_service(i)));
         }

@@ -3,7 +3,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
@@ -12,7 +12,7 @@ use slab::Slab;
 
 use crate::conn_id::{LISTENER, WAKER, split_token};
 use crate::flags::Flags;
-use crate::remote::{To, WorkerShared};
+use crate::remote::{AHEAD_EVERY, To, WorkerShared};
 use crate::trim::{self, Trim};
 use crate::wheel::{Clock, Link, Links, Wheel};
 use crate::{Config, ConnId, Io, Next, Remote, Service, Strand, Wake};
@@ -114,6 +114,8 @@ pub(crate) struct Worker<S: Service> {
     again_spare: Vec<(u32, u32)>,
     expired: Vec<u32>,
     inbox_spare: Vec<(To, Msg<S>)>,
+    /// What a fan-out took that was sent ahead (kept between uses).
+    ahead_spare: Vec<(To, Msg<S>)>,
     /// Ids a worker message fans out to (kept between batches, shrunk after a burst).
     fan_ids: Vec<ConnId>,
     /// The streams of one connection a fan-out reaches, handed over together.
@@ -165,6 +167,7 @@ impl<S: Service> Worker<S> {
             again_spare: Vec::new(),
             expired: Vec::new(),
             inbox_spare: Vec::new(),
+            ahead_spare: Vec::new(),
             fan_ids: Vec::new(),
             fan_streams: Vec::new(),
             parked: 0,
@@ -283,7 +286,11 @@ impl<S: Service> Worker<S> {
             return;
         }
         let mut batch = std::mem::replace(&mut self.again, std::mem::take(&mut self.again_spare));
+        // A fan-out's recipients write here, one syscall each: a reply sent ahead meanwhile
+        // does not wait for them all.
+        let mut calls = 0;
         for &(key, generation) in &batch {
+            self.one_more_call(&mut calls);
             let Some(entry) = self.slab.get_mut(key as usize) else {
                 continue;
             };
@@ -316,10 +323,19 @@ impl<S: Service> Worker<S> {
     /// the batch vector and the fan-out list keep at most [`KEEP_AFTER_BURST`] entries.
     fn take_inbox(&mut self) {
         let mut batch = std::mem::take(&mut self.inbox_spare);
+        self.shared().ahead.store(false, Relaxed);
         std::mem::swap(&mut *self.shared().inbox(), &mut batch);
+        if batch.iter().any(|(to, _)| matches!(to, To::Ahead(_))) {
+            // What was sent ahead first, in its order; then the rest, in theirs.
+            for (to, msg) in batch.extract_if(.., |(to, _)| matches!(to, To::Ahead(_))) {
+                if let To::Ahead(id) = to {
+                    self.deliver(id, msg);
+                }
+            }
+        }
         for (to, msg) in batch.drain(..) {
             match to {
-                To::Conn(id) => self.deliver(id, msg),
+                To::Conn(id) | To::Ahead(id) => self.deliver(id, msg),
                 To::Worker => {
                     let mut ids = std::mem::take(&mut self.fan_ids);
                     let service = &mut self.service;
@@ -334,12 +350,15 @@ impl<S: Service> Worker<S> {
                         // one call.
                         ids.sort_unstable_by_key(|id| (id.key(), id.generation(), id.stream()));
                     }
+                    let mut calls = 0;
                     for group in ids.chunk_by(|a, b| a.connection() == b.connection()) {
                         if group.len() > 1 && group.iter().all(|id| id.stream() != 0) {
                             self.deliver_streams(group, msg.clone());
+                            self.one_more_call(&mut calls);
                         } else {
                             for &id in group {
                                 self.deliver(id, msg.clone());
+                                self.one_more_call(&mut calls);
                             }
                         }
                     }
@@ -350,6 +369,7 @@ impl<S: Service> Worker<S> {
                 To::All => {
                     // Walked key by key, no list of recipients made: a sweep over every
                     // connection (a heartbeat, a liveness sweep) allocates nothing.
+                    let mut calls = 0;
                     for key in 0..self.slab.capacity() {
                         let Some(entry) = self.slab.get(key) else {
                             continue;
@@ -359,6 +379,7 @@ impl<S: Service> Worker<S> {
                         if wants.unwrap_or(false) {
                             let id = ConnId::new(self.index, key as u32, entry.generation);
                             self.deliver(id, msg.clone());
+                            self.one_more_call(&mut calls);
                         }
                     }
                 }
@@ -366,6 +387,37 @@ impl<S: Service> Worker<S> {
         }
         shrink_after_burst(&mut batch);
         self.inbox_spare = batch;
+    }
+
+    /// Counts a strand call of a long walk (a fan-out, a sweep, the resumes of a turn); every
+    /// [`AHEAD_EVERY`] calls, delivers what was sent ahead meanwhile.
+    fn one_more_call(&mut self, calls: &mut usize) {
+        *calls += 1;
+        if calls.is_multiple_of(AHEAD_EVERY) {
+            self.take_ahead();
+        }
+    }
+
+    /// Delivers what was sent ahead since the inbox was last taken (in the middle of a long
+    /// fan-out): a reply does not wait for thousands of deliveries to others. One atomic load
+    /// when there is none.
+    fn take_ahead(&mut self) {
+        if !self.shared().ahead.load(Acquire) {
+            return;
+        }
+        let mut ahead = std::mem::take(&mut self.ahead_spare);
+        {
+            let shared = self.shared();
+            shared.ahead.store(false, Relaxed);
+            let mut inbox = shared.inbox();
+            ahead.extend(inbox.extract_if(.., |(to, _)| matches!(to, To::Ahead(_))));
+        }
+        for (to, msg) in ahead.drain(..) {
+            if let To::Ahead(id) = to {
+                self.deliver(id, msg);
+            }
+        }
+        self.ahead_spare = ahead;
     }
 
     /// Hands `msg` to connection `id` if it is still the one that id named.

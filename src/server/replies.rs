@@ -229,10 +229,13 @@ impl Unwanted {
     }
 }
 
-/// Hands `msg` to the worker of connection `id`; whether it was queued.
+/// Hands `msg` to the worker of connection `id`; whether it was queued. Ahead of the room
+/// deliveries queued before it (`Remote::send_ahead`): a publisher's reply does not wait for its
+/// worker's fan-out to thousands. (Nothing else sent to an HTTP connection or stream must
+/// precede a reply: the pieces of a streamed one keep their order, all sent ahead.)
 pub(crate) fn deliver(replies: &Replies, id: ConnId, msg: HttpMsg) -> bool {
     replies
         .remote
         .get()
-        .is_some_and(|remote| remote.send(id, Command::Http(msg)))
+        .is_some_and(|remote| remote.send_ahead(id, Command::Http(msg)))
 }
