@@ -129,43 +129,55 @@ fn first_names(line: &str, after: usize) -> Vec<String> {
     found
 }
 
-/// The top-level modules a line of code names: `crate::X`, `crate::{X::…, Y}` and `super::`
-/// paths that climb out of the file's top-level module (`from`, at module path `at`).
-fn named_modules(line: &str, at: &[String]) -> Vec<String> {
+/// Where a path begins in a line of code: after `crate::`, or after `super::` said `ups`
+/// times; `at` is where its first name starts.
+enum PathFrom {
+    Crate { at: usize },
+    Super { ups: usize, at: usize },
+}
+
+/// The paths a line of code names, each where it begins (a `crate::` or `super::` at a word's
+/// start).
+fn paths(line: &str) -> Vec<PathFrom> {
     let mut found = Vec::new();
     let bytes = line.as_bytes();
-    let ident = |from: usize| -> String {
-        line[from..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    };
     let mut i = 0;
     while i < line.len() {
         let rest = &line[i..];
         let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
         if boundary && rest.starts_with("crate::") {
-            let after = i + "crate::".len();
-            found.extend(first_names(line, after));
-            i = after;
+            i += "crate::".len();
+            found.push(PathFrom::Crate { at: i });
             continue;
         }
         if boundary && rest.starts_with("super::") {
             let mut ups = 0;
-            let mut k = i;
-            while line[k..].starts_with("super::") {
+            while line[i..].starts_with("super::") {
                 ups += 1;
-                k += "super::".len();
+                i += "super::".len();
             }
-            // `super` from a module at depth d reaches depth d - ups; at depth 0 the next
-            // name is a top-level module.
-            if ups >= at.len() {
-                found.push(ident(k));
-            }
-            i = k;
+            found.push(PathFrom::Super { ups, at: i });
             continue;
         }
         i += rest.chars().next().map_or(1, char::len_utf8);
+    }
+    found
+}
+
+/// The top-level modules a line of code names: `crate::X`, `crate::{X::…, Y}` and `super::`
+/// paths that climb out of the file's top-level module (at module path `at`).
+fn named_modules(line: &str, at: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for path in paths(line) {
+        match path {
+            PathFrom::Crate { at } => found.extend(first_names(line, at)),
+            // `super` from a module at depth d reaches depth d - ups; at depth 0 the next
+            // name is a top-level module.
+            PathFrom::Super { ups, at: name } if ups >= at.len() => {
+                found.extend(first_names(line, name));
+            }
+            PathFrom::Super { .. } => {}
+        }
     }
     found
 }
@@ -278,33 +290,18 @@ fn the_reader_finds_every_kind_of_path() {
 /// `at` (under `server`) names: `crate::server::X`, and `super::` paths that climb to `server`.
 fn server_files_named(line: &str, at: &[String]) -> Vec<String> {
     let mut found = Vec::new();
-    let bytes = line.as_bytes();
-    let mut i = 0;
-    while i < line.len() {
-        let rest = &line[i..];
-        let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
-        if boundary && rest.starts_with("crate::server::") {
-            let after = i + "crate::server::".len();
-            found.extend(first_names(line, after));
-            i = after;
-            continue;
-        }
-        if boundary && rest.starts_with("super::") {
-            let mut ups = 0;
-            let mut k = i;
-            while line[k..].starts_with("super::") {
-                ups += 1;
-                k += "super::".len();
+    for path in paths(line) {
+        match path {
+            PathFrom::Crate { at } if line[at..].starts_with("server::") => {
+                found.extend(first_names(line, at + "server::".len()));
             }
             // From `server/a.rs` (at `[server, a]`) one `super` is `server`; from
             // `server/a/b.rs` two.
-            if ups + 1 == at.len() {
-                found.extend(first_names(line, k));
+            PathFrom::Super { ups, at: name } if ups + 1 == at.len() => {
+                found.extend(first_names(line, name));
             }
-            i = k;
-            continue;
+            _ => {}
         }
-        i += rest.chars().next().map_or(1, char::len_utf8);
     }
     found
 }
