@@ -680,31 +680,74 @@ fn bodies_held_at_once_are_bounded_per_connection_and_the_stream_past_it_refused
     server.shutdown().unwrap();
 }
 
+/// One access record, as a test keeps it.
+#[derive(Clone, Debug)]
+struct Logged {
+    target: String,
+    status: u16,
+    bytes: u64,
+    kind: crate::http::AccessKind,
+    protocol: crate::http::Protocol,
+    tls: bool,
+}
+
+/// What an access log heard.
+type Heard = std::sync::Arc<std::sync::Mutex<Vec<Logged>>>;
+
+/// `server` with an access log that keeps what it hears.
+fn logging(server: Server) -> (Server, Heard) {
+    let heard = Heard::default();
+    let kept = std::sync::Arc::clone(&heard);
+    let server = server.access_log(move |a| {
+        kept.lock().unwrap().push(Logged {
+            target: a.target.to_owned(),
+            status: a.status,
+            bytes: a.bytes,
+            kind: a.kind,
+            protocol: a.protocol,
+            tls: a.tls,
+        });
+    });
+    (server, heard)
+}
+
+/// Waits until `heard` has `n` records; them, by target.
+fn records(heard: &Heard, n: usize) -> Vec<Logged> {
+    let start = Instant::now();
+    while heard.lock().unwrap().len() < n {
+        assert!(start.elapsed() < Duration::from_secs(10), "{heard:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut records = heard.lock().unwrap().clone();
+    records.sort_by(|a, b| a.target.cmp(&b.target));
+    records
+}
+
+/// `(target, status, kind)` of each record.
+fn kinds(records: &[Logged]) -> Vec<(&str, u16, crate::http::AccessKind)> {
+    records
+        .iter()
+        .map(|r| (r.target.as_str(), r.status, r.kind))
+        .collect()
+}
+
 #[test]
 fn the_access_log_sees_each_stream_at_once_deferred_streamed_and_reset() {
     use crate::http::AccessKind;
-    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let kept = std::sync::Arc::clone(&heard);
     let (tx, rx) = std::sync::mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
-    let server = serve(
-        bind().access_log(move |a| {
-            kept.lock()
+    let (server, heard) = logging(bind());
+    let server = serve(server, move |req| match req.path() {
+        "/now" => text_response(200, "now"),
+        _ => {
+            let (reply, later) = defer();
+            tx.lock()
                 .unwrap()
-                .push((a.target.to_owned(), a.status, a.bytes, a.kind))
-        }),
-        move |req| match req.path() {
-            "/now" => text_response(200, "now"),
-            _ => {
-                let (reply, later) = defer();
-                tx.lock()
-                    .unwrap()
-                    .send((req.path().to_owned(), reply))
-                    .unwrap();
-                later
-            }
-        },
-    );
+                .send((req.path().to_owned(), reply))
+                .unwrap();
+            later
+        }
+    });
     let mut c = Client::new(server.local_addr().port());
     c.get(1, "/now");
     c.answer(1);
@@ -729,19 +772,10 @@ fn the_access_log_sees_each_stream_at_once_deferred_streamed_and_reset() {
     c.send(&rst);
     let got = c.answers(&[3, 5]);
     assert_eq!((got[0].status, got[1].body.len()), (201, 1000));
-    let start = Instant::now();
-    while heard.lock().unwrap().len() < 4 && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let heard = records(&heard, 4);
     drop(reset);
-    let mut heard = heard.lock().unwrap().clone();
-    heard.sort_by(|a, b| a.0.cmp(&b.0));
-    let kinds: Vec<(&str, u16, AccessKind)> = heard
-        .iter()
-        .map(|(t, s, _, k)| (t.as_str(), *s, *k))
-        .collect();
     assert_eq!(
-        kinds,
+        kinds(&heard),
         [
             ("/later", 201, AccessKind::Deferred),
             ("/now", 200, AccessKind::Now),
@@ -749,12 +783,11 @@ fn the_access_log_sees_each_stream_at_once_deferred_streamed_and_reset() {
             ("/streamed", 200, AccessKind::Streamed),
         ]
     );
-    assert!(
-        heard
-            .iter()
-            .all(|(t, _, bytes, _)| t == "/reset" || *bytes > 0)
-    );
-    let streamed_bytes = heard.iter().find(|h| h.0 == "/streamed").map(|h| h.2);
+    assert!(heard.iter().all(|r| r.target == "/reset" || r.bytes > 0));
+    let streamed_bytes = heard
+        .iter()
+        .find(|r| r.target == "/streamed")
+        .map(|r| r.bytes);
     assert!(
         streamed_bytes.is_some_and(|b| b >= 1000),
         "{streamed_bytes:?}"

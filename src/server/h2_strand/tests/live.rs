@@ -596,16 +596,8 @@ fn a_heartbeat_held_back_by_a_shut_window_times_the_stream_out() {
 #[test]
 fn an_event_stream_and_a_websocket_over_http2_are_logged_with_the_status_and_bytes_sent() {
     use crate::http::AccessKind;
-    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let kept = std::sync::Arc::clone(&heard);
-    let server = bind()
-        .access_log(move |a| {
-            assert_eq!((a.protocol, a.tls), (crate::http::Protocol::Http2, false));
-            let entry = (a.target.to_owned(), a.status, a.bytes, a.kind);
-            kept.lock().unwrap().push(entry);
-        })
-        .sse("/events", Feed)
-        .websocket("/ws", Echo);
+    let (server, heard) = logging(bind());
+    let server = server.sse("/events", Feed).websocket("/ws", Echo);
     let rooms = server.rooms();
     let server = serve(server, echo);
     let mut c = Client::new(server.local_addr().port());
@@ -621,25 +613,20 @@ fn an_event_stream_and_a_websocket_over_http2_are_logged_with_the_status_and_byt
     frame::write_rst_stream(&mut out, 3, ErrorCode::Cancel);
     c.send(&out);
     members(&rooms, "news", 0);
-    let start = Instant::now();
-    while heard.lock().unwrap().len() < 2 {
-        assert!(start.elapsed() < Duration::from_secs(10), "{heard:?}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let mut heard = heard.lock().unwrap().clone();
-    heard.sort_by(|a, b| a.0.cmp(&b.0));
-    let kinds: Vec<(&str, u16, AccessKind)> = heard
-        .iter()
-        .map(|(t, s, _, k)| (t.as_str(), *s, *k))
-        .collect();
+    let heard = records(&heard, 2);
     assert_eq!(
-        kinds,
+        kinds(&heard),
         [
             ("/events?room=news", 200, AccessKind::EventStream),
             ("/ws", 200, AccessKind::WebSocket),
         ]
     );
     // A session's bytes are its opening head's (see `Access::bytes`).
-    assert!(heard.iter().all(|h| h.2 > 0), "{heard:?}");
+    assert!(heard.iter().all(|r| r.bytes > 0), "{heard:?}");
+    let http2 = (crate::http::Protocol::Http2, false);
+    assert!(
+        heard.iter().all(|r| (r.protocol, r.tls) == http2),
+        "{heard:?}"
+    );
     server.shutdown().unwrap();
 }
