@@ -125,6 +125,43 @@ impl Target {
             send: None,
         })
     }
+
+    /// The target as connection `n` asks for it: `{n}` in the path (or the message sent)
+    /// becomes `n`, `{n/K}` becomes `n / K` — a room per connection, or per group of K.
+    pub fn for_connection(&self, n: usize) -> Target {
+        Target {
+            path: numbered(&self.path, n),
+            send: self.send.as_deref().map(|s| numbered(s, n)),
+            ..self.clone()
+        }
+    }
+}
+
+/// `text` with each `{n}` made `n` and each `{n/K}` made `n / K`.
+fn numbered(text: &str, n: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("{n") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return out;
+        };
+        let value = match after[..end].strip_prefix('/').map(str::parse::<usize>) {
+            None if end == 0 => n,
+            Some(Ok(k)) if k > 0 => n / k,
+            _ => {
+                out.push_str(&rest[at..at + 3 + end]);
+                rest = &after[end + 1..];
+                continue;
+            }
+        };
+        out.push_str(&value.to_string());
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A connection held open.
@@ -184,6 +221,10 @@ pub fn open(
     timeout: Duration,
 ) -> io::Result<Held> {
     let stream = connect_from(source(n), target.addr, timeout)?;
+    let numbered = (target.path.contains("{n")
+        || target.send.as_ref().is_some_and(|s| s.contains("{n")))
+    .then(|| target.for_connection(n));
+    let target = numbered.as_ref().unwrap_or(target);
     // An https:// or wss:// URL runs TLS under every kind; `tls` is a GET through it.
     let mut held = if target.secure || kind == Kind::Tls {
         let name = rustls::pki_types::ServerName::try_from(target.addr.ip().to_string())
@@ -494,6 +535,20 @@ impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_path_is_numbered_per_connection_or_group() {
+        let cases = [
+            ("/sse?room=r{n}", 7, "/sse?room=r7"),
+            ("/sse?room=g{n/100}&x={n}", 250, "/sse?room=g2&x=250"),
+            ("/plain", 3, "/plain"),
+            ("/{n/0}/{m}/{n", 5, "/{n/0}/{m}/{n"),
+        ];
+        for (path, n, want) in cases {
+            assert_eq!(numbered(path, n), want, "{path}");
+        }
+    }
+
     use super::*;
 
     #[test]

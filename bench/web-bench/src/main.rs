@@ -75,7 +75,7 @@ const IDLE_OPTS: &[Opt] = &[
     Opt {
         name: "--url",
         value: Some("URL"),
-        help: "where to connect: http|ws|https|wss://127.x.x.x:PORT/PATH (https and wss run TLS under any kind) (needed)",
+        help: "where to connect: http|ws|https|wss://127.x.x.x:PORT/PATH (https and wss run TLS under any kind); {n} in PATH or --send is the connection's number, {n/K} its group of K (a room per connection or per group) (needed)",
     },
     Opt {
         name: "-n",
