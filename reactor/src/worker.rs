@@ -323,15 +323,12 @@ impl<S: Service> Worker<S> {
     /// the batch vector and the fan-out list keep at most [`KEEP_AFTER_BURST`] entries.
     fn take_inbox(&mut self) {
         let mut batch = std::mem::take(&mut self.inbox_spare);
-        self.shared().ahead.store(false, Relaxed);
+        // (A message sent ahead as the flag is read may be taken in the order it came.)
+        let ahead = self.shared().ahead.swap(false, Acquire);
         std::mem::swap(&mut *self.shared().inbox(), &mut batch);
-        if batch.iter().any(|(to, _)| matches!(to, To::Ahead(_))) {
+        if ahead {
             // What was sent ahead first, in its order; then the rest, in theirs.
-            for (to, msg) in batch.extract_if(.., |(to, _)| matches!(to, To::Ahead(_))) {
-                if let To::Ahead(id) = to {
-                    self.deliver(id, msg);
-                }
-            }
+            self.deliver_ahead(&mut batch);
         }
         for (to, msg) in batch.drain(..) {
             match to {
@@ -412,12 +409,17 @@ impl<S: Service> Worker<S> {
             let mut inbox = shared.inbox();
             ahead.extend(inbox.extract_if(.., |(to, _)| matches!(to, To::Ahead(_))));
         }
-        for (to, msg) in ahead.drain(..) {
+        self.deliver_ahead(&mut ahead);
+        self.ahead_spare = ahead;
+    }
+
+    /// Takes what was sent ahead out of `batch`, in its order, and delivers it.
+    fn deliver_ahead(&mut self, batch: &mut Vec<(To, Msg<S>)>) {
+        for (to, msg) in batch.extract_if(.., |(to, _)| matches!(to, To::Ahead(_))) {
             if let To::Ahead(id) = to {
                 self.deliver(id, msg);
             }
         }
-        self.ahead_spare = ahead;
     }
 
     /// Hands `msg` to connection `id` if it is still the one that id named.

@@ -128,20 +128,21 @@ impl Charge {
         self.held.is_some()
     }
 
-    /// Charges a connection's `cost` (what its output holds) while it owes its peer `owed`
-    /// bytes, and says whether it owes more than its share while the budget is spent — counted
-    /// as a peer dropped for falling behind, which the caller closes or resets. One rule for
-    /// every HTTP reply, whatever the version; a connection that owes nothing and holds no
-    /// charge costs one branch.
+    /// Charges a connection's `cost` (what its output holds, asked only when needed) while it
+    /// owes its peer `owed` bytes, and says whether it owes more than its share while the
+    /// budget is spent — counted as a peer dropped for falling behind, which the caller closes
+    /// or resets. One rule for every HTTP reply, whatever the version; a connection that owes
+    /// nothing and holds no charge costs one branch.
     pub(crate) fn owes_too_much(
         &mut self,
         budget: &Arc<OutputBudget>,
-        cost: usize,
+        cost: impl FnOnce() -> usize,
         owed: usize,
     ) -> bool {
         if owed == 0 && !self.is_held() {
             return false;
         }
+        let cost = cost();
         self.set(budget, cost, owed > 0);
         let sheds = owed > 0 && budget.sheds(cost);
         if sheds {

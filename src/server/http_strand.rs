@@ -596,7 +596,7 @@ impl Busy {
         let budget = &conn.shared.ws_settings.live.budget;
         // A reply holds its whole buffer until its last byte is written, however much of it
         // the kernel took: its share is weighed on that.
-        let cost = self.output.held_bytes().max(pending);
+        let cost = || self.output.held_bytes().max(pending);
         let sheds = self.charge.owes_too_much(budget, cost, pending);
         if sheds {
             crate::log::info!(owed_bytes = pending; "an HTTP connection closed: its peer does not take its replies while output is short");

@@ -175,7 +175,7 @@ impl H2Strand {
             h.conn.go_away(&mut h.out);
             h.drain_live(shared, io);
             let now = io.now();
-            for stream in h.exchanges(|_| true) {
+            for stream in h.exchanges() {
                 h.step_exchange(shared, io, stream, |f, ex| {
                     exchange::stopping(shared, ex, now, f)
                 });
@@ -706,7 +706,7 @@ impl H2Strand {
         };
         let owed = self.out.len() - self.written + held;
         let budget = &shared.ws_settings.live.budget;
-        let cost = self.out.capacity() + held;
+        let cost = || self.out.capacity() + held;
         let sheds = self.charge.owes_too_much(budget, cost, owed);
         if sheds {
             crate::log::info!(owed_bytes = owed; "an HTTP/2 connection closed: its peer does not take its replies while output is short");

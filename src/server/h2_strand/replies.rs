@@ -78,7 +78,7 @@ impl H2Strand {
         let stream = self.work[at].0;
         let res = refusal.response();
         let status = res.status;
-        let held = self.send_reply(stream, res, rules, ctx.now).1;
+        let held = send_reply(&mut self.conn, &mut self.out, stream, (res, rules), ctx.now).1;
         self.settle(at, stream, held);
         self.conn.cancel(stream, ErrorCode::NoError, &mut self.out);
         shared.figures(ctx.worker()).replied(status);
@@ -166,25 +166,11 @@ impl H2Strand {
     /// stays as its work, else the work is done.
     fn settle(&mut self, at: usize, stream: u32, held: Option<(Body, usize)>) {
         match held {
-            Some(held) => {
-                self.replying = true;
-                self.work[at] = (stream, Work::Sending(Box::new(held)));
-            }
+            Some(held) => self.work[at] = (stream, sending(held, &mut self.replying)),
             None => {
                 self.work.remove(at);
             }
         }
-    }
-
-    /// Sends `res` on `stream` (see [`send_reply`]).
-    fn send_reply(
-        &mut self,
-        stream: u32,
-        res: Response,
-        rules: ReplyRules,
-        now: Instant,
-    ) -> (u64, Option<(Body, usize)>) {
-        send_reply(&mut self.conn, &mut self.out, stream, (res, rules), now)
     }
 
     /// Windows opened: replies held back go on, after the live streams had theirs (an event
@@ -278,7 +264,8 @@ impl H2Strand {
         io: &mut Io<'_, Command>,
         msg: HttpMsg,
     ) {
-        let Some(&stream) = self.exchanges(|wait| wait.seq == msg.seq).first() else {
+        let waits_for = |w: &Work| exchange_of(w).is_some_and(|(wait, _)| wait.seq == msg.seq);
+        let Some(&(stream, _)) = self.work.iter().find(|(_, w)| waits_for(w)) else {
             return;
         };
         let now = io.now();
@@ -287,10 +274,10 @@ impl H2Strand {
         });
     }
 
-    /// The streams whose exchange waits for a reply, or streams one, that `which` picks.
-    pub(super) fn exchanges(&self, which: impl Fn(&Wait) -> bool) -> Vec<u32> {
+    /// The streams whose exchange waits for a reply, or streams one.
+    pub(super) fn exchanges(&self) -> Vec<u32> {
         (self.work.iter())
-            .filter(|(_, w)| exchange_of(w).is_some_and(|(wait, _)| which(&wait)))
+            .filter(|(_, w)| exchange_of(w).is_some())
             .map(|(stream, _)| *stream)
             .collect()
     }
@@ -362,6 +349,13 @@ pub(super) fn send_reply(
     let sent = conn.send_data(stream, &body, true, out);
     let bytes = (out.len() - before + body.len() - sent) as u64;
     (bytes, (sent < body.len()).then_some((body, sent)))
+}
+
+/// A reply's body the windows held back (the body, the bytes of it sent), as its stream's work
+/// from now on; the connection is told a reply may wait on its windows.
+fn sending(held: (Body, usize), replying: &mut bool) -> Work {
+    *replying = true;
+    Work::Sending(Box::new(held))
 }
 
 /// Sends `head` on `stream` (its body of `length`, announced when known; `end`: none follows,
@@ -469,8 +463,7 @@ impl Framer for Http2Framer<'_> {
     fn reply(&mut self, res: Response, rules: ReplyRules, now: Instant) -> (u64, bool) {
         let (bytes, held) = send_reply(self.conn, self.out, self.stream, (res, rules), now);
         if let Some(held) = held {
-            *self.replying = true;
-            *self.work = Work::Sending(Box::new(held));
+            *self.work = sending(held, self.replying);
         }
         (bytes, true)
     }
