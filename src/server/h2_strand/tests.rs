@@ -154,6 +154,20 @@ impl Client {
         }
     }
 
+    /// A PING and its acknowledgement: the server has finished every turn before the one that
+    /// answered it (figures published included). Frames read meanwhile are dropped.
+    fn round_trip(&mut self) {
+        let mut out = Vec::new();
+        frame::write_ping(&mut out, *b"syncsync", false);
+        self.send(&out);
+        while let Some((head, _)) = self.frame() {
+            if head.kind == Kind::Ping && head.has(flags::ACK) {
+                return;
+            }
+        }
+        panic!("the connection ended before the PING was acknowledged");
+    }
+
     /// Reads frames until each of `streams` has ended (or been reset).
     fn answers(&mut self, streams: &[u32]) -> Vec<Answer> {
         let mut got: Vec<(u32, Answer, bool)> = streams
