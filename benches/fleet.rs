@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use web::fleet::Fleet;
+use web::fleet::{Fleet, LimitAcrossFleet};
 
 #[path = "../tests/wire/fake_redis.rs"]
 #[allow(dead_code)]

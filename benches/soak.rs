@@ -161,6 +161,7 @@ fn serve() {
     // The fake Redis servers run in the parent (their memory is not the server's).
     #[cfg(feature = "redis")]
     let (server, handler) = {
+        use web::fleet::LimitAcrossFleet;
         let url = |name| std::env::var(name).expect("the parent names the fake Redis servers");
         let rooms_fleet = web::fleet::Fleet::new(&url(HOSTILE_REDIS)).unwrap();
         let count_fleet = web::fleet::Fleet::new(&url(SLOW_REDIS)).unwrap();

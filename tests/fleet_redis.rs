@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use web::fleet::Fleet;
+use web::fleet::{Fleet, LimitAcrossFleet};
 use web::http::{
     Header, RateLimit, Request, Response, Server, ServerHandle, param, query_of, text_response,
     wrap,

@@ -74,8 +74,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[cfg(feature = "tokio")]
 use web::http::answer_async;
 use web::http::{
-    Access, Control, RateLimit, RateLimiter, Request, Response, Router, defer, html_response,
-    json_response, query_of, wrap,
+    Access, Control, LongPoll, RateLimit, RateLimiter, Request, Response, Router, defer,
+    html_response, json_response, query_of, wrap,
 };
 use web::sse::{Sse, SseHandler};
 use web::ws::{History, Message, Rooms, Ws, WsHandler};
@@ -337,7 +337,7 @@ fn serve() -> std::io::Result<()> {
     #[cfg(feature = "redis")]
     if let Some(fleet) = &fleet {
         server = server.fleet(fleet);
-        limit = limit.fleet(fleet);
+        limit = web::fleet::LimitAcrossFleet::fleet(limit, fleet);
         eprintln!("chat: one instance of a fleet, through {fleet:?}");
     }
     let _ = &fleet;

@@ -18,7 +18,7 @@ impl Flags {
     pub(crate) const WANT_READ: Flags = Flags(4);
     /// The strand wants to be resumed when writable.
     pub(crate) const WANT_WRITE: Flags = Flags(8);
-    /// Counted in the worker's `parked`: the last `Next` was a `Park` without `write`.
+    /// Counted in the worker's `parked`: the last `Then` was a `Park` without `write`.
     pub(crate) const PARKED: Flags = Flags(16);
     /// The peer closed its side (or the socket failed): a short read is then no proof that
     /// nothing more is owed — the end of stream may sit behind the data, and no new edge will
@@ -27,7 +27,7 @@ impl Flags {
     /// In the worker's `again` list, not yet resumed: a strand handed many messages in one turn
     /// (a publish each) is listed once, not once per message.
     pub(crate) const AGAIN: Flags = Flags(64);
-    /// What the socket has told, which a new `Next` keeps (the rest it says anew).
+    /// What the socket has told, which a new `Then` keeps (the rest it says anew).
     pub(crate) const TOLD: Flags = Flags(1 | 2 | 32 | 64);
 
     /// Whether any bit of `bits` is set.

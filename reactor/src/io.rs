@@ -59,17 +59,17 @@ pub enum Read<'a> {
 /// `M` is the strand's message type ([`Strand::Msg`](crate::Strand::Msg)).
 ///
 /// ```
-/// use reactor::{Io, Next, Read};
+/// use reactor::{Io, Then, Read};
 /// // Answer every chunk with "ok\n" (a toy; a real strand keeps unsent bytes).
-/// fn pump(io: &mut Io<'_, ()>) -> Next {
+/// fn pump(io: &mut Io<'_, ()>) -> Then {
 ///     loop {
 ///         let (read, mut out) = io.read_split();
 ///         match read {
 ///             Read::Data(_bytes) => {
 ///                 let _ = out.write(b"ok\n");
 ///             }
-///             Read::WouldBlock => return Next::read(),
-///             Read::Closed | Read::Error(_) => return Next::Close,
+///             Read::WouldBlock => return Then::read(),
+///             Read::Closed | Read::Error(_) => return Then::Close,
 ///         }
 ///     }
 /// }
@@ -90,7 +90,7 @@ pub struct Io<'a, M> {
     pub(crate) clock: &'a Clock,
     /// What stands between the socket and the strand (TLS), if anything: reads and writes go
     /// through it.
-    pub(crate) layer: Option<&'a mut (dyn Layer + 'a)>,
+    pub(crate) layer: Option<&'a mut (dyn SocketLayer + 'a)>,
 }
 
 impl<'a, M> Io<'a, M> {
@@ -139,7 +139,7 @@ impl<'a, M> Io<'a, M> {
         };
         let out = Output {
             socket,
-            layer: self.layer.as_deref_mut().map(|l| l as &mut dyn Layer),
+            layer: self.layer.as_deref_mut().map(|l| l as &mut dyn SocketLayer),
         };
         (read, out)
     }
@@ -149,12 +149,12 @@ impl<'a, M> Io<'a, M> {
     /// that wraps the connection (TLS) runs its inner strand with this view.
     ///
     /// ```
-    /// fn demo(io: &mut reactor::Io<'_, ()>, tls: &mut (dyn reactor::Layer + 'static)) {
+    /// fn demo(io: &mut reactor::Io<'_, ()>, tls: &mut (dyn reactor::SocketLayer + 'static)) {
     ///     let mut inner = io.layered(tls);
     ///     let _ = inner.read(); // plaintext, decrypted by the layer
     /// }
     /// ```
-    pub fn layered<'b>(&'b mut self, layer: &'b mut (dyn Layer + 'b)) -> Io<'b, M> {
+    pub fn layered<'b>(&'b mut self, layer: &'b mut (dyn SocketLayer + 'b)) -> Io<'b, M> {
         Io {
             stream: self.stream,
             scratch: self.scratch,
@@ -176,13 +176,17 @@ impl<'a, M> Io<'a, M> {
     /// never to the socket directly. Its [`read_ready`](Io::read_ready) is the layer's.
     ///
     /// ```
-    /// fn demo(io: &mut reactor::Io<'_, ()>, stream: &mut dyn reactor::Layer) {
+    /// fn demo(io: &mut reactor::Io<'_, ()>, stream: &mut dyn reactor::SocketLayer) {
     ///     let mut inner = io.substream(3, stream);
     ///     assert_eq!(inner.id().stream(), 3);
     ///     let _ = inner.read(); // what the stream received
     /// }
     /// ```
-    pub fn substream<'b>(&'b mut self, stream: u32, layer: &'b mut (dyn Layer + 'b)) -> Io<'b, M> {
+    pub fn substream<'b>(
+        &'b mut self,
+        stream: u32,
+        layer: &'b mut (dyn SocketLayer + 'b),
+    ) -> Io<'b, M> {
         let mut io = self.layered(layer);
         io.id = io.id.with_stream(stream);
         io.addressed = 0;
@@ -247,10 +251,10 @@ impl<'a, M> Io<'a, M> {
     /// protocol first (a TLS `close_notify`).
     ///
     /// ```
-    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Next {
+    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Then {
     ///     match io.shutdown_write() {
-    ///         Ok(()) => reactor::Next::read(), // linger: read until the peer closes too
-    ///         Err(_) => reactor::Next::Close,
+    ///         Ok(()) => reactor::Then::read(), // linger: read until the peer closes too
+    ///         Err(_) => reactor::Then::Close,
     ///     }
     /// }
     /// ```
@@ -300,8 +304,8 @@ impl<'a, M> Io<'a, M> {
     /// nothing the peer was sent: what a linger checks before it closes early.
     ///
     /// ```
-    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Next {
-    ///     if io.all_acknowledged() { reactor::Next::Close } else { reactor::Next::read() }
+    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Then {
+    ///     if io.all_acknowledged() { reactor::Then::Close } else { reactor::Then::read() }
     /// }
     /// ```
     pub fn all_acknowledged(&self) -> bool {
@@ -340,7 +344,7 @@ impl<'a, M> Io<'a, M> {
                 ready: self.ready,
                 quiet: self.quiet,
             },
-            layer: self.layer.as_deref_mut().map(|l| l as &mut dyn Layer),
+            layer: self.layer.as_deref_mut().map(|l| l as &mut dyn SocketLayer),
         }
     }
 
@@ -386,10 +390,10 @@ impl<'a, M> Io<'a, M> {
     /// it back here to park again with the same one.
     ///
     /// ```
-    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Next {
+    /// fn demo(io: &mut reactor::Io<'_, ()>) -> reactor::Then {
     ///     match io.deadline() {
-    ///         Some(t) => reactor::Next::read().until(t),
-    ///         None => reactor::Next::read(),
+    ///         Some(t) => reactor::Then::read().until(t),
+    ///         None => reactor::Then::read(),
     ///     }
     /// }
     /// ```
@@ -464,7 +468,7 @@ impl<'a, M> Io<'a, M> {
     }
 }
 
-/// What one read of the socket (or a [`Layer`]) gave: the count of bytes now at the front of
+/// What one read of the socket (or a [`SocketLayer`]) gave: the count of bytes now at the front of
 /// the buffer read into.
 #[derive(Debug)]
 pub enum Received {
@@ -488,11 +492,11 @@ pub enum Received {
 ///
 /// ```
 /// use std::io::{self, IoSlice};
-/// use reactor::{Layer, Received, Socket};
+/// use reactor::{SocketLayer, Received, Socket};
 ///
 /// /// Flips every byte both ways: a toy cipher.
 /// struct Flip;
-/// impl Layer for Flip {
+/// impl SocketLayer for Flip {
 ///     fn read(&mut self, socket: &mut Socket<'_>, into: &mut [u8]) -> Received {
 ///         let got = socket.recv(into);
 ///         if let Received::Data(n) = got {
@@ -510,7 +514,7 @@ pub enum Received {
 ///     }
 /// }
 /// ```
-pub trait Layer {
+pub trait SocketLayer {
     /// Reads what the peer sent and puts what the strand is to read at the front of `into`,
     /// up to its length. [`Received::WouldBlock`] once the socket is drained (and the layer
     /// holds nothing the strand could read), or when the layer yields to other connections
@@ -539,7 +543,7 @@ pub trait Layer {
     }
 }
 
-/// The socket as a [`Layer`] uses it: reads and writes that keep the reactor's readiness
+/// The socket as a [`SocketLayer`] uses it: reads and writes that keep the reactor's readiness
 /// bookkeeping (and liveness: a read that returns data counts as hearing from the peer).
 ///
 /// ```
@@ -683,25 +687,25 @@ impl Socket<'_> {
 /// The writing half of [`Io`], usable while bytes from [`Io::read_split`] are borrowed.
 ///
 /// ```
-/// use reactor::{Io, Next};
-/// fn flush(io: &mut Io<'_, ()>, pending: &mut Vec<u8>) -> Next {
+/// use reactor::{Io, Then};
+/// fn flush(io: &mut Io<'_, ()>, pending: &mut Vec<u8>) -> Then {
 ///     match io.output().write(pending) {
 ///         Ok(n) => {
 ///             pending.drain(..n);
 ///             if pending.is_empty() {
 ///                 *pending = Vec::new(); // give the memory back: idle strands hold none
-///                 Next::read()
+///                 Then::read()
 ///             } else {
-///                 Next::write()
+///                 Then::write()
 ///             }
 ///         }
-///         Err(_) => Next::Close,
+///         Err(_) => Then::Close,
 ///     }
 /// }
 /// ```
 pub struct Output<'a> {
     socket: Socket<'a>,
-    layer: Option<&'a mut (dyn Layer + 'a)>,
+    layer: Option<&'a mut (dyn SocketLayer + 'a)>,
 }
 
 impl Output<'_> {

@@ -9,9 +9,9 @@
 //!   ([`Config::workers`]) accept from the same listening address.
 //! - A **strand** ([`Strand`]) holds the whole state of one connection. The reactor resumes it on
 //!   readiness or timer expiry; it reads and writes through [`Io`] until it would block, then
-//!   returns a [`Next`]. The slab entry is the only per-connection memory the reactor keeps
+//!   returns a [`Then`]. The slab entry is the only per-connection memory the reactor keeps
 //!   ([`entry_size`]: the strand plus 24 bytes); a parked idle strand should own no heap memory.
-//! - **Timers** ([`Next::Park`]'s `deadline`) live in a hashed timing wheel whose lists run
+//! - **Timers** ([`Then::Park`]'s `deadline`) live in a hashed timing wheel whose lists run
 //!   through the slab entries: no allocation, O(1) arm/move/cancel, no scan of all connections.
 //! - **Tokens** carry a generation ([`ConnId`]): a stale event or message for a reused slab key
 //!   never reaches the new connection.
@@ -23,25 +23,25 @@
 //! # Example: a line echo
 //!
 //! ```no_run
-//! use reactor::{Config, ConnId, Io, Next, Reactor, Read, Service, Strand, Wake};
+//! use reactor::{Config, ConnId, Io, Then, Reactor, Read, Service, Strand, Wake};
 //!
 //! struct Echo;
 //!
 //! impl Strand for Echo {
 //!     type Msg = ();
-//!     fn resume(&mut self, io: &mut Io<'_, ()>, _wake: Wake) -> Next {
+//!     fn resume(&mut self, io: &mut Io<'_, ()>, _wake: Wake) -> Then {
 //!         loop {
 //!             let (read, mut out) = io.read_split();
 //!             match read {
 //!                 // A toy: a real strand keeps what the socket did not take.
 //!                 Read::Data(bytes) => drop(out.write(bytes)),
-//!                 Read::WouldBlock => return Next::read(),
-//!                 Read::Closed | Read::Error(_) => return Next::Close,
+//!                 Read::WouldBlock => return Then::read(),
+//!                 Read::Closed | Read::Error(_) => return Then::Close,
 //!             }
 //!         }
 //!     }
-//!     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next { Next::Close }
-//!     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next { Next::read() }
+//!     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Then { Then::Close }
+//!     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Then { Then::read() }
 //!     fn held_bytes(&self) -> usize { 0 }
 //! }
 //!
@@ -65,12 +65,12 @@ mod conn_id;
 mod flags;
 mod io;
 mod listen;
-mod next;
 mod remote;
 mod server;
 mod stats;
 mod strand;
 mod sys;
+mod then;
 mod trim;
 mod wheel;
 mod worker;
@@ -81,13 +81,13 @@ pub use config::{
     MAX_CONNECTIONS_PER_WORKER,
 };
 pub use conn_id::ConnId;
-pub use io::{Io, Layer, Output, Read, Received, Socket};
+pub use io::{Io, Output, Read, Received, Socket, SocketLayer};
 pub use listen::{LISTEN_BACKLOG, bind_exclusive, bind_reuseport};
-pub use next::{Handover, Next, Wake};
 pub use remote::{AHEAD_EVERY, INBOX_LIMIT, Remote};
 pub use server::{Handle, MsgOf, Reactor};
 pub use stats::{Stats, WorkerStats};
 pub use strand::{Service, Strand, message_each};
+pub use then::{Handover, Then, Wake};
 pub use trim::{arena_sharing, share_one_arena};
 pub use wheel::TIMER_TICK;
 pub use worker::entry_size;

@@ -21,9 +21,9 @@ use crate::{Config, Remote, Service, Stats, Strand};
 /// # struct S;
 /// # impl Strand for S {
 /// #     type Msg = ();
-/// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-/// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-/// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+/// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+/// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+/// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
 /// #     fn held_bytes(&self) -> usize { 0 }
 /// # }
 /// # struct Svc;
@@ -40,13 +40,13 @@ pub type MsgOf<S> = <<S as Service>::Strand as Strand>::Msg;
 /// A server ready to run: one poll, listener and service per worker.
 ///
 /// ```no_run
-/// # use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+/// # use reactor::{ConnId, Io, Then, Service, Strand, Wake};
 /// # struct Closer;
 /// # impl Strand for Closer {
 /// #     type Msg = ();
-/// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-/// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-/// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+/// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+/// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+/// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
 /// #     fn held_bytes(&self) -> usize { 0 }
 /// # }
 /// # struct CloseAll;
@@ -78,9 +78,9 @@ impl<S: Service> Reactor<S> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -129,9 +129,9 @@ impl<S: Service> Reactor<S> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -164,9 +164,9 @@ impl<S: Service> Reactor<S> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -241,9 +241,9 @@ impl<S: Service> Reactor<S> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -267,9 +267,9 @@ impl<S: Service> Reactor<S> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -293,9 +293,9 @@ impl<S: Service> Reactor<S> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -339,9 +339,9 @@ impl<S: Service> Reactor<S> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -382,9 +382,9 @@ impl<M: Send + 'static> Handle<M> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -408,9 +408,9 @@ impl<M: Send + 'static> Handle<M> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -434,9 +434,9 @@ impl<M: Send + 'static> Handle<M> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -463,9 +463,9 @@ impl<M: Send + 'static> Handle<M> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;
@@ -489,9 +489,9 @@ impl<M: Send + 'static> Handle<M> {
     /// # struct S;
     /// # impl Strand for S {
     /// #     type Msg = ();
-    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Next { Next::Close }
-    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Next { Next::Close }
-    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Next { Next::Close }
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
     /// #     fn held_bytes(&self) -> usize { 0 }
     /// # }
     /// # struct Svc;

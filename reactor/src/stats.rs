@@ -12,7 +12,7 @@
 pub struct WorkerStats {
     /// Open connections.
     pub open: usize,
-    /// Open connections whose last [`Next`](crate::Next) was a `Park` without `write`: waiting
+    /// Open connections whose last [`Then`](crate::Then) was a `Park` without `write`: waiting
     /// for input, a timer or a message, with no output pending.
     pub parked: usize,
     /// Heap bytes held by strands: the sum of their last reported

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use mio::net::TcpStream;
 
-use crate::{ConnId, Io, Next, Wake};
+use crate::{ConnId, Io, Then, Wake};
 
 /// What a protocol does with one connection: a plain value holding the connection's whole
 /// state, parked in its worker's slab between resumes.
@@ -18,33 +18,33 @@ use crate::{ConnId, Io, Next, Wake};
 /// pending.
 ///
 /// ```
-/// use reactor::{Io, Next, Read, Strand, Wake};
+/// use reactor::{Io, Then, Read, Strand, Wake};
 ///
 /// /// Discards everything it reads; closes after 10 idle seconds.
 /// struct Sink;
 ///
 /// impl Strand for Sink {
 ///     type Msg = ();
-///     fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Next {
+///     fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Then {
 ///         if wake == Wake::Timeout {
-///             return Next::Close;
+///             return Then::Close;
 ///         }
 ///         loop {
 ///             match io.read() {
 ///                 Read::Data(_) => continue,
 ///                 Read::WouldBlock => {
 ///                     let idle = io.now() + std::time::Duration::from_secs(10);
-///                     return Next::read().until(idle);
+///                     return Then::read().until(idle);
 ///                 }
-///                 Read::Closed | Read::Error(_) => return Next::Close,
+///                 Read::Closed | Read::Error(_) => return Then::Close,
 ///             }
 ///         }
 ///     }
-///     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next {
-///         Next::Close
+///     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Then {
+///         Then::Close
 ///     }
-///     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next {
-///         Next::read()
+///     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Then {
+///         Then::read()
 ///     }
 ///     fn held_bytes(&self) -> usize {
 ///         0
@@ -59,15 +59,15 @@ pub trait Strand: Send + 'static {
     /// Resume after readiness or timer expiry (`wake` says which). Read through `io` (into the
     /// worker's scratch buffer) until [`Read::WouldBlock`](crate::Read::WouldBlock), write through
     /// `io`, then say what comes next. Readiness is edge-triggered: see [`Wake`].
-    fn resume(&mut self, io: &mut Io<'_, Self::Msg>, wake: Wake) -> Next;
+    fn resume(&mut self, io: &mut Io<'_, Self::Msg>, wake: Wake) -> Then;
 
-    /// The server is shutting down: return [`Next::Close`] at once if idle, otherwise the `Next`
+    /// The server is shutting down: return [`Then::Close`] at once if idle, otherwise the `Then`
     /// that finishes what is in flight; the reactor keeps resuming the strand as usual and it
     /// closes afterwards. Strands still open when the drain deadline passes are closed.
-    fn drain(&mut self, io: &mut Io<'_, Self::Msg>) -> Next;
+    fn drain(&mut self, io: &mut Io<'_, Self::Msg>) -> Then;
 
     /// A message sent to this connection through [`Remote::send`](crate::Remote::send).
-    fn message(&mut self, io: &mut Io<'_, Self::Msg>, msg: Self::Msg) -> Next;
+    fn message(&mut self, io: &mut Io<'_, Self::Msg>, msg: Self::Msg) -> Then;
 
     /// The same message for several streams of this connection (a room's publish reaching
     /// many of its streams), in one call: `streams` in increasing order, none 0. By default
@@ -78,7 +78,7 @@ pub trait Strand: Send + 'static {
         io: &mut Io<'_, Self::Msg>,
         streams: &[u32],
         msg: Self::Msg,
-    ) -> Next
+    ) -> Then
     where
         Self: Sized,
     {
@@ -104,8 +104,8 @@ pub trait Strand: Send + 'static {
     }
 
     /// The connection leaves the reactor — closed, whoever decided it (the strand's own
-    /// [`Next::Close`], the drain deadline, a panic in another method), or handed over by
-    /// [`Next::Release`] — and the strand is dropped right after: the one place to tell others
+    /// [`Then::Close`], the drain deadline, a panic in another method), or handed over by
+    /// [`Then::Release`] — and the strand is dropped right after: the one place to tell others
     /// it ended, with its id, which the strand need not keep for this.
     ///
     /// ```
@@ -133,15 +133,15 @@ pub trait Strand: Send + 'static {
 /// `open` (a strand is a plain value; a `&'static` or an index costs no heap memory).
 ///
 /// ```
-/// use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+/// use reactor::{ConnId, Io, Then, Service, Strand, Wake};
 /// use std::net::SocketAddr;
 ///
 /// struct Closer;
 /// impl Strand for Closer {
 ///     type Msg = ();
-///     fn resume(&mut self, _io: &mut Io<'_, ()>, _wake: Wake) -> Next { Next::Close }
-///     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next { Next::Close }
-///     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next { Next::Close }
+///     fn resume(&mut self, _io: &mut Io<'_, ()>, _wake: Wake) -> Then { Then::Close }
+///     fn drain(&mut self, _io: &mut Io<'_, ()>) -> Then { Then::Close }
+///     fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Then { Then::Close }
 ///     fn held_bytes(&self) -> usize { 0 }
 /// }
 ///
@@ -176,20 +176,20 @@ pub trait Service: Send + 'static {
 }
 
 /// `msg` to each of `streams` in turn through [`Strand::message`] (with [`Io::addressed`]
-/// saying which), stopping at the first answer that is not [`Next::Park`]; the last answer.
+/// saying which), stopping at the first answer that is not [`Then::Park`]; the last answer.
 pub fn message_each<S: Strand>(
     strand: &mut S,
     io: &mut Io<'_, S::Msg>,
     streams: &[u32],
     msg: S::Msg,
-) -> Next {
+) -> Then {
     let Some((&last, rest)) = streams.split_last() else {
         return strand.message(io, msg);
     };
     for &stream in rest {
         io.addressed = stream;
         let next = strand.message(io, msg.clone());
-        if !matches!(next, Next::Park { .. }) {
+        if !matches!(next, Then::Park { .. }) {
             return next;
         }
     }

@@ -15,7 +15,7 @@ use crate::flags::Flags;
 use crate::remote::{AHEAD_EVERY, To, WorkerShared};
 use crate::trim::{self, Trim};
 use crate::wheel::{Clock, Link, Links, Wheel};
-use crate::{Config, ConnId, Io, Next, Remote, Service, Strand, Wake};
+use crate::{Config, ConnId, Io, Remote, Service, Strand, Then, Wake};
 
 type Msg<S> = <<S as Service>::Strand as Strand>::Msg;
 
@@ -55,9 +55,9 @@ const SHRINK_ABOVE: usize = 64;
 /// struct Tiny;
 /// # impl reactor::Strand for Tiny {
 /// #     type Msg = ();
-/// #     fn resume(&mut self, _: &mut reactor::Io<'_, ()>, _: reactor::Wake) -> reactor::Next { reactor::Next::Close }
-/// #     fn drain(&mut self, _: &mut reactor::Io<'_, ()>) -> reactor::Next { reactor::Next::Close }
-/// #     fn message(&mut self, _: &mut reactor::Io<'_, ()>, _: ()) -> reactor::Next { reactor::Next::Close }
+/// #     fn resume(&mut self, _: &mut reactor::Io<'_, ()>, _: reactor::Wake) -> reactor::Then { reactor::Then::Close }
+/// #     fn drain(&mut self, _: &mut reactor::Io<'_, ()>) -> reactor::Then { reactor::Then::Close }
+/// #     fn message(&mut self, _: &mut reactor::Io<'_, ()>, _: ()) -> reactor::Then { reactor::Then::Close }
 /// #     fn held_bytes(&self) -> usize { 0 }
 /// # }
 /// // 24 bytes in release builds; debug builds of mio add a registration check to every socket.
@@ -544,10 +544,10 @@ impl<S: Service> Worker<S> {
         self.call(key, |strand, io| strand.resume(io, Wake::Start));
     }
 
-    /// Runs one strand method under `catch_unwind` and applies the `Next` it returns.
+    /// Runs one strand method under `catch_unwind` and applies the `Then` it returns.
     fn call<F>(&mut self, key: u32, f: F)
     where
-        F: FnOnce(&mut S::Strand, &mut Io<'_, Msg<S>>) -> Next,
+        F: FnOnce(&mut S::Strand, &mut Io<'_, Msg<S>>) -> Then,
     {
         let Some(entry) = self.slab.get_mut(key as usize) else {
             return;
@@ -580,9 +580,9 @@ impl<S: Service> Worker<S> {
         }
     }
 
-    fn apply(&mut self, key: u32, next: Next, before: usize) {
+    fn apply(&mut self, key: u32, next: Then, before: usize) {
         match next {
-            Next::Park {
+            Then::Park {
                 read,
                 write,
                 deadline,
@@ -627,8 +627,8 @@ impl<S: Service> Worker<S> {
                     }
                 }
             }
-            Next::Close => self.close(key, before),
-            Next::Release(handover) => {
+            Then::Close => self.close(key, before),
+            Then::Release(handover) => {
                 if let Some(mut stream) = self.remove(key, before) {
                     let _ = self.poll.registry().deregister(&mut stream);
                     let stream = std::net::TcpStream::from(stream);

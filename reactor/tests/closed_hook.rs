@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reactor::{Config, ConnId, Io, Next, Reactor, Read, Service, Strand, Wake};
+use reactor::{Config, ConnId, Io, Reactor, Read, Service, Strand, Then, Wake};
 
 type Log = Arc<Mutex<Vec<(ConnId, ConnId)>>>;
 
@@ -21,28 +21,28 @@ struct Conn {
 impl Strand for Conn {
     type Msg = ();
 
-    fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Then {
         if wake == Wake::Start {
             self.id = Some(io.id());
             let _ = io.write(b"up\n");
         }
         loop {
             match io.read() {
-                Read::Data(bytes) if bytes.contains(&b'c') => return Next::Close,
+                Read::Data(bytes) if bytes.contains(&b'c') => return Then::Close,
                 Read::Data(bytes) if bytes.contains(&b'p') => panic!("asked to"),
                 Read::Data(_) => {}
-                Read::WouldBlock => return Next::read(),
-                Read::Closed | Read::Error(_) => return Next::Close,
+                Read::WouldBlock => return Then::read(),
+                Read::Closed | Read::Error(_) => return Then::Close,
             }
         }
     }
 
-    fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next {
-        Next::read()
+    fn drain(&mut self, _io: &mut Io<'_, ()>) -> Then {
+        Then::read()
     }
 
-    fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next {
-        Next::read()
+    fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Then {
+        Then::read()
     }
 
     fn closed(&mut self, id: ConnId) {

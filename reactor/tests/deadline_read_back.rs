@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reactor::{Config, ConnId, Io, Next, Reactor, Read, Service, Strand, TIMER_TICK, Wake};
+use reactor::{Config, ConnId, Io, Reactor, Read, Service, Strand, TIMER_TICK, Then, Wake};
 
 /// What the strand saw: its id, the deadline it first set, every deadline it read back.
 #[derive(Default)]
@@ -35,7 +35,7 @@ fn seen(log: &Log) -> std::sync::MutexGuard<'_, Seen> {
 impl Strand for Forgetful {
     type Msg = ();
 
-    fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Then {
         match wake {
             Wake::Start => {
                 let deadline = io.now() + IDLE;
@@ -43,27 +43,27 @@ impl Strand for Forgetful {
                 s.id = Some(io.id());
                 s.set = Some(deadline);
                 let _ = io.write(b"up\n");
-                Next::read().until(deadline)
+                Then::read().until(deadline)
             }
             Wake::Timeout => {
                 seen(&self.log).timed_out = Some(Instant::now());
-                Next::Close
+                Then::Close
             }
             _ => loop {
                 match io.read() {
                     Read::Data(_) => continue,
                     Read::WouldBlock => return self.again(io),
-                    Read::Closed | Read::Error(_) => return Next::Close,
+                    Read::Closed | Read::Error(_) => return Then::Close,
                 }
             },
         }
     }
 
-    fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next {
-        Next::Close
+    fn drain(&mut self, _io: &mut Io<'_, ()>) -> Then {
+        Then::Close
     }
 
-    fn message(&mut self, io: &mut Io<'_, ()>, _msg: ()) -> Next {
+    fn message(&mut self, io: &mut Io<'_, ()>, _msg: ()) -> Then {
         self.again(io)
     }
 
@@ -74,12 +74,12 @@ impl Strand for Forgetful {
 
 impl Forgetful {
     /// Parks again with the deadline the reactor holds.
-    fn again(&mut self, io: &mut Io<'_, ()>) -> Next {
+    fn again(&mut self, io: &mut Io<'_, ()>) -> Then {
         let deadline = io.deadline();
         seen(&self.log).read_back.push(deadline);
         match deadline {
-            Some(t) => Next::read().until(t),
-            None => Next::read(),
+            Some(t) => Then::read().until(t),
+            None => Then::read(),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reactor::{Config, ConnId, Io, Next, Reactor, Service, Strand, Wake};
+use reactor::{Config, ConnId, Io, Reactor, Service, Strand, Then, Wake};
 
 /// What the strands were handed: (key, streams) per call.
 type Log = Arc<Mutex<Vec<(u32, Vec<u32>)>>>;
@@ -19,27 +19,27 @@ struct Conn {
 impl Strand for Conn {
     type Msg = u8;
 
-    fn resume(&mut self, io: &mut Io<'_, u8>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, u8>, wake: Wake) -> Then {
         if wake == Wake::Start {
             let _ = io.write(b"up\n");
         }
-        Next::read()
+        Then::read()
     }
 
-    fn drain(&mut self, _io: &mut Io<'_, u8>) -> Next {
-        Next::Close
+    fn drain(&mut self, _io: &mut Io<'_, u8>) -> Then {
+        Then::Close
     }
 
-    fn message(&mut self, io: &mut Io<'_, u8>, _msg: u8) -> Next {
+    fn message(&mut self, io: &mut Io<'_, u8>, _msg: u8) -> Then {
         let call = (io.id().key(), vec![io.addressed()]);
         self.log.lock().unwrap().push(call);
-        Next::read()
+        Then::read()
     }
 
-    fn message_streams(&mut self, io: &mut Io<'_, u8>, streams: &[u32], _msg: u8) -> Next {
+    fn message_streams(&mut self, io: &mut Io<'_, u8>, streams: &[u32], _msg: u8) -> Then {
         let call = (io.id().key(), streams.to_vec());
         self.log.lock().unwrap().push(call);
-        Next::read()
+        Then::read()
     }
 
     fn held_bytes(&self) -> usize {

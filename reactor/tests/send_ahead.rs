@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reactor::{AHEAD_EVERY, Config, ConnId, Io, Next, Reactor, Service, Strand, Wake};
+use reactor::{AHEAD_EVERY, Config, ConnId, Io, Reactor, Service, Strand, Then, Wake};
 
 /// Messages as the strand got them.
 type Log = Arc<Mutex<Vec<u8>>>;
@@ -25,18 +25,18 @@ struct Conn {
 impl Strand for Conn {
     type Msg = u8;
 
-    fn resume(&mut self, io: &mut Io<'_, u8>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, u8>, wake: Wake) -> Then {
         if wake == Wake::Start {
             let _ = io.write(b"up\n");
         }
-        Next::read()
+        Then::read()
     }
 
-    fn drain(&mut self, _io: &mut Io<'_, u8>) -> Next {
-        Next::Close
+    fn drain(&mut self, _io: &mut Io<'_, u8>) -> Then {
+        Then::Close
     }
 
-    fn message(&mut self, io: &mut Io<'_, u8>, msg: u8) -> Next {
+    fn message(&mut self, io: &mut Io<'_, u8>, msg: u8) -> Then {
         self.log.lock().unwrap().push(msg);
         if msg == 0
             && let Some(rx) = self.hold.lock().unwrap().take()
@@ -47,7 +47,7 @@ impl Strand for Conn {
             self.sent_ahead = true;
             assert!(io.remote().send_ahead(io.id(), 3));
         }
-        Next::read()
+        Then::read()
     }
 
     fn held_bytes(&self) -> usize {

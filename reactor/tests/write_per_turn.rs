@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use reactor::{Config, ConnId, Io, Next, Reactor, Read, Service, Strand, Wake};
+use reactor::{Config, ConnId, Io, Reactor, Read, Service, Strand, Then, Wake};
 
 /// Logs `m` for each message and `w` for each resume to write; on that resume writes the log
 /// as a line. Its first line is its id.
@@ -17,14 +17,14 @@ struct Logger {
 impl Strand for Logger {
     type Msg = ();
 
-    fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, ()>, wake: Wake) -> Then {
         match wake {
             Wake::Start => {
                 let id = io.id();
                 self.log = format!("{} {} {}", id.worker(), id.key(), id.generation());
             }
             Wake::Writable | Wake::Both => self.log.push('w'),
-            Wake::Timeout => return Next::Close,
+            Wake::Timeout => return Then::Close,
             _ => {}
         }
         if wake == Wake::Readable || wake == Wake::Both {
@@ -34,19 +34,19 @@ impl Strand for Logger {
             let line = std::mem::take(&mut self.log) + "\n";
             // A short line to an idle socket: it takes it all.
             if io.write(line.as_bytes()).ok() != Some(line.len()) {
-                return Next::Close;
+                return Then::Close;
             }
         }
-        Next::read()
+        Then::read()
     }
 
-    fn drain(&mut self, _io: &mut Io<'_, ()>) -> Next {
-        Next::Close
+    fn drain(&mut self, _io: &mut Io<'_, ()>) -> Then {
+        Then::Close
     }
 
-    fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Next {
+    fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Then {
         self.log.push('m');
-        Next::read_write()
+        Then::read_write()
     }
 
     fn held_bytes(&self) -> usize {

@@ -15,7 +15,7 @@ use super::reader::{self, PresenceCache, Wanted};
 use super::reads::Reads;
 use super::{Counters, Fleet, envelope, names, publisher, subscriber};
 use crate::rooms::history::Entry;
-use crate::rooms::{Instances, Message, Rooms, Text, Then};
+use crate::rooms::{Instances, Message, OnPosted, Rooms, Text};
 
 /// What the publisher thread is handed.
 pub(crate) enum Outgoing {
@@ -32,7 +32,7 @@ pub(crate) struct Post {
     pub(crate) text: Option<Text>,
     /// Its id and text once made (round trip 2).
     pub(crate) made: Option<(u64, String)>,
-    pub(crate) then: Option<Then>,
+    pub(crate) then: Option<OnPosted>,
     /// The room's history: its length and its lifetime from this write.
     pub(crate) keep: usize,
     pub(crate) ttl: std::time::Duration,
@@ -139,7 +139,7 @@ impl Instances for RoomsLink {
     /// Hands the post to the publisher thread, which takes its id from Redis, makes its
     /// text and has Redis publish it in the room's order; a post the queue cannot take tells
     /// its poster `None` at once (counted as dropped).
-    fn post(&self, room: &str, text: Text, then: Then, keep: usize, ttl: std::time::Duration) {
+    fn post(&self, room: &str, text: Text, then: OnPosted, keep: usize, ttl: std::time::Duration) {
         self.send(Outgoing::Post(Post {
             room: room.into(),
             text: Some(text),

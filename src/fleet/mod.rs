@@ -5,7 +5,7 @@
 //! and to the rate limiter ([`RateLimit::fleet`]) for shared counts:
 //!
 //! ```no_run
-//! use web::fleet::Fleet;
+//! use web::fleet::{Fleet, LimitAcrossFleet};
 //! use web::http::{text_response, wrap, RateLimit, Server};
 //! let fleet = Fleet::new("redis://127.0.0.1:6379/")?;
 //! let server = Server::bind("127.0.0.1:8080")?.fleet(&fleet);
@@ -68,7 +68,7 @@
 //! Nothing panics.
 //!
 //! [`Server::fleet`]: crate::http::Server::fleet
-//! [`RateLimit::fleet`]: crate::http::RateLimit::fleet
+//! [`RateLimit::fleet`]: LimitAcrossFleet::fleet
 
 mod backoff;
 mod bell;
@@ -95,6 +95,7 @@ pub(crate) use counters::Counters;
 pub use counters::FleetStats;
 pub(crate) use link::Running;
 pub use presence::{BEAT, EXPIRY};
+pub use rate::LimitAcrossFleet;
 
 /// Default time the rate limit's counter thread gives Redis for the answer to one batch of
 /// counts, and a worker's read of a room's history or members is given.
@@ -115,7 +116,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(1);
 ///
 /// Making it connects to nothing: the threads that talk to Redis start with the server
 /// ([`Server::fleet`](crate::http::Server::fleet)) and with the rate limiter
-/// ([`RateLimit::fleet`](crate::http::RateLimit::fleet)), and keep trying while Redis is
+/// ([`LimitAcrossFleet::fleet`]), and keep trying while Redis is
 /// unreachable.
 ///
 /// ```

@@ -140,7 +140,10 @@ impl SharedCount {
     }
 }
 
-impl RateLimit {
+/// Rate limits counted across a fleet (a method of [`RateLimit`] written here, beside the
+/// counts in Redis: the limiter is a layer below the fleet). `use web::fleet::LimitAcrossFleet`
+/// to call it.
+pub trait LimitAcrossFleet {
     /// Counts across every instance of `fleet` (`--features redis`): the same rule — one
     /// wall-clock second per caller, reads and writes in separate buckets, 429 over the
     /// allowance — with the counts kept in Redis, so a caller spread over several instances
@@ -151,7 +154,7 @@ impl RateLimit {
     /// heard; what it admits is reported to the limiter's own thread, which sends the counts
     /// (`INCRBY` and `EXPIRE`, requests of all workers pipelined together) and learns the
     /// fleet's totals from the answers. Requests the limiter does not count (reads under
-    /// [`unlimited_reads`](Self::unlimited_reads)) cost nothing more.
+    /// [`unlimited_reads`](RateLimit::unlimited_reads)) cost nothing more.
     ///
     /// **Over-admission:** the others' counts reach a decision one report late, so a caller
     /// whose requests reach `n` instances in turn gets at most its allowance + `n` − 1 in a
@@ -160,7 +163,7 @@ impl RateLimit {
     ///
     /// **Whole seconds across a fleet.** What Redis counts is each caller's requests per
     /// wall-clock second, so a limiter counted across instances counts whole seconds, also
-    /// one made paced ([`smooth`](Self::smooth), [`per_address`](Self::per_address)): the
+    /// one made paced ([`smooth`](RateLimit::smooth), [`per_address`](RateLimit::per_address)): the
     /// rule stays one rule, exact as above, and a burst straddling a second boundary can reach
     /// twice the allowance as the whole-second window allows. Pacing is for a limiter counted
     /// on one instance.
@@ -174,7 +177,7 @@ impl RateLimit {
     /// instances' clocks should agree (NTP): each counts in its own current second.
     ///
     /// ```no_run
-    /// use web::fleet::Fleet;
+    /// use web::fleet::{Fleet, LimitAcrossFleet};
     /// use web::http::{text_response, wrap, RateLimit, Server};
     /// let fleet = Fleet::new("redis://127.0.0.1:6379/")?;
     /// // Behind one proxy hop; 5 writes a second per caller across all instances.
@@ -183,7 +186,11 @@ impl RateLimit {
     /// Server::bind("127.0.0.1:8080")?.fleet(&fleet).run(app)?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn fleet(self, fleet: &Fleet) -> RateLimit {
+    fn fleet(self, fleet: &Fleet) -> RateLimit;
+}
+
+impl LimitAcrossFleet for RateLimit {
+    fn fleet(self, fleet: &Fleet) -> RateLimit {
         self.counted_across(Arc::new(fleet.clone()))
             .paced(crate::http::rate_limit::Pace::Second)
     }

@@ -1,5 +1,7 @@
 //! [`Http2Config`]: what a server's HTTP/2 connections advertise, with its defaults and why.
 
+use std::time::Duration;
+
 use super::conn::{Config, DEFAULT_WINDOW};
 
 /// Default HPACK table a client may fill on each connection, in bytes. Chosen by what an idle
@@ -11,6 +13,8 @@ pub const HEADER_TABLE_SIZE: u32 = 512;
 /// Default streams open at once on one connection: dashboards with many event streams want
 /// hundreds (Mercure's users hit a default of 100).
 pub const MAX_CONCURRENT_STREAMS: u32 = 250;
+/// Default time a client has to acknowledge the server's SETTINGS.
+pub const SETTINGS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// HTTP/2's settings ([`Server::http2_config`](crate::http::Server::http2_config)): what each
 /// connection advertises to its client. A header list's limit is the server's
@@ -39,6 +43,12 @@ pub struct Http2Config {
     pub stream_window: u32,
     /// The connection's receive window, over all its streams. Default 1 MiB.
     pub connection_window: u32,
+    /// How long a client has to acknowledge the server's SETTINGS (RFC 9113 §6.5.3); past
+    /// it the connection ends with GOAWAY SETTINGS_TIMEOUT. Until then the client's header
+    /// blocks may use HPACK's default table, larger than the one advertised: a client that
+    /// never acknowledges does not keep that. Default [`SETTINGS_TIMEOUT`] (nghttpx's
+    /// `--frontend-http2-settings-timeout` too).
+    pub settings_timeout: Duration,
 }
 
 impl Default for Http2Config {
@@ -48,6 +58,7 @@ impl Default for Http2Config {
             header_table_size: HEADER_TABLE_SIZE,
             stream_window: DEFAULT_WINDOW,
             connection_window: 1 << 20,
+            settings_timeout: SETTINGS_TIMEOUT,
         }
     }
 }

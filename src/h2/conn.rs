@@ -27,11 +27,6 @@ pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 pub(crate) const DEFAULT_WINDOW: u32 = 65_535;
 /// HPACK's table size before SETTINGS say otherwise (RFC 9113 §6.5.2).
 const DEFAULT_TABLE_SIZE: usize = 4096;
-/// How long a peer has to acknowledge this side's SETTINGS (RFC 9113 §6.5.3); past it the
-/// connection ends with SETTINGS_TIMEOUT. Until then its header blocks may use RFC 7541's
-/// default table, larger than the one advertised: a peer that never acknowledges does not
-/// keep that.
-pub(crate) const SETTINGS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Output owed past which no more input is taken until it is written.
 pub(crate) const OUTPUT_HIGH: usize = 64 * 1024;
 /// Fragments one header block may come in.
@@ -302,7 +297,8 @@ impl Conn {
         self.acked
     }
 
-    /// The peer did not acknowledge this side's SETTINGS within [`SETTINGS_TIMEOUT`]: GOAWAY
+    /// The peer did not acknowledge this side's SETTINGS within its settings timeout
+    /// ([`Http2Config::settings_timeout`](super::config::Http2Config::settings_timeout)): GOAWAY
     /// with SETTINGS_TIMEOUT (nothing if it did, or if the connection ended already).
     pub(crate) fn settings_timed_out(&mut self, out: &mut Vec<u8>) {
         if !self.acked && self.phase != Phase::Closed {

@@ -52,13 +52,15 @@ pub use reply::{
 pub use router::{BadPattern, Matched, Router};
 // Serving lives above `http` and `ws` (a connection may turn WebSocket); its names are the
 // specification's `web/http` functions, so they are read from here.
-pub use crate::h2::config::{HEADER_TABLE_SIZE, Http2Config, MAX_CONCURRENT_STREAMS};
+pub use crate::h2::config::{
+    HEADER_TABLE_SIZE, Http2Config, MAX_CONCURRENT_STREAMS, SETTINGS_TIMEOUT,
+};
 #[cfg(feature = "tokio")]
 pub use crate::server::answer_async;
 pub use crate::server::{
     Access, AccessKind, BodySender, Control, DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT,
-    IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS, MAX_HELD_BODIES, PING_INTERVAL, Pool,
-    Protocol, REPLY_TIMEOUT, Reply, STALL_THRESHOLD, Server, ServerHandle, ServerStats,
+    IDLE_TIMEOUT, LINGER, LongPoll, MAX_BODY, MAX_CONNECTIONS, MAX_HELD_BODIES, PING_INTERVAL,
+    Pool, Protocol, REPLY_TIMEOUT, Reply, STALL_THRESHOLD, Server, ServerHandle, ServerStats,
     WRITE_TIMEOUT, accept_forever, accept_n, defer, defer_for, handle_conn, serve, serve_at,
     serve_n, serve_taking,
 };

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reactor::{ConnId, Io, Next, Read};
+use reactor::{ConnId, Io, Read, Then};
 
 use super::budget::OutputBudget;
 use super::command::Command;
@@ -28,10 +28,10 @@ pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) trait LiveConn: Send {
     /// Opens: the application's `open`, then the bytes that came with the upgrade request.
     /// `out` is what the connection still owes the peer (the 101 among it).
-    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, early: &[u8]) -> Next;
-    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next;
-    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next;
-    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next;
+    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, early: &[u8]) -> Then;
+    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Then;
+    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Then;
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Then;
     /// The connection left the reactor: it leaves its rooms and the application gets its state
     /// back, if neither happened yet.
     fn closed(&mut self, id: ConnId);
@@ -145,18 +145,18 @@ pub(crate) fn drop_unread(io: &mut Io<'_, Command>) -> bool {
 /// each timer tick. (Not otherwise: a peer still sending after our end — a request pipelined
 /// behind a close, a client writing past a WebSocket limit — would get a reset that can
 /// destroy the last reply unread in its buffer.)
-pub(crate) fn linger_until(io: &Io<'_, Command>, end: Instant) -> Next {
+pub(crate) fn linger_until(io: &Io<'_, Command>, end: Instant) -> Then {
     let now = io.now();
     if now >= end {
-        return Next::Close;
+        return Then::Close;
     }
     if !io.remote().is_shutting_down() {
-        return Next::read().until(end);
+        return Then::read().until(end);
     }
     if io.all_acknowledged() {
-        return Next::Close;
+        return Then::Close;
     }
-    Next::read().until(end.min(now + reactor::TIMER_TICK))
+    Then::read().until(end.min(now + reactor::TIMER_TICK))
 }
 
 impl Default for Timeouts {

@@ -12,7 +12,7 @@ use super::history::Entry;
 pub(crate) type Text = Box<dyn FnOnce(u64) -> String + Send>;
 
 /// Told a post's id once the fleet gave it its place, or `None` when it could not be posted.
-pub(crate) type Then = Box<dyn FnOnce(Option<u64>) + Send>;
+pub(crate) type OnPosted = Box<dyn FnOnce(Option<u64>) + Send>;
 
 /// The other instances of a fleet, as the rooms of one see them. Only [`Instances::history`]
 /// waits on the network (within the fleet's timeout).
@@ -24,7 +24,7 @@ pub(crate) trait Instances: Send + Sync {
     /// makes its `text`, keeps it in the room's history (its last `keep` messages, kept `ttl`)
     /// and hands it to every instance following the room, this one included (which delivers
     /// it then, see `Rooms::receive_posted`); `then` is told the id, or `None`.
-    fn post(&self, room: &str, text: Text, then: Then, keep: usize, ttl: Duration);
+    fn post(&self, room: &str, text: Text, then: OnPosted, keep: usize, ttl: Duration);
 
     /// `room`'s last `n` messages as the fleet keeps them, oldest first; `None` when they
     /// cannot be read now. Waits on the network (within the fleet's timeout): for the fleet's

@@ -26,7 +26,7 @@ pub(crate) use delivery::PLAIN;
 pub(crate) use delivery::{Delivery, Encoding, Forms, Workers};
 pub use history::{HISTORY_BYTES, HISTORY_ROOMS, History, KEEP_FOR};
 #[cfg(feature = "redis")]
-pub(crate) use instances::{Instances, Text, Then};
+pub(crate) use instances::{Instances, OnPosted, Text};
 pub(crate) use joined::Joined;
 pub(crate) use local::local_members;
 pub use message::Message;

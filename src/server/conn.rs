@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+use reactor::{ConnId, Io, Service, Strand, Then, Wake};
 
 use crate::live::{Command, LiveConn};
 use crate::rooms::{Delivery, local_members};
@@ -75,10 +75,10 @@ impl ConnStrand {
     fn http(
         &mut self,
         io: &mut Io<'_, Command>,
-        step: impl FnOnce(&mut HttpStrand, &mut Io<'_, Command>) -> Next,
-    ) -> Next {
+        step: impl FnOnce(&mut HttpStrand, &mut Io<'_, Command>) -> Then,
+    ) -> Then {
         let ConnStrand::Http(http) = self else {
-            return Next::Close;
+            return Then::Close;
         };
         let next = step(http, io);
         if let Some((early, peer)) = http.take_http2() {
@@ -87,12 +87,12 @@ impl ConnStrand {
                 shared.map(|shared| Box::new(H2Strand::new(peer, shared, on, &early)))
             });
             let Some(h2) = h2 else {
-                return Next::Close; // never: the worker installed its server at open
+                return Then::Close; // never: the worker installed its server at open
             };
             *self = ConnStrand::H2(h2);
             return match self {
                 ConnStrand::H2(h2) => h2.resume(io, false),
-                _ => Next::Close,
+                _ => Then::Close,
             };
         }
         let Some((upgrade, out)) = http.take_upgrade() else {
@@ -102,7 +102,7 @@ impl ConnStrand {
         *self = ConnStrand::Live(conn);
         match self {
             ConnStrand::Live(live) => live.start(io, out, &early),
-            _ => Next::Close,
+            _ => Then::Close,
         }
     }
 }
@@ -110,7 +110,7 @@ impl ConnStrand {
 impl Strand for ConnStrand {
     type Msg = Command;
 
-    fn resume(&mut self, io: &mut Io<'_, Command>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, Command>, wake: Wake) -> Then {
         match self {
             ConnStrand::Http(_) => self.http(io, |h, io| h.resume(io, wake == Wake::Timeout)),
             ConnStrand::Live(live) => live.resume(io, wake == Wake::Timeout),
@@ -118,7 +118,7 @@ impl Strand for ConnStrand {
         }
     }
 
-    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Then {
         match self {
             ConnStrand::Http(_) => self.http(io, |h, io| h.drain(io)),
             ConnStrand::Live(live) => live.drain(io),
@@ -126,7 +126,7 @@ impl Strand for ConnStrand {
         }
     }
 
-    fn message(&mut self, io: &mut Io<'_, Command>, msg: Command) -> Next {
+    fn message(&mut self, io: &mut Io<'_, Command>, msg: Command) -> Then {
         match self {
             ConnStrand::Http(_) => match msg {
                 Command::Http(msg) => self.http(io, |h, io| h.message(io, msg)),
@@ -144,7 +144,7 @@ impl Strand for ConnStrand {
     }
 
     /// A room's message for several streams of an HTTP/2 connection: stepped in one resume.
-    fn message_streams(&mut self, io: &mut Io<'_, Command>, streams: &[u32], msg: Command) -> Next {
+    fn message_streams(&mut self, io: &mut Io<'_, Command>, streams: &[u32], msg: Command) -> Then {
         match self {
             ConnStrand::H2(h2) if !matches!(msg, Command::Http(_)) => h2.command(io, streams, msg),
             _ => reactor::message_each(self, io, streams, msg),

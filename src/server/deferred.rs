@@ -123,7 +123,7 @@ pub fn defer() -> (Reply, Response) {
 /// the request is answered `204 No Content` by the server itself — from the connection's own
 /// timer: no thread, no list to sweep — and at once when the server stops; the late
 /// [`Reply`] is then not wanted ([`Reply::is_open`] turns `false`). Neither counts as a
-/// reply timed out. [`Rooms::long_poll`](crate::ws::Rooms::long_poll) is a long-poll on a
+/// reply timed out. [`Rooms::long_poll`](crate::http::LongPoll::long_poll) is a long-poll on a
 /// room made with it.
 ///
 /// ```

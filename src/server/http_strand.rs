@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
-use reactor::{Io, Next, Read};
+use reactor::{Io, Read, Then};
 
 use super::request_reader::RequestReader;
 use crate::http::Response;
@@ -209,11 +209,11 @@ impl HttpStrand {
     fn with_busy(
         &mut self,
         io: &mut Io<'_, Command>,
-        f: impl FnOnce(&mut Busy, &mut Resume<'_>, &mut Io<'_, Command>) -> Next,
-    ) -> Next {
+        f: impl FnOnce(&mut Busy, &mut Resume<'_>, &mut Io<'_, Command>) -> Then,
+    ) -> Then {
         super::worker::with(|shared| {
             let Some(shared) = shared else {
-                return Next::Close; // never: the worker installed its server at open
+                return Then::Close; // never: the worker installed its server at open
             };
             let conn = Resume {
                 shared,
@@ -228,8 +228,8 @@ impl HttpStrand {
         busy: &mut Option<Box<Busy>>,
         mut conn: Resume<'_>,
         io: &mut Io<'_, Command>,
-        f: impl FnOnce(&mut Busy, &mut Resume<'_>, &mut Io<'_, Command>) -> Next,
-    ) -> Next {
+        f: impl FnOnce(&mut Busy, &mut Resume<'_>, &mut Io<'_, Command>) -> Then,
+    ) -> Then {
         match busy {
             Some(b) => {
                 let next = f(b, &mut conn, io);
@@ -249,16 +249,16 @@ impl HttpStrand {
         }
     }
 
-    pub(crate) fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+    pub(crate) fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Then {
         self.with_busy(io, |busy, conn, io| busy.resume(conn, io, timeout))
     }
 
-    pub(crate) fn run(&mut self, io: &mut Io<'_, Command>) -> Next {
+    pub(crate) fn run(&mut self, io: &mut Io<'_, Command>) -> Then {
         self.with_busy(io, |busy, conn, io| busy.run(conn, io))
     }
 
     /// A deferred reply arrived: sent if it is the one the connection waits for.
-    pub(crate) fn message(&mut self, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
+    pub(crate) fn message(&mut self, io: &mut Io<'_, Command>, msg: HttpMsg) -> Then {
         self.with_busy(io, |busy, conn, io| busy.delivered(conn, io, msg))
     }
 
@@ -276,7 +276,7 @@ impl HttpStrand {
     /// The server is stopping: a request that has arrived (whole or in part) is read and
     /// answered, its reply the last; a connection with nothing unread shuts its side and
     /// lingers briefly (`DRAIN_LINGER`), dropping what crosses it.
-    pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
+    pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Then {
         self.with_busy(io, |busy, conn, io| {
             if let Some(wait) = *conn.wait {
                 let exchange = (io.id(), wait, busy.phase());
@@ -545,7 +545,7 @@ impl Busy {
         io: &Io<'_, Command>,
         progressed: bool,
         wants: Interest,
-    ) -> Next {
+    ) -> Then {
         let shared = conn.shared;
         let limits = &shared.limits;
         let now = io.now();
@@ -571,7 +571,7 @@ impl Busy {
             self.timer = timer;
             self.set_deadline(Some(now + after));
         }
-        Next::Park {
+        Then::Park {
             read: wants.read,
             write: wants.write,
             deadline: match self.deadline {
@@ -605,17 +605,17 @@ impl Busy {
     }
 
     /// Shuts our side and starts lingering.
-    fn linger(&mut self, conn: &Resume<'_>, io: &mut Io<'_, Command>) -> Next {
+    fn linger(&mut self, conn: &Resume<'_>, io: &mut Io<'_, Command>) -> Then {
         if self.state != State::Lingering {
             self.state = State::Lingering;
             self.input = Vec::new();
             self.reader = None;
             if io.shutdown_write().is_err() {
-                return Next::Close;
+                return Then::Close;
             }
         }
         if !drop_unread(io) {
-            return Next::Close;
+            return Then::Close;
         }
         match conn.shared.shutting_down() {
             true => self.linger_stopping(io),
@@ -625,7 +625,7 @@ impl Busy {
 
     /// Lingering while the server stops, with nothing unread: closed as soon as the client
     /// has acknowledged everything (see `live::linger_until`), within `DRAIN_LINGER`.
-    fn linger_stopping(&mut self, io: &Io<'_, Command>) -> Next {
+    fn linger_stopping(&mut self, io: &Io<'_, Command>) -> Then {
         let end = match self.deadline {
             Deadline::At(end) if self.timer == Timer::Linger => end,
             _ => {
@@ -639,7 +639,7 @@ impl Busy {
     }
 
     /// The loop of one resume: write what is pending, answer what is buffered, read more.
-    fn run(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Next {
+    fn run(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Then {
         let mut progressed = false;
         let mut reads = 0;
         let mut steps = 0;
@@ -653,10 +653,10 @@ impl Busy {
             if self.owes_too_much(conn) {
                 // A peer that does not take its replies while the budget is spent: dropped
                 // rather than let hold more than its share.
-                return Next::Close;
+                return Then::Close;
             }
             match flushed {
-                Err(_) => return Next::Close,
+                Err(_) => return Then::Close,
                 Ok(true) if self.state != State::Serving => return self.linger(conn, io),
                 Ok(true) => {}
                 Ok(false) if self.state != State::Serving || self.held_back() => {
@@ -717,7 +717,7 @@ impl Busy {
                     }
                     // A client that stops sending while its reply is deferred has gone: the
                     // reply is no longer wanted (`closed` tells its holder).
-                    Read::Closed if conn.wait.is_some() => return Next::Close,
+                    Read::Closed if conn.wait.is_some() => return Then::Close,
                     Read::Closed => {
                         // The client is done sending. A request it left incomplete is dropped;
                         // replies already queued are still written.
@@ -725,16 +725,16 @@ impl Busy {
                     }
                     Read::Error(e) => {
                         crate::log::debug!(error = e; "an HTTP connection's read failed");
-                        return Next::Close;
+                        return Then::Close;
                     }
                 }
             }
             match outcome.leaves {
-                Leaves::Taken => return Next::release(drop),
-                Leaves::Failed => return Next::Close,
+                Leaves::Taken => return Then::release(drop),
+                Leaves::Failed => return Then::Close,
                 // `ConnStrand` turns this strand into a WebSocket or HTTP/2 one before anything
                 // else runs.
-                Leaves::Upgraded | Leaves::Http2 => return Next::sleep(),
+                Leaves::Upgraded | Leaves::Http2 => return Then::sleep(),
                 Leaves::No => {}
             }
             if outcome.spent {
@@ -746,7 +746,7 @@ impl Busy {
     /// A deferred reply came (or its `Reply` was dropped, or a piece of a streamed reply):
     /// if it is for the request awaited, the exchange takes it (see `exchange`), and once the
     /// reply is complete what was pipelined behind it is answered.
-    fn delivered(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
+    fn delivered(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>, msg: HttpMsg) -> Then {
         if let Some(wait) = conn.wait.filter(|w| w.seq == msg.seq) {
             let exchange = (io.id(), wait, self.phase());
             let step = exchange::deliver(
@@ -804,7 +804,7 @@ impl Busy {
         self.set_deadline(None);
     }
 
-    fn timed_out(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Next {
+    fn timed_out(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Then {
         if let (State::Lingering, Deadline::At(end)) = (self.state, self.deadline)
             && io.now() < end
         {
@@ -838,11 +838,11 @@ impl Busy {
                 self.state = State::Closing;
                 self.run(conn, io)
             }
-            _ => Next::Close,
+            _ => Then::Close,
         }
     }
 
-    fn resume(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+    fn resume(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>, timeout: bool) -> Then {
         if timeout {
             return self.timed_out(conn, io);
         }

@@ -37,7 +37,10 @@ where
     }
 }
 
-impl Rooms {
+/// Long-polls on a [`Rooms`] (a method of the rooms written here, beside the deferred
+/// replies it is made of: the rooms are a layer below the server). `use web::http::LongPoll`
+/// to call it.
+pub trait LongPoll {
     /// Answers the request the calling handler is answering with a **long-poll** on `room`:
     /// `answer` gets the room's messages after message `after` (oldest first, with their
     /// ids) — at once when the room's history holds some, else the room's next message when
@@ -56,7 +59,7 @@ impl Rooms {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use web::http::{param, query_of, text_response, Server};
+    /// use web::http::{param, query_of, text_response, LongPoll, Server};
     /// let server = Server::bind("127.0.0.1:0")?.history(web::ws::History::new(20));
     /// let rooms = server.rooms();
     /// let handle = server.spawn(move |req| {
@@ -69,7 +72,17 @@ impl Rooms {
     /// # handle.shutdown()?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn long_poll(
+    fn long_poll(
+        &self,
+        room: &str,
+        after: u64,
+        wait: Duration,
+        answer: impl FnOnce(&[(u64, Arc<str>)]) -> Response + Send + 'static,
+    ) -> Response;
+}
+
+impl LongPoll for Rooms {
+    fn long_poll(
         &self,
         room: &str,
         after: u64,

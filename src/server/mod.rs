@@ -76,6 +76,7 @@ pub use limits::{
     DRAIN_TIMEOUT, HEADER_TIMEOUT, HEARTBEAT, IDLE_TIMEOUT, LINGER, MAX_BODY, MAX_CONNECTIONS,
     MAX_HELD_BODIES, PING_INTERVAL, REPLY_TIMEOUT, WRITE_TIMEOUT,
 };
+pub use long_poll::LongPoll;
 pub use pool::Pool;
 pub use streamed::BodySender;
 

@@ -54,6 +54,8 @@ pub(crate) struct ServerShared {
     pub(crate) access_log: Option<Box<DynAccessLog>>,
     /// What HTTP/2 connections advertise; `None`: HTTP/2 is off.
     pub(crate) h2: Option<crate::h2::conn::Config>,
+    /// How long an HTTP/2 client has to acknowledge our SETTINGS.
+    pub(crate) h2_settings_timeout: std::time::Duration,
 }
 
 /// A WebSocket or event-stream route: the path it serves and its application.

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use reactor::{ConnId, Io, Next, Remote};
+use reactor::{ConnId, Io, Remote, Then};
 
 use super::app::{Sse, SseHandler};
 use crate::http::event_stream::HEARTBEAT;
@@ -222,7 +222,7 @@ impl<H: SseHandler> SseStrand<H> {
     }
 
     /// Writes what is queued, reads (and drops) what the client sent, and parks.
-    fn run(&mut self, io: &mut Io<'_, Command>) -> Next {
+    fn run(&mut self, io: &mut Io<'_, Command>) -> Then {
         let mut progressed = false;
         let timeouts = self.timeouts();
         if let Some(busy) = self.busy.as_deref_mut() {
@@ -232,12 +232,12 @@ impl<H: SseHandler> SseStrand<H> {
             // more arrives.
             if written.is_ok() && busy.out.falls_behind() {
                 self.tell(io.id());
-                return Next::Close;
+                return Then::Close;
             }
             match written {
                 Err(_) => {
                     self.tell(io.id());
-                    return Next::Close;
+                    return Then::Close;
                 }
                 Ok(true) if busy.stage == Stage::Ending => {
                     // The body ends where the connection does: our side is shut, and what
@@ -248,7 +248,7 @@ impl<H: SseHandler> SseStrand<H> {
                     busy.deadline = Some(io.now() + timeouts.now(stopping).linger);
                     self.tell(io.id());
                     if io.shutdown_write().is_err() {
-                        return Next::Close;
+                        return Then::Close;
                     }
                 }
                 Ok(_) => {}
@@ -256,7 +256,7 @@ impl<H: SseHandler> SseStrand<H> {
         }
         if (io.read_ready() || self.shut()) && !drop_unread(io) {
             self.tell(io.id());
-            return Next::Close;
+            return Then::Close;
         }
         match self.busy.as_ref() {
             Some(b) if b.stage == Stage::Shut => {
@@ -273,10 +273,10 @@ impl<H: SseHandler> SseStrand<H> {
             .map_or_else(Timeouts::default, |m| m.endpoint.settings.timeouts)
     }
 
-    fn park(&mut self, now: Instant, progressed: bool) -> Next {
+    fn park(&mut self, now: Instant, progressed: bool) -> Then {
         let write_timeout = self.timeouts().write;
         let Some(busy) = self.busy.as_deref_mut() else {
-            return Next::read();
+            return Then::read();
         };
         let write = busy.out.pending() > 0;
         if !write {
@@ -284,7 +284,7 @@ impl<H: SseHandler> SseStrand<H> {
         } else if progressed || busy.deadline.is_none() {
             busy.deadline = Some(now + write_timeout);
         }
-        let next = Next::Park {
+        let next = Then::Park {
             read: true,
             write,
             deadline: busy.deadline,
@@ -303,7 +303,7 @@ impl<H: SseHandler> SseStrand<H> {
 }
 
 impl<H: SseHandler> LiveConn for SseStrand<H> {
-    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, _early: &[u8]) -> Next {
+    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, _early: &[u8]) -> Then {
         self.b().out.push_own(out);
         if let Some(member) = &self.member {
             member
@@ -329,7 +329,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         self.run(io)
     }
 
-    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Then {
         if timeout && self.shut() {
             // Looked at again each tick until the client has all (see `linger_until`).
             return self.run(io);
@@ -337,12 +337,12 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         if timeout {
             // The client took no output for the write timeout (or lingered past our end).
             self.tell(io.id());
-            return Next::Close;
+            return Then::Close;
         }
         self.run(io)
     }
 
-    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next {
+    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Then {
         if self.shut() {
             return self.run(io);
         }
@@ -387,7 +387,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         }
         if self.falls_behind() {
             self.tell(io.id());
-            return Next::Close;
+            return Then::Close;
         }
         if self.ending() {
             return self.run(io);
@@ -396,7 +396,7 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
         self.park(io.now(), false)
     }
 
-    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Then {
         if self.shut() {
             return self.run(io);
         }

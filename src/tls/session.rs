@@ -1,4 +1,4 @@
-//! One server connection's TLS, as a [`reactor::Layer`]: rustls' unbuffered connection, driven
+//! One server connection's TLS, as a [`reactor::SocketLayer`]: rustls' unbuffered connection, driven
 //! on the worker's thread over the worker's buffers. Ciphertext is read into the worker's
 //! buffer, decrypted into the strand's scratch buffer, and what the strand writes is encrypted
 //! into the worker's buffer and sent at once. The connection keeps bytes of its own only while
@@ -10,7 +10,7 @@ use std::io::{self, IoSlice};
 use std::sync::Arc;
 use std::time::Instant;
 
-use reactor::{Layer, Received, Socket};
+use reactor::{Received, Socket, SocketLayer};
 use rustls::server::UnbufferedServerConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
 
@@ -331,7 +331,7 @@ impl Session {
                             record.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                         let payload = record.payload;
                         // Fits: a record's plaintext is shorter than its ciphertext, and
-                        // `incoming` is no longer than `into` (see `Layer::read`).
+                        // `incoming` is no longer than `into` (see `SocketLayer::read`).
                         let Some(to) = into.get_mut(plain..plain + payload.len()) else {
                             return Err(io::Error::other(
                                 "a TLS record larger than its ciphertext",
@@ -494,7 +494,7 @@ fn looks_like_http(first: u8) -> bool {
     first.is_ascii_uppercase()
 }
 
-impl Layer for Session {
+impl SocketLayer for Session {
     fn read(&mut self, socket: &mut Socket<'_>, into: &mut [u8]) -> Received {
         match self.phase {
             Phase::Failed | Phase::Closing(_) => {

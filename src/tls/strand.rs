@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use reactor::{ConnId, Io, Next, Service, Strand, Wake};
+use reactor::{ConnId, Io, Service, Strand, Then, Wake};
 
 use super::server_config::Configs;
 use super::session::{Session, release_buffers};
@@ -100,10 +100,10 @@ impl<S: Strand> TlsConn<S> {
     fn step(
         &mut self,
         io: &mut Io<'_, S::Msg>,
-        step: impl FnOnce(&mut S, &mut Io<'_, S::Msg>) -> Next,
-    ) -> Next {
+        step: impl FnOnce(&mut S, &mut Io<'_, S::Msg>) -> Then,
+    ) -> Then {
         let Some(session) = self.session.as_deref_mut() else {
-            return Next::Close;
+            return Then::Close;
         };
         if let Some(deadline) = session.closing() {
             return finish(session, io, deadline);
@@ -111,7 +111,7 @@ impl<S: Strand> TlsConn<S> {
         session.new_turn();
         match session.flush(&mut io.socket()) {
             Ok(_) => {}
-            Err(_) => return Next::Close,
+            Err(_) => return Then::Close,
         }
         let next = step(&mut self.inner, &mut io.layered(session));
         park(session, next, io)
@@ -121,26 +121,26 @@ impl<S: Strand> TlsConn<S> {
 impl<S: Strand> Strand for TlsConn<S> {
     type Msg = S::Msg;
 
-    fn resume(&mut self, io: &mut Io<'_, S::Msg>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, S::Msg>, wake: Wake) -> Then {
         if let Some(session) = self.session.as_deref_mut() {
             match wake {
                 Wake::Start => session.start(io.now()),
-                Wake::Timeout if session.timed_out(io.now()) => return Next::Close,
+                Wake::Timeout if session.timed_out(io.now()) => return Then::Close,
                 _ => {}
             }
         }
         self.step(io, |inner, io| inner.resume(io, wake))
     }
 
-    fn drain(&mut self, io: &mut Io<'_, S::Msg>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, S::Msg>) -> Then {
         if self.session.as_deref().is_none_or(Session::handshaking) {
             // Shutting down: no request has come over this connection yet.
-            return Next::Close;
+            return Then::Close;
         }
         self.step(io, |inner, io| inner.drain(io))
     }
 
-    fn message(&mut self, io: &mut Io<'_, S::Msg>, msg: S::Msg) -> Next {
+    fn message(&mut self, io: &mut Io<'_, S::Msg>, msg: S::Msg) -> Then {
         self.step(io, |inner, io| inner.message(io, msg))
     }
 
@@ -160,13 +160,13 @@ impl<S: Strand> Strand for TlsConn<S> {
 /// What the connection waits for: the strand's wish, the socket writable while records wait
 /// to be sent, and the handshake's deadline while it runs. A strand that closes with records
 /// still unsent gets them sent first (within the linger time).
-fn park<M>(session: &mut Session, next: Next, io: &Io<'_, M>) -> Next {
+fn park<M>(session: &mut Session, next: Then, io: &Io<'_, M>) -> Then {
     match next {
-        Next::Park {
+        Then::Park {
             read,
             write,
             deadline,
-        } => Next::Park {
+        } => Then::Park {
             // Owing the socket too much, the connection reads again once the peer has taken
             // some (a writable wake).
             read: read && !session.owes_too_much(),
@@ -176,21 +176,21 @@ fn park<M>(session: &mut Session, next: Next, io: &Io<'_, M>) -> Next {
                 (d, h) => d.or(h),
             },
         },
-        Next::Close if session.has_unsent() => {
+        Then::Close if session.has_unsent() => {
             let deadline = io.now() + session.linger();
             session.close_after_sending(deadline);
-            Next::write().until(deadline)
+            Then::write().until(deadline)
         }
         // A TLS connection cannot be handed over as a plain socket.
-        Next::Close | Next::Release(_) => Next::Close,
+        Then::Close | Then::Release(_) => Then::Close,
     }
 }
 
 /// Sends what is left of a closed strand's records, then closes (at the deadline at last).
-fn finish<M>(session: &mut Session, io: &mut Io<'_, M>, deadline: Instant) -> Next {
+fn finish<M>(session: &mut Session, io: &mut Io<'_, M>, deadline: Instant) -> Then {
     match session.flush(&mut io.socket()) {
-        Ok(false) if io.now() < deadline => Next::write().until(deadline),
-        _ => Next::Close,
+        Ok(false) if io.now() < deadline => Then::write().until(deadline),
+        _ => Then::Close,
     }
 }
 

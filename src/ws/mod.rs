@@ -41,7 +41,7 @@ pub use handshake::{accept_key, header_value, upgrade_reply, ws_handshake_reques
 pub(crate) use handshake::{check_upgrade, extensions_of, switching_protocols};
 /// A connection's address on its worker, as the reactor gives it. The same type as
 /// `web_reactor::ConnId`, on purpose: `web-reactor` is a public dependency of `web` (programs
-/// that go below the server use its `Io`, `Layer` and `arena_sharing`), and an id crosses
+/// that go below the server use its `Io`, `SocketLayer` and `arena_sharing`), and an id crosses
 /// between the two unchanged.
 pub use reactor::ConnId;
 pub use strand::WS_HIGH_WATER;

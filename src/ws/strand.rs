@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use reactor::{ConnId, Io, Next, Read, Remote};
+use reactor::{ConnId, Io, Read, Remote, Then};
 
 use super::app::{Ws, WsHandler};
 use super::close::CloseCode;
@@ -261,7 +261,7 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     /// At the end of every call: an idle connection gives its busy part back.
-    fn settle(&mut self, next: Next) -> Next {
+    fn settle(&mut self, next: Then) -> Then {
         if self.busy.as_ref().is_some_and(|b| b.is_done()) {
             self.busy = None;
         }
@@ -324,9 +324,9 @@ impl<H: WsHandler> WsStrand<H> {
 
     /// Drops a peer that does not read rather than grow without bound: the application is told
     /// 1008 (no close frame: the peer would not read it).
-    fn shed(&mut self, id: ConnId) -> Next {
+    fn shed(&mut self, id: ConnId) -> Then {
         self.tell(id, Some(CloseCode::POLICY));
-        Next::Close
+        Then::Close
     }
 
     /// The connection ended: it leaves its rooms, and the application gets its state back
@@ -451,9 +451,9 @@ impl<H: WsHandler> WsStrand<H> {
         written
     }
 
-    fn park(&mut self, now: Instant, progressed: bool, reading: Reading) -> Next {
+    fn park(&mut self, now: Instant, progressed: bool, reading: Reading) -> Then {
         let Some(busy) = self.busy.as_mut() else {
-            return Next::read();
+            return Then::read();
         };
         let write_timeout = busy.timeouts.write;
         let write = busy.out.pending() > 0;
@@ -469,7 +469,7 @@ impl<H: WsHandler> WsStrand<H> {
         } else if busy.closing != Closing::Waiting {
             busy.deadline = None;
         }
-        Next::Park {
+        Then::Park {
             read: reading == Reading::On,
             write,
             deadline: busy.deadline,
@@ -479,7 +479,7 @@ impl<H: WsHandler> WsStrand<H> {
     /// Writes what is pending, then reads what the socket has — if it may have anything: woken
     /// only to write (the output queued by a publish, say), a read would only answer
     /// `WouldBlock`, one system call per recipient saved.
-    fn run(&mut self, io: &mut Io<'_, Command>) -> Next {
+    fn run(&mut self, io: &mut Io<'_, Command>) -> Then {
         let mut progressed = false;
         let id = io.id();
         let now = io.now();
@@ -495,11 +495,11 @@ impl<H: WsHandler> WsStrand<H> {
             match flushed {
                 Err(_) => {
                     self.tell(id, None);
-                    return Next::Close;
+                    return Then::Close;
                 }
                 Ok(true) if self.closing() == Closing::Done => {
                     if io.shutdown_write().is_err() {
-                        return Next::Close;
+                        return Then::Close;
                     }
                     let busy = self.b();
                     busy.closing = Closing::Lingering;
@@ -526,7 +526,7 @@ impl<H: WsHandler> WsStrand<H> {
                 Read::WouldBlock => return self.park(io.now(), progressed, Reading::On),
                 Read::Closed | Read::Error(_) => {
                     self.tell(id, None);
-                    return Next::Close;
+                    return Then::Close;
                 }
             }
         }
@@ -535,19 +535,19 @@ impl<H: WsHandler> WsStrand<H> {
     }
 
     /// Reads and drops what the peer still sends, until it closes its side.
-    fn linger(&mut self, io: &mut Io<'_, Command>) -> Next {
+    fn linger(&mut self, io: &mut Io<'_, Command>) -> Then {
         if !drop_unread(io) {
-            return Next::Close;
+            return Then::Close;
         }
         match self.busy.as_ref().and_then(|b| b.deadline) {
             Some(end) => linger_until(io, end),
-            None => Next::Close,
+            None => Then::Close,
         }
     }
 }
 
 impl<H: WsHandler> LiveConn for WsStrand<H> {
-    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, early: &[u8]) -> Next {
+    fn start(&mut self, io: &mut Io<'_, Command>, out: Vec<u8>, early: &[u8]) -> Then {
         self.b().out.push_own(out);
         let id = io.id();
         if let Some(settings) = self.settings() {
@@ -568,7 +568,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.settle(next)
     }
 
-    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Then {
         if timeout && self.closing() == Closing::Lingering {
             // Looked at again each tick until the peer has all (see `linger_until`).
             return self.linger(io);
@@ -576,13 +576,13 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         if timeout {
             // No output taken for the write timeout, or no close reply in time.
             self.tell(io.id(), None);
-            return Next::Close;
+            return Then::Close;
         }
         let next = self.run(io);
         self.settle(next)
     }
 
-    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Next {
+    fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Then {
         if self.closing() == Closing::Lingering {
             return self.linger(io);
         }
@@ -623,7 +623,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                             // Nothing within an interval of the ping: the peer is gone (no
                             // close frame: no one would read it).
                             self.tell(io.id(), None);
-                            return Next::Close;
+                            return Then::Close;
                         }
                     }
                 }
@@ -657,7 +657,7 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         self.settle(next)
     }
 
-    fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, Command>) -> Then {
         // The server stops: the peer's goodbye is waited for briefly (from now on, and where
         // it is waited for already).
         let now = io.now();

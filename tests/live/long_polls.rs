@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::wire::{Client, wait_until};
 
 use web::http::{
-    Request, Server, ServerHandle, defer_for, handle_conn, param, query_of, text_response,
+    LongPoll, Request, Server, ServerHandle, defer_for, handle_conn, param, query_of, text_response,
 };
 use web::ws::{History, Rooms};
 

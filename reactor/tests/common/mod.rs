@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use reactor::{Config, ConnId, Handle, Io, Next, Reactor, Read, Service, Strand, Wake};
+use reactor::{Config, ConnId, Handle, Io, Reactor, Read, Service, Strand, Then, Wake};
 
 pub struct LineEcho {
     partial: Vec<u8>,
@@ -64,32 +64,32 @@ impl LineEcho {
         }
     }
 
-    fn next(&mut self, now: Instant) -> Next {
+    fn next(&mut self, now: Instant) -> Then {
         if self.partial.is_empty() {
             self.partial = Vec::new();
         }
         if !self.out.is_empty() {
-            return Next::write();
+            return Then::write();
         }
         if self.draining && self.partial.is_empty() {
-            return Next::Close;
+            return Then::Close;
         }
-        Next::read().until(now + self.idle)
+        Then::read().until(now + self.idle)
     }
 }
 
 impl Strand for LineEcho {
     type Msg = Vec<u8>;
 
-    fn resume(&mut self, io: &mut Io<'_, Vec<u8>>, wake: Wake) -> Next {
+    fn resume(&mut self, io: &mut Io<'_, Vec<u8>>, wake: Wake) -> Then {
         if wake == Wake::Timeout {
-            return Next::Close;
+            return Then::Close;
         }
         if !self.flush(io) {
-            return Next::Close;
+            return Then::Close;
         }
         if !self.out.is_empty() {
-            return Next::write();
+            return Then::write();
         }
         let id = io.id();
         loop {
@@ -107,35 +107,35 @@ impl Strand for LineEcho {
                         rest = &rest[nl + 1..];
                         match step {
                             Step::Go => {}
-                            Step::Close => return Next::Close,
-                            Step::Take => return Next::release(take),
+                            Step::Close => return Then::Close,
+                            Step::Take => return Then::release(take),
                         }
                     }
                     self.partial.extend_from_slice(rest);
                 }
                 Read::WouldBlock => break,
-                Read::Closed | Read::Error(_) => return Next::Close,
+                Read::Closed | Read::Error(_) => return Then::Close,
             }
             if !self.flush(io) {
-                return Next::Close;
+                return Then::Close;
             }
             if !self.out.is_empty() {
                 // Backpressure: stop reading until the output drains.
-                return Next::write();
+                return Then::write();
             }
         }
         self.next(io.now())
     }
 
-    fn drain(&mut self, io: &mut Io<'_, Vec<u8>>) -> Next {
+    fn drain(&mut self, io: &mut Io<'_, Vec<u8>>) -> Then {
         self.draining = true;
         self.next(io.now())
     }
 
-    fn message(&mut self, io: &mut Io<'_, Vec<u8>>, msg: Vec<u8>) -> Next {
+    fn message(&mut self, io: &mut Io<'_, Vec<u8>>, msg: Vec<u8>) -> Then {
         self.out.extend_from_slice(&msg);
         if !self.flush(io) {
-            return Next::Close;
+            return Then::Close;
         }
         self.next(io.now())
     }

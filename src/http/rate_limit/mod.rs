@@ -8,7 +8,7 @@
 //! The table is emptied at the first request of each new second and holds at most
 //! [`MAX_CALLERS`] callers per second (see [`RateLimit::max_callers`] for what happens past it).
 //!
-//! With `--features redis`, [`RateLimit::fleet`] counts in Redis instead, across every
+//! With `--features redis`, `RateLimit::fleet` (`web::fleet::LimitAcrossFleet`) counts in Redis instead, across every
 //! instance of a fleet, the local count standing in when Redis does not answer in time.
 
 mod caller;
@@ -331,6 +331,20 @@ impl RateLimit {
             clock: self.clock,
         }))
     }
+
+    /// How callers' allowances come back (see `RateLimit::fleet`, which counts whole seconds).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn paced(mut self, pace: Pace) -> RateLimit {
+        self.pace = pace;
+        self
+    }
+
+    /// Shares the counts through `across` (see `RateLimit::fleet`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn counted_across(mut self, across: Arc<dyn StartsCounts>) -> RateLimit {
+        self.across = Some(across);
+        self
+    }
 }
 
 /// A running rate limiter: its per-caller counts (and, with a fleet, its way to the shared
@@ -459,22 +473,6 @@ pub(crate) trait SharedCounts: Send + Sync {
         second: u64,
         used: Option<u32>,
     ) -> bool;
-}
-
-impl RateLimit {
-    /// How callers' allowances come back (see `RateLimit::fleet`, which counts whole seconds).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn paced(mut self, pace: Pace) -> RateLimit {
-        self.pace = pace;
-        self
-    }
-
-    /// Shares the counts through `across` (see `RateLimit::fleet`).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn counted_across(mut self, across: Arc<dyn StartsCounts>) -> RateLimit {
-        self.across = Some(across);
-        self
-    }
 }
 
 /// The answer over the allowance.

@@ -488,6 +488,192 @@ impl Rooms {
         });
         Some((newer, waiter?))
     }
+
+    /// Message `id` of `room` as the fleet ordered it (posted here or on another instance):
+    /// delivered if it comes after what this instance's copy holds, kept in its place (and
+    /// sent to no one: members have newer messages already) if it is older and missing, else
+    /// dropped — so a member gets each message once, in id order.
+    #[cfg(feature = "redis")]
+    pub(crate) fn receive_posted(&self, room: &str, id: u64, text: &str) {
+        let mut kept = self.kept();
+        self.take_from_fleet(
+            &mut kept,
+            room,
+            Line::new(id, Arc::from(text), self.encoding()),
+        );
+    }
+
+    /// Whether a join of `room` needs the fleet's history first: the instance keeps history,
+    /// does not follow the room (its copy may be behind), or is filling it for another join.
+    #[cfg(feature = "redis")]
+    fn needs_fleet_read(&self, kept: &Kept, room: &str) -> bool {
+        kept.settings.per_room > 0 && (kept.filling.contains_key(room) || !self.followed(room))
+    }
+
+    /// The fleet's half of [`join_recent`](Rooms::join_recent): follows the room, has the
+    /// reader read it, and completes the join when it comes ([`Rooms::history_came`]).
+    #[cfg(feature = "redis")]
+    fn join_when_read(
+        &self,
+        link: &dyn super::Instances,
+        mut kept: KeptGuard<'_>,
+        room: &str,
+        after: u64,
+        seat: &mut super::Seat<'_>,
+    ) -> bool {
+        let name: Arc<str> = Arc::from(room);
+        *kept.filling.entry(Arc::clone(&name)).or_insert(0) += 1;
+        let per_room = kept.settings.per_room;
+        let follow = self.follow(room);
+        drop(kept);
+        seat.wait_for_history(Arc::clone(&name));
+        let (rooms, id) = (self.clone(), seat.id);
+        let room = Arc::clone(&name);
+        link.history_then(
+            &name,
+            per_room,
+            Box::new(move |fleets| rooms.history_came(&room, after, fleets, id, follow)),
+        );
+        true
+    }
+
+    /// The fleet's history of `room` came (`None`: not read in time, this instance's copy
+    /// stands) for connection `id`, waiting for it: merged into this instance's copy, and —
+    /// in the critical section posts take — the connection counted in the room and sent the
+    /// lines after `after`. Then the room is no longer followed for it (the member keeps it
+    /// followed, or nobody wants it).
+    #[cfg(feature = "redis")]
+    fn history_came(
+        &self,
+        room: &Arc<str>,
+        after: u64,
+        fleets: Option<Vec<Entry>>,
+        id: reactor::ConnId,
+        follow: super::Follow,
+    ) {
+        let mut kept = self.kept();
+        self.merge_filled(&mut kept, room, fleets);
+        let lines: Vec<Line> = kept.recent.after(room, after).cloned().collect();
+        let seated = Seated::count(self, room, id);
+        // Dropped with the delivery if the connection is gone: the count goes with it.
+        let _ = self.to_conn(
+            id,
+            Delivery::History(Handed::new(HistoryCame { lines, seated })),
+        );
+        drop(kept);
+        drop(follow);
+    }
+
+    /// The fleet's history of `room` came for a [`follow_then`](Rooms::follow_then): merged.
+    #[cfg(feature = "redis")]
+    fn fleet_history_came(&self, room: &str, fleets: Option<Vec<Entry>>) {
+        let mut kept = self.kept();
+        self.merge_filled(&mut kept, room, fleets);
+    }
+
+    /// Adds what the fleet holds of `room` to this instance's copy, and counts one read of it
+    /// done.
+    #[cfg(feature = "redis")]
+    fn merge_filled(&self, kept: &mut Kept, room: &str, fleets: Option<Vec<Entry>>) {
+        self.merge_fleets(kept, room, fleets.unwrap_or_default());
+        if let Some(n) = kept.filling.get_mut(room) {
+            *n -= 1;
+            if *n == 0 {
+                kept.filling.remove(room);
+            }
+        }
+    }
+
+    /// Adds what the fleet holds of `room` to this instance's copy: each message once, in id
+    /// order. A message newer than this instance had reaches it now, so the watcher hears of
+    /// it (a long-poll waiting here); members get it with their history.
+    #[cfg(feature = "redis")]
+    fn merge_fleets(&self, kept: &mut Kept, room: &str, mut fleets: Vec<Entry>) {
+        let last = kept.recent.last(room);
+        fleets.sort_unstable_by_key(|(id, _)| *id);
+        for (line_id, text) in fleets {
+            let new = kept.recent.record(
+                room,
+                Line::new(line_id, Arc::clone(&text), self.encoding()),
+                |r| self.members(r) > 0,
+            );
+            if new
+                && last.is_none_or(|last| line_id > last)
+                && let Some(watch) = &kept.watcher
+            {
+                watch(room, line_id, &text);
+            }
+        }
+    }
+
+    /// A post this instance could not hand to Redis (away): delivered to this instance's
+    /// members alone, with an id from `floor` (the fleet's clock, see `web::fleet`) or above
+    /// the last it gave alone — below every id Redis gives later, whose counters never go below
+    /// the clock either; `then` is told the id.
+    #[cfg(feature = "redis")]
+    pub(crate) fn post_alone(
+        &self,
+        room: &str,
+        floor: u64,
+        text: super::Text,
+        then: super::OnPosted,
+    ) {
+        let id = {
+            let mut kept = self.kept();
+            let id = floor.max(kept.last_id + 1);
+            kept.last_id = id;
+            let text: Arc<str> = text(id).into();
+            self.deliver(&mut kept, room, Line::new(id, text, self.encoding()));
+            id
+        };
+        then(Some(id));
+    }
+
+    #[cfg(feature = "redis")]
+    fn take_from_fleet(&self, kept: &mut Kept, room: &str, line: Line) {
+        if kept.recent.last(room).is_none_or(|last| line.id > last) {
+            self.deliver(kept, room, line);
+        } else {
+            kept.recent.record(room, line, |r| self.members(r) > 0);
+        }
+    }
+
+    /// `room` is followed from now on (its subscription confirmed): the fleet's history of it,
+    /// oldest first, for [`catch_up`](Rooms::catch_up) — read now, handed over later: lines it
+    /// holds may have been published after the subscription too, and those arrive through it.
+    #[cfg(feature = "redis")]
+    pub(crate) fn catch_up_read(&self, room: &str) -> Option<Vec<Entry>> {
+        let per_room = self.kept().settings.per_room;
+        let link = self.fleet_link().filter(|_| per_room > 0)?;
+        let mut fleets = link.history(room, per_room)?;
+        fleets.sort_unstable_by_key(|(id, _)| *id);
+        Some(fleets)
+    }
+
+    /// Delivers what the fleet's history held past this instance's copy (what was posted
+    /// between a member's join and the subscription) — called with the lines older than the
+    /// first message the subscription brought (those were published before it; the others come
+    /// through it, in order), or with all of them when none came for a while.
+    #[cfg(feature = "redis")]
+    pub(crate) fn catch_up(&self, room: &str, lines: Vec<Entry>) {
+        let mut kept = self.kept();
+        for (id, text) in lines {
+            self.take_from_fleet(&mut kept, room, Line::new(id, text, self.encoding()));
+        }
+    }
+
+    /// The fleet's history of `room` when this instance does not follow it (its copy may be
+    /// behind), read without the history's lock; `None` when followed, not kept, or not read
+    /// in time.
+    #[cfg(feature = "redis")]
+    fn fleet_history_unless_followed(&self, room: &str) -> Option<Vec<Entry>> {
+        let per_room = self.kept().settings.per_room;
+        let link = self.fleet_link().filter(|_| per_room > 0)?;
+        if self.followed(room) {
+            return None;
+        }
+        link.history(room, per_room)
+    }
 }
 
 /// The next id of a server alone.
@@ -561,175 +747,4 @@ fn next_local(kept: &mut Kept) -> u64 {
         last => from_clock().max(last.saturating_add(1)),
     };
     kept.last_id
-}
-
-#[cfg(feature = "redis")]
-impl Rooms {
-    /// Message `id` of `room` as the fleet ordered it (posted here or on another instance):
-    /// delivered if it comes after what this instance's copy holds, kept in its place (and
-    /// sent to no one: members have newer messages already) if it is older and missing, else
-    /// dropped — so a member gets each message once, in id order.
-    pub(crate) fn receive_posted(&self, room: &str, id: u64, text: &str) {
-        let mut kept = self.kept();
-        self.take_from_fleet(
-            &mut kept,
-            room,
-            Line::new(id, Arc::from(text), self.encoding()),
-        );
-    }
-
-    /// Whether a join of `room` needs the fleet's history first: the instance keeps history,
-    /// does not follow the room (its copy may be behind), or is filling it for another join.
-    fn needs_fleet_read(&self, kept: &Kept, room: &str) -> bool {
-        kept.settings.per_room > 0 && (kept.filling.contains_key(room) || !self.followed(room))
-    }
-
-    /// The fleet's half of [`join_recent`](Rooms::join_recent): follows the room, has the
-    /// reader read it, and completes the join when it comes ([`Rooms::history_came`]).
-    fn join_when_read(
-        &self,
-        link: &dyn super::Instances,
-        mut kept: KeptGuard<'_>,
-        room: &str,
-        after: u64,
-        seat: &mut super::Seat<'_>,
-    ) -> bool {
-        let name: Arc<str> = Arc::from(room);
-        *kept.filling.entry(Arc::clone(&name)).or_insert(0) += 1;
-        let per_room = kept.settings.per_room;
-        let follow = self.follow(room);
-        drop(kept);
-        seat.wait_for_history(Arc::clone(&name));
-        let (rooms, id) = (self.clone(), seat.id);
-        let room = Arc::clone(&name);
-        link.history_then(
-            &name,
-            per_room,
-            Box::new(move |fleets| rooms.history_came(&room, after, fleets, id, follow)),
-        );
-        true
-    }
-
-    /// The fleet's history of `room` came (`None`: not read in time, this instance's copy
-    /// stands) for connection `id`, waiting for it: merged into this instance's copy, and —
-    /// in the critical section posts take — the connection counted in the room and sent the
-    /// lines after `after`. Then the room is no longer followed for it (the member keeps it
-    /// followed, or nobody wants it).
-    fn history_came(
-        &self,
-        room: &Arc<str>,
-        after: u64,
-        fleets: Option<Vec<Entry>>,
-        id: reactor::ConnId,
-        follow: super::Follow,
-    ) {
-        let mut kept = self.kept();
-        self.merge_filled(&mut kept, room, fleets);
-        let lines: Vec<Line> = kept.recent.after(room, after).cloned().collect();
-        let seated = Seated::count(self, room, id);
-        // Dropped with the delivery if the connection is gone: the count goes with it.
-        let _ = self.to_conn(
-            id,
-            Delivery::History(Handed::new(HistoryCame { lines, seated })),
-        );
-        drop(kept);
-        drop(follow);
-    }
-
-    /// The fleet's history of `room` came for a [`follow_then`](Rooms::follow_then): merged.
-    fn fleet_history_came(&self, room: &str, fleets: Option<Vec<Entry>>) {
-        let mut kept = self.kept();
-        self.merge_filled(&mut kept, room, fleets);
-    }
-
-    /// Adds what the fleet holds of `room` to this instance's copy, and counts one read of it
-    /// done.
-    fn merge_filled(&self, kept: &mut Kept, room: &str, fleets: Option<Vec<Entry>>) {
-        self.merge_fleets(kept, room, fleets.unwrap_or_default());
-        if let Some(n) = kept.filling.get_mut(room) {
-            *n -= 1;
-            if *n == 0 {
-                kept.filling.remove(room);
-            }
-        }
-    }
-
-    /// Adds what the fleet holds of `room` to this instance's copy: each message once, in id
-    /// order. A message newer than this instance had reaches it now, so the watcher hears of
-    /// it (a long-poll waiting here); members get it with their history.
-    fn merge_fleets(&self, kept: &mut Kept, room: &str, mut fleets: Vec<Entry>) {
-        let last = kept.recent.last(room);
-        fleets.sort_unstable_by_key(|(id, _)| *id);
-        for (line_id, text) in fleets {
-            let new = kept.recent.record(
-                room,
-                Line::new(line_id, Arc::clone(&text), self.encoding()),
-                |r| self.members(r) > 0,
-            );
-            if new
-                && last.is_none_or(|last| line_id > last)
-                && let Some(watch) = &kept.watcher
-            {
-                watch(room, line_id, &text);
-            }
-        }
-    }
-
-    /// A post this instance could not hand to Redis (away): delivered to this instance's
-    /// members alone, with an id from `floor` (the fleet's clock, see `web::fleet`) or above
-    /// the last it gave alone — below every id Redis gives later, whose counters never go below
-    /// the clock either; `then` is told the id.
-    pub(crate) fn post_alone(&self, room: &str, floor: u64, text: super::Text, then: super::Then) {
-        let id = {
-            let mut kept = self.kept();
-            let id = floor.max(kept.last_id + 1);
-            kept.last_id = id;
-            let text: Arc<str> = text(id).into();
-            self.deliver(&mut kept, room, Line::new(id, text, self.encoding()));
-            id
-        };
-        then(Some(id));
-    }
-
-    fn take_from_fleet(&self, kept: &mut Kept, room: &str, line: Line) {
-        if kept.recent.last(room).is_none_or(|last| line.id > last) {
-            self.deliver(kept, room, line);
-        } else {
-            kept.recent.record(room, line, |r| self.members(r) > 0);
-        }
-    }
-
-    /// `room` is followed from now on (its subscription confirmed): the fleet's history of it,
-    /// oldest first, for [`catch_up`](Rooms::catch_up) — read now, handed over later: lines it
-    /// holds may have been published after the subscription too, and those arrive through it.
-    pub(crate) fn catch_up_read(&self, room: &str) -> Option<Vec<Entry>> {
-        let per_room = self.kept().settings.per_room;
-        let link = self.fleet_link().filter(|_| per_room > 0)?;
-        let mut fleets = link.history(room, per_room)?;
-        fleets.sort_unstable_by_key(|(id, _)| *id);
-        Some(fleets)
-    }
-
-    /// Delivers what the fleet's history held past this instance's copy (what was posted
-    /// between a member's join and the subscription) — called with the lines older than the
-    /// first message the subscription brought (those were published before it; the others come
-    /// through it, in order), or with all of them when none came for a while.
-    pub(crate) fn catch_up(&self, room: &str, lines: Vec<Entry>) {
-        let mut kept = self.kept();
-        for (id, text) in lines {
-            self.take_from_fleet(&mut kept, room, Line::new(id, text, self.encoding()));
-        }
-    }
-
-    /// The fleet's history of `room` when this instance does not follow it (its copy may be
-    /// behind), read without the history's lock; `None` when followed, not kept, or not read
-    /// in time.
-    fn fleet_history_unless_followed(&self, room: &str) -> Option<Vec<Entry>> {
-        let per_room = self.kept().settings.per_room;
-        let link = self.fleet_link().filter(|_| per_room > 0)?;
-        if self.followed(room) {
-            return None;
-        }
-        link.history(room, per_room)
-    }
 }

@@ -819,7 +819,7 @@ impl Server {
     /// Makes this server one instance of a `web::fleet::Fleet` (`--features
     /// redis`): a publish to a room reaches its members on every instance, through Redis. The
     /// fleet's threads start and stop with the server; its figures appear in
-    /// [`ServerStats`]. Rate limits are shared with [`RateLimit::fleet`](crate::http::RateLimit::fleet).
+    /// [`ServerStats`]. Rate limits are shared with [`LimitAcrossFleet::fleet`](crate::fleet::LimitAcrossFleet::fleet).
     ///
     /// ```no_run
     /// let fleet = web::fleet::Fleet::new("redis://127.0.0.1:6379/")?;

@@ -83,6 +83,7 @@ fn reactor(
         h2: server
             .http2
             .then(|| server.http2_config.codec(server.limits.head.max_head_bytes)),
+        h2_settings_timeout: server.http2_config.settings_timeout,
     });
     let service = |worker| HttpService {
         shared: Arc::clone(&shared),

@@ -12,7 +12,7 @@
 use std::io::{self, IoSlice};
 use std::time::Instant;
 
-use reactor::{Io, Layer, Next, Received, Socket};
+use reactor::{Io, Received, Socket, SocketLayer, Then};
 
 use crate::h2::conn::{Conn, OUTPUT_HIGH};
 use crate::h2::error::ErrorCode;
@@ -179,7 +179,7 @@ impl StreamLayer<'_> {
     }
 }
 
-impl Layer for StreamLayer<'_> {
+impl SocketLayer for StreamLayer<'_> {
     fn read(&mut self, _socket: &mut Socket<'_>, into: &mut [u8]) -> Received {
         let Some(inbound) = self.inbound.as_deref_mut().filter(|i| !i.is_empty()) else {
             return match self.ended || !self.conn.is_open(self.stream) {
@@ -274,14 +274,14 @@ impl H2Strand {
                 _ => next,
             }
         };
-        if let Next::Park { write: true, .. } = next {
+        if let Then::Park { write: true, .. } = next {
             // What it queued is written now (framed into the connection's output, which the
             // connection writes once for all its streams), as the reactor resumes a
             // connection whose message left output.
             next = conn.resume(&mut sub, false);
         }
         match next {
-            Next::Park {
+            Then::Park {
                 write, deadline, ..
             } => {
                 if deadline.is_some() || write || busy_at(busy, stream).is_some() {
@@ -294,7 +294,7 @@ impl H2Strand {
                     }
                 }
             }
-            Next::Close | Next::Release(_) => {
+            Then::Close | Then::Release(_) => {
                 let id = io.id().with_stream(stream);
                 live.ended(id);
                 self.work.remove(at);

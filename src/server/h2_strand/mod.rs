@@ -21,9 +21,9 @@
 
 use std::time::{Duration, Instant};
 
-use reactor::{Io, Next, Read};
+use reactor::{Io, Read, Then};
 
-use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, SETTINGS_TIMEOUT, Scratch};
+use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, Scratch};
 use crate::h2::error::ErrorCode;
 use crate::http::ParseError;
 use crate::http::later::HttpMsg;
@@ -137,7 +137,7 @@ impl H2Strand {
             deadline: None,
             busy: Vec::new(),
             write_due: None,
-            settings_due: Some(now + SETTINGS_TIMEOUT),
+            settings_due: Some(now + shared.h2_settings_timeout),
             wake_writers: false,
             windows_opened: false,
             charge: Charge::default(),
@@ -151,15 +151,15 @@ impl H2Strand {
     fn with_shared(
         &mut self,
         io: &mut Io<'_, Command>,
-        f: impl FnOnce(&mut H2Strand, &ServerShared, &mut Io<'_, Command>) -> Next,
-    ) -> Next {
+        f: impl FnOnce(&mut H2Strand, &ServerShared, &mut Io<'_, Command>) -> Then,
+    ) -> Then {
         super::worker::with(|shared| match shared {
             Some(shared) => f(self, shared, io),
-            None => Next::Close, // never: the worker installed its server at open
+            None => Then::Close, // never: the worker installed its server at open
         })
     }
 
-    pub(crate) fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Next {
+    pub(crate) fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Then {
         self.with_shared(io, |h, shared, io| {
             if timeout && let Some(next) = h.timed_out(shared, io) {
                 return next;
@@ -170,7 +170,7 @@ impl H2Strand {
 
     /// The server is stopping: GOAWAY with the last stream taken; the streams in flight are
     /// answered (a long-poll at once, with its empty answer), then the connection closes.
-    pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Next {
+    pub(crate) fn drain(&mut self, io: &mut Io<'_, Command>) -> Then {
         self.with_shared(io, |h, shared, io| {
             h.conn.go_away(&mut h.out);
             h.drain_live(shared, io);
@@ -185,7 +185,7 @@ impl H2Strand {
     }
 
     /// A deferred reply (or a piece of a streamed one) for one of the streams.
-    pub(crate) fn message(&mut self, io: &mut Io<'_, Command>, msg: HttpMsg) -> Next {
+    pub(crate) fn message(&mut self, io: &mut Io<'_, Command>, msg: HttpMsg) -> Then {
         self.with_shared(io, |h, shared, io| {
             h.delivered(shared, io, msg);
             h.run(shared, io)
@@ -201,7 +201,7 @@ impl H2Strand {
         io: &mut Io<'_, Command>,
         streams: &[u32],
         cmd: Command,
-    ) -> Next {
+    ) -> Then {
         self.with_shared(io, |h, shared, io| {
             if h.state != State::Serving {
                 return h.run(shared, io);
@@ -219,11 +219,11 @@ impl H2Strand {
                 }
             }
             let wrote = match h.flush(io) {
-                Err(_) => return Next::Close,
+                Err(_) => return Then::Close,
                 Ok(wrote) => wrote,
             };
             if h.owes_too_much(shared) {
-                return Next::Close;
+                return Then::Close;
             }
             match all {
                 // Every live stream stepped: measured whole, and any of them may have moved
@@ -318,7 +318,7 @@ impl H2Strand {
     }
 
     /// The loop of one resume: write what is owed, take what was read, read more.
-    fn run(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Next {
+    fn run(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Then {
         let mut progressed = false;
         let mut ctx = Ctx {
             now: io.now(),
@@ -334,11 +334,11 @@ impl H2Strand {
                 io.remote().shutdown();
             }
             match self.flush(io) {
-                Err(_) => return Next::Close,
+                Err(_) => return Then::Close,
                 Ok(wrote) => progressed |= wrote,
             }
             if self.owes_too_much(shared) {
-                return Next::Close;
+                return Then::Close;
             }
             let owed = self.out.len() - self.written;
             match self.state {
@@ -402,7 +402,7 @@ impl H2Strand {
                 }
                 Read::Error(e) => {
                     crate::log::debug!(error = e; "an HTTP/2 connection's read failed");
-                    return Next::Close;
+                    return Then::Close;
                 }
             }
         }
@@ -551,17 +551,17 @@ impl H2Strand {
 
     /// The deadline passed: deferred replies past theirs are answered by the server, an idle
     /// connection goes away, one whose peer takes nothing closes. `Some` to end the resume.
-    fn timed_out(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Option<Next> {
+    fn timed_out(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Option<Then> {
         let now = io.now();
         if self.deadline.is_some_and(|d| now < d) {
             return None;
         }
         let took_nothing = self.write_due.is_some_and(|d| d <= now);
         if took_nothing && self.written < self.out.len() {
-            return Some(Next::Close); // the write timeout: the peer takes nothing
+            return Some(Then::Close); // the write timeout: the peer takes nothing
         }
         if self.state != State::Serving {
-            return Some(Next::Close);
+            return Some(Then::Close);
         }
         if self.settings_due.is_some_and(|d| d <= now) {
             self.conn.settings_timed_out(&mut self.out);
@@ -722,7 +722,7 @@ impl H2Strand {
         io: &Io<'_, Command>,
         progressed: bool,
         read: bool,
-    ) -> Next {
+    ) -> Then {
         let now = io.now();
         let owed = self.written < self.out.len();
         let limits = &shared.limits;
@@ -763,7 +763,7 @@ impl H2Strand {
             .flatten()
             .min();
         self.deadline = deadline;
-        Next::Park {
+        Then::Park {
             read: read && self.state == State::Serving && !owed_past_high(self),
             write: owed,
             deadline,
@@ -789,7 +789,7 @@ impl H2Strand {
         io: &Io<'_, Command>,
         progressed: bool,
         stepped: Option<Instant>,
-    ) -> Next {
+    ) -> Then {
         let owed = self.written < self.out.len();
         // (Replies held back by the windows are as they were: a live stream's message changes
         // none.)
@@ -800,7 +800,7 @@ impl H2Strand {
             .flatten()
             .min();
         self.deadline = deadline;
-        Next::Park {
+        Then::Park {
             read: self.state == State::Serving && !owed_past_high(self),
             write: owed,
             deadline,
@@ -810,12 +810,12 @@ impl H2Strand {
     /// GOAWAY is written: our side is shut, and what the peer still sends is read and dropped
     /// until it closes — briefly, within the server's linger time (`DRAIN_LINGER` while it
     /// stops).
-    fn linger(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Next {
+    fn linger(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Then {
         let end = match self.state {
             State::Lingering(end) => end,
             _ => {
                 if io.shutdown_write().is_err() {
-                    return Next::Close;
+                    return Then::Close;
                 }
                 let linger = match shared.shutting_down() {
                     true => shared.limits.linger.min(DRAIN_LINGER),
@@ -830,7 +830,7 @@ impl H2Strand {
         };
         match drop_unread(io) {
             true => linger_until(io, end),
-            false => Next::Close,
+            false => Then::Close,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! What woke a strand ([`Wake`]) and what it waits for next ([`Next`]).
+//! What woke a strand ([`Wake`]) and what it waits for next ([`Then`]).
 
 use std::fmt;
 use std::time::Instant;
@@ -32,18 +32,18 @@ pub enum Wake {
     Writable,
     /// Readable and writable.
     Both,
-    /// The deadline of the last [`Next::Park`] passed. The deadline is cleared; set a new one
+    /// The deadline of the last [`Then::Park`] passed. The deadline is cleared; set a new one
     /// if needed.
     Timeout,
 }
 
-/// What a strand hands back with [`Next::Release`]: a closure that receives the connection
+/// What a strand hands back with [`Then::Release`]: a closure that receives the connection
 /// as a blocking `std::net::TcpStream`, deregistered from the reactor. It runs on the worker
 /// thread, so it must not block: spawn a thread or pass the stream on through a channel.
 ///
 /// ```
 /// let handover: reactor::Handover = Box::new(|stream: std::net::TcpStream| drop(stream));
-/// let next = reactor::Next::Release(handover);
+/// let next = reactor::Then::Release(handover);
 /// # let _ = next;
 /// ```
 pub type Handover = Box<dyn FnOnce(std::net::TcpStream) + Send + 'static>;
@@ -51,16 +51,16 @@ pub type Handover = Box<dyn FnOnce(std::net::TcpStream) + Send + 'static>;
 /// What a strand waits for next, returned from every [`Strand`](crate::Strand) method.
 ///
 /// ```
-/// use reactor::Next;
+/// use reactor::Then;
 /// use std::time::{Duration, Instant};
-/// let idle = Next::read().until(Instant::now() + Duration::from_secs(75));
-/// let flushing = Next::write();
-/// let both = Next::Park { read: true, write: true, deadline: None };
-/// assert!(matches!(idle, Next::Park { read: true, write: false, deadline: Some(_) }));
+/// let idle = Then::read().until(Instant::now() + Duration::from_secs(75));
+/// let flushing = Then::write();
+/// let both = Then::Park { read: true, write: true, deadline: None };
+/// assert!(matches!(idle, Then::Park { read: true, write: false, deadline: Some(_) }));
 /// # let _ = (flushing, both);
 /// ```
 #[must_use]
-pub enum Next {
+pub enum Then {
     /// Park the strand until one of the wanted readinesses or the deadline. With neither
     /// `read` nor `write` nor a deadline the strand sleeps until a message
     /// ([`Strand::message`](crate::Strand::message)) or shutdown
@@ -84,14 +84,14 @@ pub enum Next {
     Release(Handover),
 }
 
-impl Next {
+impl Then {
     /// Park until readable.
     ///
     /// ```
-    /// let next = reactor::Next::read();
+    /// let next = reactor::Then::read();
     /// ```
-    pub fn read() -> Next {
-        Next::Park {
+    pub fn read() -> Then {
+        Then::Park {
             read: true,
             write: false,
             deadline: None,
@@ -101,10 +101,10 @@ impl Next {
     /// Park until writable (the strand holds output the socket did not take).
     ///
     /// ```
-    /// let next = reactor::Next::write();
+    /// let next = reactor::Then::write();
     /// ```
-    pub fn write() -> Next {
-        Next::Park {
+    pub fn write() -> Then {
+        Then::Park {
             read: false,
             write: true,
             deadline: None,
@@ -114,24 +114,24 @@ impl Next {
     /// Park until readable or writable.
     ///
     /// ```
-    /// let next = reactor::Next::read_write();
+    /// let next = reactor::Then::read_write();
     /// ```
-    pub fn read_write() -> Next {
-        Next::Park {
+    pub fn read_write() -> Then {
+        Then::Park {
             read: true,
             write: true,
             deadline: None,
         }
     }
 
-    /// Park waiting for no readiness: only a deadline (see [`Next::until`]), a message or
+    /// Park waiting for no readiness: only a deadline (see [`Then::until`]), a message or
     /// shutdown resumes the strand.
     ///
     /// ```
-    /// let next = reactor::Next::sleep();
+    /// let next = reactor::Then::sleep();
     /// ```
-    pub fn sleep() -> Next {
-        Next::Park {
+    pub fn sleep() -> Then {
+        Then::Park {
             read: false,
             write: false,
             deadline: None,
@@ -142,11 +142,11 @@ impl Next {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// let next = reactor::Next::read().until(Instant::now() + Duration::from_secs(10));
+    /// let next = reactor::Then::read().until(Instant::now() + Duration::from_secs(10));
     /// ```
-    pub fn until(self, deadline: Instant) -> Next {
+    pub fn until(self, deadline: Instant) -> Then {
         match self {
-            Next::Park { read, write, .. } => Next::Park {
+            Then::Park { read, write, .. } => Then::Park {
                 read,
                 write,
                 deadline: Some(deadline),
@@ -155,25 +155,25 @@ impl Next {
         }
     }
 
-    /// Hand the connection over as a blocking `std::net::TcpStream` (see [`Next::Release`]).
+    /// Hand the connection over as a blocking `std::net::TcpStream` (see [`Then::Release`]).
     ///
     /// ```
     /// use std::io::Write;
-    /// let next = reactor::Next::release(|mut stream: std::net::TcpStream| {
+    /// let next = reactor::Then::release(|mut stream: std::net::TcpStream| {
     ///     std::thread::spawn(move || {
     ///         let _ = stream.write_all(b"taken\n");
     ///     });
     /// });
     /// ```
-    pub fn release(f: impl FnOnce(std::net::TcpStream) + Send + 'static) -> Next {
-        Next::Release(Box::new(f))
+    pub fn release(f: impl FnOnce(std::net::TcpStream) + Send + 'static) -> Then {
+        Then::Release(Box::new(f))
     }
 }
 
-impl fmt::Debug for Next {
+impl fmt::Debug for Then {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Next::Park {
+            Then::Park {
                 read,
                 write,
                 deadline,
@@ -183,8 +183,8 @@ impl fmt::Debug for Next {
                 .field("write", write)
                 .field("deadline", deadline)
                 .finish(),
-            Next::Close => f.write_str("Close"),
-            Next::Release(_) => f.write_str("Release(..)"),
+            Then::Close => f.write_str("Close"),
+            Then::Release(_) => f.write_str("Release(..)"),
         }
     }
 }
