@@ -7,6 +7,7 @@
 //! cargo run --release --features redis --example chat -- --port 9001 --redis redis://127.0.0.1:6379/
 //! # HTTPS and WSS only:
 //! cargo run --release --features tls --example chat -- --tls-cert cert.pem --tls-key key.pem
+//! cargo run --release --features tls --example chat -- --tls-cert cert.pem --tls-key key.pem --tls-port 8443
 //! ```
 //!
 //! - `GET /`: the chat page (pick a room and a name) with a live chart of the server's own
@@ -277,6 +278,7 @@ fn serve() -> std::io::Result<()> {
             "--trusted-proxies",
             "--tls-cert",
             "--tls-key",
+            "--tls-port",
             "--log",
         ],
         &[],
@@ -292,7 +294,8 @@ fn serve() -> std::io::Result<()> {
          --trusted-proxies NETWORKS (comma-separated, e.g. 10.0.0.0/8,127.0.0.1) where\n\
          they connect from; anyone else's X-Forwarded-For is ignored.\n\
          --tls-cert FILE --tls-key FILE (PEM) serve HTTPS (and WSS) only (needs a build\n\
-         with --features tls).\n\
+         with --features tls); with --tls-port P, HTTPS on P and plain HTTP on --port, one\n\
+         server: the same rooms, ids, limits and /metrics on both.\n\
          --log LEVEL (error, warn, info, debug): the library's events and an access log\n\
          on standard error.",
     )?;
@@ -362,11 +365,11 @@ fn serve() -> std::io::Result<()> {
         .enable_all()
         .build()?;
     let app = routes(&chat, control, baseline, runtime.handle()).handler();
-    eprintln!(
-        "chat: {}://{}/",
-        options.scheme("http"),
-        server.local_addr()?
-    );
+    let addrs = server.local_addrs()?;
+    eprintln!("chat: {}://{}/", options.scheme("http"), addrs[0]);
+    if let Some(tls) = addrs.get(1) {
+        eprintln!("chat: https://{tls}/");
+    }
     server.run(wrap(vec![limiter.layer()], app))?;
     // Nothing is in flight once the server has stopped: the runtime's thread ends at once.
     runtime.shutdown_background();

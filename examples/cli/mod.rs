@@ -154,15 +154,24 @@ impl Options {
         self.tls(server)
     }
 
-    /// The server over TLS alone when `--tls-cert FILE --tls-key FILE` (PEM) are given.
+    /// The server over TLS when `--tls-cert FILE --tls-key FILE` (PEM) are given: on
+    /// `--tls-port P` beside the plain `--port` (one server on both), else on `--port` alone.
     fn tls(&self, server: web::http::Server) -> Result<web::http::Server> {
         let cert = self.get::<String>("--tls-cert")?;
         let key = self.get::<String>("--tls-key")?;
+        let tls_port = self.get::<u16>("--tls-port")?;
         match (cert, key) {
+            (None, None) if tls_port.is_some() => {
+                Err(usage("--tls-port needs --tls-cert and --tls-key"))
+            }
             (None, None) => Ok(server),
             #[cfg(feature = "tls")]
             (Some(cert), Some(key)) => {
-                Ok(server.tls(web::tls::ServerTls::from_pem_files(cert, key)?))
+                let tls = web::tls::ServerTls::from_pem_files(cert, key)?;
+                match tls_port {
+                    Some(port) => Ok(server.also_bind_tls(("127.0.0.1", port), tls)?),
+                    None => Ok(server.tls(tls)),
+                }
             }
             #[cfg(not(feature = "tls"))]
             (Some(_), Some(_)) => Err(usage(
@@ -172,10 +181,11 @@ impl Options {
         }
     }
 
-    /// `https` when the server speaks TLS, else `http` (for the line saying where it listens).
+    /// `https` when the server's first port speaks TLS, else `http` (for the line saying
+    /// where it listens).
     #[allow(dead_code)] // the examples that serve use it
     pub fn scheme(&self, plain: &'static str) -> &'static str {
-        let tls = self.given.iter().any(|(name, _)| name == "--tls-cert");
+        let tls = self.flag("--tls-cert") && !self.flag("--tls-port");
         match (tls, plain) {
             (true, "ws") => "wss",
             (true, _) => "https",

@@ -11,10 +11,22 @@ use mio::Token;
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("web-reactor packs a slab key and a generation into a 64-bit mio Token");
 
-/// Token of a worker's listening socket.
-pub(crate) const LISTENER: Token = Token(usize::MAX);
 /// Token of a worker's cross-thread waker.
-pub(crate) const WAKER: Token = Token(usize::MAX - 1);
+pub(crate) const WAKER: Token = Token(usize::MAX);
+/// Listening sockets a worker may poll: one per address the server listens on.
+pub const MAX_LISTENERS: usize = 64;
+
+/// Token of a worker's listening socket `i` (below [`MAX_LISTENERS`]): the tokens under the
+/// waker's, far above any connection's (a connection's slab key is its token's low half).
+pub(crate) fn listener_token(i: usize) -> Token {
+    Token(usize::MAX - 1 - i)
+}
+
+/// Which listening socket `token` is, if it is one.
+pub(crate) fn listener_of(token: Token) -> Option<usize> {
+    let i = (usize::MAX - 1).checked_sub(token.0)?;
+    (i < MAX_LISTENERS).then_some(i)
+}
 
 /// Identifies one connection of one server — or one stream a protocol carries on it: its
 /// worker, its slab key, the generation that tells it apart from earlier and later connections
@@ -136,7 +148,7 @@ mod tests {
         for (key, generation) in [(0, 0), (1, u32::MAX), (u32::MAX - 17, 7), (42, 1 << 31)] {
             let id = ConnId::new(3, key, generation);
             assert_eq!(split_token(id.token()), (key, generation));
-            assert_ne!(id.token(), LISTENER);
+            assert_eq!(listener_of(id.token()), None);
             assert_ne!(id.token(), WAKER);
         }
     }

@@ -80,7 +80,7 @@ pub use config::{
     DEFAULT_EVENTS_CAPACITY, DEFAULT_MAX_CONNECTIONS, DEFAULT_SCRATCH_SIZE,
     MAX_CONNECTIONS_PER_WORKER,
 };
-pub use conn_id::ConnId;
+pub use conn_id::{ConnId, MAX_LISTENERS};
 pub use io::{Io, Output, Read, Received, Socket, SocketLayer};
 pub use listen::{LISTEN_BACKLOG, bind_exclusive, bind_reuseport};
 pub use remote::{AHEAD_EVERY, INBOX_LIMIT, Remote};

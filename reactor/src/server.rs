@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use mio::{Interest, Poll};
 
-use crate::conn_id::{LISTENER, WAKER};
+use crate::conn_id::{MAX_LISTENERS, WAKER, listener_token};
 use crate::listen;
 use crate::remote::{Counters, Shared, WorkerShared};
 use crate::worker::Worker;
@@ -62,10 +62,11 @@ pub type MsgOf<S> = <<S as Service>::Strand as Strand>::Msg;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct Reactor<S: Service> {
-    parts: Vec<(Poll, mio::net::TcpListener, S)>,
+    parts: Vec<(Poll, Vec<mio::net::TcpListener>, S)>,
     remote: Remote<MsgOf<S>>,
     config: Config,
-    local_addr: SocketAddr,
+    /// The addresses listened on, in the listeners' order (the first is `local_addr`).
+    local_addrs: Vec<SocketAddr>,
 }
 
 impl<S: Service> Reactor<S> {
@@ -98,9 +99,12 @@ impl<S: Service> Reactor<S> {
         config: Config,
         make_service: impl FnMut(usize) -> S,
     ) -> io::Result<Reactor<S>> {
-        let local_addr = listener.local_addr()?;
         let listeners = listen::duplicated(listener, config.workers)?;
-        Reactor::with_listeners(listeners, local_addr, config, make_service)
+        Reactor::from_listener_sets(
+            listeners.into_iter().map(|l| vec![l]).collect(),
+            config,
+            make_service,
+        )
     }
 
     /// Binds `addr` (port 0 picks a free port) with one `SO_REUSEPORT` socket per worker, so the
@@ -149,11 +153,11 @@ impl<S: Service> Reactor<S> {
         make_service: impl FnMut(usize) -> S,
     ) -> io::Result<Reactor<S>> {
         let listeners = listen::reuseport(addr, config.workers)?;
-        let local_addr = match listeners.first() {
-            Some(l) => l.local_addr()?,
-            None => addr,
-        };
-        Reactor::with_listeners(listeners, local_addr, config, make_service)
+        Reactor::from_listener_sets(
+            listeners.into_iter().map(|l| vec![l]).collect(),
+            config,
+            make_service,
+        )
     }
 
     /// Prepares one worker per listener in `listeners` (for example sockets made with
@@ -185,31 +189,73 @@ impl<S: Service> Reactor<S> {
         config: Config,
         make_service: impl FnMut(usize) -> S,
     ) -> io::Result<Reactor<S>> {
-        let Some(first) = listeners.first() else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "no listener given",
-            ));
-        };
-        let local_addr = first.local_addr()?;
-        let config = config.workers(listeners.len());
-        Reactor::with_listeners(listeners, local_addr, config, make_service)
+        Reactor::from_listener_sets(
+            listeners.into_iter().map(|l| vec![l]).collect(),
+            config,
+            make_service,
+        )
     }
 
-    fn with_listeners(
-        listeners: Vec<TcpListener>,
-        local_addr: SocketAddr,
+    /// Prepares one worker per set in `sets`, each polling every listener of its set: a
+    /// server on several addresses (a plain port and a TLS one), every worker taking
+    /// connections from all of them. Each set holds its worker's socket for each address, in
+    /// the same order in every set; a connection's strand is made knowing that place
+    /// ([`Service::open_on`]). `config.workers` is ignored. At most
+    /// [`MAX_LISTENERS`](crate::MAX_LISTENERS) addresses; the sets must agree on their number.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let plain = bind_reuseport("127.0.0.1:0".parse().unwrap())?;
+    /// let other = bind_reuseport("127.0.0.1:0".parse().unwrap())?;
+    /// let reactor = Reactor::from_listener_sets(vec![vec![plain, other]], Config::default(), |_| Svc)?;
+    /// assert_eq!(reactor.local_addrs().len(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_listener_sets(
+        sets: Vec<Vec<TcpListener>>,
         config: Config,
         mut make_service: impl FnMut(usize) -> S,
     ) -> io::Result<Reactor<S>> {
-        let mut parts = Vec::with_capacity(listeners.len());
-        let mut shared = Vec::with_capacity(listeners.len());
-        for (i, listener) in listeners.into_iter().enumerate() {
-            listener.set_nonblocking(true)?;
+        let refuse = |why: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, why.to_owned()));
+        let Some(first) = sets.first() else {
+            return refuse("no listener given");
+        };
+        if first.is_empty() || first.len() > MAX_LISTENERS {
+            return refuse("a worker listens on 1 to MAX_LISTENERS addresses");
+        }
+        if sets.iter().any(|set| set.len() != first.len()) {
+            return refuse("every worker listens on the same addresses");
+        }
+        let local_addrs = first
+            .iter()
+            .map(TcpListener::local_addr)
+            .collect::<io::Result<Vec<_>>>()?;
+        let config = config.workers(sets.len());
+        let mut parts = Vec::with_capacity(sets.len());
+        let mut shared = Vec::with_capacity(sets.len());
+        for (i, set) in sets.into_iter().enumerate() {
             let poll = Poll::new()?;
-            let mut listener = mio::net::TcpListener::from_std(listener);
-            poll.registry()
-                .register(&mut listener, LISTENER, Interest::READABLE)?;
+            let mut listeners = Vec::with_capacity(set.len());
+            for (at, listener) in set.into_iter().enumerate() {
+                listener.set_nonblocking(true)?;
+                let mut listener = mio::net::TcpListener::from_std(listener);
+                poll.registry()
+                    .register(&mut listener, listener_token(at), Interest::READABLE)?;
+                listeners.push(listener);
+            }
             let waker = mio::Waker::new(poll.registry(), WAKER)?;
             shared.push(WorkerShared {
                 inbox: Mutex::new(Vec::new()),
@@ -218,7 +264,7 @@ impl<S: Service> Reactor<S> {
                 running: AtomicBool::new(true),
                 ahead: AtomicBool::new(false),
             });
-            parts.push((poll, listener, make_service(i)));
+            parts.push((poll, listeners, make_service(i)));
         }
         let remote = Remote {
             shared: Arc::new(Shared {
@@ -230,7 +276,7 @@ impl<S: Service> Reactor<S> {
             parts,
             remote,
             config,
-            local_addr,
+            local_addrs,
         })
     }
 
@@ -256,7 +302,32 @@ impl<S: Service> Reactor<S> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.local_addrs[0]
+    }
+
+    /// Every address the server listens on, in the listeners' order.
+    ///
+    /// ```
+    /// # use reactor::*;
+    /// # struct S;
+    /// # impl Strand for S {
+    /// #     type Msg = ();
+    /// #     fn resume(&mut self, _: &mut Io<'_, ()>, _: Wake) -> Then { Then::Close }
+    /// #     fn drain(&mut self, _: &mut Io<'_, ()>) -> Then { Then::Close }
+    /// #     fn message(&mut self, _: &mut Io<'_, ()>, _: ()) -> Then { Then::Close }
+    /// #     fn held_bytes(&self) -> usize { 0 }
+    /// # }
+    /// # struct Svc;
+    /// # impl Service for Svc {
+    /// #     type Strand = S;
+    /// #     fn open(&mut self, _: &mio::net::TcpStream, _: std::net::SocketAddr, _: ConnId) -> S { S }
+    /// # }
+    /// let reactor = Reactor::bind("127.0.0.1:0".parse().unwrap(), Config::default().workers(1), |_| Svc)?;
+    /// assert_eq!(reactor.local_addrs(), [reactor.local_addr()]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
     }
 
     /// The server's [`Remote`], usable before it runs (say, to shut down a [`Reactor::run`]
@@ -312,13 +383,13 @@ impl<S: Service> Reactor<S> {
         let mut handle = Handle {
             remote: self.remote.clone(),
             threads: Vec::with_capacity(self.parts.len()),
-            local_addr: self.local_addr,
+            local_addrs: self.local_addrs,
         };
-        for (i, (poll, listener, service)) in self.parts.into_iter().enumerate() {
+        for (i, (poll, listeners, service)) in self.parts.into_iter().enumerate() {
             let worker = Worker::new(
                 i,
                 poll,
-                listener,
+                listeners,
                 service,
                 self.remote.clone(),
                 self.config.clone(),
@@ -371,7 +442,7 @@ impl<S: Service> Reactor<S> {
 pub struct Handle<M: Send + 'static> {
     remote: Remote<M>,
     threads: Vec<JoinHandle<()>>,
-    local_addr: SocketAddr,
+    local_addrs: Vec<SocketAddr>,
 }
 
 impl<M: Send + 'static> Handle<M> {
@@ -398,7 +469,18 @@ impl<M: Send + 'static> Handle<M> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.local_addrs[0]
+    }
+
+    /// Every address the server listens on, in the listeners' order.
+    ///
+    /// ```
+    /// fn demo(handle: &reactor::Handle<()>) {
+    ///     assert_eq!(handle.local_addrs()[0], handle.local_addr());
+    /// }
+    /// ```
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
     }
 
     /// A [`Remote`] of this server.
@@ -531,7 +613,7 @@ impl<M: Send + 'static> Drop for Handle<M> {
 impl<M: Send + 'static> std::fmt::Debug for Handle<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Handle")
-            .field("local_addr", &self.local_addr)
+            .field("local_addrs", &self.local_addrs)
             .field("workers", &self.threads.len())
             .finish()
     }

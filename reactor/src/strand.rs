@@ -161,6 +161,21 @@ pub trait Service: Send + 'static {
     /// [`Wake::Start`].
     fn open(&mut self, stream: &TcpStream, peer: SocketAddr, id: ConnId) -> Self::Strand;
 
+    /// Makes the strand of a connection accepted by listener `listener` — its place among the
+    /// addresses the reactor listens on ([`Reactor::from_listener_sets`](crate::Reactor::from_listener_sets));
+    /// 0 when there is one. A service whose listeners differ (one plain, one under TLS) tells
+    /// them apart here; by default every listener's connections are [`open`](Self::open)ed alike.
+    fn open_on(
+        &mut self,
+        listener: usize,
+        stream: &TcpStream,
+        peer: SocketAddr,
+        id: ConnId,
+    ) -> Self::Strand {
+        let _ = listener;
+        self.open(stream, peer, id)
+    }
+
     /// A message sent to this worker as a whole ([`Remote::send_worker`](crate::Remote::send_worker)):
     /// push the ids of the connections of this worker it is for; the worker then hands each a
     /// clone through [`Strand::message`] (ids of closed connections are skipped). Runs on the

@@ -10,7 +10,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
-use crate::conn_id::{LISTENER, WAKER, split_token};
+use crate::conn_id::{WAKER, listener_of, split_token};
 use crate::flags::Flags;
 use crate::remote::{AHEAD_EVERY, To, WorkerShared};
 use crate::trim::{self, Trim};
@@ -87,7 +87,9 @@ impl<T> Links for Slab<Entry<T>> {
 pub(crate) struct Worker<S: Service> {
     index: u32,
     poll: Poll,
-    listener: Option<TcpListener>,
+    /// One listening socket per address the server listens on (none once draining); a
+    /// connection's strand is made knowing which accepted it.
+    listeners: Vec<TcpListener>,
     service: S,
     slab: Slab<Entry<S::Strand>>,
     wheel: Wheel,
@@ -131,11 +133,21 @@ pub(crate) struct Worker<S: Service> {
     panics: u64,
 }
 
+/// How one listener's batch of accepts ended.
+enum Batch {
+    /// The listener has no connection waiting.
+    Drained,
+    /// The batch is done with more perhaps waiting: accept again next turn.
+    Full,
+    /// Accepting stops this turn (the connection limit, out of descriptors, no listener).
+    Stop,
+}
+
 impl<S: Service> Worker<S> {
     pub(crate) fn new(
         index: usize,
         poll: Poll,
-        listener: TcpListener,
+        listeners: Vec<TcpListener>,
         service: S,
         remote: Remote<Msg<S>>,
         config: Config,
@@ -146,7 +158,7 @@ impl<S: Service> Worker<S> {
         Worker {
             index: index as u32,
             poll,
-            listener: Some(listener),
+            listeners,
             service,
             slab: Slab::new(),
             wheel: Wheel::new(clock.tick(now)),
@@ -201,8 +213,8 @@ impl<S: Service> Worker<S> {
             let mut woken = false;
             for event in events.iter() {
                 match event.token() {
-                    LISTENER => listener_ready = true,
                     WAKER => woken = true,
+                    token if listener_of(token).is_some() => listener_ready = true,
                     token => self.ready(token, event),
                 }
             }
@@ -473,18 +485,33 @@ impl<S: Service> Worker<S> {
             }
             self.accept_paused_until = None;
         }
+        // Each listener up to a batch: one address flooded does not keep the others waiting.
+        // A listener that had no edge answers WouldBlock at once.
+        let mut more = false;
+        for listener in 0..self.listeners.len() {
+            match self.accept_batch(listener) {
+                Batch::Drained => {}
+                Batch::Full => more = true,
+                Batch::Stop => return,
+            }
+        }
+        self.accept_more = more;
+    }
+
+    /// Accepts from listener `i` until it has nothing more or the batch is done.
+    fn accept_batch(&mut self, i: usize) -> Batch {
         for _ in 0..self.config.accept_batch {
             if self.slab.len() >= self.limit {
                 // New connections wait in the backlog until one of ours closes.
                 self.at_limit = true;
-                return;
+                return Batch::Stop;
             }
-            let Some(listener) = self.listener.as_ref() else {
-                return;
+            let Some(listener) = self.listeners.get(i) else {
+                return Batch::Stop;
             };
             match listener.accept() {
-                Ok((stream, peer)) => self.open(stream, peer),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Ok((stream, peer)) => self.open(i, stream, peer),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Batch::Drained,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     self.accept_errors += 1;
@@ -492,15 +519,15 @@ impl<S: Service> Worker<S> {
                         // EMFILE, ENFILE, ENOBUFS, ENOMEM or unknown: pause, retry on a timer.
                         self.out_of_descriptors += 1;
                         self.accept_paused_until = Some(self.now + self.config.accept_retry);
-                        return;
+                        return Batch::Stop;
                     }
                 }
             }
         }
-        self.accept_more = true;
+        Batch::Full
     }
 
-    fn open(&mut self, stream: TcpStream, peer: SocketAddr) {
+    fn open(&mut self, listener: usize, stream: TcpStream, peer: SocketAddr) {
         let mut stream = stream;
         if self.config.nodelay {
             let _ = stream.set_nodelay(true);
@@ -519,7 +546,10 @@ impl<S: Service> Worker<S> {
             return; // dropping the stream closes it
         }
         let service = &mut self.service;
-        let strand = match catch_unwind(AssertUnwindSafe(|| service.open(&stream, peer, id))) {
+        let opened = catch_unwind(AssertUnwindSafe(|| {
+            service.open_on(listener, &stream, peer, id)
+        }));
+        let strand = match opened {
             Ok(strand) => strand,
             Err(_) => {
                 self.panics += 1;
@@ -704,7 +734,7 @@ impl<S: Service> Worker<S> {
         self.drain_until = Some(self.now + self.config.drain_deadline);
         self.accept_more = false;
         self.accept_paused_until = None;
-        if let Some(mut listener) = self.listener.take() {
+        for mut listener in std::mem::take(&mut self.listeners) {
             let _ = self.poll.registry().deregister(&mut listener);
         }
         // Shutdown is the one place that visits every connection.

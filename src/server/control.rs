@@ -54,9 +54,9 @@ struct ControlShared {
     /// The figures of the server's fleet, if it has one.
     #[cfg(feature = "redis")]
     fleet: OnceLock<Arc<crate::fleet::Counters>>,
-    /// The TLS configurations and figures, if the server speaks TLS.
+    /// Each TLS listener's address and configurations (their figures are one count).
     #[cfg(feature = "tls")]
-    tls: OnceLock<Arc<crate::tls::TlsShared>>,
+    tls: std::sync::Mutex<Vec<(std::net::SocketAddr, Arc<crate::tls::TlsShared>)>>,
 }
 
 impl std::fmt::Debug for Control {
@@ -82,16 +82,29 @@ impl Control {
         let _ = self.shared.fleet.set(counters);
     }
 
-    /// Lets the control reload the server's certificates and read its TLS figures.
+    /// Lets the control reload the certificates of the TLS listener on `addr` and read the
+    /// TLS figures.
     #[cfg(feature = "tls")]
-    pub(crate) fn attach_tls(&self, tls: Arc<crate::tls::TlsShared>) {
-        let _ = self.shared.tls.set(tls);
+    pub(crate) fn attach_tls(&self, addr: std::net::SocketAddr, tls: Arc<crate::tls::TlsShared>) {
+        self.tls_listeners().push((addr, tls));
     }
 
-    /// Replaces the server's certificates (or whole TLS configuration) while it runs:
-    /// connections accepted from now on present the new ones; open connections are not
-    /// touched. Sessions resume across a reload (the ticket keys and session cache stay).
-    /// An error if the server does not speak TLS or has not started.
+    #[cfg(feature = "tls")]
+    fn tls_listeners(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Vec<(std::net::SocketAddr, Arc<crate::tls::TlsShared>)>> {
+        self.shared
+            .tls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Replaces the server's certificates (or whole TLS configuration) while it runs, on
+    /// every TLS listener (see [`reload_tls_on`](Control::reload_tls_on) for one of several
+    /// with certificates of their own): connections accepted from now on present the new
+    /// ones; open connections are not touched. Sessions resume across a reload (the ticket
+    /// keys and session cache stay). An error if the server does not speak TLS or has not
+    /// started.
     ///
     /// ```no_run
     /// use web::tls::ServerTls;
@@ -110,11 +123,43 @@ impl Control {
     /// ```
     #[cfg(feature = "tls")]
     pub fn reload_tls(&self, tls: &crate::tls::ServerTls) -> std::io::Result<()> {
-        match self.shared.tls.get() {
-            Some(shared) => shared.configs.replace(tls),
-            None => Err(std::io::Error::new(
+        let listeners = self.tls_listeners();
+        if listeners.is_empty() {
+            return Err(std::io::Error::new(
                 std::io::ErrorKind::NotConnected,
                 "this server does not speak TLS, or has not started",
+            ));
+        }
+        listeners
+            .iter()
+            .try_for_each(|(_, shared)| shared.configs.replace(tls))
+    }
+
+    /// Replaces the certificates of the TLS listener on `addr` alone (as
+    /// [`reload_tls`](Control::reload_tls) does for all). An error if no TLS listener of the
+    /// running server has that address.
+    ///
+    /// ```no_run
+    /// use web::tls::ServerTls;
+    /// let server = web::http::Server::bind("0.0.0.0:8080")?
+    ///     .also_bind_tls("0.0.0.0:8443", ServerTls::from_pem_files("cert.pem", "key.pem")?)?;
+    /// let (control, addrs) = (server.control(), server.local_addrs()?);
+    /// let handle = server.spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// control.reload_tls_on(addrs[1], &ServerTls::from_pem_files("cert.pem", "key.pem")?)?;
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn reload_tls_on(
+        &self,
+        addr: std::net::SocketAddr,
+        tls: &crate::tls::ServerTls,
+    ) -> std::io::Result<()> {
+        match self.tls_listeners().iter().find(|(at, _)| *at == addr) {
+            Some((_, shared)) => shared.configs.replace(tls),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("no TLS listener of this running server is on {addr}"),
             )),
         }
     }
@@ -206,7 +251,8 @@ impl Control {
             stats.fleet_local_reads = fleet.local_reads;
         }
         #[cfg(feature = "tls")]
-        if let Some(tls) = self.shared.tls.get() {
+        if let Some((_, tls)) = self.tls_listeners().first() {
+            // One count for all the TLS listeners.
             (stats.tls_handshakes, stats.tls_failures, stats.tls_timeouts) = tls.counters.read();
         }
         stats

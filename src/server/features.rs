@@ -52,20 +52,29 @@ pub(crate) type FleetThreads = Option<crate::fleet::Running>;
 pub(crate) type FleetThreads = ();
 
 #[cfg(feature = "tls")]
-pub(super) type TlsShared = Arc<crate::tls::TlsShared>;
+pub(super) type TlsListeners = Arc<[Option<Arc<crate::tls::TlsShared>>]>;
 #[cfg(not(feature = "tls"))]
-pub(super) type TlsShared = std::convert::Infallible;
+pub(super) type TlsListeners = std::convert::Infallible;
 
-/// What every TLS connection shares, when the server speaks TLS (attached to its control,
-/// for reloads and figures).
+/// A further listener's certificates (`--features tls`; without it every listener is plain).
 #[cfg(feature = "tls")]
-pub(super) fn tls_service(
+pub(super) type ListenerTls = crate::tls::ServerTls;
+#[cfg(not(feature = "tls"))]
+pub(super) type ListenerTls = std::convert::Infallible;
+
+/// Each listener's TLS, in the listeners' order (`None`: plain), when any listener speaks
+/// TLS (taken from the builder); attached to the control, for reloads and figures.
+#[cfg(feature = "tls")]
+pub(super) fn tls_listeners(
     server: &mut Server,
+    addrs: &[std::net::SocketAddr],
     budget: Arc<OutputBudget>,
-) -> io::Result<Option<TlsShared>> {
-    let Some(tls) = server.extras.tls.take() else {
+) -> io::Result<Option<TlsListeners>> {
+    let first = server.extras.tls.take();
+    let also: Vec<_> = server.also.iter_mut().map(|(_, tls)| tls.take()).collect();
+    if first.is_none() && also.iter().all(Option::is_none) {
         return Ok(None);
-    };
+    }
     if server.taken.is_some() {
         // The hook takes the socket, which carries records, not requests.
         return Err(io::Error::new(
@@ -73,22 +82,32 @@ pub(super) fn tls_service(
             "a TLS server cannot hand its connections to a `taking` hook",
         ));
     }
-    let shared = Arc::new(crate::tls::TlsShared {
-        configs: crate::tls::Configs::new(&tls, server.http2)?,
-        counters: Arc::default(),
-        handshake_timeout: server.extras.tls_config.handshake_timeout,
-        linger: server.limits.linger,
-        budget,
-        records_per_key: server.extras.tls_config.records_per_key,
-    });
-    server.control.attach_tls(Arc::clone(&shared));
-    Ok(Some(shared))
+    let counters: Arc<crate::tls::TlsCounters> = Arc::default();
+    let mut listeners = Vec::with_capacity(addrs.len());
+    for (tls, &addr) in std::iter::once(first).chain(also).zip(addrs) {
+        let Some(tls) = tls else {
+            listeners.push(None);
+            continue;
+        };
+        let shared = Arc::new(crate::tls::TlsShared {
+            configs: crate::tls::Configs::new(&tls, server.http2)?,
+            counters: Arc::clone(&counters),
+            handshake_timeout: server.extras.tls_config.handshake_timeout,
+            linger: server.limits.linger,
+            budget: Arc::clone(&budget),
+            records_per_key: server.extras.tls_config.records_per_key,
+        });
+        server.control.attach_tls(addr, Arc::clone(&shared));
+        listeners.push(Some(shared));
+    }
+    Ok(Some(listeners.into()))
 }
 
 #[cfg(not(feature = "tls"))]
-pub(super) fn tls_service(
+pub(super) fn tls_listeners(
     _server: &mut Server,
+    _addrs: &[std::net::SocketAddr],
     _budget: Arc<OutputBudget>,
-) -> io::Result<Option<TlsShared>> {
+) -> io::Result<Option<TlsListeners>> {
     Ok(None)
 }

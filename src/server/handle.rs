@@ -44,6 +44,19 @@ impl ServerHandle {
         self.handle.local_addr()
     }
 
+    /// Every address the server listens on, in order (see [`Server::also_bind`]).
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.also_bind("127.0.0.1:0")?;
+    /// let handle = server.workers(1).spawn(|_req| web::http::text_response(200, "hi"))?;
+    /// assert_eq!(handle.local_addrs().len(), 2);
+    /// # handle.shutdown()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        self.handle.local_addrs()
+    }
+
     /// The server's figures now (published by each worker once per loop turn).
     ///
     /// ```

@@ -29,4 +29,4 @@ pub(crate) use client::TlsStream;
 pub use config::{HANDSHAKE_TIMEOUT, TlsConfig};
 pub(crate) use server_config::Configs;
 pub use server_config::ServerTls;
-pub(crate) use strand::{TlsService, TlsShared};
+pub(crate) use strand::{TlsCounters, TlsService, TlsShared};

@@ -120,12 +120,14 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(shared: &Arc<TlsShared>) -> Option<Session> {
+    /// A connection's TLS about to start; one rustls refuses to start (its configuration) is
+    /// failed already, and its connection closed at the first resume (counted).
+    pub(crate) fn new(shared: &Arc<TlsShared>) -> Session {
         let config = shared.configs.current();
         let take_over = config.enable_secret_extraction;
-        let conn = UnbufferedServerConnection::new(config).ok()?;
-        Some(Session {
-            engine: Engine::Rustls(Box::new(conn)),
+        let started = UnbufferedServerConnection::new(config);
+        let mut session = Session {
+            engine: Engine::Gone,
             take_over,
             kept: Vec::new(),
             unsent: Vec::new(),
@@ -135,7 +137,12 @@ impl Session {
             phase: Phase::Handshaking(None),
             h2: false,
             shared: Arc::clone(shared),
-        })
+        };
+        match started {
+            Ok(conn) => session.engine = Engine::Rustls(Box::new(conn)),
+            Err(e) => drop(session.failed(e)),
+        }
+        session
     }
 
     /// The first resume: the handshake's clock starts.

@@ -56,10 +56,12 @@ impl TlsCounters {
     }
 }
 
-/// Makes TLS connections: the protocol's service makes the strand, this one puts it over TLS.
+/// Makes the connections of a server with TLS listeners: the protocol's service makes the
+/// strand, this one puts it over TLS when its listener is a TLS one.
 pub(crate) struct TlsService<S> {
     pub(crate) inner: S,
-    pub(crate) shared: Arc<TlsShared>,
+    /// Each listener's TLS, in the listeners' order; `None`: a plain listener.
+    pub(crate) listeners: Arc<[Option<Arc<TlsShared>>]>,
 }
 
 impl<S: Service> Service for TlsService<S> {
@@ -71,9 +73,20 @@ impl<S: Service> Service for TlsService<S> {
         peer: std::net::SocketAddr,
         id: ConnId,
     ) -> Self::Strand {
+        self.open_on(0, stream, peer, id)
+    }
+
+    fn open_on(
+        &mut self,
+        listener: usize,
+        stream: &mio::net::TcpStream,
+        peer: std::net::SocketAddr,
+        id: ConnId,
+    ) -> Self::Strand {
+        let tls = self.listeners.get(listener).and_then(Option::as_ref);
         TlsConn {
-            inner: self.inner.open(stream, peer, id),
-            session: Session::new(&self.shared).map(Box::new),
+            inner: self.inner.open_on(listener, stream, peer, id),
+            session: tls.map(|shared| Box::new(Session::new(shared))),
         }
     }
 
@@ -87,11 +100,12 @@ impl<S: Service> Service for TlsService<S> {
     }
 }
 
-/// A connection's strand under TLS. The session is boxed: a TLS connection costs its slab
-/// entry (one pointer more than a plain one) and this one allocation, with the rustls state.
+/// A connection's strand under TLS, or of a plain listener beside TLS ones. The session is
+/// boxed: a TLS connection costs its slab entry (one pointer more than a plain one) and this
+/// one allocation, with the rustls state.
 pub(crate) struct TlsConn<S> {
     inner: S,
-    /// `None`: rustls refused to start (its configuration); the connection is closed at once.
+    /// `None`: the connection came to a plain listener, and its strand runs on the socket.
     session: Option<Box<Session>>,
 }
 
@@ -103,7 +117,7 @@ impl<S: Strand> TlsConn<S> {
         step: impl FnOnce(&mut S, &mut Io<'_, S::Msg>) -> Then,
     ) -> Then {
         let Some(session) = self.session.as_deref_mut() else {
-            return Then::Close;
+            return step(&mut self.inner, io);
         };
         if let Some(deadline) = session.closing() {
             return finish(session, io, deadline);
@@ -133,7 +147,7 @@ impl<S: Strand> Strand for TlsConn<S> {
     }
 
     fn drain(&mut self, io: &mut Io<'_, S::Msg>) -> Then {
-        if self.session.as_deref().is_none_or(Session::handshaking) {
+        if self.session.as_deref().is_some_and(Session::handshaking) {
             // Shutting down: no request has come over this connection yet.
             return Then::Close;
         }

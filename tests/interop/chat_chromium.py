@@ -4,9 +4,10 @@
     python3 tests/interop/chat_chromium.py target/release/examples/chat
     python3 tests/interop/chat_chromium.py --tls target/release/examples/chat
 
-With --tls the chat serves HTTPS and WSS only (a test CA and a leaf for localhost made with the
-openssl command line; Chromium trusts exactly that leaf's key, by its SPKI hash), and the pages
-load https://localhost:PORT/ and join over wss://. The page then comes over HTTP/2 (ALPN h2),
+With --tls the chat serves plain HTTP on one port and HTTPS and WSS on another, one server
+(`--tls-port`; a test CA and a leaf for localhost made with the openssl command line; Chromium
+trusts exactly that leaf's key, by its SPKI hash); the pages load https://localhost:PORT/ and
+join over wss://, and a message a plain-HTTP client posts to the other port reaches them. The page then comes over HTTP/2 (ALPN h2),
 and ten EventSources and a WebSocket opened from it at once all get a message — past
 HTTP/1.1's six connections per origin — on the page's one connection (the server's figures,
 fetched meanwhile: one connection, HTTP/2; the WebSockets by RFC 8441).
@@ -175,7 +176,7 @@ def png_colours(png):
     return len(colours), width, height
 
 
-async def scenario(base, devtools_port, shot_path):
+async def scenario(base, devtools_port, shot_path, plain_port=None):
     alice = await open_page(devtools_port, base)
     bob = await open_page(devtools_port, base)
     room = f"room{os.getpid()}"
@@ -206,6 +207,22 @@ async def scenario(base, devtools_port, shot_path):
     await bob.until(shown, "bob's page shows alice's message")
     await alice.until(shown, "alice's page shows her own message")
     print(f"chat_chromium: bob's page shows {text!r}")
+    if plain_port is not None:
+        posted = f"posted over plain HTTP {time.time():.0f}"
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{plain_port}/api/messages?room={room}&name=dave",
+            data=posted.encode(), method="POST",
+        )
+        no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with no_proxy.open(request, timeout=10) as r:
+            if r.status != 201:
+                fail(f"the plain port answered the post {r.status}")
+        await bob.until(
+            "[...document.querySelectorAll('#messages li')]"
+            f".some(li => li.textContent.includes({json.dumps(posted)}))",
+            "bob's HTTPS page shows the message posted on the plain port",
+        )
+        print("chat_chromium: a message posted on the plain port reached the HTTPS page")
     # The live panel: a few seconds of figures on the chart, numbers filled in.
     await bob.until(
         "document.getElementById('websockets').textContent.trim() !== '–'",
@@ -303,14 +320,16 @@ def main():
     chat_port, devtools_port = free_port(), free_port()
     chat_args, browser_args = [], []
     base = f"http://127.0.0.1:{chat_port}/"
+    page_port, plain_port = chat_port, None
     if tls:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import tls_certs
 
         _, chain, key, spki = tls_certs.make(work)
-        chat_args = ["--tls-cert", chain, "--tls-key", key]
+        page_port, plain_port = free_port(), chat_port
+        chat_args = ["--tls-cert", chain, "--tls-key", key, "--tls-port", str(page_port)]
         browser_args = [f"--ignore-certificate-errors-spki-list={spki}"]
-        base = f"https://localhost:{chat_port}/"
+        base = f"https://localhost:{page_port}/"
     chat = subprocess.Popen(
         [chat_bin, "--port", str(chat_port), "--workers", "2", *chat_args],
         stdout=subprocess.DEVNULL,
@@ -319,6 +338,7 @@ def main():
     browser = None
     try:
         wait_listening(chat_port, chat, "the chat")
+        wait_listening(page_port, chat, "the chat")
         browser = subprocess.Popen(
             [
                 chromium,
@@ -343,7 +363,7 @@ def main():
         wait_listening(devtools_port, browser, "chromium", 30)
         asyncio.run(
             asyncio.wait_for(
-                scenario(base, devtools_port, os.path.join(work, "chat.png")), 90
+                scenario(base, devtools_port, os.path.join(work, "chat.png"), plain_port), 90
             )
         )
         stop(browser)

@@ -4,7 +4,9 @@
 targets page says the scrape is up, its query API returns the chat's figures); `--log info`
 writes the library's events and an access-log line per exchange (with the real status of a
 deferred reply) to standard error; `/api/history` answers from async code; an idle chat exits
-within 100 ms of SIGTERM.
+within 100 ms of SIGTERM. The chat serves a plain port and a TLS one (`--tls-port`) as one
+server: a WebSocket member on the plain port and an event stream over TLS are both in the one
+target Prometheus scrapes.
 
     python3 tests/interop/chat_metrics.py target/release/examples/chat
 
@@ -17,6 +19,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -76,9 +79,13 @@ def websocket(port):
     return s
 
 
-def event_stream(port):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"GET /sse?room=m HTTP/1.1\r\nHost: x\r\n\r\n")
+def event_stream(port, ca):
+    """An event stream of room `m` over TLS (HTTP/1.1 by ALPN), its head read."""
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["http/1.1"])
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s = context.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(b"GET /sse?room=m HTTP/1.1\r\nHost: localhost\r\n\r\n")
     got = b""
     while b"\r\n\r\n" not in got:
         got += s.recv(4096)
@@ -86,7 +93,8 @@ def event_stream(port):
 
 
 def prometheus_scrape(port):
-    """Scrapes the chat with a real Prometheus; its view of `web_websockets`, or why not."""
+    """Scrapes the chat with a real Prometheus; its view of `web_websockets` and
+    `web_event_streams` (one target, whatever port each came to), or why not."""
     prom = shutil.which("prometheus")
     if prom is None:
         return None, "prometheus is not installed"
@@ -118,13 +126,15 @@ def prometheus_scrape(port):
             targets = json.loads(body)["data"]["activeTargets"]
             health = targets[0]["health"] if targets else None
             status, body, _ = get(web_port, "/api/v1/query?query=web_websockets")
-            if status != 200:
+            status2, body2, _ = get(web_port, "/api/v1/query?query=web_event_streams")
+            if status != 200 or status2 != 200:
                 time.sleep(0.5)
                 continue
             result = json.loads(body)["data"]["result"]
-            if health == "up" and result:
+            streams = json.loads(body2)["data"]["result"]
+            if health == "up" and result and streams:
                 value = float(result[0]["value"][1])
-                return (health, value, targets[0].get("lastError", "")), ""
+                return (health, value, float(streams[0]["value"][1]), len(targets)), ""
             time.sleep(0.5)
         return None, f"no scrape in 60 s (health {health})"
     finally:
@@ -139,14 +149,19 @@ def prometheus_scrape(port):
 
 def main():
     chat = sys.argv[1]
-    port = free_port()
+    port, tls_port = free_port(), free_port()
     log = tempfile.TemporaryFile()
+    work = tempfile.mkdtemp()
+    import tls_certs
+
+    ca, chain, key, _ = tls_certs.make(work)
     proc = subprocess.Popen(
-        [chat, "--port", str(port), "--workers", "2", "--log", "info", "--proxies", "0"],
+        [chat, "--port", str(port), "--workers", "2", "--log", "info", "--proxies", "0",
+         "--tls-port", str(tls_port), "--tls-cert", chain, "--tls-key", key],
         stdout=subprocess.DEVNULL, stderr=log,
     )
     try:
-        check("the chat starts", wait_port(port))
+        check("the chat starts on its plain and its TLS port", wait_port(port) and wait_port(tls_port))
         # Traffic of every kind: answered at once, deferred (a post waits for its id), not
         # found, refused by the server (no Host), async, a member and a stream that stay.
         post(port, "m", "hello", "203.0.113.9")
@@ -158,7 +173,7 @@ def main():
             s.sendall(b"GET / HTTP/1.1\r\n\r\n")
             check("a request without Host is refused 400", s.recv(100).startswith(b"HTTP/1.1 400"))
         ws = websocket(port)
-        sse = event_stream(port)
+        sse = event_stream(tls_port, ca)
         time.sleep(0.3)
 
         status, text, ctype = get(port, "/metrics")
@@ -193,8 +208,9 @@ def main():
                   v("web_queued_output_bytes") is not None and v("web_fleet_errors_total") == 0)
 
         scraped, why = prometheus_scrape(port)
-        check("a real Prometheus scrapes the chat (target up, web_websockets = 1)",
-              scraped is not None and scraped[0] == "up" and scraped[1] == 1.0,
+        check("a real Prometheus scrapes one target for both ports (up, web_websockets = 1 "
+              "from the plain port, web_event_streams = 1 over TLS)",
+              scraped is not None and scraped[0] == "up" and scraped[1:] == (1.0, 1.0, 1),
               why or str(scraped))
 
         ws.close()
@@ -214,6 +230,9 @@ def main():
         check("an access-log line per exchange, the deferred post with its real 201",
               any('target="/api/messages?room=m"' in l and "status=201" in l and "kind=Deferred" in l for l in access),
               "\n".join(access[:10]))
+        check("the event stream over TLS is logged as such (200, tls=true)",
+              any('target="/sse?room=m"' in l and "status=200" in l and "tls=true" in l for l in access),
+              "\n".join(l for l in access if "/sse" in l))
         check("the WebSocket session is logged when it ends (101)",
               any('target="/ws?room=m&name=watcher"' in l and "status=101" in l for l in access))
         check("an access line names the client, the protocol and the route a router matched",
@@ -227,6 +246,7 @@ def main():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
     verdict("chat_metrics.py")
 
 

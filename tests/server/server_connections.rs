@@ -119,3 +119,46 @@ fn an_ipv6_peer_is_read_from_the_socket_for_each_request() {
     assert_eq!(c.get("/").text(), format!("Some({local})"));
     server.shutdown().unwrap();
 }
+
+#[test]
+fn a_server_on_two_addresses_serves_both_with_every_worker_and_stops_both() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .also_bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(|_req| text_response(200, "hi"))
+        .unwrap();
+    let addrs = server.local_addrs().to_vec();
+    assert_eq!(addrs.len(), 2);
+    assert_eq!(addrs[0], server.local_addr());
+    for addr in &addrs {
+        for _ in 0..8 {
+            let mut c = Client::connect(*addr);
+            assert_eq!(c.get("/").text(), "hi");
+        }
+    }
+    wait_until(
+        Duration::from_secs(10),
+        "both addresses' requests are counted",
+        || server.stats().requests == 16,
+    );
+    server.shutdown().unwrap();
+    for addr in addrs {
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "{addr} served after the stop"
+        );
+    }
+}
+
+#[test]
+fn a_further_address_already_in_use_is_refused() {
+    let first = Server::bind("127.0.0.1:0").unwrap();
+    let taken = first.local_addr().unwrap();
+    let second = Server::bind("127.0.0.1:0").unwrap().also_bind(taken);
+    assert_eq!(
+        second.err().map(|e| e.kind()),
+        Some(std::io::ErrorKind::AddrInUse)
+    );
+}

@@ -9,3 +9,4 @@ mod wire;
 mod tls_properties;
 mod tls_records;
 mod tls_server;
+mod two_listeners;

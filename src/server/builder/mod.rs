@@ -97,6 +97,8 @@ pub(super) enum Listen {
 pub struct Server {
     pub(super) listen: Listen,
     pub(super) workers: Option<usize>,
+    /// Further addresses served ([`Server::also_bind`]), each plain or with its certificates.
+    pub(super) also: Vec<(TcpListener, Option<super::features::ListenerTls>)>,
     pub(super) limits: Limits,
     pub(super) max_connections: usize,
     pub(super) drain_timeout: Duration,
@@ -173,9 +175,67 @@ impl Server {
         Server::with(Listen::Given(listener))
     }
 
+    /// Serves `addr` too (its first address; port 0 picks a free port), plain HTTP with h2c,
+    /// bound for this server alone as [`bind`](Server::bind) binds: one server on several
+    /// addresses — the same workers, routes, rooms and their ids, limits, figures and
+    /// metrics; [`spawn`](Server::spawn), [`run`](Server::run) and the [`Control`] serve
+    /// and stop them all. The first address stays [`local_addr`](Server::local_addr); all of
+    /// them, in order, are [`local_addrs`](Server::local_addrs). With
+    /// [`also_bind_tls`](Server::also_bind_tls) one server serves plain HTTP and HTTPS.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.also_bind("127.0.0.1:0")?;
+    /// assert_eq!(server.local_addrs()?.len(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn also_bind(self, addr: impl ToSocketAddrs) -> io::Result<Server> {
+        self.also(addr, None)
+    }
+
+    /// Serves `addr` too, over TLS with `tls` — its own certificates, whatever the other
+    /// addresses serve (`--features tls`); see [`also_bind`](Server::also_bind). HTTP/2 is
+    /// offered by ALPN as on any TLS listener. A plain port for the proxy or the health
+    /// checks and an HTTPS one for browsers, one server:
+    ///
+    /// ```no_run
+    /// use web::tls::ServerTls;
+    /// let tls = ServerTls::from_pem_files("cert.pem", "key.pem")?;
+    /// let server = web::http::Server::bind("0.0.0.0:8080")?.also_bind_tls("0.0.0.0:8443", tls)?;
+    /// server.run(|_req| web::http::text_response(200, "one server, two ports"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn also_bind_tls(
+        self,
+        addr: impl ToSocketAddrs,
+        tls: crate::tls::ServerTls,
+    ) -> io::Result<Server> {
+        self.also(addr, Some(tls))
+    }
+
+    fn also(
+        mut self,
+        addr: impl ToSocketAddrs,
+        tls: Option<super::features::ListenerTls>,
+    ) -> io::Result<Server> {
+        if self.also.len() + 1 >= reactor::MAX_LISTENERS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a server listens on at most {} addresses",
+                    reactor::MAX_LISTENERS
+                ),
+            ));
+        }
+        let socket = reactor::bind_exclusive(first_address(addr)?)?;
+        self.also.push((socket, tls));
+        Ok(self)
+    }
+
     fn with(listen: Listen) -> Server {
         Server {
             listen,
+            also: Vec::new(),
             workers: None,
             limits: Limits::default(),
             max_connections: MAX_CONNECTIONS,
@@ -212,6 +272,23 @@ impl Server {
         match &self.listen {
             Listen::Bound(l) | Listen::Given(l) => l.local_addr(),
         }
+    }
+
+    /// Every address the server listens on: [`local_addr`](Server::local_addr), then those
+    /// of [`also_bind`](Server::also_bind) and [`also_bind_tls`](Server::also_bind_tls) in
+    /// the order given.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?;
+    /// assert_eq!(server.local_addrs()?, [server.local_addr()?]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn local_addrs(&self) -> io::Result<Vec<SocketAddr>> {
+        let mut addrs = vec![self.local_addr()?];
+        for (socket, _) in &self.also {
+            addrs.push(socket.local_addr()?);
+        }
+        Ok(addrs)
     }
 
     /// Worker threads, each with its own reactor (default: available cores).

@@ -7,10 +7,13 @@ use std::sync::atomic::AtomicU64;
 
 use reactor::{Config, Reactor};
 
+use std::net::TcpListener;
+
 use super::Listen;
 use crate::http::{Request, Response};
 use crate::live::{Command, LiveSettings, OutputBudget, Stalls, Timeouts};
 use crate::server::conn::HttpService;
+use crate::server::features;
 use crate::server::features::FleetThreads;
 use crate::server::figures::Figures;
 use crate::server::shared::{DynHandler, ServerShared};
@@ -28,10 +31,11 @@ fn reactor(
         reactor::arena_sharing(false);
     }
     let budget = OutputBudget::new(server.max_queued_output);
-    let tls = crate::server::features::tls_service(&mut server, Arc::clone(&budget))?;
     let workers = server
         .workers
         .unwrap_or_else(|| Config::default().worker_count());
+    let addrs = server.local_addrs()?;
+    let tls = features::tls_listeners(&mut server, &addrs, Arc::clone(&budget))?;
     let config = Config::default()
         .workers(workers)
         .max_connections(server.max_connections)
@@ -89,24 +93,15 @@ fn reactor(
         shared: Arc::clone(&shared),
         worker: worker as u32,
     };
-    let listeners = match server.listen {
-        Listen::Bound(first) => {
-            let addr = first.local_addr()?;
-            let mut listeners = vec![first];
-            for _ in 1..workers {
-                listeners.push(reactor::bind_reuseport(addr)?);
-            }
-            listeners
-        }
-        Listen::Given(listener) => vec![listener],
-    };
+    let also = server.also.drain(..).map(|(socket, _)| socket).collect();
+    let sets = listener_sets(server.listen, also, workers)?;
     let reactor = match tls {
-        None => Running::Plain(Reactor::from_listeners(listeners, config, service)?),
+        None => Running::Plain(Reactor::from_listener_sets(sets, config, service)?),
         #[cfg(feature = "tls")]
-        Some(tls) => Running::Tls(Reactor::from_listeners(listeners, config, move |worker| {
+        Some(tls) => Running::Tls(Reactor::from_listener_sets(sets, config, move |worker| {
             crate::tls::TlsService {
                 inner: service(worker),
-                shared: Arc::clone(&tls),
+                listeners: Arc::clone(&tls),
             }
         })?),
     };
@@ -134,6 +129,38 @@ fn reactor(
         .control
         .attach(reactor.remote(), Arc::clone(&shared.figures));
     Ok((reactor, shared, fleet))
+}
+
+/// Each worker's sockets, one per address (the first address's, then the further ones'). A
+/// bound first address gets a socket per worker; a listener the caller gave is one worker's.
+fn listener_sets(
+    listen: Listen,
+    also: Vec<TcpListener>,
+    workers: usize,
+) -> io::Result<Vec<Vec<TcpListener>>> {
+    let first = match listen {
+        Listen::Bound(first) => {
+            let addr = first.local_addr()?;
+            let mut listeners = vec![first];
+            for _ in 1..workers {
+                listeners.push(reactor::bind_reuseport(addr)?);
+            }
+            listeners
+        }
+        Listen::Given(listener) => vec![listener],
+    };
+    let mut sets: Vec<Vec<TcpListener>> = first.into_iter().map(|l| vec![l]).collect();
+    for socket in also {
+        let addr = socket.local_addr()?;
+        let mut socket = Some(socket);
+        for set in &mut sets {
+            set.push(match socket.take() {
+                Some(first) => first,
+                None => reactor::bind_reuseport(addr)?,
+            });
+        }
+    }
+    Ok(sets)
 }
 
 /// [`Server::run`]: serves on this thread until stopped.
