@@ -22,9 +22,14 @@ const SHARED_ROOMS: usize = 8;
 #[derive(Default)]
 struct RoomList {
     rooms: Vec<Arc<str>>,
-    /// Empty for a shared list.
-    index: HashMap<Arc<str>, usize>,
+    /// `None` for a shared list (boxed: a shared list, one per set of rooms joined, is most
+    /// of them, and holds a pointer where the map would take six).
+    #[allow(clippy::box_collection)] // the box is the point: see above
+    index: Option<Box<Index>>,
 }
+
+/// A long list's index: each room's place in it.
+type Index = HashMap<Arc<str>, usize>;
 
 /// A shared list as the table keeps it: found by its rooms.
 struct Interned(Arc<RoomList>);
@@ -56,15 +61,13 @@ thread_local! {
 }
 
 /// The shared list equal to `rooms` (made and kept if none is).
-fn intern(rooms: Vec<Arc<str>>) -> Arc<RoomList> {
+fn intern(mut rooms: Vec<Arc<str>>) -> Arc<RoomList> {
     let found = LISTS.try_with(|lists| lists.borrow().get(&rooms[..]).map(|l| Arc::clone(&l.0)));
     if let Ok(Some(list)) = found {
         return list;
     }
-    let list = Arc::new(RoomList {
-        rooms,
-        index: HashMap::new(),
-    });
+    rooms.shrink_to_fit();
+    let list = Arc::new(RoomList { rooms, index: None });
     let _ = LISTS.try_with(|lists| lists.borrow_mut().insert(Interned(Arc::clone(&list))));
     list
 }
@@ -98,16 +101,18 @@ impl Joined {
     pub(crate) fn contains(&self, room: &str) -> bool {
         match self.0.as_deref() {
             None => false,
-            Some(list) if list.index.is_empty() => list.rooms.iter().any(|r| &**r == room),
-            Some(list) => list.index.contains_key(room),
+            Some(RoomList { index: None, rooms }) => rooms.iter().any(|r| &**r == room),
+            Some(RoomList {
+                index: Some(index), ..
+            }) => index.contains_key(room),
         }
     }
 
     /// Adds `room` (the caller checked it is not in).
     pub(crate) fn push(&mut self, room: Arc<str>) {
-        if let Some(own) = self.own() {
-            own.index.insert(Arc::clone(&room), own.rooms.len());
-            own.rooms.push(room);
+        if let Some((rooms, index)) = self.own() {
+            index.insert(Arc::clone(&room), rooms.len());
+            rooms.push(room);
             return;
         }
         let mut rooms: Vec<Arc<str>> = self.iter().cloned().collect();
@@ -120,14 +125,14 @@ impl Joined {
         if !self.contains(room) {
             return false;
         }
-        if let Some(own) = self.own() {
-            if let Some(at) = own.index.remove(room) {
-                own.rooms.swap_remove(at);
-                if let Some(moved) = own.rooms.get(at) {
-                    own.index.insert(Arc::clone(moved), at);
+        if let Some((rooms, index)) = self.own() {
+            if let Some(at) = index.remove(room) {
+                rooms.swap_remove(at);
+                if let Some(moved) = rooms.get(at) {
+                    index.insert(Arc::clone(moved), at);
                 }
             }
-            if own.rooms.len() > SHARED_ROOMS {
+            if rooms.len() > SHARED_ROOMS {
                 return true;
             }
         }
@@ -143,13 +148,10 @@ impl Joined {
         rooms
     }
 
-    /// The connection's own list, when it is long enough to be one.
-    fn own(&mut self) -> Option<&mut RoomList> {
-        let list = self.0.as_mut()?;
-        if list.index.is_empty() {
-            return None;
-        }
-        Arc::get_mut(list)
+    /// The connection's own list and its index, when it is long enough to be one.
+    fn own(&mut self) -> Option<(&mut Vec<Arc<str>>, &mut Index)> {
+        let list = Arc::get_mut(self.0.as_mut()?)?;
+        Some((&mut list.rooms, list.index.as_deref_mut()?))
     }
 
     fn set(&mut self, rooms: Vec<Arc<str>>) {
@@ -162,7 +164,10 @@ impl Joined {
                     .enumerate()
                     .map(|(at, room)| (Arc::clone(room), at))
                     .collect();
-                Some(Arc::new(RoomList { rooms, index }))
+                Some(Arc::new(RoomList {
+                    rooms,
+                    index: Some(Box::new(index)),
+                }))
             }
         };
         if let Some(old) = std::mem::replace(&mut self.0, new) {
@@ -174,9 +179,13 @@ impl Joined {
     /// registry's); a long list's vector and index.
     pub(crate) fn held_bytes(&self) -> usize {
         match self.0.as_deref() {
-            Some(list) if !list.index.is_empty() => {
-                list.rooms.capacity() * std::mem::size_of::<Arc<str>>()
-                    + list.index.capacity() * std::mem::size_of::<(Arc<str>, usize, u64)>()
+            Some(RoomList {
+                rooms,
+                index: Some(index),
+            }) => {
+                rooms.capacity() * std::mem::size_of::<Arc<str>>()
+                    + std::mem::size_of::<Index>()
+                    + index.capacity() * std::mem::size_of::<(Arc<str>, usize, u64)>()
             }
             _ => 0,
         }

@@ -31,11 +31,13 @@ pub(super) fn leave(room: &str, id: ConnId) {
 
 /// The ids of this worker's members of `room` (what a publish fans out to).
 pub(crate) fn local_members(room: &str, to: &mut Vec<ConnId>) {
-    LOCAL.with(|local| {
-        if let Some(members) = local.borrow().rooms.get(room) {
+    LOCAL.with(|local| match local.borrow().rooms.get(room) {
+        Some(Members::One(id)) => to.push(*id),
+        Some(Members::Many(members)) => {
             to.reserve_exact(members.len());
             to.extend(members.iter().copied());
         }
+        None => {}
     });
 }
 
@@ -48,28 +50,66 @@ thread_local! {
 /// thousands leave at once; a publish walks the set; about 14 to 28 bytes a member).
 #[derive(Default)]
 struct LocalRooms {
-    rooms: HashMap<Arc<str>, HashSet<ConnId>>,
+    rooms: HashMap<Arc<str>, Members>,
+}
+
+/// One room's members on this worker. A room of one member — a room per customer, per
+/// device — holds it in place: no set, no allocation of its own; a larger room's set is boxed,
+/// so that every room's entry in the table stays small.
+enum Members {
+    One(ConnId),
+    #[allow(clippy::box_collection)] // the box is the point: see above
+    Many(Box<HashSet<ConnId>>),
 }
 
 impl LocalRooms {
     /// Adds `id`; `false` when it was a member already.
     fn join(&mut self, room: &Arc<str>, id: ConnId) -> bool {
-        self.rooms.entry(Arc::clone(room)).or_default().insert(id)
+        let Some(members) = self.rooms.get_mut(&**room) else {
+            self.rooms.insert(Arc::clone(room), Members::One(id));
+            return true;
+        };
+        match members {
+            Members::One(one) if *one == id => false,
+            Members::One(one) => {
+                *members = Members::Many(Box::new(HashSet::from([*one, id])));
+                true
+            }
+            Members::Many(set) => set.insert(id),
+        }
     }
 
     fn leave(&mut self, room: &str, id: ConnId) -> bool {
         let Some(members) = self.rooms.get_mut(room) else {
             return false;
         };
-        if !members.remove(&id) {
+        let set = match members {
+            Members::One(one) if *one == id => {
+                // The last member left: the room's memory goes back.
+                self.rooms.remove(room);
+                return true;
+            }
+            Members::One(_) => return false,
+            Members::Many(set) => set,
+        };
+        if !set.remove(&id) {
             return false;
         }
-        if members.is_empty() {
-            // The last member left: the room's memory goes back.
-            self.rooms.remove(room);
-        } else if members.capacity() > 4 * members.len().max(16) {
-            // Most left: what they took goes back too.
-            members.shrink_to_fit();
+        match set.len() {
+            0 => {
+                self.rooms.remove(room);
+            }
+            1 => {
+                let last = set.iter().copied().next();
+                if let Some(last) = last {
+                    *members = Members::One(last);
+                }
+            }
+            n if set.capacity() > 4 * n.max(16) => {
+                // Most left: what they took goes back too.
+                set.shrink_to_fit();
+            }
+            _ => {}
         }
         true
     }
@@ -110,11 +150,17 @@ mod tests {
         for k in 0..1000 {
             local.join(&r, id(k));
         }
-        let grown = local.rooms["r"].capacity();
+        let capacity = |local: &LocalRooms| match &local.rooms["r"] {
+            Members::Many(set) => set.capacity(),
+            Members::One(_) => 1,
+        };
+        let grown = capacity(&local);
         for k in (0..1000).filter(|k| k % 50 != 0) {
             assert!(local.leave("r", id(k)));
         }
-        let room = &local.rooms["r"];
+        let Members::Many(room) = &local.rooms["r"] else {
+            panic!("twenty members left");
+        };
         let mut left: Vec<u32> = room.iter().map(|i| i.key()).collect();
         left.sort();
         assert_eq!(left, (0..1000).step_by(50).collect::<Vec<u32>>());
@@ -123,5 +169,15 @@ mod tests {
             "{} of {grown} kept",
             room.capacity()
         );
+        for k in (50..1000).step_by(50) {
+            assert!(local.leave("r", id(k)));
+        }
+        assert!(
+            matches!(local.rooms["r"], Members::One(last) if last == id(0)),
+            "the one left is held in place"
+        );
+        assert!(local.join(&r, id(7)) && !local.join(&r, id(7)) && !local.join(&r, id(0)));
+        assert!(local.leave("r", id(0)) && local.leave("r", id(7)));
+        assert!(local.rooms.is_empty());
     }
 }

@@ -65,7 +65,7 @@ struct RoomsShared {
     /// The server's workers, set when it starts.
     workers: OnceLock<Box<dyn Workers>>,
     /// Members per worker of each room that has any.
-    counts: Mutex<HashMap<Arc<str>, Arc<Count>>>,
+    counts: Mutex<HashMap<Arc<str>, Count>>,
     /// The other instances, when the server has a fleet.
     #[cfg(feature = "redis")]
     fleet: OnceLock<Box<dyn super::Instances>>,
@@ -73,16 +73,31 @@ struct RoomsShared {
     kept: Mutex<Kept>,
 }
 
-/// How many members of one room each worker has, and how many [`Follow`]s it has.
-struct Count {
-    per_worker: Box<[AtomicUsize]>,
-    /// Changed under the counts' lock only.
-    followers: AtomicUsize,
-}
+/// How many [`Follow`]s one room has (changed under the counts' lock only), then how many
+/// members each worker has: one allocation, shared by whoever counts.
+#[derive(Clone)]
+struct Count(Arc<[AtomicUsize]>);
 
 impl Count {
+    /// Counts for `workers` workers, carrying over what `before` counted.
+    fn new(workers: usize, before: Option<&Count>) -> Count {
+        let carried =
+            |n: Option<&AtomicUsize>| AtomicUsize::new(n.map_or(0, |n| n.load(Ordering::Acquire)));
+        let followers = carried(before.map(Count::followers));
+        let per_worker = (0..workers).map(|w| carried(before.and_then(|c| c.per_worker().get(w))));
+        Count(std::iter::once(followers).chain(per_worker).collect())
+    }
+
+    fn followers(&self) -> &AtomicUsize {
+        &self.0[0]
+    }
+
+    fn per_worker(&self) -> &[AtomicUsize] {
+        &self.0[1..]
+    }
+
     fn total(&self) -> usize {
-        self.per_worker
+        self.per_worker()
             .iter()
             .map(|c| c.load(Ordering::Acquire))
             .sum()
@@ -90,7 +105,7 @@ impl Count {
 
     /// Neither members nor followers: the room is forgotten.
     fn idle(&self) -> bool {
-        self.total() == 0 && self.followers.load(Ordering::Acquire) == 0
+        self.total() == 0 && self.followers().load(Ordering::Acquire) == 0
     }
 }
 
@@ -125,7 +140,7 @@ impl Drop for Follow {
         let mut counts = self.rooms.shared.counts();
         if let Some(count) = counts.get(&self.room) {
             let _ = count
-                .followers
+                .followers()
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         }
         self.rooms.forget_if_idle(&mut counts, &self.room);
@@ -140,7 +155,7 @@ impl std::fmt::Debug for Rooms {
 }
 
 impl RoomsShared {
-    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<Count>>> {
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Count>> {
         // A panic while holding this lock cannot leave the map inconsistent.
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -273,13 +288,13 @@ impl Rooms {
             .shared
             .counts()
             .get_key_value(room)
-            .map(|(k, v)| (Arc::clone(k), Arc::clone(v)))
+            .map(|(k, v)| (Arc::clone(k), v.clone()))
         else {
             return 0;
         };
         let forms = encode();
         let mut reached = 0;
-        for (w, members) in count.per_worker.iter().enumerate() {
+        for (w, members) in count.per_worker().iter().enumerate() {
             let members = members.load(Ordering::Acquire);
             if members > 0 {
                 let delivery = Delivery::Publish {
@@ -340,7 +355,7 @@ impl Rooms {
     pub fn follow(&self, room: &str) -> Follow {
         let mut counts = self.shared.counts();
         let (name, count) = self.entry(&mut counts, room, 0);
-        count.followers.fetch_add(1, Ordering::AcqRel);
+        count.followers().fetch_add(1, Ordering::AcqRel);
         Follow {
             rooms: self.clone(),
             room: name,
@@ -352,7 +367,7 @@ impl Rooms {
     pub(crate) fn count_in(&self, room: &str, worker: u32) -> Arc<str> {
         let mut counts = self.shared.counts();
         let (name, count) = self.entry(&mut counts, room, worker);
-        if let Some(c) = count.per_worker.get(worker as usize) {
+        if let Some(c) = count.per_worker().get(worker as usize) {
             c.fetch_add(1, Ordering::AcqRel);
         }
         name
@@ -362,36 +377,28 @@ impl Rooms {
     /// for `worker`.
     fn entry(
         &self,
-        counts: &mut HashMap<Arc<str>, Arc<Count>>,
+        counts: &mut HashMap<Arc<str>, Count>,
         room: &str,
         worker: u32,
-    ) -> (Arc<str>, Arc<Count>) {
+    ) -> (Arc<str>, Count) {
         let known = counts
             .get_key_value(room)
-            .map(|(name, count)| (Arc::clone(name), Arc::clone(count)));
+            .map(|(name, count)| (Arc::clone(name), count.clone()));
         if let Some((name, count)) = &known
-            && (worker as usize) < count.per_worker.len()
+            && (worker as usize) < count.per_worker().len()
         {
-            return (Arc::clone(name), Arc::clone(count));
+            return (Arc::clone(name), count.clone());
         }
         // New, or made before the server ran (a `Follow`) for fewer workers: made with room for
         // every worker, what was counted carried over.
         let workers = self.shared.workers.get().map_or(1, |w| w.count());
         let slots = workers.max(worker as usize + 1);
-        let before = known.as_ref().map(|(_, count)| &**count);
-        let count = Arc::new(Count {
-            per_worker: (0..slots)
-                .map(|w| {
-                    let n = before.and_then(|c| c.per_worker.get(w));
-                    AtomicUsize::new(n.map_or(0, |n| n.load(Ordering::Acquire)))
-                })
-                .collect(),
-            followers: AtomicUsize::new(before.map_or(0, |c| c.followers.load(Ordering::Acquire))),
-        });
+        let before = known.as_ref().map(|(_, count)| count);
+        let count = Count::new(slots, before);
         let name = known
             .as_ref()
             .map_or_else(|| Arc::from(room), |(name, _)| Arc::clone(name));
-        counts.insert(Arc::clone(&name), Arc::clone(&count));
+        counts.insert(Arc::clone(&name), count.clone());
         #[cfg(feature = "redis")]
         if let (None, Some(fleet)) = (&known, self.shared.fleet.get()) {
             fleet.changed(&name);
@@ -401,7 +408,7 @@ impl Rooms {
 
     /// Forgets `room` (and, in a fleet, stops following it) if it has neither members nor
     /// followers.
-    fn forget_if_idle(&self, counts: &mut HashMap<Arc<str>, Arc<Count>>, room: &str) {
+    fn forget_if_idle(&self, counts: &mut HashMap<Arc<str>, Count>, room: &str) {
         if counts.get(room).is_some_and(|c| c.idle()) {
             let _gone = counts.remove_entry(room);
             #[cfg(feature = "redis")]
@@ -427,7 +434,7 @@ impl Rooms {
     fn uncount(&self, room: &str, id: ConnId) {
         let mut counts = self.shared.counts();
         if let Some(count) = counts.get(room)
-            && let Some(c) = count.per_worker.get(id.worker() as usize)
+            && let Some(c) = count.per_worker().get(id.worker() as usize)
         {
             let _ = c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         }
