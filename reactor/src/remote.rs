@@ -33,7 +33,9 @@ pub(crate) struct Counters {
 pub const INBOX_LIMIT: usize = 1 << 16;
 
 /// Recipients a fan-out hands a message to between two looks for messages sent ahead
-/// ([`Remote::send_ahead`]): what one of those waits at most behind a room's publish.
+/// ([`Remote::send_ahead`]): what one of those waits at most behind a room's publish. The
+/// worker also yields its core there, so that a thread waiting for one (the code about to
+/// answer, when every core delivers) is not kept waiting for the whole walk.
 ///
 /// ```
 /// assert!(reactor::AHEAD_EVERY <= 1024);

@@ -399,11 +399,15 @@ impl<S: Service> Worker<S> {
     }
 
     /// Counts a strand call of a long walk (a fan-out, a sweep, the resumes of a turn); every
-    /// [`AHEAD_EVERY`] calls, delivers what was sent ahead meanwhile.
+    /// [`AHEAD_EVERY`] calls, delivers what was sent ahead meanwhile and yields the core (one
+    /// `sched_yield`, which returns at once when no other thread waits for it): with every
+    /// core delivering, the thread that is to answer — an async runtime's — runs between two
+    /// stretches, not after the whole walk.
     fn one_more_call(&mut self, calls: &mut usize) {
         *calls += 1;
         if calls.is_multiple_of(AHEAD_EVERY) {
             self.take_ahead();
+            std::thread::yield_now();
         }
     }
 
