@@ -31,7 +31,7 @@ fn main() -> std::process::ExitCode {
 
 fn serve() -> std::io::Result<()> {
     let server = cli::Options::parse(
-        &["--port", "--workers"],
+        &["--port", "--workers", "--max-connections"],
         &[],
         "Echoes each request back: method and target, one line per header, a blank line, the body.",
     )?

@@ -35,6 +35,7 @@ fn serve() -> std::io::Result<()> {
         &[
             "--port",
             "--workers",
+            "--max-connections",
             "--requests",
             "--tls-cert",
             "--tls-key",

@@ -25,7 +25,14 @@ fn main() -> std::process::ExitCode {
 
 fn serve() -> std::io::Result<()> {
     let options = cli::Options::parse(
-        &["--port", "--workers", "--writes", "--reads", "--hops"],
+        &[
+            "--port",
+            "--workers",
+            "--max-connections",
+            "--writes",
+            "--reads",
+            "--hops",
+        ],
         &["--no-limit"],
         "Hello behind rate_limits(--writes, --reads, --hops); --no-limit for the baseline.",
     )?;

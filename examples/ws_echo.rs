@@ -51,6 +51,7 @@ fn serve() -> std::io::Result<()> {
             "--port",
             "--max-message",
             "--workers",
+            "--max-connections",
             "--room",
             "--ping-interval",
             "--tls-cert",

@@ -272,6 +272,7 @@ fn serve() -> std::io::Result<()> {
         &[
             "--port",
             "--workers",
+            "--max-connections",
             "--redis",
             "--allow-origin",
             "--proxies",

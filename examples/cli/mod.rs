@@ -1,6 +1,7 @@
 //! The command line of the examples: `--name value` options, bare flags, operands where an
 //! example takes them, `--help`, readable errors, and the server every example binds
-//! (127.0.0.1, `--port P`, `--workers W`).
+//! (127.0.0.1, `--port P`, `--workers W`, `--max-connections N`: past N open connections new
+//! ones wait in the listen backlog; the library's default is 100 000).
 //!
 //! Exit codes: 0 after `--help` or a clean run, 2 for a usage error (an unknown option, a
 //! missing or bad value, missing operands), 1 for any other failure (a port in use, ...).
@@ -138,7 +139,8 @@ impl Options {
         self.given.iter().any(|(n, _)| n == name)
     }
 
-    /// The server on 127.0.0.1 at `--port` (else `default_port`), with `--workers` if given.
+    /// The server on 127.0.0.1 at `--port` (else `default_port`), with `--workers` and
+    /// `--max-connections` if given.
     #[allow(dead_code)] // not every example serves
     pub fn server(&self, default_port: u16) -> Result<web::http::Server> {
         let port: u16 = self.get("--port")?.unwrap_or(default_port);
@@ -149,6 +151,11 @@ impl Options {
         let server = web::http::Server::bind(("127.0.0.1", port))?;
         let server = match workers {
             Some(w) => server.workers(w),
+            None => server,
+        };
+        let server = match self.get::<usize>("--max-connections")? {
+            Some(0) => return Err(usage("--max-connections must be at least 1")),
+            Some(n) => server.max_connections(n),
             None => server,
         };
         self.tls(server)

@@ -77,3 +77,29 @@ fn without_the_options_every_path_and_method_is_hello() {
     c.send("POST /events HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi");
     assert_eq!(c.reply().text(), "Hello, World!");
 }
+
+/// `--max-connections N` (every serving example takes it): past N open connections a new one
+/// waits in the listen backlog, and is served once one closes.
+#[test]
+fn past_max_connections_the_next_connection_waits_until_one_closes() {
+    let hello = Hello::start(&["--max-connections", "2"]);
+    let mut first = Client::connect(hello.addr);
+    let mut second = Client::connect(hello.addr);
+    assert_eq!(first.get("/").text(), "Hello, World!");
+    assert_eq!(second.get("/").text(), "Hello, World!");
+    let mut third = Client::connect(hello.addr);
+    third.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    third
+        .stream
+        .set_read_timeout(Some(std::time::Duration::from_millis(300)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let waited = third.stream.read(&mut byte);
+    assert!(
+        matches!(&waited, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "the third was answered at once: {waited:?}"
+    );
+    drop(first);
+    third.stream.set_read_timeout(None).unwrap();
+    assert_eq!(third.reply().status, 200);
+}

@@ -51,14 +51,24 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
             format!("no process {pid}"),
         ));
     }
-    let (soft, hard) = procfs::raise_nofile(plan.n as u64 + 64);
+    // Descriptors are sockets: with event streams on HTTP/2, one per connection of
+    // STREAMS_PER_H2 - 1 streams, not one per stream.
+    let sockets = |streams: usize| match plan.kind {
+        Kind::H2Sse => streams.div_ceil(conns::STREAMS_PER_H2 - 1),
+        _ => streams,
+    };
+    let (soft, hard) = procfs::raise_nofile(sockets(plan.n) as u64 + 64);
     let room = soft.saturating_sub(64) as usize;
-    let n = plan.n.min(room);
+    let n = match plan.kind {
+        Kind::H2Sse => plan.n.min(room.saturating_mul(conns::STREAMS_PER_H2 - 1)),
+        _ => plan.n.min(room),
+    };
     let capped = n < plan.n;
     if capped {
         progress.say(&format!(
-            "descriptor limit {soft} (hard {hard}): holding {n} connections, not {}",
-            plan.n
+            "descriptor limit {soft} (hard {hard}): holding {n} of {} ({} sockets)",
+            plan.n,
+            sockets(n)
         ));
     }
     let tls = conns::tls_config();
