@@ -158,6 +158,12 @@ impl<S: Strand> Strand for TlsConn<S> {
         self.step(io, |inner, io| inner.message(io, msg))
     }
 
+    /// The inner strand's own way with several streams (an HTTP/2 connection steps them all
+    /// and writes once), through the session once.
+    fn message_streams(&mut self, io: &mut Io<'_, S::Msg>, streams: &[u32], msg: S::Msg) -> Then {
+        self.step(io, |inner, io| inner.message_streams(io, streams, msg))
+    }
+
     fn wants(&self, msg: &S::Msg) -> bool {
         self.inner.wants(msg)
     }

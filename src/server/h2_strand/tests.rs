@@ -31,9 +31,59 @@ impl Answer {
     }
 }
 
+/// The client's socket: plain (h2c), or under TLS with `h2` agreed by ALPN.
+enum Wire {
+    Plain(TcpStream),
+    #[cfg(feature = "tls")]
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Wire {
+    /// The TCP socket beneath.
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Wire::Plain(s) => s,
+            #[cfg(feature = "tls")]
+            Wire::Tls(s) => &s.sock,
+        }
+    }
+
+    fn set_read_timeout(&self, within: Option<Duration>) -> std::io::Result<()> {
+        self.tcp().set_read_timeout(within)
+    }
+}
+
+impl Read for Wire {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Wire::Plain(s) => s.read(buf),
+            #[cfg(feature = "tls")]
+            Wire::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Wire {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Wire::Plain(s) => s.write(buf),
+            #[cfg(feature = "tls")]
+            Wire::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Wire::Plain(s) => s.flush(),
+            #[cfg(feature = "tls")]
+            Wire::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// One client connection.
 struct Client {
-    sock: TcpStream,
+    sock: Wire,
     decoder: Decoder,
     scratch: Scratch,
     input: Vec<u8>,
@@ -45,6 +95,30 @@ impl Client {
     /// Connects with the preface and `settings`.
     fn with_settings(port: u16, settings: &[Setting]) -> Client {
         let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        Client::over(Wire::Plain(sock), settings)
+    }
+
+    /// Connects over TLS trusting `root` (DER), asking for `h2` by ALPN.
+    #[cfg(feature = "tls")]
+    fn tls(port: u16, root: &[u8]) -> Client {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(root.to_vec().into()).expect("root");
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let conn =
+            rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("client");
+        let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let tls = rustls::StreamOwned::new(conn, sock);
+        Client::over(Wire::Tls(Box::new(tls)), &[])
+    }
+
+    fn over(sock: Wire, settings: &[Setting]) -> Client {
         sock.set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
         let mut c = Client {

@@ -625,3 +625,74 @@ fn an_event_stream_and_a_websocket_over_http2_are_logged_with_the_status_and_byt
     );
     server.shutdown().unwrap();
 }
+
+/// Data segments the kernel received on `sock` so far (`tcpi_data_segs_in` of Linux's
+/// `TCP_INFO`, at byte 152 of the structure).
+#[cfg(target_os = "linux")]
+fn data_segments_in(sock: &std::net::TcpStream) -> u32 {
+    use std::os::fd::AsRawFd;
+    let mut info = [0u8; 232];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `info`, a live local of that size.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert!(r == 0 && len >= 156, "TCP_INFO: {r}, {len} bytes");
+    u32::from_ne_bytes(info[152..156].try_into().unwrap())
+}
+
+/// A publish reaching a hundred event streams of one connection is written once: the frames
+/// of every stream gathered in the connection's output, one write (one segment on loopback,
+/// where a write per stream made a hundred).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_publish_to_a_hundred_streams_of_one_connection_is_one_write() {
+    let server = bind().sse("/events", Feed);
+    let rooms = server.rooms();
+    let server = serve(server, echo);
+    let c = Client::new(server.local_addr().port());
+    publish_to_a_hundred_streams(c, &rooms);
+    server.shutdown().unwrap();
+}
+
+/// The same over TLS (h2 by ALPN): the records of every stream's frames, one write.
+#[cfg(all(target_os = "linux", feature = "tls"))]
+#[test]
+fn a_publish_to_a_hundred_streams_of_one_tls_connection_is_one_write() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let tls = crate::tls::ServerTls::from_pem(
+        cert.cert.pem().as_bytes(),
+        cert.signing_key.serialize_pem().as_bytes(),
+    )
+    .unwrap();
+    let server = bind().tls(tls).sse("/events", Feed);
+    let rooms = server.rooms();
+    let server = serve(server, echo);
+    let c = Client::tls(server.local_addr().port(), cert.cert.der());
+    publish_to_a_hundred_streams(c, &rooms);
+    server.shutdown().unwrap();
+}
+
+/// A hundred event streams of `c` in room `news`, one publish: what it took to arrive.
+#[cfg(target_os = "linux")]
+fn publish_to_a_hundred_streams(mut c: Client, rooms: &crate::ws::Rooms) {
+    let streams: Vec<u32> = (0..100).map(|i| 1 + 2 * i).collect();
+    for &s in &streams {
+        c.get(s, "/events?room=news");
+    }
+    members(rooms, "news", 100);
+    // Every head read, and nothing else in flight.
+    c.until_each(&streams, "");
+    c.round_trip();
+    let before = data_segments_in(c.sock.tcp());
+    rooms.publish_event("news", &Event::new("to all"));
+    c.until_each(&streams, "data: to all");
+    let segments = data_segments_in(c.sock.tcp()) - before;
+    assert!(segments <= 2, "{segments} segments for one publish");
+}
