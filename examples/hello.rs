@@ -16,7 +16,8 @@
 //! serves an event stream at `/events` whose every stream joins room `ROOM` and keeps no state
 //! of its own: what an idle event stream costs the library (over HTTP/1.1, or as one stream of
 //! an HTTP/2 connection) can then be measured; and `POST /events` publishes its body to `ROOM`
-//! as one event (`data: <body>`). `--download BYTES` adds `GET /download`, answered with BYTES
+//! as one event (`data: <body>`). A WebSocket upgrade at `/events` is a member of `ROOM` too
+//! (a publish reaches it as a text message): `web-bench fanout` measures a publish to many. `--download BYTES` adds `GET /download`, answered with BYTES
 //! bytes as a streamed body: with both, one HTTP/2 connection can carry a download beside the
 //! event streams of a page (is the connection fair to them?).
 
@@ -48,8 +49,9 @@ fn serve() -> std::io::Result<()> {
          requests, then exit. --tls-cert FILE --tls-key FILE (PEM): serve HTTPS only. \
          --async: answer from async code on a tokio runtime of one thread. HTTP/2: h2c on \
          the same port, h2 by ALPN; --h2-table BYTES: the HPACK table clients may fill. \
-         --events ROOM: also an event stream at /events, each in room ROOM, and POST \
-         /events publishes its body to ROOM as one event. --download BYTES: GET /download \
+         --events ROOM: also an event stream at /events (a WebSocket by an upgrade), each \
+         in room ROOM, and POST /events publishes its body to ROOM as one event (a text \
+         message to WebSocket members). --download BYTES: GET /download \
          answers BYTES bytes as a streamed body.",
     )?;
     let mut server = options.server(8080)?;
@@ -65,7 +67,9 @@ fn serve() -> std::io::Result<()> {
     };
     if let Some(room) = options.get::<String>("--events")? {
         routes.events = Some((server.rooms(), room.clone()));
-        server = server.sse("/events", Events { room });
+        server = server
+            .sse("/events", Events { room: room.clone() })
+            .websocket("/events", Events { room });
     }
     if let Some(n) = options.get::<u64>("--requests")? {
         server = server.requests(n);
@@ -166,4 +170,20 @@ impl web::sse::SseHandler for Events {
     fn open(&self, sse: &mut web::sse::Sse<'_>, _: &mut ()) {
         sse.join(&self.room);
     }
+}
+
+/// `--events ROOM`: WebSocket members at `/events` too (an upgrade), in `ROOM`, keeping
+/// nothing; what they send is dropped. A publish reaches them as a text message.
+impl web::ws::WsHandler for Events {
+    type State = ();
+
+    fn accept(&self, _req: &web::http::Request) -> Result<(), web::http::Response> {
+        Ok(())
+    }
+
+    fn open(&self, ws: &mut web::ws::Ws<'_>, _: &mut ()) {
+        ws.join(&self.room);
+    }
+
+    fn message(&self, _ws: &mut web::ws::Ws<'_>, _: &mut (), _msg: web::ws::Message) {}
 }

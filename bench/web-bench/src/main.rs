@@ -10,6 +10,7 @@
 mod args;
 mod compare;
 mod conns;
+mod fanout;
 mod idle;
 mod load;
 mod peers;
@@ -26,6 +27,7 @@ const ABOUT: &str = "web-bench: what a connection costs a server, and how server
 \n\
 Commands:\n  \
   idle      the memory an idle connection costs a running server\n  \
+  fanout    one publish to N idle members of a room: delivery times, server CPU per member\n  \
   compare   web against other Rust servers, side by side, in one run\n\
 \n\
 `web-bench COMMAND --help` says more. Everything runs against 127.0.0.0/8 only.";
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let ran = match args.first().map(String::as_str) {
         Some("idle") => idle_command(&args[1..]),
+        Some("fanout") => fanout_command(&args[1..]),
         Some("compare") => compare::command(&args[1..]),
         Some("--help" | "-h" | "help") => Err(Refused::Help(ABOUT.to_owned())),
         Some(other) => Err(Refused::Usage(format!(
@@ -177,4 +180,128 @@ fn idle_command(args: &[String]) -> Result<ExitCode, Refused> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+const FANOUT_ABOUT: &str = "web-bench fanout: one publish to N idle members of a room.\n\
+\n\
+Opens N members (sources spread over 127.0.0.2-250; WebSockets, event streams over HTTP/1.1,\n\
+or event streams 100 to an HTTP/2 connection), spread round-robin over one or several server\n\
+processes (comma-separated --url and --pid, in the same order: what one process's descriptor\n\
+limit cannot hold, several can). Each round POSTs a 32-byte body to every server's publish\n\
+path and reads all members on one thread until each has it: prints the time to the first,\n\
+median and last member (the client's, reading on the same machine) and each server's CPU\n\
+for the round per member (/proc/PID/task/*/schedstat).\n\
+\n\
+Example (hello serves /events to WebSockets and event streams, POST /events publishes):\n  \
+hello --port 8080 --events news &\n  \
+web-bench fanout --pid $(pidof hello) --url ws://127.0.0.1:8080/events -n 10000";
+
+const FANOUT_OPTS: &[Opt] = &[
+    Opt {
+        name: "--pid",
+        value: Some("PID[,PID...]"),
+        help: "the server processes, in the order of --url (needed)",
+    },
+    Opt {
+        name: "--url",
+        value: Some("URL[,URL...]"),
+        help: "each server's members: ws|http|https|wss://127.x.x.x:PORT/PATH (needed)",
+    },
+    Opt {
+        name: "--publish",
+        value: Some("PATH"),
+        help: "the path a POST publishes to on each server (default: the URL's path)",
+    },
+    Opt {
+        name: "-n",
+        value: Some("N"),
+        help: "members in all (default 10000, at most 1000000)",
+    },
+    Opt {
+        name: "--kind",
+        value: Some("KIND"),
+        help: "ws, sse or h2-sse (100 streams to a connection); default from the URL",
+    },
+    Opt {
+        name: "--rounds",
+        value: Some("R"),
+        help: "publishes, 0.5 s apart (default 3)",
+    },
+    Opt {
+        name: "--json",
+        value: Some("FILE"),
+        help: "where the record goes (default target/web-bench/fanout-KIND.json)",
+    },
+    Opt {
+        name: "--budget",
+        value: Some("SECONDS"),
+        help: "longest the opening may take (default 600)",
+    },
+];
+
+fn fanout_command(args: &[String]) -> Result<ExitCode, Refused> {
+    let given = args::parse(args, FANOUT_OPTS, FANOUT_ABOUT)?;
+    let urls: String = given.need("--url")?;
+    let pids: String = given.need("--pid")?;
+    let urls: Vec<&str> = urls.split(',').collect();
+    let pids: Vec<&str> = pids.split(',').collect();
+    if urls.len() != pids.len() {
+        return Err(Refused::Usage("--url and --pid name as many servers".into()));
+    }
+    let kind = match given.get::<conns::Kind>("--kind")? {
+        Some(k @ (conns::Kind::Ws | conns::Kind::Sse | conns::Kind::H2Sse)) => k,
+        Some(_) => return Err(Refused::Usage("--kind is ws, sse or h2-sse".into())),
+        None if urls[0].starts_with("ws") => conns::Kind::Ws,
+        None => conns::Kind::Sse,
+    };
+    let publish: Option<String> = given.get("--publish")?;
+    let mut servers = Vec::new();
+    for (url, pid) in urls.iter().zip(&pids) {
+        let target = conns::Target::parse(url).map_err(Refused::Usage)?;
+        let pid = pid
+            .parse()
+            .map_err(|_| Refused::Usage(format!("--pid: cannot read {pid:?}")))?;
+        let publish = publish.clone().unwrap_or_else(|| target.path.clone());
+        servers.push(fanout::Server {
+            pid,
+            target,
+            publish,
+        });
+    }
+    let n: usize = given.get_or("-n", 10_000)?;
+    if !(1..=1_000_000).contains(&n) {
+        return Err(Refused::Usage("-n is 1 to 1000000".into()));
+    }
+    let rounds: usize = given.get_or("--rounds", 3)?;
+    if !(1..=100).contains(&rounds) {
+        return Err(Refused::Usage("--rounds is 1 to 100".into()));
+    }
+    let plan = fanout::Plan {
+        servers,
+        kind,
+        n,
+        rounds,
+        budget: Duration::from_secs(given.get_or("--budget", 600)?),
+        timeout: Duration::from_secs(10),
+    };
+    let json: PathBuf = given.get_or(
+        "--json",
+        PathBuf::from(format!("target/web-bench/fanout-{}.json", kind.name())),
+    )?;
+    let mut progress = report::Progress::new();
+    let record = match fanout::measure(&plan, &mut progress) {
+        Ok(r) => r,
+        Err(e) => {
+            progress.done();
+            eprintln!("web-bench fanout: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    print!("{}", fanout::describe(&record));
+    if let Err(e) = report::write_json(&json, &record) {
+        eprintln!("web-bench fanout: writing {json:?}: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("record: {}", json.display());
+    Ok(ExitCode::SUCCESS)
 }
