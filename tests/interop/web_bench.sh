@@ -16,6 +16,7 @@ cargo build --release --features tls --example ws_echo
 command -v openssl >/dev/null || { echo "web_bench: FAIL: openssl is not installed (it makes the wss:// run's certificate)" >&2; exit 1; }
 bench=target/release/web-bench
 $bench idle --help >/dev/null
+$bench fanout --help >/dev/null
 $bench compare --help >/dev/null
 
 out=$(mktemp -d)
@@ -76,4 +77,41 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyou
     -out "$out/cert.pem" -days 2 -subj /CN=127.0.0.1 >/dev/null 2>&1
 SERVER_ARGS="--tls-cert $out/cert.pem --tls-key $out/key.pem" \
     run ws_echo_wss target/release/examples/ws_echo wss / ws --send subscribe
+
+# fanout KIND SCHEME: one publish to 1 000 members of `hello --events news` (two workers),
+# twice; every member must have it, each round's server CPU per member be measured.
+fanout() {
+    local kind=$1 scheme=$2 port pid
+    port=$(free_port)
+    target/release/examples/hello --port "$port" --workers 2 --events news >"$out/fanout-$kind.log" 2>&1 &
+    pid=$!
+    pids+=("$pid")
+    for _ in $(seq 100); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
+        sleep 0.1
+    done
+    timeout 300 $bench fanout --pid "$pid" --url "$scheme://127.0.0.1:$port/events" --kind "$kind" \
+        -n 1000 --rounds 2 --json "$out/fanout-$kind.json" | sed "s/^/fanout $kind: /"
+    python3 - "$out/fanout-$kind.json" "$kind" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+kind = sys.argv[2]
+rounds = r["rounds"]
+bad = []
+if r["members"] != 1000: bad.append(f"{r['members']} members of 1000")
+if len(rounds) != 2: bad.append(f"{len(rounds)} rounds")
+for x in rounds:
+    if not 0 < x["first_ms"] <= x["median_ms"] <= x["last_ms"]: bad.append(f"times {x}")
+    if not 0 < x["server_cpu_us_per_member"] < 10_000: bad.append(f"CPU {x}")
+if bad:
+    sys.exit(f"web_bench: FAIL fanout {kind}: " + "; ".join(bad))
+print(f"ok   web-bench fanout {kind}: last member after {rounds[-1]['last_ms']:.1f} ms, "
+      f"{rounds[-1]['server_cpu_us_per_member']:.1f} µs of server CPU per member")
+PY
+    stop_pid "$pid"
+}
+
+fanout ws ws
+fanout sse http
+fanout h2-sse http
 echo "web_bench: passed"
