@@ -193,7 +193,7 @@ impl Label {
 
     /// The whole label, `"GET /path?query"`.
     pub(crate) fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+        crate::http::message::text::as_text(&self.bytes[..self.len])
     }
 
     fn method(&self) -> &str {

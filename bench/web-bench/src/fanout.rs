@@ -123,7 +123,10 @@ fn publish(target: &Target, path: &str, body: &str, timeout: Duration) -> io::Re
 fn count(holder: &mut Holder, data: &[u8], marker: &[u8]) -> usize {
     let mut joined = std::mem::take(&mut holder.carry);
     joined.extend_from_slice(data);
-    let found = joined.windows(marker.len()).filter(|w| *w == marker).count();
+    let found = joined
+        .windows(marker.len())
+        .filter(|w| *w == marker)
+        .count();
     let keep = joined.len().min(marker.len() - 1);
     holder.carry = joined[joined.len() - keep..].to_vec();
     found
@@ -296,7 +299,10 @@ fn drain(holders: &mut [Holder]) {
 pub fn describe(r: &Value) -> String {
     let mut out = format!(
         "{} members ({}) on {} connection(s) of {} server process(es): one 32-byte publish\n",
-        r["members"], r["kind"].as_str().unwrap_or("?"), r["connections"], r["servers"]
+        r["members"],
+        r["kind"].as_str().unwrap_or("?"),
+        r["connections"],
+        r["servers"]
     );
     let rows: Vec<Vec<String>> = r["rounds"]
         .as_array()

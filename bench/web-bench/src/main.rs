@@ -246,7 +246,9 @@ fn fanout_command(args: &[String]) -> Result<ExitCode, Refused> {
     let urls: Vec<&str> = urls.split(',').collect();
     let pids: Vec<&str> = pids.split(',').collect();
     if urls.len() != pids.len() {
-        return Err(Refused::Usage("--url and --pid name as many servers".into()));
+        return Err(Refused::Usage(
+            "--url and --pid name as many servers".into(),
+        ));
     }
     let kind = match given.get::<conns::Kind>("--kind")? {
         Some(k @ (conns::Kind::Ws | conns::Kind::Sse | conns::Kind::H2Sse)) => k,

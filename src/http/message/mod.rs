@@ -16,6 +16,7 @@ pub(crate) mod reply;
 mod request;
 mod response;
 mod rules;
+pub(crate) mod text;
 
 pub(crate) use caller::{Caller, Proxies, forwarded};
 pub use header::{Header, HeaderRef, InvalidHeader, header, header_in};

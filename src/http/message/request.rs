@@ -163,7 +163,7 @@ impl Request {
     /// Text of a span: method, target and names are valid UTF-8 by construction (the parser
     /// admits tokens and a UTF-8 target; the other constructors take `&str`), checked anyway.
     pub(super) fn text(&self, span: Span) -> &str {
-        std::str::from_utf8(self.bytes(span)).unwrap_or_default()
+        super::text::as_text(self.bytes(span))
     }
 
     /// The request method token, as sent (methods are case-sensitive).
