@@ -82,7 +82,7 @@ fn open(plan: &Plan, n: usize, progress: &mut Progress) -> io::Result<Vec<Holder
             seen: 0,
             carry: Vec::new(),
         });
-        if holders.len() % 1000 == 0 {
+        if holders.len().is_multiple_of(1000) {
             progress.line(&format!("{i} members of {n}"));
         }
     }
