@@ -10,7 +10,9 @@
 //! 5. 200 long-polls waiting (each answered 204 at once);
 //! 6. 20 WebSocket peers that never answer (bounded by the stop's linger, 250 ms).
 //!
-//! Each case 7 times; the median and the spread. Everything talks to 127.0.0.1 only.
+//! The server listens on two addresses (`Server::also_bind`), the clients of each case dealt
+//! between them: the stop ends both. Each case 7 times; the median and the spread. Everything
+//! talks to 127.0.0.1 only.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -52,6 +54,8 @@ fn start() -> web::http::ServerHandle {
     let pool = Pool::new(4, 64).unwrap();
     Server::bind("127.0.0.1:0")
         .unwrap()
+        .also_bind("127.0.0.1:0")
+        .unwrap()
         .workers(2)
         .ping_interval(Some(Duration::from_secs(1)))
         .heartbeat(Duration::from_secs(1))
@@ -81,10 +85,12 @@ fn read_until(c: &mut TcpStream, end: &[u8]) {
     }
 }
 
-/// Opens `n` clients of `kind` and returns them once each is where the case wants it.
-fn clients(port: u16, kind: &str, n: usize) -> Vec<TcpStream> {
+/// Opens `n` clients of `kind`, dealt between `ports`, and returns them once each is where
+/// the case wants it.
+fn clients(ports: &[u16], kind: &str, n: usize) -> Vec<TcpStream> {
     (0..n)
-        .map(|_| {
+        .map(|i| {
+            let port = ports[i % ports.len()];
             let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
             c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             match kind {
@@ -130,11 +136,11 @@ fn answer_closes(peers: Vec<TcpStream>) -> std::thread::JoinHandle<()> {
 /// One stop of a server with `n` clients of `kind`; how long it took.
 fn once(kind: &str, n: usize) -> Duration {
     let server = start();
-    let port = server.local_addr().port();
+    let ports: Vec<u16> = server.local_addrs().iter().map(|a| a.port()).collect();
     let peers = if n == 0 {
         Vec::new()
     } else {
-        clients(port, kind, n)
+        clients(&ports, kind, n)
     };
     std::thread::sleep(Duration::from_millis(100));
     let (answering, kept) = if kind == "websocket (answering)" {
