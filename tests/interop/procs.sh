@@ -24,3 +24,13 @@ stop_pid() {
 free_port() {
     timeout 10 python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+
+# wait_port PORT: until something accepts on 127.0.0.1:PORT (10 s at most).
+wait_port() {
+    local port=$1
+    for _ in $(seq 100); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}

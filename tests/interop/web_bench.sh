@@ -39,10 +39,7 @@ run() {
     "$binary" --port "$port" --workers 1 ${SERVER_ARGS:-} >"$out/$name.log" 2>&1 &
     pid=$!
     pids+=("$pid")
-    for _ in $(seq 100); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
-        sleep 0.1
-    done
+    wait_port "$port" || true
     timeout 300 $bench idle --pid "$pid" --url "$scheme://127.0.0.1:$port$target" --kind "$kind" -n 1000 \
         --json "$out/$name.json" --svg "$out/$name.svg" "$@" | sed "s/^/$name: /"
     check "$name"
@@ -86,10 +83,7 @@ fanout() {
     target/release/examples/hello --port "$port" --workers 2 --events news >"$out/fanout-$kind.log" 2>&1 &
     pid=$!
     pids+=("$pid")
-    for _ in $(seq 100); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
-        sleep 0.1
-    done
+    wait_port "$port" || true
     timeout 300 $bench fanout --pid "$pid" --url "$scheme://127.0.0.1:$port/events" --kind "$kind" \
         -n 1000 --rounds 2 --json "$out/fanout-$kind.json" | sed "s/^/fanout $kind: /"
     python3 - "$out/fanout-$kind.json" "$kind" <<'PY'
