@@ -181,7 +181,7 @@ impl Server {
     /// metrics; [`spawn`](Server::spawn), [`run`](Server::run) and the [`Control`] serve
     /// and stop them all. The first address stays [`local_addr`](Server::local_addr); all of
     /// them, in order, are [`local_addrs`](Server::local_addrs). With
-    /// [`also_bind_tls`](Server::also_bind_tls) one server serves plain HTTP and HTTPS.
+    /// `also_bind_tls` (`--features tls`) one server serves plain HTTP and HTTPS.
     ///
     /// ```
     /// let server = web::http::Server::bind("127.0.0.1:0")?.also_bind("127.0.0.1:0")?;
@@ -275,7 +275,7 @@ impl Server {
     }
 
     /// Every address the server listens on: [`local_addr`](Server::local_addr), then those
-    /// of [`also_bind`](Server::also_bind) and [`also_bind_tls`](Server::also_bind_tls) in
+    /// of [`also_bind`](Server::also_bind) and `also_bind_tls` in
     /// the order given.
     ///
     /// ```
