@@ -2,12 +2,11 @@
 //! here or spawned.
 
 use std::io;
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use reactor::{Config, Reactor};
-
-use std::net::TcpListener;
 
 use super::Listen;
 use crate::http::{Request, Response};
