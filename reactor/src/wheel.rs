@@ -74,24 +74,37 @@ impl Links for Vec<Link> {
 }
 
 /// Converts instants to ticks since a worker's start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Clock {
     start: Instant,
+    /// The last instant converted and its nanoseconds: a turn converts its own clock read
+    /// several times (the timers due, the poll's timeout, a strand's deadline read back).
+    last: std::cell::Cell<(Instant, u64)>,
 }
 
 impl Clock {
     pub(crate) fn new(start: Instant) -> Clock {
-        Clock { start }
+        Clock {
+            start,
+            last: std::cell::Cell::new((start, 0)),
+        }
     }
 
     /// Nanoseconds from the worker's start to `t` (zero before it). In `u64`: 584 years, and
     /// the divisions below by the constant tick compile to multiplications (`u128` ones would
     /// be library calls, on every request).
     fn nanos(&self, t: Instant) -> u64 {
+        let (last, nanos) = self.last.get();
+        if last == t {
+            return nanos;
+        }
         let d = t.saturating_duration_since(self.start);
-        d.as_secs()
+        let nanos = d
+            .as_secs()
             .saturating_mul(1_000_000_000)
-            .saturating_add(u64::from(d.subsec_nanos()))
+            .saturating_add(u64::from(d.subsec_nanos()));
+        self.last.set((t, nanos));
+        nanos
     }
 
     /// The tick `now` falls in (rounded down).
