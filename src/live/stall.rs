@@ -95,10 +95,15 @@ impl Watch {
     pub(crate) fn stop(self, stalls: &Stalls, worker: usize, label: &str) {
         let now = Instant::now();
         LAST_READ.set(Some(now));
-        let took = now.saturating_duration_since(self.began);
-        if took < stalls.threshold {
+        // A comparison of instants on the quick path (a subtraction of two is dearer).
+        if self
+            .began
+            .checked_add(stalls.threshold)
+            .is_none_or(|stalls_at| now < stalls_at)
+        {
             return;
         }
+        let took = now.saturating_duration_since(self.began);
         stalls.count(worker, took);
         let label = label.split_once('?').map_or(label, |(l, _)| l);
         if stalls.first(label) {
