@@ -8,7 +8,7 @@
 //! The server runs in a child process (this program, re-run with `IDLE_ROOMS_SERVER=1`).
 //! Everything talks to 127.0.0.1 only; the child ends when the parent closes its stdin.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -104,13 +104,7 @@ fn subscribe(port: u16, n: usize, room: impl Fn(usize) -> usize) -> Vec<TcpStrea
     }
     for s in &mut streams {
         // The head: the stream is open.
-        let mut got = Vec::new();
-        let mut buf = [0u8; 512];
-        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-            let k = s.read(&mut buf).unwrap();
-            assert!(k > 0, "a stream ended");
-            got.extend_from_slice(&buf[..k]);
-        }
+        child::read_until(s, b"\r\n\r\n");
     }
     let start = Instant::now();
     while read(port).2 < n {

@@ -210,18 +210,6 @@ fn stats(port: u16) -> Stats {
     Stats::parse(&get(port, "/stats"))
 }
 
-/// Reads until `end` has arrived; what came.
-fn read_until(conn: &mut TcpStream, end: &[u8]) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 512];
-    while !got.windows(end.len()).any(|w| w == end) {
-        let n = conn.read(&mut buf).expect("the server answers");
-        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
-        got.extend_from_slice(&buf[..n]);
-    }
-    got
-}
-
 /// An SSE subscriber of `room`: head and greeting read.
 fn subscriber(port: u16, room: &str) -> TcpStream {
     subscriber_at(port, &format!("/sse?room={room}"))
@@ -232,7 +220,7 @@ fn subscriber_at(port: u16, target: &str) -> TcpStream {
     let mut conn = connect(port);
     let request = format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n");
     conn.write_all(request.as_bytes()).unwrap();
-    let got = read_until(&mut conn, b"data: in\n\n");
+    let got = child::read_until(&mut conn, b"data: in\n\n");
     assert!(got.starts_with(b"HTTP/1.1 200 "));
     conn
 }
@@ -247,7 +235,7 @@ fn member_at(port: u16, target: &str) -> TcpStream {
     let mut conn = connect(port);
     conn.write_all(&ws_handshake_request("127.0.0.1", target))
         .unwrap();
-    let got = read_until(&mut conn, b"\x81\x02in");
+    let got = child::read_until(&mut conn, b"\x81\x02in");
     assert!(got.starts_with(b"HTTP/1.1 101 "));
     conn
 }
@@ -372,7 +360,7 @@ fn publish(port: u16) {
             );
             let _ = http(port, &request);
             for m in &mut members {
-                read_until(m, expect);
+                child::read_until(m, expect);
             }
             let reach = t0.elapsed();
             let after = stats(port);
@@ -417,7 +405,7 @@ fn pool(port: u16) {
                     let t0 = Instant::now();
                     conn.write_all(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
                         .unwrap();
-                    read_until(&mut conn, b"slow");
+                    child::read_until(&mut conn, b"slow");
                     times.push(t0.elapsed());
                 }
                 times
@@ -432,7 +420,7 @@ fn pool(port: u16) {
         let t0 = Instant::now();
         conn.write_all(b"GET /fast HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
-        read_until(&mut conn, b"fast");
+        child::read_until(&mut conn, b"fast");
         fast.push(t0.elapsed());
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -485,7 +473,7 @@ fn download(port: u16) {
     let t0 = Instant::now();
     conn.write_all(format!("GET /download?bytes={bytes} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
         .unwrap();
-    let head = read_until(&mut conn, b"\r\n\r\n");
+    let head = child::read_until(&mut conn, b"\r\n\r\n");
     let at = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
     let mut got = (head.len() - at) as u64;
     // A slow reader: 64 KiB, then a pause of 1 ms (about 60 MB/s at most on loopback).

@@ -8,7 +8,7 @@
 //! The server runs in a child process (this program, re-run with `PUBLISHER_BENCH_SERVER=1`);
 //! everything talks to 127.0.0.1 only; the child ends when the parent closes its standard input.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -69,25 +69,8 @@ fn subscriber(port: u16) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !got.windows(10).any(|w| w == b"data: in\n\n") {
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "a subscriber was refused");
-        got.extend_from_slice(&buf[..n]);
-    }
+    child::read_until(&mut s, b"data: in\n\n");
     s
-}
-
-/// Reads from `s` until `needle` came.
-fn read_until(s: &mut TcpStream, needle: &[u8]) {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !got.windows(needle.len()).any(|w| w == needle) {
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "closed");
-        got.extend_from_slice(&buf[..n]);
-    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -108,11 +91,11 @@ fn measure(port: u16, subscribers: usize) -> (Vec<Duration>, Vec<Duration>) {
             text.len()
         )
         .unwrap();
-        read_until(&mut poster, b"published");
+        child::read_until(&mut poster, b"published");
         trips.push(begun.elapsed());
         let needle = format!("data: {text}\n\n");
         for s in &mut subs {
-            read_until(s, needle.as_bytes());
+            child::read_until(s, needle.as_bytes());
         }
         if subscribers > 0 {
             deliveries.push(begun.elapsed());

@@ -189,6 +189,19 @@ pub fn connect_from_spread(port: u16, n: usize) -> std::net::TcpStream {
     }
 }
 
+/// Reads `conn` until `end` has arrived (a head, an event); what came. Panics if the
+/// connection ends first.
+pub fn read_until(conn: &mut impl Read, end: &[u8]) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(end.len()).any(|w| w == end) {
+        let n = conn.read(&mut buf).expect("the server answers");
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    got
+}
+
 /// What a child server reports of itself: `allocations live_heap_bytes cpu_micros rss_kib`
 /// (with [`Counting`] installed), as [`stats_line`] writes it and [`ProcessStats::parse`]
 /// reads it back.
