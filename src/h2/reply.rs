@@ -7,6 +7,7 @@
 //! `upgrade`) are never sent.
 
 use crate::http::Response;
+use crate::http::message::text::as_text;
 use crate::http::render::{content_type_of, field_value, final_status, has_body, reserved_or_bad};
 
 use super::hpack::encoder::{write_field, write_status};
@@ -55,7 +56,7 @@ pub(crate) fn write_head(block: &mut Vec<u8>, res: &Response, date: &[u8], lengt
                 name.copy_from_slice(h.name.as_bytes());
                 name.make_ascii_lowercase();
                 // A token is ASCII: lower-cased it stays UTF-8.
-                write_field(block, std::str::from_utf8(name).unwrap_or_default(), &value);
+                write_field(block, as_text(name), &value);
             }
             None => write_field(block, &h.name.to_ascii_lowercase(), &value),
         }

@@ -217,7 +217,7 @@ impl Request {
     /// assert_eq!(req.header("cookie"), "");
     /// ```
     pub fn header(&self, name: &str) -> &str {
-        std::str::from_utf8(self.header_bytes(name)).unwrap_or_default()
+        super::text::as_text(self.header_bytes(name))
     }
 
     /// The bytes of header `name`'s value as received; empty when absent.

@@ -1,6 +1,7 @@
 //! A stream's request as a handler sees any request, and what its reply may be.
 
 use crate::h2::headers::HeaderList;
+use crate::http::message::text::as_text;
 use crate::http::{ReplyRules, Request};
 
 /// What a reply on a stream may be: the connection is not the reply's to keep or close.
@@ -14,8 +15,8 @@ pub(super) const REPLY_RULES: ReplyRules = ReplyRules {
 /// `host` (when no `host` field came), cookies split over fields are one `cookie` again
 /// (RFC 9113 §8.2.3).
 pub(super) fn request_of(head: &HeaderList) -> Request {
-    let method = std::str::from_utf8(head.method()).unwrap_or_default();
-    let path = std::str::from_utf8(head.path()).unwrap_or_default();
+    let method = as_text(head.method());
+    let path = as_text(head.path());
     let host = match head.field(b"host") {
         None if !head.authority().is_empty() => Some(("host", head.authority())),
         _ => None,
@@ -36,7 +37,7 @@ pub(super) fn request_of(head: &HeaderList) -> Request {
     let fields = head
         .fields()
         .filter(|(name, _)| joined.is_none() || *name != b"cookie")
-        .map(|(name, value)| (std::str::from_utf8(name).unwrap_or_default(), value))
+        .map(|(name, value)| (as_text(name), value))
         .chain(host)
         .chain(joined.as_deref().map(|j| ("cookie", j)));
     Request::from_fields(method, path, fields)
