@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
-use reactor::{Io, Read, Then};
+use reactor::{Io, Then};
 
 use super::request_reader::RequestReader;
 use crate::http::Response;
@@ -23,6 +23,7 @@ use crate::http::stream_framing::StreamFraming;
 use crate::live::{Charge, Command, DRAIN_LINGER, drop_unread, linger_until};
 
 use super::access::{self, Came, Protocol};
+use super::connection_loop::{self, Go, HttpConnection};
 use super::deferred::{Patience, Wait};
 use super::dispatch::{Answered, Stop, Turn, Upgrade, answer};
 use super::exchange::{self, App, Framer, Origin, Phase, Step};
@@ -39,12 +40,6 @@ use crate::http::later::FlowEnd;
 const HIGH_WATER: usize = 64 * 1024;
 /// Bodies at least this long are written from the handler's buffer instead of being copied.
 const INLINE_BODY: usize = 16 * 1024;
-/// Reads one resume makes before letting the worker's other connections run.
-const READS_PER_TURN: usize = 16;
-/// Steps of one resume's loop, at most: each step reads, answers held-back input or returns,
-/// so a resume that takes more has stopped making progress (a bug). It is then cut short by a
-/// panic that closes this connection only, rather than pinning the worker.
-const STEPS_PER_TURN: usize = 4 * READS_PER_TURN + 4;
 
 /// Where a connection is. What it waits for (reading, writing) follows from this and from
 /// what is buffered: see [`HttpStrand::park`].
@@ -96,6 +91,12 @@ struct Ctx {
     h2_by_alpn: bool,
     /// The connection is TLS.
     tls: bool,
+}
+
+/// What taking read bytes needs and came to (see [`HttpConnection::Taking`]).
+struct Taking {
+    ctx: Ctx,
+    outcome: Outcome,
 }
 
 /// What one read and answer came to, for the resume loop.
@@ -173,26 +174,6 @@ enum Deadline {
     /// No deadline.
     Never,
     At(Instant),
-}
-
-/// What a parked connection waits for on its socket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Interest {
-    read: bool,
-    write: bool,
-}
-
-impl Interest {
-    /// The next request, or the client's end.
-    const READ: Interest = Interest {
-        read: true,
-        write: false,
-    };
-    /// Room for what is owed (reading stops meanwhile).
-    const WRITE: Interest = Interest {
-        read: false,
-        write: true,
-    };
 }
 
 impl HttpStrand {
@@ -538,13 +519,14 @@ impl Busy {
         }
     }
 
-    /// Parks, waiting for `read` and/or `write` with the deadline the state calls for.
+    /// Parks, waiting for room to write what is pending and for the client's bytes if `read`,
+    /// with the deadline the state calls for.
     fn park(
         &mut self,
         conn: &Resume<'_>,
         io: &Io<'_, Command>,
         progressed: bool,
-        wants: Interest,
+        read: bool,
     ) -> Then {
         let shared = conn.shared;
         let limits = &shared.limits;
@@ -572,8 +554,8 @@ impl Busy {
             self.set_deadline(Some(now + after));
         }
         Then::Park {
-            read: wants.read,
-            write: wants.write,
+            read,
+            write: self.output.has_pending(),
             deadline: match self.deadline {
                 Deadline::At(at) => Some(at),
                 Deadline::InReactor | Deadline::Never => None,
@@ -605,6 +587,7 @@ impl Busy {
     }
 
     /// Shuts our side and starts lingering.
+    #[inline(always)]
     fn linger(&mut self, conn: &Resume<'_>, io: &mut Io<'_, Command>) -> Then {
         if self.state != State::Lingering {
             self.state = State::Lingering;
@@ -619,7 +602,7 @@ impl Busy {
         }
         match conn.shared.shutting_down() {
             true => self.linger_stopping(io),
-            false => self.park(conn, io, false, Interest::READ),
+            false => self.park(conn, io, false, true),
         }
     }
 
@@ -638,109 +621,9 @@ impl Busy {
         linger_until(io, end)
     }
 
-    /// The loop of one resume: write what is pending, answer what is buffered, read more.
+    /// One resume's loop (`connection_loop`), with this connection's decisions.
     fn run(&mut self, conn: &mut Resume<'_>, io: &mut Io<'_, Command>) -> Then {
-        let mut progressed = false;
-        let mut reads = 0;
-        let mut steps = 0;
-        // Whether the last read drained the socket (see `reactor::Read`).
-        let mut drained = false;
-        loop {
-            let flushed = self.output.flush(io, &mut progressed);
-            if let Some(stream) = &mut self.stream {
-                stream.written(self.output.pending());
-            }
-            if self.owes_too_much(conn) {
-                // A peer that does not take its replies while the budget is spent: dropped
-                // rather than let hold more than its share.
-                return Then::Close;
-            }
-            match flushed {
-                Err(_) => return Then::Close,
-                Ok(true) if self.state != State::Serving => return self.linger(conn, io),
-                Ok(true) => {}
-                Ok(false) if self.state != State::Serving || self.held_back() => {
-                    return self.park(conn, io, progressed, Interest::WRITE);
-                }
-                Ok(false) => {}
-            }
-            let ctx = Ctx {
-                now: io.now(),
-                fd: io.stream().as_raw_fd(),
-                id: io.id(),
-                peer: conn.peer.get().or_else(|| io.stream().peer_addr().ok()),
-                h2_by_alpn: io.protocol() == Some(&b"h2"[..]),
-                tls: io.has_layer(),
-            };
-            let mut outcome = Outcome::default();
-            steps += 1;
-            // A bug, never the peer's doing: the panic closes this connection alone (the
-            // reactor catches it and counts it in the stats) instead of pinning the worker.
-            assert!(
-                steps <= STEPS_PER_TURN,
-                "an HTTP strand's resume made no progress in {STEPS_PER_TURN} steps"
-            );
-            let finished = self.is_idle() && conn.wait.is_none();
-            if self.answers_waiting() {
-                // Requests held back by backpressure: answer them before reading more.
-                self.answer_input(conn, &ctx, &mut outcome);
-            } else {
-                if drained && finished && conn.shared.shutting_down() {
-                    // Shutting down, every request read is answered and written, and the
-                    // socket holds nothing more: our side is shut, and what the client sends
-                    // from now on is read and dropped until it closes (a request crossing our
-                    // end of stream is not run, and the client is not reset: it sees the end).
-                    return self.linger(conn, io);
-                }
-                // Behind a deferred reply, what the client pipelines is kept up to a bound.
-                let full = conn.wait.is_some() && self.input.len() >= HIGH_WATER;
-                if drained || full || reads == READS_PER_TURN {
-                    // Drained, or let other connections run (resumed next turn).
-                    let write = self.output.has_pending();
-                    let wants = Interest { read: !full, write };
-                    return self.park(conn, io, progressed, wants);
-                }
-                reads += 1;
-                match io.read() {
-                    Read::Data(bytes) => {
-                        progressed = true;
-                        self.take(conn, bytes, &ctx, &mut outcome);
-                        drained = !io.read_ready();
-                    }
-                    Read::WouldBlock if finished && conn.shared.shutting_down() => {
-                        return self.linger(conn, io);
-                    }
-                    Read::WouldBlock => {
-                        let write = self.output.has_pending();
-                        let wants = Interest { read: true, write };
-                        return self.park(conn, io, progressed, wants);
-                    }
-                    // A client that stops sending while its reply is deferred has gone: the
-                    // reply is no longer wanted (`closed` tells its holder).
-                    Read::Closed if conn.wait.is_some() => return Then::Close,
-                    Read::Closed => {
-                        // The client is done sending. A request it left incomplete is dropped;
-                        // replies already queued are still written.
-                        self.state = State::Closing;
-                    }
-                    Read::Error(e) => {
-                        crate::log::debug!(error = e; "an HTTP connection's read failed");
-                        return Then::Close;
-                    }
-                }
-            }
-            match outcome.leaves {
-                Leaves::Taken => return Then::release(drop),
-                Leaves::Failed => return Then::Close,
-                // `ConnStrand` turns this strand into a WebSocket or HTTP/2 one before anything
-                // else runs.
-                Leaves::Upgraded | Leaves::Http2 => return Then::sleep(),
-                Leaves::No => {}
-            }
-            if outcome.spent {
-                io.remote().shutdown();
-            }
-        }
+        connection_loop::run(&mut Http1 { busy: self, conn }, io)
     }
 
     /// A deferred reply came (or its `Reply` was dropped, or a piece of a streamed reply):
@@ -859,6 +742,139 @@ impl Busy {
                 .reader
                 .as_ref()
                 .map_or(0, |r| std::mem::size_of::<RequestReader>() + r.held_bytes())
+    }
+}
+
+/// A resume of the connection as the loop drives it. Its steps are inlined into the loop
+/// (the hot path of every request: as calls they cost a keep-alive request ~4 % more
+/// instructions, `bench/instructions.py`).
+struct Http1<'b, 'a> {
+    busy: &'b mut Busy,
+    conn: &'b mut Resume<'a>,
+}
+
+impl HttpConnection for Http1<'_, '_> {
+    type Taking = Taking;
+
+    #[inline(always)]
+    fn taking(&mut self, io: &mut Io<'_, Command>) -> Taking {
+        let ctx = Ctx {
+            now: io.now(),
+            fd: io.stream().as_raw_fd(),
+            id: io.id(),
+            peer: self
+                .conn
+                .peer
+                .get()
+                .or_else(|| io.stream().peer_addr().ok()),
+            h2_by_alpn: io.protocol() == Some(&b"h2"[..]),
+            tls: io.has_layer(),
+        };
+        Taking {
+            ctx,
+            outcome: Outcome::default(),
+        }
+    }
+
+    #[inline(always)]
+    fn flush(&mut self, io: &mut Io<'_, Command>, progressed: &mut bool) -> std::io::Result<bool> {
+        let busy = &mut *self.busy;
+        let flushed = busy.output.flush(io, progressed);
+        if let Some(stream) = &mut busy.stream {
+            stream.written(busy.output.pending());
+        }
+        flushed
+    }
+
+    #[inline(always)]
+    fn owes_too_much(&mut self) -> bool {
+        self.busy.owes_too_much(self.conn)
+    }
+
+    /// After the last reply, linger once it is written; while answers are held back, wait for
+    /// room; answer what backpressure held back before reading more; behind a deferred reply,
+    /// keep what the client pipelines up to a bound.
+    #[inline(always)]
+    fn next(
+        &mut self,
+        _io: &mut Io<'_, Command>,
+        taking: &mut Taking,
+        flushed: bool,
+        _progressed: &mut bool,
+    ) -> Go {
+        let busy = &mut *self.busy;
+        match flushed {
+            true if busy.state != State::Serving => return Go::Linger,
+            false if busy.state != State::Serving || busy.held_back() => {
+                return Go::Park { read: false };
+            }
+            _ => {}
+        }
+        if busy.answers_waiting() {
+            busy.answer_input(self.conn, &taking.ctx, &mut taking.outcome);
+            return Go::Again;
+        }
+        match self.conn.wait.is_some() && busy.input.len() >= HIGH_WATER {
+            true => Go::Park { read: false },
+            false => Go::Read,
+        }
+    }
+
+    #[inline(always)]
+    fn take(&mut self, taking: &mut Taking, bytes: &[u8]) {
+        self.busy
+            .take(self.conn, bytes, &taking.ctx, &mut taking.outcome);
+    }
+
+    #[inline(always)]
+    fn taken(&mut self, io: &mut Io<'_, Command>, taking: &mut Taking) -> Option<Then> {
+        let outcome = std::mem::take(&mut taking.outcome);
+        match outcome.leaves {
+            Leaves::Taken => return Some(Then::release(drop)),
+            Leaves::Failed => return Some(Then::Close),
+            // `ConnStrand` turns this strand into a WebSocket or HTTP/2 one before anything
+            // else runs.
+            Leaves::Upgraded | Leaves::Http2 => return Some(Then::sleep()),
+            Leaves::No => {}
+        }
+        if outcome.spent {
+            io.remote().shutdown();
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn peer_closed(&mut self) -> Option<Then> {
+        if self.conn.wait.is_some() {
+            // A client that stops sending while its reply is deferred has gone: the reply is
+            // no longer wanted (`closed` tells its holder).
+            return Some(Then::Close);
+        }
+        // The client is done sending. A request it left incomplete is dropped; replies
+        // already queued are still written.
+        self.busy.state = State::Closing;
+        None
+    }
+
+    #[inline(always)]
+    fn drained(&mut self, io: &mut Io<'_, Command>, progressed: bool) -> Then {
+        if self.busy.is_idle() && self.conn.wait.is_none() && self.conn.shared.shutting_down() {
+            // Shutting down, every request read is answered and written, and the socket holds
+            // nothing more: our side is shut, and what the client sends from now on is read
+            // and dropped until it closes (a request crossing our end of stream is not run,
+            // and the client is not reset: it sees the end).
+            return self.busy.linger(self.conn, io);
+        }
+        self.park(io, progressed, true)
+    }
+
+    #[inline(always)]
+    fn park(&mut self, io: &mut Io<'_, Command>, progressed: bool, read: bool) -> Then {
+        self.busy.park(self.conn, io, progressed, read)
+    }
+
+    fn linger(&mut self, io: &mut Io<'_, Command>) -> Then {
+        self.busy.linger(self.conn, io)
     }
 }
 

@@ -39,6 +39,7 @@ mod asynchronous;
 mod blocking;
 mod builder;
 pub(crate) mod conn;
+mod connection_loop;
 mod control;
 mod deferred;
 mod dispatch;

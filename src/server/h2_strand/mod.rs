@@ -21,7 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use reactor::{Io, Read, Then};
+use reactor::{Io, Then};
 
 use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, Scratch};
 use crate::h2::error::ErrorCode;
@@ -31,6 +31,7 @@ use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, reuse};
 use crate::live::{Charge, Command, DRAIN_LINGER, drop_unread, linger_until};
 
 use super::access;
+use super::connection_loop::{self, Go, HttpConnection};
 use super::exchange;
 use super::peer::Peer;
 use super::shared::ServerShared;
@@ -50,9 +51,6 @@ use work::{Work, due_of, push_work, reply_held, work_at, work_held};
 /// bounded by `max_body` (413), and all of a connection's together by this many (a stream past
 /// it is refused with REFUSED_STREAM, which a client may ask again).
 const BODIES: u64 = 4;
-
-/// Reads one resume makes before letting the worker's other connections run.
-const READS_PER_TURN: usize = 16;
 
 /// Where the connection is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,101 +315,9 @@ impl H2Strand {
         work + busy
     }
 
-    /// The loop of one resume: write what is owed, take what was read, read more.
+    /// One resume's loop (`connection_loop`), with this connection's decisions.
     fn run(&mut self, shared: &ServerShared, io: &mut Io<'_, Command>) -> Then {
-        let mut progressed = false;
-        let mut ctx = Ctx {
-            now: io.now(),
-            id: io.id(),
-            peer: self.peer.get().or_else(|| io.stream().peer_addr().ok()),
-            tls: io.has_layer(),
-            spent: false,
-        };
-        // Whether the last read drained the socket (see `reactor::Read`).
-        let mut drained = false;
-        for _ in 0..READS_PER_TURN {
-            if std::mem::take(&mut ctx.spent) {
-                io.remote().shutdown();
-            }
-            match self.flush(io) {
-                Err(_) => return Then::Close,
-                Ok(wrote) => progressed |= wrote,
-            }
-            if self.owes_too_much(shared) {
-                return Then::Close;
-            }
-            let owed = self.out.len() - self.written;
-            match self.state {
-                State::Serving => {}
-                State::Closing if owed > 0 => return self.park(shared, io, progressed, false),
-                State::Closing | State::Lingering(_) => return self.linger(shared, io),
-            }
-            if owed >= OUTPUT_HIGH {
-                return self.park(shared, io, progressed, false);
-            }
-            let before = self.out.len();
-            self.live_turn(shared, io);
-            if std::mem::take(&mut self.windows_opened) {
-                self.send_held();
-            }
-            if self.out.len() > before {
-                // Live streams or held replies wrote: out with it before reading more.
-                progressed = true;
-                continue;
-            }
-            if !self.input.is_empty() && owed < OUTPUT_HIGH / 2 {
-                // Frames left while output was owed, or an incomplete one: go on with them.
-                let input = std::mem::take(&mut self.input);
-                let used = self.take(shared, &mut ctx, &input);
-                if used < input.len() && self.state == State::Serving {
-                    self.input = input[used..].to_vec();
-                    if used > 0 {
-                        continue;
-                    }
-                }
-            }
-            if shared.shutting_down() && self.work.is_empty() && owed == 0 {
-                self.state = State::Closing;
-                continue;
-            }
-            if drained {
-                // The last read emptied the socket (a short read proves it): a new arrival
-                // raises a new edge, so no read is owed before parking.
-                return self.park(shared, io, progressed, true);
-            }
-            match io.read() {
-                Read::Data(bytes) => {
-                    progressed = true;
-                    if self.input.is_empty() {
-                        let used = self.take(shared, &mut ctx, bytes);
-                        if used < bytes.len() && self.state == State::Serving {
-                            self.input = bytes[used..].to_vec();
-                        }
-                    } else {
-                        self.input.extend_from_slice(bytes);
-                    }
-                    drained = !io.read_ready();
-                }
-                Read::WouldBlock => return self.park(shared, io, progressed, true),
-                // The peer closed its side: nothing more can be asked. What is owed for what it
-                // asked is written (with GOAWAY), then the connection closes; replies still to
-                // come are not waited for.
-                Read::Closed => {
-                    self.conn.go_away(&mut self.out);
-                    self.state = State::Closing;
-                }
-                Read::Error(e) => {
-                    crate::log::debug!(error = e; "an HTTP/2 connection's read failed");
-                    return Then::Close;
-                }
-            }
-        }
-        if !self.input.is_empty() {
-            // The turn's budget is spent with frames still held: marked ready, the connection
-            // is resumed next turn, after the worker's others (no event would come for them).
-            io.socket().set_read_ready();
-        }
-        self.park(shared, io, progressed, true)
+        connection_loop::run(&mut H2 { h: self, shared }, io)
     }
 
     /// Takes frames from `input`: what the peer asked is queued as work and answered; the
@@ -832,6 +738,125 @@ impl H2Strand {
             true => linger_until(io, end),
             false => Then::Close,
         }
+    }
+}
+
+/// A resume of the connection as the loop drives it.
+struct H2<'a> {
+    h: &'a mut H2Strand,
+    shared: &'a ServerShared,
+}
+
+impl HttpConnection for H2<'_> {
+    type Taking = Ctx;
+
+    fn taking(&mut self, io: &mut Io<'_, Command>) -> Ctx {
+        Ctx {
+            now: io.now(),
+            id: io.id(),
+            peer: self.h.peer.get().or_else(|| io.stream().peer_addr().ok()),
+            tls: io.has_layer(),
+            spent: false,
+        }
+    }
+
+    fn flush(&mut self, io: &mut Io<'_, Command>, progressed: &mut bool) -> std::io::Result<bool> {
+        *progressed |= self.h.flush(io)?;
+        Ok(self.h.written == self.h.out.len())
+    }
+
+    fn owes_too_much(&mut self) -> bool {
+        self.h.owes_too_much(self.shared)
+    }
+
+    /// Closing, write what is owed and linger; owing much, wait for room; else the live
+    /// streams and the replies held by the windows write first, then frames kept from an
+    /// earlier read are taken, then the connection closes if the server stops with nothing
+    /// left in flight.
+    fn next(
+        &mut self,
+        io: &mut Io<'_, Command>,
+        ctx: &mut Ctx,
+        _flushed: bool,
+        progressed: &mut bool,
+    ) -> Go {
+        let (h, shared) = (&mut *self.h, self.shared);
+        let owed = h.out.len() - h.written;
+        match h.state {
+            State::Serving => {}
+            State::Closing if owed > 0 => return Go::Park { read: false },
+            State::Closing | State::Lingering(_) => return Go::Linger,
+        }
+        if owed >= OUTPUT_HIGH {
+            return Go::Park { read: false };
+        }
+        let before = h.out.len();
+        h.live_turn(shared, io);
+        if std::mem::take(&mut h.windows_opened) {
+            h.send_held();
+        }
+        if h.out.len() > before {
+            // Live streams or held replies wrote: out with it before reading more.
+            *progressed = true;
+            return Go::Again;
+        }
+        if !h.input.is_empty() && owed < OUTPUT_HIGH / 2 {
+            // Frames left while output was owed, or an incomplete one: go on with them.
+            let input = std::mem::take(&mut h.input);
+            let used = h.take(shared, ctx, &input);
+            if used < input.len() && h.state == State::Serving {
+                h.input = input[used..].to_vec();
+                if used > 0 {
+                    return Go::Again;
+                }
+            }
+        }
+        if shared.shutting_down() && h.work.is_empty() && owed == 0 {
+            h.state = State::Closing;
+            return Go::Again;
+        }
+        Go::Read
+    }
+
+    fn take(&mut self, ctx: &mut Ctx, bytes: &[u8]) {
+        let h = &mut *self.h;
+        if !h.input.is_empty() {
+            // Behind frames kept: taken in order, next round.
+            h.input.extend_from_slice(bytes);
+            return;
+        }
+        let used = h.take(self.shared, ctx, bytes);
+        if used < bytes.len() && h.state == State::Serving {
+            h.input = bytes[used..].to_vec();
+        }
+    }
+
+    fn taken(&mut self, io: &mut Io<'_, Command>, ctx: &mut Ctx) -> Option<Then> {
+        if std::mem::take(&mut ctx.spent) {
+            io.remote().shutdown();
+        }
+        None
+    }
+
+    /// The peer closed its side: nothing more can be asked. What is owed for what it asked is
+    /// written (with GOAWAY), then the connection closes; replies still to come are not
+    /// waited for.
+    fn peer_closed(&mut self) -> Option<Then> {
+        self.h.conn.go_away(&mut self.h.out);
+        self.h.state = State::Closing;
+        None
+    }
+
+    fn drained(&mut self, io: &mut Io<'_, Command>, progressed: bool) -> Then {
+        self.h.park(self.shared, io, progressed, true)
+    }
+
+    fn park(&mut self, io: &mut Io<'_, Command>, progressed: bool, read: bool) -> Then {
+        self.h.park(self.shared, io, progressed, read)
+    }
+
+    fn linger(&mut self, io: &mut Io<'_, Command>) -> Then {
+        self.h.linger(self.shared, io)
     }
 }
 
