@@ -10,7 +10,11 @@
 
 use reactor::{Io, Read, Then};
 
-use crate::live::Command;
+use std::time::Instant;
+
+use crate::live::{Command, DRAIN_LINGER, drop_unread, linger_until};
+
+use super::shared::ServerShared;
 
 /// Reads one resume makes before letting the worker's other connections run.
 const READS_PER_TURN: usize = 16;
@@ -139,4 +143,25 @@ pub(crate) fn run<C: HttpConnection>(conn: &mut C, io: &mut Io<'_, Command>) -> 
     // resumed next turn, after the worker's others (no event would come for what it holds).
     io.socket().set_read_ready();
     conn.park(io, progressed, true)
+}
+
+/// Shuts our side as a connection begins to linger; the linger's end (`None` if the shutdown
+/// failed: the connection closes): the server's linger time from now, `DRAIN_LINGER` at most
+/// while it stops.
+pub(crate) fn begin_linger(io: &mut Io<'_, Command>, shared: &ServerShared) -> Option<Instant> {
+    io.shutdown_write().ok()?;
+    let linger = match shared.shutting_down() {
+        true => shared.limits.linger.min(DRAIN_LINGER),
+        false => shared.limits.linger,
+    };
+    Some(io.now() + linger)
+}
+
+/// Lingering until `end`: what the peer still sends is read and dropped until it closes (see
+/// `live::linger_until`).
+pub(crate) fn linger(io: &mut Io<'_, Command>, end: Instant) -> Then {
+    match drop_unread(io) {
+        true => linger_until(io, end),
+        false => Then::Close,
+    }
 }

@@ -20,7 +20,7 @@ use crate::http::Response;
 use crate::http::later::HttpMsg;
 use crate::http::render::{render, render_in_place, render_stream_head};
 use crate::http::stream_framing::StreamFraming;
-use crate::live::{Charge, Command, DRAIN_LINGER, drop_unread, linger_until};
+use crate::live::{Charge, Command};
 
 use super::access::{self, Came, Protocol};
 use super::connection_loop::{self, Go, HttpConnection};
@@ -531,11 +531,7 @@ impl Busy {
         let shared = conn.shared;
         let limits = &shared.limits;
         let now = io.now();
-        let (timer, after) = if self.state == State::Lingering && shared.shutting_down() {
-            (Timer::Linger, limits.linger.min(DRAIN_LINGER))
-        } else if self.state == State::Lingering {
-            (Timer::Linger, limits.linger)
-        } else if self.output.has_pending() {
+        let (timer, after) = if self.output.has_pending() {
             (Timer::Write, limits.write_timeout)
         } else if conn.wait.is_some() {
             (Timer::Reply, shared.reply_timeout)
@@ -586,39 +582,24 @@ impl Busy {
         sheds
     }
 
-    /// Shuts our side and starts lingering.
+    /// Shuts our side and lingers (see `connection_loop::linger`).
     #[inline(always)]
     fn linger(&mut self, conn: &Resume<'_>, io: &mut Io<'_, Command>) -> Then {
-        if self.state != State::Lingering {
-            self.state = State::Lingering;
-            self.input = Vec::new();
-            self.reader = None;
-            if io.shutdown_write().is_err() {
-                return Then::Close;
-            }
-        }
-        if !drop_unread(io) {
-            return Then::Close;
-        }
-        match conn.shared.shutting_down() {
-            true => self.linger_stopping(io),
-            false => self.park(conn, io, false, true),
-        }
-    }
-
-    /// Lingering while the server stops, with nothing unread: closed as soon as the client
-    /// has acknowledged everything (see `live::linger_until`), within `DRAIN_LINGER`.
-    fn linger_stopping(&mut self, io: &Io<'_, Command>) -> Then {
-        let end = match self.deadline {
-            Deadline::At(end) if self.timer == Timer::Linger => end,
+        let end = match (self.state, self.deadline) {
+            (State::Lingering, Deadline::At(end)) => end,
             _ => {
+                let Some(end) = connection_loop::begin_linger(io, conn.shared) else {
+                    return Then::Close;
+                };
+                self.state = State::Lingering;
+                self.input = Vec::new();
+                self.reader = None;
                 self.timer = Timer::Linger;
-                let end = io.now() + DRAIN_LINGER;
                 self.set_deadline(Some(end));
                 end
             }
         };
-        linger_until(io, end)
+        connection_loop::linger(io, end)
     }
 
     /// One resume's loop (`connection_loop`), with this connection's decisions.
@@ -691,7 +672,7 @@ impl Busy {
         if let (State::Lingering, Deadline::At(end)) = (self.state, self.deadline)
             && io.now() < end
         {
-            // A stop's linger looks again each tick (see `linger_stopping`).
+            // A stop's linger looks again each tick (see `live::linger_until`).
             return self.linger(conn, io);
         }
         self.set_deadline(None);

@@ -28,7 +28,7 @@ use crate::h2::error::ErrorCode;
 use crate::http::ParseError;
 use crate::http::later::HttpMsg;
 use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, reuse};
-use crate::live::{Charge, Command, DRAIN_LINGER, drop_unread, linger_until};
+use crate::live::{Charge, Command};
 
 use super::access;
 use super::connection_loop::{self, Go, HttpConnection};
@@ -720,24 +720,16 @@ impl H2Strand {
         let end = match self.state {
             State::Lingering(end) => end,
             _ => {
-                if io.shutdown_write().is_err() {
+                let Some(end) = connection_loop::begin_linger(io, shared) else {
                     return Then::Close;
-                }
-                let linger = match shared.shutting_down() {
-                    true => shared.limits.linger.min(DRAIN_LINGER),
-                    false => shared.limits.linger,
                 };
-                let end = io.now() + linger;
                 self.state = State::Lingering(end);
                 self.input = Vec::new();
                 self.measure();
                 end
             }
         };
-        match drop_unread(io) {
-            true => linger_until(io, end),
-            false => Then::Close,
-        }
+        connection_loop::linger(io, end)
     }
 }
 
