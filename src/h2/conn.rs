@@ -19,6 +19,7 @@ use super::error::{ErrorCode, H2Error};
 use super::frame::{self, Frame, HEAD_LEN, Head, Kind, MAX_WINDOW, Setting, flags};
 use super::headers::{HeaderList, Refused};
 use super::hpack::{self, Decoder};
+use super::stream_index::StreamIndex;
 use crate::http::message::pool::{empty, keep, push_thrifty, reuse};
 
 /// The connection preface a client starts with (RFC 9113 §3.4).
@@ -174,6 +175,9 @@ pub(crate) struct Conn {
     /// streams whose request gave one and still sends), checked against its DATA; kept apart
     /// so that a stream — hundreds of idle event streams — is 16 bytes.
     lengths: Vec<(u32, u64)>,
+    /// Where each stream is in `streams`, and in `lengths`: found in one step.
+    stream_index: StreamIndex,
+    length_index: StreamIndex,
     /// The highest stream the peer opened.
     last_stream: u32,
     block: Option<Block>,
@@ -205,6 +209,8 @@ impl Conn {
             phase: Phase::Preface,
             streams: Vec::new(),
             lengths: Vec::new(),
+            stream_index: StreamIndex::default(),
+            length_index: StreamIndex::default(),
             last_stream: 0,
             block: None,
             fragments: Vec::new(),
@@ -289,6 +295,8 @@ impl Conn {
         self.phase = Phase::Closed;
         self.streams = Vec::new();
         self.lengths = Vec::new();
+        self.stream_index = StreamIndex::default();
+        self.length_index = StreamIndex::default();
         used
     }
 
@@ -797,10 +805,11 @@ impl Conn {
 
     /// Opens a stream, its list taken from the worker's pool when the connection had none.
     fn add(&mut self, stream: Stream, content_length: Option<u64>) {
-        // Both lists stay in stream order (streams open in increasing order): found by halving.
+        // Both lists stay in stream order (streams open in increasing order).
         if let (Some(n), State::Open) = (content_length, stream.state) {
             debug_assert!(self.lengths.last().is_none_or(|(id, _)| *id < stream.id));
             self.lengths.push((stream.id, n));
+            self.length_index.pushed(&self.lengths, |(id, _)| *id);
         }
         debug_assert!(self.streams.last().is_none_or(|s| s.id < stream.id));
         if self.streams.capacity() == 0
@@ -809,6 +818,7 @@ impl Conn {
             self.streams = list;
         }
         push_thrifty(&mut self.streams, stream);
+        self.stream_index.pushed(&self.streams, |s| s.id);
     }
 
     /// What `id`'s `content-length` leaves of its body to come, if it gave one.
@@ -820,21 +830,22 @@ impl Conn {
     fn forget_length(&mut self, id: u32) {
         if let Some(at) = self.length_at(id) {
             self.lengths.remove(at);
+            self.length_index.removed(self.lengths.len());
             if self.lengths.is_empty() {
                 self.lengths = Vec::new(); // an idle connection holds none
             }
         }
     }
 
-    /// Where stream `id` is in `streams`, found by halving (both lists are in stream order:
-    /// streams open in increasing order, and leave without moving the rest out of it).
+    /// Where stream `id` is in `streams` (both lists are in stream order: streams open in
+    /// increasing order, and leave without moving the rest out of it).
     fn stream_at(&self, id: u32) -> Option<usize> {
-        self.streams.binary_search_by_key(&id, |s| s.id).ok()
+        self.stream_index.find(&self.streams, id, |s| s.id)
     }
 
     /// Where stream `id`'s content length is in `lengths`, if it gave one.
     fn length_at(&self, id: u32) -> Option<usize> {
-        self.lengths.binary_search_by_key(&id, |(s, _)| *s).ok()
+        self.length_index.find(&self.lengths, id, |(s, _)| *s)
     }
 
     fn stream(&self, id: u32) -> Option<&Stream> {
@@ -852,6 +863,7 @@ impl Conn {
             return false;
         };
         self.streams.remove(at);
+        self.stream_index.removed(self.streams.len());
         self.forget_length(id);
         self.closed.rotate_right(1);
         self.closed[0] = id;
@@ -1006,6 +1018,8 @@ impl Conn {
         self.decoder.held_bytes()
             + self.streams.capacity() * std::mem::size_of::<Stream>()
             + self.lengths.capacity() * std::mem::size_of::<(u32, u64)>()
+            + self.stream_index.held_bytes()
+            + self.length_index.held_bytes()
             + self.fragments.capacity()
     }
 }

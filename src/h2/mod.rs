@@ -13,3 +13,4 @@ pub(crate) mod frame;
 pub(crate) mod headers;
 pub(crate) mod hpack;
 pub(crate) mod reply;
+pub(crate) mod stream_index;

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::h2::stream_index::StreamIndex;
 use crate::live::{Charge, OutputBudget};
 
 /// Body bytes that buy a body another header timeout (HTTP/1.1's pace, one KiB).
@@ -43,8 +44,9 @@ pub(super) struct Bodies(Option<Box<Arrivals>>);
 struct Arrivals {
     /// When the header block arriving in fragments must be whole.
     head_due: Option<Instant>,
-    /// In stream order (streams open in increasing order).
+    /// In stream order (streams open in increasing order), and where each is in it.
     arriving: Vec<Arriving>,
+    index: StreamIndex,
     /// What they hold together.
     held: u64,
     /// The bodies that grew since their windows were last looked at.
@@ -171,6 +173,7 @@ impl Arrivals {
             len: 0,
             touched: false,
         });
+        self.index.pushed(&self.arriving, |a| a.stream);
     }
 
     /// `added` bytes more of `stream`'s body came: kept if the connection (`cap`) and the
@@ -182,7 +185,7 @@ impl Arrivals {
         (cap, budget): (u64, &Arc<OutputBudget>),
         (now, timeout): (Instant, Duration),
     ) -> Growth {
-        let Ok(at) = self.arriving.binary_search_by_key(&stream, |a| a.stream) else {
+        let Some(at) = self.at(stream) else {
             return Growth::Kept; // never: a body grows only on a stream that opened with one
         };
         if self.held.saturating_add(added) > cap {
@@ -211,10 +214,11 @@ impl Arrivals {
 
     /// `stream`'s body is no longer held here (whole, refused, reset, or the connection gone).
     fn ended(&mut self, stream: u32, budget: &Arc<OutputBudget>) {
-        let Ok(at) = self.arriving.binary_search_by_key(&stream, |a| a.stream) else {
+        let Some(at) = self.at(stream) else {
             return;
         };
         let gone = self.arriving.remove(at);
+        self.index.removed(self.arriving.len());
         self.held -= gone.len;
         self.charge.set(budget, self.held as usize, self.held > 0);
     }
@@ -249,14 +253,17 @@ impl Arrivals {
     fn held_bytes(&self) -> usize {
         self.arriving.capacity() * std::mem::size_of::<Arriving>()
             + self.touched.capacity() * std::mem::size_of::<u32>()
+            + self.index.held_bytes()
     }
 
     fn find(&mut self, stream: u32) -> Option<&mut Arriving> {
-        let at = self
-            .arriving
-            .binary_search_by_key(&stream, |a| a.stream)
-            .ok()?;
+        let at = self.at(stream)?;
         Some(&mut self.arriving[at])
+    }
+
+    /// Where `stream`'s body is in `arriving`.
+    fn at(&self, stream: u32) -> Option<usize> {
+        self.index.find(&self.arriving, stream, |a| a.stream)
     }
 }
 

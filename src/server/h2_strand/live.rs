@@ -418,7 +418,7 @@ impl H2Strand {
     /// increasing order, RFC 9113 §5.1.1; entries leave without moving the rest) — a publish
     /// to many streams of one connection costs each a search, not a walk.
     fn live_at(&self, stream: u32) -> Option<usize> {
-        let at = work_at(&self.work, stream)?;
+        let at = work_at((&self.work, &self.work_index), stream)?;
         matches!(self.work[at].1, Work::Live(_)).then_some(at)
     }
 }

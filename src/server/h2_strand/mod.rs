@@ -25,6 +25,7 @@ use reactor::{Io, Then};
 
 use crate::h2::conn::{Conn, Event, OUTPUT_HIGH, Scratch};
 use crate::h2::error::ErrorCode;
+use crate::h2::stream_index::StreamIndex;
 use crate::http::ParseError;
 use crate::http::later::HttpMsg;
 use crate::http::message::pool::{POOL_BUFFER_MAX, empty, keep, reuse};
@@ -76,8 +77,9 @@ pub(crate) struct H2Strand {
     /// What is owed to the socket; `written` of it went.
     out: Vec<u8>,
     written: usize,
-    /// Each stream's work, by stream id.
+    /// Each stream's work, in stream order, and where each stream is in it.
     work: Vec<(u32, Work)>,
+    work_index: StreamIndex,
     /// When the connection's wait ends (idle, write, the first deferred reply's, a live
     /// stream's).
     deadline: Option<Instant>,
@@ -132,6 +134,7 @@ impl H2Strand {
             out,
             written: 0,
             work: Vec::new(),
+            work_index: StreamIndex::default(),
             deadline: None,
             busy: Vec::new(),
             write_due: None,
@@ -258,6 +261,7 @@ impl H2Strand {
         });
         self.bodies = Bodies::default(); // its charge given back
         self.work.clear();
+        self.work_index = StreamIndex::default();
     }
 
     /// What the connection holds, as last measured (see `held`).
@@ -304,13 +308,15 @@ impl H2Strand {
             + self.input.capacity()
             + self.out.capacity()
             + self.work.capacity() * std::mem::size_of::<(u32, Work)>()
+            + self.work_index.held_bytes()
             + self.busy.capacity() * std::mem::size_of::<(u32, Busy)>()
             + self.bodies.held_bytes()
     }
 
     /// What stream `stream`'s work and live entry hold.
     fn held_by(&self, stream: u32) -> usize {
-        let work = work_at(&self.work, stream).map_or(0, |at| work_held(&self.work[at].1));
+        let work = work_at((&self.work, &self.work_index), stream)
+            .map_or(0, |at| work_held(&self.work[at].1));
         let busy = live::busy_at(&self.busy, stream).map_or(0, |at| self.busy[at].1.held_bytes());
         work + busy
     }
@@ -332,6 +338,7 @@ impl H2Strand {
             conn,
             out,
             work,
+            work_index,
             busy,
             bodies,
             ..
@@ -358,21 +365,21 @@ impl H2Strand {
                             Work::Receiving(request_of(head))
                         }
                     };
-                    push_work(work, stream, new);
+                    push_work((work, work_index), stream, new);
                 }
                 Event::Refuse { stream, status } => {
                     // (The codec refuses one thing before a handler: a header list past the
                     // size advertised, 431.)
                     let _ = status;
                     let refused = Work::Refused(ParseError::HeadTooLarge, REPLY_RULES);
-                    push_work(work, stream, refused);
+                    push_work((work, work_index), stream, refused);
                 }
                 Event::Data {
                     stream,
                     data,
                     end_stream,
                 } => {
-                    let Some(at) = work_at(work, stream) else {
+                    let Some(at) = work_at((work, work_index), stream) else {
                         return;
                     };
                     let slot = &mut work[at];
@@ -416,7 +423,7 @@ impl H2Strand {
                     }
                 }
                 Event::Reset { stream } => {
-                    if let Some(at) = work_at(work, stream) {
+                    if let Some(at) = work_at((work, work_index), stream) {
                         match work.remove(at).1 {
                             Work::Receiving(_) => bodies.ended(stream, &shared.bodies),
                             Work::Live(mut live) => {
@@ -519,7 +526,7 @@ impl H2Strand {
         }
         for stream in late {
             self.bodies.ended(stream, &shared.bodies);
-            let Some(at) = work_at(&self.work, stream) else {
+            let Some(at) = work_at((&self.work, &self.work_index), stream) else {
                 continue;
             };
             if let Work::Receiving(request) = &self.work[at].1 {
@@ -555,6 +562,9 @@ impl H2Strand {
 
     /// Gives the work list back to the worker's pool once no stream has work.
     fn return_buffers(&mut self) {
+        if self.work.is_empty() {
+            self.work_index = StreamIndex::default();
+        }
         if self.work.is_empty() && self.work.capacity() > 0 {
             let work = std::mem::take(&mut self.work);
             if work.capacity() <= 16 {

@@ -292,7 +292,7 @@ impl H2Strand {
         stream: u32,
         step: impl FnOnce(&mut Http2Framer<'_>, (reactor::ConnId, Wait, Phase)) -> Step,
     ) {
-        let Some(at) = work_at(&self.work, stream) else {
+        let Some(at) = work_at((&self.work, &self.work_index), stream) else {
             return;
         };
         let Some((wait, phase)) = exchange_of(&self.work[at].1) else {

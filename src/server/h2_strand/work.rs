@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use crate::h2::error::ErrorCode;
+use crate::h2::stream_index::StreamIndex;
 use crate::http::later::FlowEnd;
 use crate::http::message::pool::push_thrifty;
 use crate::http::{Body, ParseError, ReplyRules, Request};
@@ -13,16 +14,22 @@ use crate::server::exchange::Phase;
 use super::live::Live;
 
 /// A new stream's work, at the end of the list: the list stays in stream order (a peer opens
-/// streams in increasing order, RFC 9113 §5.1.1, which the codec enforces), so a stream is
-/// found by halving.
-pub(super) fn push_work(work: &mut Vec<(u32, Work)>, stream: u32, new: Work) {
+/// streams in increasing order, RFC 9113 §5.1.1, which the codec enforces), and its index
+/// knows where.
+pub(super) fn push_work(
+    (work, index): (&mut Vec<(u32, Work)>, &mut StreamIndex),
+    stream: u32,
+    new: Work,
+) {
     debug_assert!(work.last().is_none_or(|(id, _)| *id < stream));
     push_thrifty(work, (stream, new));
+    index.pushed(work, |(id, _)| *id);
 }
 
-/// Where stream `stream`'s work is, found by halving (the list is in stream order).
-pub(super) fn work_at(work: &[(u32, Work)], stream: u32) -> Option<usize> {
-    work.binary_search_by_key(&stream, |(id, _)| *id).ok()
+/// Where stream `stream`'s work is (see `StreamIndex`: a removal from the list needs no
+/// word to the index, whose guesses are checked).
+pub(super) fn work_at((work, index): (&[(u32, Work)], &StreamIndex), stream: u32) -> Option<usize> {
+    index.find(work, stream, |(id, _)| *id)
 }
 
 /// What one stream waits for on this side.
