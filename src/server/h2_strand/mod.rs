@@ -12,7 +12,7 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | `mod.rs` | the connection: its loop, reading frames, timers, writing, parking, lingering |
+//! | `mod.rs` | the connection: its steps of the loop (`connection_loop`), reading frames, timers, writing, parking, lingering |
 //! | `work.rs` | what each stream waits for on this side, in one list in stream order |
 //! | `request.rs` | a stream's request as a handler sees it |
 //! | `replies.rs` | answering streams: exchanges started and stepped, held replies sent round-robin |
