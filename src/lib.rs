@@ -13,6 +13,8 @@ mod server;
 pub mod sse;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "tower")]
+pub mod tower;
 pub mod ws;
 
 /// Entry points of the fuzz targets that reach inside (built only under `cargo fuzz`).

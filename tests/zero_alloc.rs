@@ -84,6 +84,9 @@ fn steady_state_of(
         .unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
     conn.set_nodelay(true).unwrap();
+    // A reply that never comes fails the test rather than hanging it.
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
     let mut buf = [0u8; 1024];
     // Warm-up: pools filled, the date cache formatted, lazily made state made.
     for _ in 0..200 {
@@ -114,6 +117,24 @@ fn a_keep_alive_get_costs_the_server_no_allocation_in_steady_state() {
     assert_eq!(
         allocations, 0,
         "{allocations} allocations for {requests} requests"
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn an_async_answer_ready_at_once_costs_its_boxed_future_and_no_task() {
+    // A runtime that nothing drives: a task spawned on it would never answer, so every
+    // answer came from the future's first poll, on the worker.
+    let idle = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let tasks = idle.handle().clone();
+    let (allocations, requests) = steady_state(move |_req| {
+        web::http::answer_async(&tasks, async { text_response(200, "Hello, World!") })
+    });
+    assert!(
+        allocations <= requests,
+        "{allocations} allocations for {requests} requests: more than the future's box"
     );
 }
 

@@ -70,6 +70,8 @@ mod worker;
 pub use access::{Access, AccessKind, Protocol};
 #[cfg(feature = "tokio")]
 pub use asynchronous::answer_async;
+#[cfg(feature = "tower")]
+pub(crate) use asynchronous::{poll_first, spawn_reply};
 pub use blocking::handle_conn;
 pub use control::Control;
 pub use deferred::{Reply, defer, defer_for};

@@ -1,0 +1,189 @@
+//! Each way a service's answer reaches the client through `web`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use web::http::Server;
+
+use super::{ask, on_web, router, runtime};
+
+#[test]
+fn a_router_ready_at_once_answers_in_the_workers_turn_without_a_task() {
+    // A runtime that nothing drives: a task spawned on it would never run, so an answer
+    // proves the router's future was ready on the worker.
+    let idle = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let app = web::tower::handler(idle.handle(), router());
+    let handle = Server::bind("127.0.0.1:0")
+        .expect("a port")
+        .workers(1)
+        .spawn(move |req| app.call(req))
+        .expect("web serves");
+    let url = format!("http://{}", handle.local_addr());
+    let created = ask(
+        "POST",
+        &format!("{url}/orders"),
+        &[("content-type", "application/json")],
+        r#"{"id":7,"item":"tea"}"#,
+    );
+    assert_eq!(created.status(), 201);
+    let listed = ask("GET", &format!("{url}/orders"), &[], "");
+    assert_eq!(
+        (listed.status(), listed.text()),
+        (200, r#"[{"id":7,"item":"tea"}]"#.to_owned())
+    );
+    assert_eq!(listed.header("content-type"), Some("application/json"));
+    handle.shutdown().expect("stops");
+}
+
+#[test]
+fn a_service_waiting_on_tokio_answers_from_the_runtime() {
+    let runtime = runtime();
+    let handle = on_web(&runtime, router());
+    let url = format!("http://{}", handle.local_addr());
+    let waited = ask("GET", &format!("{url}/wait"), &[], "");
+    assert_eq!((waited.status(), waited.text()), (200, "waited".to_owned()));
+    handle.shutdown().expect("stops");
+}
+
+#[test]
+fn a_body_that_comes_later_is_streamed_in_order() {
+    let runtime = runtime();
+    let handle = on_web(&runtime, router());
+    let url = format!("http://{}", handle.local_addr());
+    let streamed = ask("GET", &format!("{url}/stream"), &[], "");
+    assert_eq!(
+        (streamed.status(), streamed.text()),
+        (200, "one two three".to_owned())
+    );
+    handle.shutdown().expect("stops");
+}
+
+#[test]
+fn connect_info_gives_the_handler_the_peer() {
+    let runtime = runtime();
+    let handle = on_web(&runtime, router());
+    let url = format!("http://{}", handle.local_addr());
+    let peer = ask("GET", &format!("{url}/peer"), &[], "");
+    assert_eq!((peer.status(), peer.text()), (200, "127.0.0.1".to_owned()));
+    handle.shutdown().expect("stops");
+}
+
+#[test]
+fn a_handler_that_panics_answers_500_and_the_server_serves_on() {
+    let runtime = runtime();
+    let handle = on_web(&runtime, router());
+    let url = format!("http://{}", handle.local_addr());
+    assert_eq!(ask("GET", &format!("{url}/panics"), &[], "").status(), 500);
+    assert_eq!(ask("GET", &format!("{url}/orders"), &[], "").status(), 200);
+    handle.shutdown().expect("stops");
+}
+
+#[test]
+fn a_service_error_answers_500_whether_at_once_or_later() {
+    let runtime = runtime();
+    let failing = tower::service_fn(|req: http::Request<web::tower::RequestBody>| async move {
+        if req.uri().path() == "/later" {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Err::<http::Response<String>, _>(std::io::Error::other("the database is down"))
+    });
+    let app = web::tower::handler(runtime.handle(), failing);
+    let handle = Server::bind("127.0.0.1:0")
+        .expect("a port")
+        .workers(1)
+        .spawn(move |req| app.call(req))
+        .expect("web serves");
+    let url = format!("http://{}", handle.local_addr());
+    assert_eq!(ask("GET", &format!("{url}/now"), &[], "").status(), 500);
+    assert_eq!(ask("GET", &format!("{url}/later"), &[], "").status(), 500);
+    handle.shutdown().expect("stops");
+}
+
+#[test]
+fn the_request_reaches_the_service_whole() {
+    let runtime = runtime();
+    let echo = tower::service_fn(|req: http::Request<web::tower::RequestBody>| async move {
+        use http_body_util::BodyExt;
+        let (parts, body) = req.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let said = format!(
+            "{} {} {} {}",
+            parts.method,
+            parts.uri,
+            parts
+                .headers
+                .get("x-trace")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-"),
+            String::from_utf8_lossy(&body),
+        );
+        Ok::<_, Infallible>(http::Response::new(said))
+    });
+    let app = web::tower::handler(runtime.handle(), echo);
+    let handle = Server::bind("127.0.0.1:0")
+        .expect("a port")
+        .workers(1)
+        .spawn(move |req| app.call(req))
+        .expect("web serves");
+    let url = format!("http://{}", handle.local_addr());
+    let echoed = ask(
+        "PUT",
+        &format!("{url}/a/b?c=d"),
+        &[("X-Trace", "t1")],
+        "the body",
+    );
+    assert_eq!(echoed.text(), "PUT /a/b?c=d t1 the body");
+    handle.shutdown().expect("stops");
+}
+
+#[test]
+fn web_routes_and_the_router_share_one_port() {
+    use web::sse::{Event, Sse, SseHandler};
+    struct Greeter;
+    impl SseHandler for Greeter {
+        type State = ();
+        fn accept(&self, _req: &web::http::Request) -> Result<(), web::http::Response> {
+            Ok(())
+        }
+        fn open(&self, sse: &mut Sse<'_>, _state: &mut ()) {
+            sse.send(&Event::new("hello"));
+        }
+    }
+    let runtime = runtime();
+    let app = web::tower::handler(runtime.handle(), router());
+    let handle = Server::bind("127.0.0.1:0")
+        .expect("a port")
+        .workers(1)
+        .sse("/events", Greeter)
+        .spawn(move |req| app.call(req))
+        .expect("web serves");
+    let addr = handle.local_addr();
+    assert_eq!(
+        ask("GET", &format!("http://{addr}/orders"), &[], "").status(),
+        200
+    );
+    let mut events = std::net::TcpStream::connect(addr).expect("connects");
+    use std::io::{Read, Write};
+    events
+        .write_all(b"GET /events HTTP/1.1\r\nHost: a\r\nAccept: text/event-stream\r\n\r\n")
+        .expect("asks");
+    events
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a timeout");
+    let mut got = Vec::new();
+    let mut buf = [0; 1024];
+    while !String::from_utf8_lossy(&got).contains("data: hello") {
+        let n = events.read(&mut buf).expect("the stream's bytes");
+        assert!(n > 0, "the stream ended: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"));
+    handle.shutdown().expect("stops");
+}
