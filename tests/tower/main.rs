@@ -22,6 +22,10 @@ use tower_http::trace::TraceLayer;
 use web::http::{Client, ClientResponse, Server, ServerHandle};
 
 mod differential;
+mod example;
+#[allow(dead_code)] // the examples' builder, shared with the other test binaries
+#[path = "../wire/examples.rs"]
+mod examples;
 mod paths;
 
 #[derive(Clone, Default)]

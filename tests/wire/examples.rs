@@ -53,6 +53,9 @@ pub fn examples_dir() -> &'static PathBuf {
         if cfg!(feature = "redis") {
             build.args(["--features", "redis"]);
         }
+        if cfg!(feature = "tower") {
+            build.args(["--features", "tower", "--example", "axum_on_web"]);
+        }
         assert!(build.status().unwrap().success(), "building the examples");
         profile_dir.join("examples")
     })

@@ -206,7 +206,7 @@ pub fn command(args: &[String]) -> Result<ExitCode, Refused> {
             }
             let mut servers: Vec<&Peer> = peers::ALL
                 .iter()
-                .filter(|p| p.speaks == sc.speaks)
+                .filter(|p| p.speaks == sc.speaks && !(sc.tls && p.plain_only))
                 .collect();
             if round % 2 == 1 {
                 servers.reverse();

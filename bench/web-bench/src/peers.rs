@@ -31,6 +31,8 @@ pub struct Peer {
     pub candidate: bool,
     /// An anchor (parses nothing): a ceiling to compare against, not a peer.
     pub ceiling: bool,
+    /// Serves plain TCP only (no `--tls-cert`): left out of the TLS scenarios.
+    pub plain_only: bool,
 }
 
 const fn peer(name: &'static str, bin: &'static str, speaks: Speaks) -> Peer {
@@ -41,6 +43,7 @@ const fn peer(name: &'static str, bin: &'static str, speaks: Speaks) -> Peer {
         speaks,
         candidate: false,
         ceiling: false,
+        plain_only: false,
     }
 }
 
@@ -56,6 +59,16 @@ pub const ALL: &[Peer] = &[
         candidate: true,
         args: &["--async"],
         ..peer("web-async", "target/release/examples/hello", Speaks::Http)
+    },
+    // A team's axum router served by web (`web::tower`), against the same router on
+    // `axum::serve` below.
+    Peer {
+        candidate: true,
+        ..peer(
+            "web-tower",
+            "bench/peers/target/release/web_tower_hello",
+            Speaks::Http,
+        )
     },
     peer(
         "hyper",
@@ -94,11 +107,33 @@ pub const ALL: &[Peer] = &[
         candidate: true,
         ..peer("web", "target/release/examples/hello", Speaks::H2)
     },
+    Peer {
+        candidate: true,
+        args: &["--async"],
+        ..peer("web-async", "target/release/examples/hello", Speaks::H2)
+    },
+    Peer {
+        candidate: true,
+        plain_only: true,
+        ..peer(
+            "web-tower",
+            "bench/peers/target/release/web_tower_hello",
+            Speaks::H2,
+        )
+    },
     peer(
         "hyper",
         "bench/peers/target/release/hyper_h2_hello",
         Speaks::H2,
     ),
+    Peer {
+        plain_only: true,
+        ..peer(
+            "axum",
+            "bench/peers/target/release/axum_hello",
+            Speaks::H2,
+        )
+    },
     // nginx (Debian's) in one process: a script that writes its configuration and becomes it.
     peer("nginx", "bench/peers/nginx_h2.sh", Speaks::H2),
     Peer {
