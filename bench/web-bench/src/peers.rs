@@ -128,11 +128,7 @@ pub const ALL: &[Peer] = &[
     ),
     Peer {
         plain_only: true,
-        ..peer(
-            "axum",
-            "bench/peers/target/release/axum_hello",
-            Speaks::H2,
-        )
+        ..peer("axum", "bench/peers/target/release/axum_hello", Speaks::H2)
     },
     // nginx (Debian's) in one process: a script that writes its configuration and becomes it.
     peer("nginx", "bench/peers/nginx_h2.sh", Speaks::H2),
