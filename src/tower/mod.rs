@@ -10,7 +10,7 @@
 //! moves to the application's tokio runtime, as [`answer_async`](crate::http::answer_async)
 //! does, and its reply comes later (deferred: `Server::reply_timeout` bounds it). The
 //! response's body is taken as it comes: whole when all of it is ready at once, else
-//! streamed through [`BodySender`](crate::http::BodySender) (with its length when the body
+//! streamed through [`BodySender`] (with its length when the body
 //! knows it). Trailers are not sent.
 //!
 //! Futures that use tokio's I/O or timers (a database client, `tokio::time::sleep`) work on
@@ -20,7 +20,7 @@
 //! driven by a thread of the application).
 //!
 //! A service error, a panic in the service, and a body that fails before anything was sent
-//! answer `500`, as a dropped [`Reply`](crate::http::Reply) does; a body that fails midway
+//! answer `500`, as a dropped [`Reply`] does; a body that fails midway
 //! is cut.
 
 use std::net::SocketAddr;
@@ -124,25 +124,31 @@ where
         }
     }
 
-    /// The service's view of `req`.
+    /// The service's view of `req`: its method, target and header lines as `web` read them
+    /// (a line `http` refuses — it is stricter about a few bytes — is left out), its whole
+    /// body, and the peer's address if [`connect_info`](TowerHandler::connect_info) asked.
     fn http_request(&self, req: Request) -> http::Request<RequestBody> {
-        let mut builder = http::Request::builder()
-            .method(req.method())
-            .uri(req.path());
-        for header in req.headers() {
-            builder = builder.header(header.name(), header.value());
+        let mut request = http::Request::new(RequestBody::default());
+        if let Ok(method) = http::Method::from_bytes(req.method().as_bytes()) {
+            *request.method_mut() = method;
         }
-        let peer = req.peer();
-        let body = req.into_body();
-        let body = RequestBody((!body.is_empty()).then(|| Bytes::from(body)));
-        let mut request = match builder.body(body) {
-            Ok(request) => request,
-            // What `web` parsed is a valid method, target and header lines; a target `http`
-            // does not take (it is stricter about a few bytes) reaches the service as `/`.
-            Err(_) => http::Request::new(RequestBody::default()),
-        };
-        if let (Some(info), Some(peer)) = (&self.connect_info, peer) {
+        if let Ok(uri) = http::Uri::try_from(req.path()) {
+            *request.uri_mut() = uri;
+        }
+        let headers = request.headers_mut();
+        for header in req.headers() {
+            let name = http::HeaderName::from_bytes(header.name().as_bytes());
+            let value = http::HeaderValue::from_bytes(header.value());
+            if let (Ok(name), Ok(value)) = (name, value) {
+                headers.append(name, value);
+            }
+        }
+        if let (Some(info), Some(peer)) = (&self.connect_info, req.peer()) {
             info(peer, request.extensions_mut());
+        }
+        let body = req.into_body();
+        if !body.is_empty() {
+            *request.body_mut() = RequestBody(Some(Bytes::from(body)));
         }
         request
     }
