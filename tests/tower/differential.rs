@@ -93,12 +93,11 @@ const CORPUS: &[Asked] = &[
 fn axum_and_web_give_the_same_answers_to_the_same_requests() {
     let runtime = runtime();
     let axum = on_axum(&runtime, router());
-    let web = on_web(&runtime, router());
-    let web_addr = web.local_addr();
+    let (web, web_url) = on_web(&runtime, router());
     let mut differences = Vec::new();
     for (method, target, headers, body) in CORPUS {
         let expected = ask(method, &format!("http://{axum}{target}"), headers, body);
-        let got = ask(method, &format!("http://{web_addr}{target}"), headers, body);
+        let got = ask(method, &format!("{web_url}{target}"), headers, body);
         let asked = format!("{method} {target} {headers:?}");
         if expected.status() != got.status() {
             differences.push(format!(

@@ -171,14 +171,23 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
-/// `router` served by `web` on `runtime`, the peer's address given as axum's `ConnectInfo`.
-fn on_web(runtime: &tokio::runtime::Runtime, router: Router) -> ServerHandle {
+/// `router` served by `web` on `runtime`, the peer's address given as axum's `ConnectInfo`:
+/// the server and its URL.
+fn on_web(runtime: &tokio::runtime::Runtime, router: Router) -> (ServerHandle, String) {
     let app = web::tower::handler(runtime.handle(), router).connect_info(ConnectInfo);
-    Server::bind("127.0.0.1:0")
-        .expect("a port")
-        .workers(2)
-        .spawn(move |req| app.call(req))
-        .expect("web serves")
+    serve(Server::bind("127.0.0.1:0").expect("a port"), move |req| {
+        app.call(req)
+    })
+}
+
+/// `server` (given one worker) answering with `handler`: the server and its URL.
+fn serve(
+    server: Server,
+    handler: impl Fn(web::http::Request) -> web::http::Response + Send + Sync + 'static,
+) -> (ServerHandle, String) {
+    let handle = server.workers(1).spawn(handler).expect("web serves");
+    let url = format!("http://{}", handle.local_addr());
+    (handle, url)
 }
 
 /// `router` served by `axum::serve` on `runtime`; its address.

@@ -5,7 +5,12 @@ use std::time::Duration;
 
 use web::http::Server;
 
-use super::{ask, on_web, router, runtime};
+use super::{ask, on_web, router, runtime, serve};
+
+/// A server on a free port of 127.0.0.1.
+fn bound() -> Server {
+    Server::bind("127.0.0.1:0").expect("a port")
+}
 
 #[test]
 fn a_router_ready_at_once_answers_in_the_workers_turn_without_a_task() {
@@ -16,12 +21,7 @@ fn a_router_ready_at_once_answers_in_the_workers_turn_without_a_task() {
         .build()
         .expect("a runtime");
     let app = web::tower::handler(idle.handle(), router());
-    let handle = Server::bind("127.0.0.1:0")
-        .expect("a port")
-        .workers(1)
-        .spawn(move |req| app.call(req))
-        .expect("web serves");
-    let url = format!("http://{}", handle.local_addr());
+    let (handle, url) = serve(bound(), move |req| app.call(req));
     let created = ask(
         "POST",
         &format!("{url}/orders"),
@@ -41,8 +41,7 @@ fn a_router_ready_at_once_answers_in_the_workers_turn_without_a_task() {
 #[test]
 fn a_service_waiting_on_tokio_answers_from_the_runtime() {
     let runtime = runtime();
-    let handle = on_web(&runtime, router());
-    let url = format!("http://{}", handle.local_addr());
+    let (handle, url) = on_web(&runtime, router());
     let waited = ask("GET", &format!("{url}/wait"), &[], "");
     assert_eq!((waited.status(), waited.text()), (200, "waited".to_owned()));
     handle.shutdown().expect("stops");
@@ -51,8 +50,7 @@ fn a_service_waiting_on_tokio_answers_from_the_runtime() {
 #[test]
 fn a_body_that_comes_later_is_streamed_in_order() {
     let runtime = runtime();
-    let handle = on_web(&runtime, router());
-    let url = format!("http://{}", handle.local_addr());
+    let (handle, url) = on_web(&runtime, router());
     let streamed = ask("GET", &format!("{url}/stream"), &[], "");
     assert_eq!(
         (streamed.status(), streamed.text()),
@@ -64,8 +62,7 @@ fn a_body_that_comes_later_is_streamed_in_order() {
 #[test]
 fn connect_info_gives_the_handler_the_peer() {
     let runtime = runtime();
-    let handle = on_web(&runtime, router());
-    let url = format!("http://{}", handle.local_addr());
+    let (handle, url) = on_web(&runtime, router());
     let peer = ask("GET", &format!("{url}/peer"), &[], "");
     assert_eq!((peer.status(), peer.text()), (200, "127.0.0.1".to_owned()));
     handle.shutdown().expect("stops");
@@ -74,8 +71,7 @@ fn connect_info_gives_the_handler_the_peer() {
 #[test]
 fn a_handler_that_panics_answers_500_and_the_server_serves_on() {
     let runtime = runtime();
-    let handle = on_web(&runtime, router());
-    let url = format!("http://{}", handle.local_addr());
+    let (handle, url) = on_web(&runtime, router());
     assert_eq!(ask("GET", &format!("{url}/panics"), &[], "").status(), 500);
     assert_eq!(ask("GET", &format!("{url}/orders"), &[], "").status(), 200);
     handle.shutdown().expect("stops");
@@ -91,12 +87,7 @@ fn a_service_error_answers_500_whether_at_once_or_later() {
         Err::<http::Response<String>, _>(std::io::Error::other("the database is down"))
     });
     let app = web::tower::handler(runtime.handle(), failing);
-    let handle = Server::bind("127.0.0.1:0")
-        .expect("a port")
-        .workers(1)
-        .spawn(move |req| app.call(req))
-        .expect("web serves");
-    let url = format!("http://{}", handle.local_addr());
+    let (handle, url) = serve(bound(), move |req| app.call(req));
     assert_eq!(ask("GET", &format!("{url}/now"), &[], "").status(), 500);
     assert_eq!(ask("GET", &format!("{url}/later"), &[], "").status(), 500);
     handle.shutdown().expect("stops");
@@ -127,12 +118,7 @@ fn the_request_reaches_the_service_whole() {
         Ok::<_, Infallible>(http::Response::new(said))
     });
     let app = web::tower::handler(runtime.handle(), echo);
-    let handle = Server::bind("127.0.0.1:0")
-        .expect("a port")
-        .workers(1)
-        .spawn(move |req| app.call(req))
-        .expect("web serves");
-    let url = format!("http://{}", handle.local_addr());
+    let (handle, url) = serve(bound(), move |req| app.call(req));
     let echoed = ask(
         "PUT",
         &format!("{url}/a/b?c=d"),
@@ -158,17 +144,9 @@ fn web_routes_and_the_router_share_one_port() {
     }
     let runtime = runtime();
     let app = web::tower::handler(runtime.handle(), router());
-    let handle = Server::bind("127.0.0.1:0")
-        .expect("a port")
-        .workers(1)
-        .sse("/events", Greeter)
-        .spawn(move |req| app.call(req))
-        .expect("web serves");
+    let (handle, url) = serve(bound().sse("/events", Greeter), move |req| app.call(req));
     let addr = handle.local_addr();
-    assert_eq!(
-        ask("GET", &format!("http://{addr}/orders"), &[], "").status(),
-        200
-    );
+    assert_eq!(ask("GET", &format!("{url}/orders"), &[], "").status(), 200);
     let mut events = std::net::TcpStream::connect(addr).expect("connects");
     use std::io::{Read, Write};
     events
