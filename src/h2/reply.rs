@@ -6,9 +6,11 @@
 //! connection (`connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`,
 //! `upgrade`) are never sent.
 
-use crate::http::Response;
 use crate::http::message::text::as_text;
-use crate::http::render::{content_type_of, field_value, final_status, has_body, reserved_or_bad};
+use crate::http::render::{
+    content_type_of, field_value, final_status, has_body, may_trail, reserved_or_bad,
+};
+use crate::http::{Header, Response};
 
 use super::hpack::encoder::{write_field, write_status};
 
@@ -49,19 +51,32 @@ pub(crate) fn write_head(block: &mut Vec<u8>, res: &Response, date: &[u8], lengt
         {
             continue;
         }
-        let value = field_value(&h.value);
-        let mut on_stack = [0u8; NAME_ON_STACK];
-        match on_stack.get_mut(..h.name.len()) {
-            Some(name) => {
-                name.copy_from_slice(h.name.as_bytes());
-                name.make_ascii_lowercase();
-                // A token is ASCII: lower-cased it stays UTF-8.
-                write_field(block, as_text(name), &value);
-            }
-            None => write_field(block, &h.name.to_ascii_lowercase(), &value),
-        }
+        write_lower_cased(block, h);
     }
     status
+}
+
+/// Appends `trailers` to `block`: a trailer section's fields, lower-cased, what may not trail
+/// left out (`render::may_trail`: framing, routing, connection control, ...).
+pub(crate) fn write_trailers(block: &mut Vec<u8>, trailers: &[Header]) {
+    for h in trailers.iter().filter(|h| may_trail(&h.name)) {
+        write_lower_cased(block, h);
+    }
+}
+
+/// Appends field `h`, its name lower-cased as HTTP/2 requires (on the stack when short).
+fn write_lower_cased(block: &mut Vec<u8>, h: &Header) {
+    let value = field_value(&h.value);
+    let mut on_stack = [0u8; NAME_ON_STACK];
+    match on_stack.get_mut(..h.name.len()) {
+        Some(name) => {
+            name.copy_from_slice(h.name.as_bytes());
+            name.make_ascii_lowercase();
+            // A token is ASCII: lower-cased it stays UTF-8.
+            write_field(block, as_text(name), &value);
+        }
+        None => write_field(block, &h.name.to_ascii_lowercase(), &value),
+    }
 }
 
 /// `n` in decimal, in `digits`.

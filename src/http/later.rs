@@ -4,6 +4,7 @@
 //! and its connection share ([`Flow`]). Here, under the worker's message, because every
 //! connection's strand receives that message; the server makes and reads these.
 
+use crate::http::Header;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -31,8 +32,8 @@ pub(crate) enum Delivery {
     Stream(Arc<StreamStart>),
     /// A piece of a streamed body.
     Piece(Vec<u8>),
-    /// The streamed body is complete.
-    End,
+    /// The streamed body is complete, with these trailer fields (none, mostly).
+    End(Vec<Header>),
     /// The `BodySender` was dropped before the end: the body is cut (the connection closes).
     Abort,
 }

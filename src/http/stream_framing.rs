@@ -59,13 +59,17 @@ impl StreamFraming {
         Ok(())
     }
 
-    /// Appends what ends the body; `false` when the body is not complete (fewer bytes than
-    /// announced), so the client must see the connection close instead.
-    pub(crate) fn end(self, out: &mut Vec<u8>) -> bool {
+    /// Appends what ends the body — with `trailers` when chunked, the one framing that
+    /// carries them (a body of announced length, or one ended by the close, drops them);
+    /// `false` when the body is not complete (fewer bytes than announced), so the client must
+    /// see the connection close instead.
+    pub(crate) fn end(self, out: &mut Vec<u8>, trailers: &[crate::http::Header]) -> bool {
         match self {
             StreamFraming::Length { left } => left == 0,
             StreamFraming::Chunked => {
-                out.extend_from_slice(b"0\r\n\r\n");
+                out.extend_from_slice(b"0\r\n");
+                crate::http::render::push_trailer_lines(out, trailers);
+                out.extend_from_slice(b"\r\n");
                 true
             }
             StreamFraming::UntilClose => true,
@@ -139,8 +143,31 @@ mod tests {
             }
             assert_eq!(out, wire, "{framing:?}");
             let mut tail = Vec::new();
-            assert_eq!(framing.end(&mut tail), complete, "{framing:?}");
+            assert_eq!(framing.end(&mut tail, &[]), complete, "{framing:?}");
             assert_eq!(tail, end, "{framing:?}");
+        }
+    }
+
+    #[test]
+    fn trailers_follow_the_last_chunk_and_only_a_chunked_body_carries_them() {
+        let trailers = [
+            crate::http::Header::new("Grpc-Status", "0"),
+            crate::http::Header::new("Content-Length", "3"),
+            crate::http::Header::new("X-Checksum", "a\r\nb"),
+            crate::http::Header::new("Bad Name", "x"),
+        ];
+        let table = [
+            (
+                StreamFraming::Chunked,
+                &b"0\r\nGrpc-Status: 0\r\nX-Checksum: a  b\r\n\r\n"[..],
+            ),
+            (StreamFraming::Length { left: 0 }, b""),
+            (StreamFraming::UntilClose, b""),
+        ];
+        for (framing, wire) in table {
+            let mut out = Vec::new();
+            assert!(framing.end(&mut out, &trailers), "{framing:?}");
+            assert_eq!(out, wire, "{framing:?}");
         }
     }
 
@@ -165,7 +192,7 @@ mod tests {
             for piece in &pieces {
                 framing.piece(&mut wire, piece).unwrap();
             }
-            proptest::prop_assert!(framing.end(&mut wire));
+            proptest::prop_assert!(framing.end(&mut wire, &[]));
             let mut decoder = crate::http::ChunkedDecoder::new(u64::MAX);
             let mut body = Vec::new();
             let used = decoder.decode(&wire, &mut body).unwrap();

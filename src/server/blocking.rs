@@ -162,8 +162,8 @@ fn send_streamed(conn: &mut TcpStream, streamed: Streamed) -> io::Result<bool> {
                     return Ok(false);
                 }
             }
-            Ok(ThreadPiece::End) => {
-                let complete = framing.end(&mut out);
+            Ok(ThreadPiece::End(trailers)) => {
+                let complete = framing.end(&mut out, &trailers);
                 conn.write_all(&out)?;
                 return Ok(keep && complete);
             }

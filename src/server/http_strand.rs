@@ -916,13 +916,13 @@ impl Framer for Http1Framer<'_> {
         ((out.len() - before) as u64, within)
     }
 
-    fn end(&mut self) -> (u64, bool) {
+    fn end(&mut self, trailers: Vec<crate::http::Header>) -> (u64, bool) {
         let Some(stream) = self.stream.take() else {
             return (0, false); // never: the exchange is streaming
         };
         let (out, _) = self.output.buffer();
         let before = out.len();
-        let keep = stream.end(out) && stream.keeps_alive();
+        let keep = stream.end(out, &trailers) && stream.keeps_alive();
         ((out.len() - before) as u64, keep)
     }
 

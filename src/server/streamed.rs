@@ -7,6 +7,7 @@
 //! [`STREAM_WINDOW`] bytes not yet written waits. So a body of any size to a reader of any
 //! speed holds at most about one window in the server, in flight and in the strand's output.
 
+use crate::http::Header;
 use std::io;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -28,8 +29,9 @@ const PIECE: usize = 64 * 1024;
 /// A piece of a streamed body sent to a `handle_conn` thread.
 pub(crate) enum ThreadPiece {
     Data(Vec<u8>),
-    /// The body is complete (a sender dropped without it disconnects: the body is cut).
-    End,
+    /// The body is complete, with these trailer fields (a sender dropped without it
+    /// disconnects: the body is cut).
+    End(Vec<Header>),
 }
 
 /// A streamed reply for a `handle_conn` thread: its head, and the pieces that follow (the
@@ -212,7 +214,24 @@ impl BodySender {
     /// }
     /// ```
     pub fn finish(mut self) -> io::Result<()> {
-        self.end()
+        self.end(Vec::new())
+    }
+
+    /// [`finish`](BodySender::finish), with trailer fields after the body: over HTTP/2 a
+    /// last HEADERS frame, over HTTP/1.1 the trailer section of a chunked body. A body of
+    /// announced length over HTTP/1.1 (and one to an HTTP/1.0 client) has no trailer section,
+    /// and they are dropped; so is a field a recipient needs before the content — framing,
+    /// routing, authentication, response controls, the content's type and coding (RFC 9110
+    /// §6.5.1) — and a field whose name is not a token.
+    ///
+    /// ```
+    /// use web::http::{BodySender, Header};
+    /// fn end(body: BodySender, checksum: &str) -> std::io::Result<()> {
+    ///     body.finish_with_trailers(vec![Header::new("X-Checksum", checksum)])
+    /// }
+    /// ```
+    pub fn finish_with_trailers(mut self, trailers: Vec<Header>) -> io::Result<()> {
+        self.end(trailers)
     }
 
     /// Sends all of `bytes`, waiting for room in the window without holding a thread: the
@@ -263,7 +282,7 @@ impl BodySender {
     }
 
     /// The end of the body, by `finish` or an async writer's shutdown.
-    fn end(&mut self) -> io::Result<()> {
+    fn end(&mut self, trailers: Vec<Header>) -> io::Result<()> {
         if let Some(left) = self.left.filter(|&left| left > 0) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -275,10 +294,10 @@ impl BodySender {
             Sink::Conn {
                 replies, id, seq, ..
             } => {
-                let what = Delivery::End;
+                let what = Delivery::End(trailers);
                 deliver(replies, *id, HttpMsg { seq: *seq, what })
             }
-            Sink::Thread(tx) => tx.send(ThreadPiece::End).is_ok(),
+            Sink::Thread(tx) => tx.send(ThreadPiece::End(trailers)).is_ok(),
             Sink::Nowhere => false,
         };
         if sent { Ok(()) } else { Err(not_wanted()) }
@@ -395,7 +414,7 @@ impl tokio::io::AsyncWrite for BodySender {
         if this.finished {
             return Poll::Ready(Ok(()));
         }
-        Poll::Ready(this.end())
+        Poll::Ready(this.end(Vec::new()))
     }
 }
 
@@ -444,8 +463,8 @@ impl Streaming {
     }
 
     /// Appends the body's end; `false` when it is short of its announced length.
-    pub(crate) fn end(&self, out: &mut Vec<u8>) -> bool {
-        self.framing.end(out)
+    pub(crate) fn end(&self, out: &mut Vec<u8>, trailers: &[Header]) -> bool {
+        self.framing.end(out, trailers)
     }
 
     /// Whether the connection stays open after this body.

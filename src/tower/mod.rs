@@ -11,7 +11,8 @@
 //! does, and its reply comes later (deferred: `Server::reply_timeout` bounds it). The
 //! response's body is taken as it comes: whole when all of it is ready at once, else
 //! streamed through [`BodySender`] (with its length when the body
-//! knows it). Trailers are not sent.
+//! knows it), its trailers last (HTTP/2's trailing HEADERS, a chunked HTTP/1.1 body's trailer
+//! section; see [`BodySender::finish_with_trailers`]).
 //!
 //! Futures that use tokio's I/O or timers (a database client, `tokio::time::sleep`) work on
 //! this path: the worker polls with the runtime entered, so they register with the
@@ -119,7 +120,8 @@ where
                 let (parts, body) = response.into_parts();
                 let head = response_head(&parts);
                 let size = body.size_hint();
-                stream_body(reply, head, (Vec::new(), Box::pin(body)), size).await;
+                let body = Some(Box::pin(body));
+                stream_body(reply, head, (Taken::default(), body), size).await;
             }),
         }
     }
@@ -153,26 +155,27 @@ where
         request
     }
 
-    /// The service's response: whole if its body is all ready now, else streamed from the
-    /// runtime.
+    /// The service's response: whole if its body is all ready now (and has no trailers),
+    /// else streamed from the runtime.
     fn respond(&self, response: http::Response<B>) -> Response {
         let (parts, body) = response.into_parts();
         let mut head = response_head(&parts);
         let mut body = Box::pin(body);
-        let mut taken = Vec::new();
+        let mut taken = Taken::default();
         // (A body may wait on tokio's timers or I/O: polled with the runtime entered.)
         let ready = {
             let _entered = self.runtime.enter();
             take_ready(body.as_mut(), &mut taken)
         };
         match ready {
-            Ready::Ended => {
-                head.body = taken.into();
+            Ready::Ended if taken.trailers.is_empty() => {
+                head.body = taken.data.into();
                 head
             }
             Ready::Failed => failed(),
-            Ready::Pending => {
+            Ready::Ended | Ready::Pending => {
                 let size = body.size_hint();
+                let body = (ready == Ready::Pending).then_some(body);
                 spawn_reply(&self.runtime, |reply| {
                     stream_body(reply, head, (taken, body), size)
                 })
@@ -198,34 +201,55 @@ fn response_head(parts: &http::response::Parts) -> Response {
     head
 }
 
-/// Appends a data frame's bytes to `into` (trailers are not sent).
-fn take_data<D: bytes::Buf>(frame: Frame<D>, into: &mut Vec<u8>) {
-    if let Ok(mut data) = frame.into_data() {
-        while data.has_remaining() {
-            let chunk = data.chunk();
-            into.extend_from_slice(chunk);
-            let n = chunk.len();
-            data.advance(n);
+/// What was taken of a body so far: its data, and its trailers once they came.
+#[derive(Default)]
+struct Taken {
+    data: Vec<u8>,
+    trailers: Vec<Header>,
+}
+
+/// Takes a frame's data (appended) or trailers.
+fn take_frame<D: bytes::Buf>(frame: Frame<D>, into: &mut Taken) {
+    match frame.into_data() {
+        Ok(mut data) => {
+            while data.has_remaining() {
+                let chunk = data.chunk();
+                into.data.extend_from_slice(chunk);
+                let n = chunk.len();
+                data.advance(n);
+            }
+        }
+        Err(frame) => {
+            if let Ok(trailers) = frame.into_trailers() {
+                into.trailers.extend(trailers.iter().map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                    Header::new(name.as_str(), value)
+                }));
+            }
         }
     }
 }
 
-/// Sends `head` and the body — what was `taken` already, then the rest as it comes — to
-/// `reply`: whole if it ends before anything is sent, else streamed (with its length when
-/// the body knows it).
+/// Sends `head` and the body — what was `taken` already, then the rest of `body` (`None`: it
+/// ended) as it comes — to `reply`: whole if it ends before anything is sent and has no
+/// trailers, else streamed (with its length when the body knows it), its trailers last.
 async fn stream_body<B>(
     reply: Reply,
     mut head: Response,
-    (mut taken, mut body): (Vec<u8>, Pin<Box<B>>),
+    (mut taken, mut body): (Taken, Option<Pin<Box<B>>>),
     size: SizeHint,
 ) where
     B: HttpBody + Send,
     B::Data: Send,
 {
     // Whole, if it ends before it would have to wait.
-    match take_ready(body.as_mut(), &mut taken) {
-        Ready::Ended => {
-            head.body = taken.into();
+    let ready = match &mut body {
+        Some(body) => take_ready(body.as_mut(), &mut taken),
+        None => Ready::Ended,
+    };
+    match ready {
+        Ready::Ended if taken.trailers.is_empty() => {
+            head.body = taken.data.into();
             reply.send(head);
             return;
         }
@@ -233,37 +257,41 @@ async fn stream_body<B>(
             reply.send(failed());
             return;
         }
+        Ready::Ended => body = None,
         Ready::Pending => {}
     }
-    let sender = match size.exact() {
-        Some(length) => reply.stream_sized(head, length),
-        None => reply.stream(head),
+    // (With trailers already come, not by length: HTTP/1.1 carries them in chunks only.)
+    let sender = match (size.exact(), taken.trailers.is_empty()) {
+        (Some(length), true) => reply.stream_sized(head, length),
+        _ => reply.stream(head),
     };
     let Ok(mut sender) = sender else { return };
-    if send(&mut sender, &taken).await.is_err() {
+    if send(&mut sender, &taken.data).await.is_err() {
         return;
     }
-    let mut piece = Vec::new();
-    loop {
-        piece.clear();
-        let next = std::future::poll_fn(|cx| {
-            body.as_mut()
-                .poll_frame(cx)
-                .map(|frame| frame.map(|f| f.map(|f| take_data(f, &mut piece)).is_ok()))
-        });
-        match next.await {
-            None => break,
-            Some(true) => {}
-            Some(false) => return, // the body failed midway: dropped unfinished, it is cut
-        }
-        if send(&mut sender, &piece).await.is_err() {
-            return; // not wanted any more
+    if let Some(mut body) = body {
+        loop {
+            taken.data.clear();
+            let next = std::future::poll_fn(|cx| {
+                body.as_mut()
+                    .poll_frame(cx)
+                    .map(|frame| frame.map(|f| f.map(|f| take_frame(f, &mut taken)).is_ok()))
+            });
+            match next.await {
+                None => break,
+                Some(true) => {}
+                Some(false) => return, // the body failed midway: dropped unfinished, it is cut
+            }
+            if send(&mut sender, &taken.data).await.is_err() {
+                return; // not wanted any more
+            }
         }
     }
-    let _ = sender.finish();
+    let _ = sender.finish_with_trailers(taken.trailers);
 }
 
 /// What a body had ready.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Ready {
     /// All of it: it ended.
     Ended,
@@ -273,12 +301,12 @@ enum Ready {
 }
 
 /// Takes what `body` has ready now into `taken`, without waiting.
-fn take_ready<B: HttpBody>(mut body: Pin<&mut B>, taken: &mut Vec<u8>) -> Ready {
+fn take_ready<B: HttpBody>(mut body: Pin<&mut B>, taken: &mut Taken) -> Ready {
     let mut cx = Context::from_waker(Waker::noop());
     loop {
         match body.as_mut().poll_frame(&mut cx) {
             Poll::Ready(None) => return Ready::Ended,
-            Poll::Ready(Some(Ok(frame))) => take_data(frame, taken),
+            Poll::Ready(Some(Ok(frame))) => take_frame(frame, taken),
             Poll::Ready(Some(Err(_))) => return Ready::Failed,
             Poll::Pending => return Ready::Pending,
         }

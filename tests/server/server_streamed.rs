@@ -317,3 +317,102 @@ fn handle_conn_streams_a_deferred_body_too() {
     assert_eq!(client.reply().text(), "plain");
     assert_eq!(server.join().unwrap(), 2);
 }
+
+/// Reads from `conn` until `tail` has come; all that came.
+fn read_through(conn: &mut std::net::TcpStream, tail: &str) -> String {
+    use std::io::Read;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0; 4096];
+    while !String::from_utf8_lossy(&got).contains(tail) {
+        let n = conn.read(&mut buf).expect("the reply's bytes");
+        assert!(
+            n > 0,
+            "closed before {tail:?}: {}",
+            String::from_utf8_lossy(&got)
+        );
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Trailers a stream ends with: one to keep, and framing and control fields that must never
+/// trail (RFC 9110 §6.5.1).
+fn trailers() -> Vec<web::http::Header> {
+    vec![
+        web::http::Header::new("X-Checksum", "c0ffee"),
+        web::http::Header::new("Content-Length", "99"),
+        web::http::Header::new("Connection", "close"),
+    ]
+}
+
+#[test]
+fn a_chunked_body_ends_with_its_trailer_section_and_the_connection_serves_on() {
+    let (handle, rx) = start();
+    let mut conn = std::net::TcpStream::connect(handle.local_addr()).unwrap();
+    conn.write_all(
+        b"GET /stream HTTP/1.1\r\nHost: t\r\n\r\nGET /after HTTP/1.1\r\nHost: t\r\n\r\n",
+    )
+    .unwrap();
+    let mut body = stream(next(&rx));
+    body.write_all(b"abc").unwrap();
+    body.finish_with_trailers(trailers()).unwrap();
+    let got = read_through(&mut conn, "now /after");
+    assert!(
+        got.contains("\r\n\r\n3\r\nabc\r\n0\r\nX-Checksum: c0ffee\r\n\r\nHTTP/1.1 200"),
+        "{got}"
+    );
+    assert!(
+        !got.contains("99") && !got.contains("Connection: close"),
+        "{got}"
+    );
+    handle.shutdown().unwrap();
+}
+
+#[test]
+fn a_body_of_announced_length_has_no_trailer_section_and_drops_them() {
+    let (handle, rx) = start();
+    let mut client = Client::connect(handle.local_addr());
+    client.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+    let reply = next(&rx);
+    let mut body = reply.stream_sized(text_response(200, ""), 3).unwrap();
+    body.write_all(b"abc").unwrap();
+    body.finish_with_trailers(trailers()).unwrap();
+    let reply = client.reply();
+    assert_eq!(
+        (reply.text(), reply.header("content-length")),
+        ("abc".into(), Some("3"))
+    );
+    assert!(!reply.has("x-checksum"));
+    reply.assert_keeps_alive();
+    handle.shutdown().unwrap();
+}
+
+#[test]
+fn handle_conn_ends_a_chunked_body_with_its_trailers_too() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        web::http::handle_conn(conn, |_req| {
+            let (reply, later) = defer();
+            std::thread::spawn(move || {
+                let mut body = reply.stream(text_response(200, "")).unwrap();
+                body.write_all(b"abc").unwrap();
+                body.finish_with_trailers(trailers()).unwrap();
+            });
+            later
+        })
+        .unwrap()
+    });
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(b"GET /stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let got = read_through(&mut conn, "0\r\nX-Checksum: c0ffee\r\n\r\n");
+    assert!(
+        got.ends_with("3\r\nabc\r\n0\r\nX-Checksum: c0ffee\r\n\r\n"),
+        "{got}"
+    );
+    assert_eq!(server.join().unwrap(), 1);
+}

@@ -165,3 +165,50 @@ fn web_routes_and_the_router_share_one_port() {
     assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"));
     handle.shutdown().expect("stops");
 }
+
+/// A body of one piece of data and then trailers, all ready at once.
+struct WithTrailers(Vec<http_body::Frame<bytes::Bytes>>);
+
+impl http_body::Body for WithTrailers {
+    type Data = bytes::Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Infallible>>> {
+        let next = (!self.0.is_empty()).then(|| Ok(self.0.remove(0)));
+        std::task::Poll::Ready(next)
+    }
+}
+
+#[test]
+fn a_body_with_trailers_ends_a_chunked_reply_with_them() {
+    let runtime = runtime();
+    let grpc = tower::service_fn(|_req: http::Request<web::tower::RequestBody>| async move {
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+        let body = WithTrailers(vec![
+            http_body::Frame::data(bytes::Bytes::from_static(b"abc")),
+            http_body::Frame::trailers(trailers),
+        ]);
+        Ok::<_, Infallible>(http::Response::new(body))
+    });
+    let app = web::tower::handler(runtime.handle(), grpc);
+    let (handle, _url) = serve(bound(), move |req| app.call(req));
+    let mut conn = std::net::TcpStream::connect(handle.local_addr()).expect("connects");
+    use std::io::{Read, Write};
+    conn.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        .expect("asks");
+    let mut got = Vec::new();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a timeout");
+    conn.read_to_end(&mut got).expect("the reply");
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.contains("Transfer-Encoding: chunked"), "{got}");
+    assert!(
+        got.ends_with("3\r\nabc\r\n0\r\ngrpc-status: 0\r\n\r\n"),
+        "{got}"
+    );
+    handle.shutdown().expect("stops");
+}

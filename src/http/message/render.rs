@@ -1,6 +1,6 @@
 //! Rendering a response on the wire (RFC 9112 §4, §6).
 
-use super::{Body, Response};
+use super::{Body, Header, Response};
 use crate::http::date;
 use crate::http::fields::{frames_body, has_token};
 use crate::http::grammar::{is_field_byte, is_token};
@@ -309,6 +309,50 @@ pub(crate) fn reserved_or_bad(name: &str) -> bool {
             .iter()
             .any(|r| name.eq_ignore_ascii_case(r))
         || !is_token(name.as_bytes())
+}
+
+/// Whether a trailer field `name` may be sent: a token, and none of the fields a recipient
+/// needs before the content — framing, routing, connection control, authentication, response
+/// controls, the content's format (RFC 9110 §6.5.1) — which are left out.
+pub(crate) fn may_trail(name: &str) -> bool {
+    const NOT_IN_TRAILERS: [&str; 22] = [
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+        "authorization",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "www-authenticate",
+        "set-cookie",
+        "cache-control",
+        "expires",
+        "age",
+        "date",
+        "location",
+        "retry-after",
+        "vary",
+        "content-type",
+        "content-encoding",
+        "content-range",
+    ];
+    is_token(name.as_bytes())
+        && !frames_body(name)
+        && !NOT_IN_TRAILERS.iter().any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// Appends `trailers` as HTTP/1.1 trailer lines (`Name: value\r\n` each; what may not trail
+/// is left out, see [`may_trail`]).
+pub(crate) fn push_trailer_lines(out: &mut Vec<u8>, trailers: &[Header]) {
+    for h in trailers.iter().filter(|h| may_trail(&h.name)) {
+        out.extend_from_slice(h.name.as_bytes());
+        out.extend_from_slice(b": ");
+        push_value(out, &h.value);
+        out.extend_from_slice(b"\r\n");
+    }
 }
 
 /// The content type a reply is sent with: a `Content-Type` among its headers, else its

@@ -15,7 +15,7 @@ use reactor::ConnId;
 
 use crate::http::later::{Delivery, FlowEnd, StreamStart};
 use crate::http::render::{final_status, has_body};
-use crate::http::{Refusal, ReplyRules, Response};
+use crate::http::{Header, Refusal, ReplyRules, Response};
 
 use crate::server::access::{self, AccessKind};
 use crate::server::deferred::{Wait, nothing_came};
@@ -68,7 +68,7 @@ pub(crate) trait Framer {
     /// the length the head announced.
     fn piece(&mut self, piece: Vec<u8>) -> (u64, bool);
     /// Queues the body's end; the bytes it came to, and whether the connection serves on.
-    fn end(&mut self) -> (u64, bool);
+    fn end(&mut self, trailers: Vec<Header>) -> (u64, bool);
     /// Ends the reply short of its end (the streamed state dropped, which tells the sender).
     fn cut(&mut self);
 }
@@ -99,8 +99,8 @@ pub(crate) fn deliver(
                 false => cut(shared, (id, wait), framer),
             }
         }
-        (Phase::Streaming, Delivery::End) => {
-            let (bytes, keep) = framer.end();
+        (Phase::Streaming, Delivery::End(trailers)) => {
+            let (bytes, keep) = framer.end(trailers);
             sent(shared, id, (None, None, bytes));
             done(shared, (id, wait), keep)
         }

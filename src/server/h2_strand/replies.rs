@@ -11,7 +11,7 @@ use crate::h2::reply::{self, Length};
 use crate::http::date::with_date;
 use crate::http::later::{FlowEnd, HttpMsg};
 use crate::http::render::has_body;
-use crate::http::{Body, Refusal, ReplyRules, Request, Response};
+use crate::http::{Body, Header, Refusal, ReplyRules, Request, Response};
 use crate::live::Command;
 use crate::server::deferred::{Patience, Wait};
 use crate::server::exchange::{
@@ -208,9 +208,21 @@ impl H2Strand {
                         let rest = &s.held[*taken..];
                         let to = rest.len().min(quantum);
                         let end = s.ended && to == rest.len();
-                        let n = self
-                            .conn
-                            .send_data(*stream, &rest[..to], end, &mut self.out);
+                        let n = match end && !s.trailers.is_empty() {
+                            false => self
+                                .conn
+                                .send_data(*stream, &rest[..to], end, &mut self.out),
+                            // The last data, then the trailers end the stream.
+                            true => {
+                                let n =
+                                    self.conn
+                                        .send_data(*stream, &rest[..to], false, &mut self.out);
+                                if n == to {
+                                    end_stream(&mut self.conn, &mut self.out, *stream, &s.trailers);
+                                }
+                                n
+                            }
+                        };
                         *taken += n;
                         *done = s.ended && *taken == s.held.len();
                         n
@@ -351,6 +363,20 @@ pub(super) fn send_reply(
     (bytes, (sent < body.len()).then_some((body, sent)))
 }
 
+/// Ends `stream`'s side: with a HEADERS frame of `trailers` when there are any, else an empty
+/// DATA frame.
+fn end_stream(conn: &mut Conn, out: &mut Vec<u8>, stream: u32, trailers: &[Header]) {
+    if trailers.is_empty() {
+        conn.send_data(stream, &[], true, out);
+        return;
+    }
+    BLOCK.with_borrow_mut(|block| {
+        block.clear();
+        reply::write_trailers(block, trailers);
+        conn.send_headers(stream, block, true, out);
+    });
+}
+
 /// A reply's body the windows held back (the body, the bytes of it sent), as its stream's work
 /// from now on; the connection is told a reply may wait on its windows.
 fn sending(held: (Body, usize), replying: &mut bool) -> Work {
@@ -488,6 +514,7 @@ impl Framer for Http2Framer<'_> {
             held: Vec::new(),
             flow,
             ended: false,
+            trailers: Vec::new(),
         }));
     }
 
@@ -506,15 +533,17 @@ impl Framer for Http2Framer<'_> {
         (bytes.len() as u64, true)
     }
 
-    fn end(&mut self) -> (u64, bool) {
+    fn end(&mut self, trailers: Vec<Header>) -> (u64, bool) {
         let Work::Streaming(s) = self.work else {
             return (0, false); // never: the exchange is streaming
         };
         s.ended = true;
+        s.trailers = trailers;
+        let before = self.out.len();
         if s.held.is_empty() {
-            self.conn.send_data(self.stream, &[], true, self.out);
+            end_stream(self.conn, self.out, self.stream, &s.trailers);
         }
-        (0, true)
+        ((self.out.len() - before) as u64, true)
     }
 
     fn cut(&mut self) {

@@ -536,6 +536,95 @@ fn a_streamed_reply_comes_piece_by_piece_on_its_stream() {
 }
 
 #[test]
+fn a_streamed_reply_ends_with_its_trailers_in_a_last_headers_frame() {
+    let server = serve(bind(), |req| {
+        let (reply, later) = defer();
+        let path = req.path().to_owned();
+        std::thread::spawn(move || {
+            let mut body = reply.stream(text_response(200, "")).unwrap();
+            body.write_all(b"the body").unwrap();
+            let trailers = vec![
+                crate::http::Header::new("Grpc-Status", "0"),
+                // Framing is the server's: never a trailer.
+                crate::http::Header::new("Content-Length", "8"),
+            ];
+            match path.as_str() {
+                "/trailers" => body.finish_with_trailers(trailers).unwrap(),
+                _ => body.finish().unwrap(),
+            }
+        });
+        later
+    });
+    let mut c = Client::new(server.local_addr().port());
+    c.get(1, "/trailers");
+    c.get(3, "/none");
+    let mut got = c.answers(&[1, 3]).into_iter();
+    let (with, without) = (got.next().unwrap(), got.next().unwrap());
+    assert_eq!((with.status, &with.body[..]), (200, &b"the body"[..]));
+    assert_eq!(with.header("grpc-status"), Some("0"), "{with:?}");
+    assert_eq!(with.header("content-length"), None, "{with:?}");
+    assert_eq!((without.status, &without.body[..]), (200, &b"the body"[..]));
+    assert_eq!(without.header("grpc-status"), None);
+    server.shutdown().unwrap();
+}
+
+#[test]
+fn trailers_wait_for_the_body_the_window_held_back() {
+    let body = vec![b'x'; 5000];
+    let sent = body.clone();
+    let server = serve(bind(), move |_req| {
+        let (reply, later) = defer();
+        let sent = sent.clone();
+        std::thread::spawn(move || {
+            let mut stream = reply.stream(text_response(200, "")).unwrap();
+            stream.write_all(&sent).unwrap();
+            let trailers = vec![crate::http::Header::new("grpc-status", "0")];
+            stream.finish_with_trailers(trailers).unwrap();
+        });
+        later
+    });
+    // A stream window of 1 000 bytes: the body waits for WINDOW_UPDATEs, the trailers for it.
+    let mut c = Client::with_settings(
+        server.local_addr().port(),
+        &[Setting::InitialWindowSize(1000)],
+    );
+    c.get(1, "/");
+    let (mut got, mut heads) = (Vec::new(), 0);
+    loop {
+        let (head, payload) = c.frame().expect("frame");
+        if head.stream != 1 {
+            continue;
+        }
+        match head.kind {
+            Kind::Data => {
+                assert!(!head.has(flags::END_STREAM), "the trailers end the stream");
+                got.extend_from_slice(&payload);
+                let mut wu = Vec::new();
+                frame::write_window_update(&mut wu, 1, payload.len().max(1) as u32);
+                frame::write_window_update(&mut wu, 0, payload.len().max(1) as u32);
+                c.send(&wu);
+            }
+            Kind::Headers => {
+                heads += 1;
+                if head.has(flags::END_STREAM) {
+                    let mut fields = Vec::new();
+                    c.decoder
+                        .decode(&payload, &mut c.scratch, |n, v| {
+                            fields.push((n.to_vec(), v.to_vec()))
+                        })
+                        .expect("HPACK");
+                    assert_eq!(fields, [(b"grpc-status".to_vec(), b"0".to_vec())]);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((heads, got.len()), (2, body.len()));
+    server.shutdown().unwrap();
+}
+
+#[test]
 fn a_head_request_gets_the_length_and_no_body() {
     let server = serve(bind(), |_req| text_response(200, "twelve bytes"));
     let mut c = Client::new(server.local_addr().port());

@@ -7,7 +7,7 @@ use crate::h2::error::ErrorCode;
 use crate::h2::stream_index::StreamIndex;
 use crate::http::later::FlowEnd;
 use crate::http::message::pool::push_thrifty;
-use crate::http::{Body, ParseError, ReplyRules, Request};
+use crate::http::{Body, Header, ParseError, ReplyRules, Request};
 use crate::server::deferred::Wait;
 use crate::server::exchange::Phase;
 
@@ -73,6 +73,8 @@ pub(super) struct Streamed {
     pub(super) held: Vec<u8>,
     pub(super) flow: FlowEnd,
     pub(super) ended: bool,
+    /// Trailer fields to end the stream with, once `held` is sent (none, mostly).
+    pub(super) trailers: Vec<Header>,
 }
 
 /// The exchange on a stream whose reply comes later, while it does (see `exchange`): the
