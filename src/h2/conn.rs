@@ -839,11 +839,13 @@ impl Conn {
 
     /// Where stream `id` is in `streams` (both lists are in stream order: streams open in
     /// increasing order, and leave without moving the rest out of it).
+    #[inline]
     fn stream_at(&self, id: u32) -> Option<usize> {
         self.stream_index.find(&self.streams, id, |s| s.id)
     }
 
     /// Where stream `id`'s content length is in `lengths`, if it gave one.
+    #[inline]
     fn length_at(&self, id: u32) -> Option<usize> {
         self.length_index.find(&self.lengths, id, |(s, _)| *s)
     }

@@ -51,11 +51,17 @@ impl StreamIndex {
 
     /// The list grew: its last entry is new. A table is made (or doubled) once the list is
     /// long enough for it, filled from the list.
+    #[inline]
     pub(crate) fn pushed<T>(&mut self, list: &[T], key: impl Fn(&T) -> u32) {
-        let len = list.len();
-        if len < INDEXED_FROM {
-            return;
+        if list.len() >= INDEXED_FROM {
+            self.note_last(list, key);
         }
+    }
+
+    /// (`pushed` past the short lists: out of line, so the common short list costs a compare.)
+    #[inline(never)]
+    fn note_last<T>(&mut self, list: &[T], key: impl Fn(&T) -> u32) {
+        let len = list.len();
         if self.table.len() < len {
             let size = len.next_power_of_two();
             self.table = (0..size).map(|_| Cell::new(u16::MAX)).collect();
@@ -69,6 +75,7 @@ impl StreamIndex {
 
     /// The list shrank (an entry left it): the table goes once the list is short again (the
     /// positions it holds are guesses, corrected as they are found wrong).
+    #[inline]
     pub(crate) fn removed(&mut self, len: usize) {
         if len < INDEXED_FROM / 2 && !self.table.is_empty() {
             self.table = Box::default();

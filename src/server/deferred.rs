@@ -68,6 +68,7 @@ pub(crate) enum Deferral {
 }
 
 /// Runs `handler` as the answer to `exchange`; the reply it deferred, if it called [`defer`].
+#[inline]
 pub(crate) fn answering<T>(
     exchange: ReplyTo,
     handler: impl FnOnce() -> T,

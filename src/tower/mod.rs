@@ -53,11 +53,12 @@ pub struct RequestBody(Option<Bytes>);
 
 /// Serves `service` — any `Service<http::Request<RequestBody>>` answering `http::Response<B>`,
 /// an axum `Router` with its state and layers included — as a handler; what is pending runs on
-/// `runtime` (the application's).
+/// `runtime` (the application's). Every worker calls a clone of it, so the handler the server
+/// is given (`move |req| app.call(req)`) needs the service `Sync` as well as `Clone` (an axum
+/// `Router` is; a service that is not can be wrapped in tower's `BoxCloneSyncService`).
 ///
 /// ```
 /// use web::http::Server;
-/// # async fn demo() {}
 /// let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
 /// // Any tower service; an axum `Router` is one (`Router::with_state(...)`).
 /// let service = tower::service_fn(|req: http::Request<web::tower::RequestBody>| async move {

@@ -52,6 +52,7 @@ impl Decoder {
 
     /// Decodes one whole header block, handing each field to `field` in order. After an
     /// error the table may no longer match the peer's: the connection must end.
+    #[inline]
     pub(crate) fn decode(
         &mut self,
         block: &[u8],

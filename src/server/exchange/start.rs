@@ -329,6 +329,7 @@ fn call_handler(
 
 /// Runs the handler on `request`, its reply written into `slot` and used there (not moved out:
 /// a replier renders it in place); whether it panicked (`slot` is then empty).
+#[inline]
 fn respond(
     handler: &dyn Fn(Request) -> Response,
     request: Request,

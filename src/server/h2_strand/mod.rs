@@ -743,7 +743,8 @@ impl H2Strand {
     }
 }
 
-/// A resume of the connection as the loop drives it.
+/// A resume of the connection as the loop drives it (its steps inlined into the loop, as
+/// HTTP/1.1's are).
 struct H2<'a> {
     h: &'a mut H2Strand,
     shared: &'a ServerShared,
@@ -752,6 +753,7 @@ struct H2<'a> {
 impl HttpConnection for H2<'_> {
     type Taking = Ctx;
 
+    #[inline(always)]
     fn taking(&mut self, io: &mut Io<'_, Command>) -> Ctx {
         Ctx {
             now: io.now(),
@@ -762,11 +764,13 @@ impl HttpConnection for H2<'_> {
         }
     }
 
+    #[inline(always)]
     fn flush(&mut self, io: &mut Io<'_, Command>, progressed: &mut bool) -> std::io::Result<bool> {
         *progressed |= self.h.flush(io)?;
         Ok(self.h.written == self.h.out.len())
     }
 
+    #[inline(always)]
     fn owes_too_much(&mut self) -> bool {
         self.h.owes_too_much(self.shared)
     }
@@ -775,6 +779,7 @@ impl HttpConnection for H2<'_> {
     /// streams and the replies held by the windows write first, then frames kept from an
     /// earlier read are taken, then the connection closes if the server stops with nothing
     /// left in flight.
+    #[inline(always)]
     fn next(
         &mut self,
         io: &mut Io<'_, Command>,
@@ -820,6 +825,7 @@ impl HttpConnection for H2<'_> {
         Go::Read
     }
 
+    #[inline(always)]
     fn take(&mut self, ctx: &mut Ctx, bytes: &[u8]) {
         let h = &mut *self.h;
         if !h.input.is_empty() {
@@ -833,6 +839,7 @@ impl HttpConnection for H2<'_> {
         }
     }
 
+    #[inline(always)]
     fn taken(&mut self, io: &mut Io<'_, Command>, ctx: &mut Ctx) -> Option<Then> {
         if std::mem::take(&mut ctx.spent) {
             io.remote().shutdown();
@@ -843,20 +850,24 @@ impl HttpConnection for H2<'_> {
     /// The peer closed its side: nothing more can be asked. What is owed for what it asked is
     /// written (with GOAWAY), then the connection closes; replies still to come are not
     /// waited for.
+    #[inline(always)]
     fn peer_closed(&mut self) -> Option<Then> {
         self.h.conn.go_away(&mut self.h.out);
         self.h.state = State::Closing;
         None
     }
 
+    #[inline(always)]
     fn drained(&mut self, io: &mut Io<'_, Command>, progressed: bool) -> Then {
         self.h.park(self.shared, io, progressed, true)
     }
 
+    #[inline(always)]
     fn park(&mut self, io: &mut Io<'_, Command>, progressed: bool, read: bool) -> Then {
         self.h.park(self.shared, io, progressed, read)
     }
 
+    #[inline(always)]
     fn linger(&mut self, io: &mut Io<'_, Command>) -> Then {
         self.h.linger(self.shared, io)
     }
