@@ -266,8 +266,15 @@ async def over_http2(page, room):
         "  const sources = [], heard = new Set(); let opened = 0, ws = null, ended = false;"
         "  const finish = r => { if (ended) return; ended = true;"
         "    sources.forEach(s => s.close()); if (ws) ws.close(); done(r); };"
-        "  const check = () => { if (heard.size === 11)"
-        "    fetch('/metrics').then(r => r.text()).then(finish, e => finish('metrics: ' + e)); };"
+        # The figures while all eleven are open. A connection of an earlier step may still be
+        # closing as they are read (a worker publishes its figures at the end of a turn): read
+        # again, up to 3 s, while more than one connection is counted.
+        "  const figures = tries => fetch('/metrics').then(r => r.text()).then(text => {"
+        "    const open = [...text.matchAll(/^web_open_connections(?:\\{[^}]*\\})? (\\d+)/gm)]"
+        "      .reduce((sum, m) => sum + Number(m[1]), 0);"
+        "    if (open !== 1 && tries > 0) setTimeout(() => figures(tries - 1), 200);"
+        "    else finish(text); }, e => finish('metrics: ' + e));"
+        "  const check = () => { if (heard.size === 11) figures(15); };"
         "  const send = () => { if (opened === 11) ws.send(text); };"
         "  for (let i = 0; i < 10; i++) {"
         "    const es = new EventSource('/sse?room=' + encodeURIComponent(room));"
