@@ -582,7 +582,8 @@ impl Busy {
         sheds
     }
 
-    /// Shuts our side and lingers (see `connection_loop::linger`).
+    /// Shuts our side and lingers (see `connection_loop::linger`). Inlined: the loop's
+    /// `drained` and `next` both reach it, and as a call it costs every request (callgrind).
     #[inline(always)]
     fn linger(&mut self, conn: &Resume<'_>, io: &mut Io<'_, Command>) -> Then {
         let end = match (self.state, self.deadline) {
@@ -854,6 +855,7 @@ impl HttpConnection for Http1<'_, '_> {
         self.busy.park(self.conn, io, progressed, read)
     }
 
+    #[inline(always)]
     fn linger(&mut self, io: &mut Io<'_, Command>) -> Then {
         self.busy.linger(self.conn, io)
     }
