@@ -10,9 +10,9 @@
 //! moves to the application's tokio runtime, as [`answer_async`](crate::http::answer_async)
 //! does, and its reply comes later (deferred: `Server::reply_timeout` bounds it). The
 //! response's body is taken as it comes: whole when all of it is ready at once, else
-//! streamed through [`BodySender`] (with its length when the body
-//! knows it), its trailers last (HTTP/2's trailing HEADERS, a chunked HTTP/1.1 body's trailer
-//! section; see [`BodySender::finish_with_trailers`]).
+//! streamed through [`BodySender`] (with its length when the body knows it), its trailers
+//! last (HTTP/2's trailing HEADERS, a chunked HTTP/1.1 body's trailer section; see
+//! [`BodySender::finish_with_trailers`]).
 //!
 //! Futures that use tokio's I/O or timers (a database client, `tokio::time::sleep`) work on
 //! this path: the worker polls with the runtime entered, so they register with the
@@ -21,8 +21,7 @@
 //! driven by a thread of the application).
 //!
 //! A service error, a panic in the service, and a body that fails before anything was sent
-//! answer `500`, as a dropped [`Reply`] does; a body that fails midway
-//! is cut.
+//! answer `500`, as a dropped [`Reply`] does; a body that fails midway is cut.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
