@@ -207,22 +207,15 @@ impl H2Strand {
                     Work::Streaming(s) => {
                         let rest = &s.held[*taken..];
                         let to = rest.len().min(quantum);
-                        let end = s.ended && to == rest.len();
-                        let n = match end && !s.trailers.is_empty() {
-                            false => self
-                                .conn
-                                .send_data(*stream, &rest[..to], end, &mut self.out),
-                            // The last data, then the trailers end the stream.
-                            true => {
-                                let n =
-                                    self.conn
-                                        .send_data(*stream, &rest[..to], false, &mut self.out);
-                                if n == to {
-                                    end_stream(&mut self.conn, &mut self.out, *stream, &s.trailers);
-                                }
-                                n
-                            }
-                        };
+                        let last = s.ended && to == rest.len();
+                        // The last data ends the stream, unless trailers follow it and do.
+                        let ends = last && s.trailers.is_empty();
+                        let n = self
+                            .conn
+                            .send_data(*stream, &rest[..to], ends, &mut self.out);
+                        if last && !ends && n == to {
+                            end_stream(&mut self.conn, &mut self.out, *stream, &s.trailers);
+                        }
                         *taken += n;
                         *done = s.ended && *taken == s.held.len();
                         n
