@@ -240,7 +240,8 @@ pub fn command(args: &[String]) -> Result<ExitCode, Refused> {
             let kind = match peer.speaks {
                 Speaks::Http => Kind::Http,
                 Speaks::Ws => Kind::Ws,
-                Speaks::H2 => continue, // (HTTP/2's idle cost: `web-bench idle --kind h2`)
+                // (HTTP/2's idle cost: `web-bench idle --kind h2`; rooms are `fanout`'s)
+                Speaks::H2 | Speaks::Room => continue,
             };
             let record = Running::start(peer, 0, false).and_then(|server| {
                 let plan = idle::Plan {
@@ -302,7 +303,8 @@ fn measure(
     let target = load::local(server.port);
     let payload = vec![b'x'; sc.size];
     let ask = match sc.speaks {
-        Speaks::Http | Speaks::H2 => Ask::Http,
+        // (A room is measured by `web-bench fanout --compare`, never here.)
+        Speaks::Http | Speaks::H2 | Speaks::Room => Ask::Http,
         Speaks::Ws => Ask::Ws {
             payload: &payload,
             binary: sc.size > 125,
@@ -555,6 +557,7 @@ fn kind_name(s: Speaks) -> &'static str {
         Speaks::Http => "http",
         Speaks::Ws => "ws",
         Speaks::H2 => "h2",
+        Speaks::Room => "room",
     }
 }
 

@@ -18,6 +18,7 @@ use mio::{Events, Interest, Poll, Token};
 use serde_json::{Value, json};
 
 use crate::conns::{self, Held, Kind, Target};
+use crate::peers::{self, Running};
 use crate::procfs;
 use crate::report::{self, Progress};
 
@@ -277,6 +278,139 @@ pub fn measure(plan: &Plan, progress: &mut Progress) -> io::Result<Value> {
         "servers": plan.servers.len(),
         "rounds": rounds,
     }))
+}
+
+/// `web-bench fanout --compare`: each server of [`peers::ROOMS`] started in turn (one worker,
+/// pinned to CPU 0; the members read on CPU 1), `n` WebSocket members, `rounds` publishes,
+/// the whole repeated `repeats` times with the order reversed every other time. The record
+/// has every round's server CPU per member, per server and repeat.
+pub fn compare(
+    n: usize,
+    rounds: usize,
+    repeats: usize,
+    progress: &mut Progress,
+) -> io::Result<Value> {
+    crate::load::pin_to(1);
+    let mut runs = Vec::new();
+    for repeat in 0..repeats {
+        let mut servers: Vec<&peers::Peer> = peers::ROOMS.iter().collect();
+        if repeat % 2 == 1 {
+            servers.reverse();
+        }
+        for peer in servers {
+            progress.line(&format!(
+                "repeat {} of {repeats}: {}",
+                repeat + 1,
+                peer.name
+            ));
+            let running = Running::start(peer, 0, false)?;
+            let target = Target::parse(&format!("ws://127.0.0.1:{}/events", running.port))
+                .map_err(io::Error::other)?;
+            let plan = Plan {
+                servers: vec![Server {
+                    pid: running.pid(),
+                    target,
+                    publish: "/events".into(),
+                }],
+                kind: Kind::Ws,
+                n,
+                rounds,
+                budget: Duration::from_secs(600),
+                timeout: Duration::from_secs(10),
+            };
+            let record = measure(&plan, progress)?;
+            let per_member: Vec<f64> = record["rounds"]
+                .as_array()
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|x| x["server_cpu_us_per_member"].as_f64())
+                        .collect()
+                })
+                .unwrap_or_default();
+            runs.push(json!({
+                "server": peer.name,
+                "repeat": repeat,
+                "members": record["members"],
+                "server_cpu_us_per_member": per_member,
+            }));
+        }
+    }
+    progress.done();
+    Ok(json!({ "kind": "ws", "members": n, "rounds": rounds, "runs": runs }))
+}
+
+/// The median of `v` (`NaN` when empty).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The record of [`compare`] as a table: each server's CPU per member (every round of every
+/// repeat: least, median, most), and its median against `web`'s, per repeat (least–most).
+pub fn describe_compare(r: &Value) -> String {
+    let runs = r["runs"].as_array().cloned().unwrap_or_default();
+    let rounds_of = |server: &str, repeat: Option<u64>| -> Vec<f64> {
+        runs.iter()
+            .filter(|x| x["server"] == server && repeat.is_none_or(|p| x["repeat"] == p))
+            .flat_map(|x| {
+                x["server_cpu_us_per_member"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|v| v.as_f64())
+            .collect()
+    };
+    let repeats = runs
+        .iter()
+        .filter_map(|x| x["repeat"].as_u64())
+        .max()
+        .map_or(0, |m| m + 1);
+    let mut rows = Vec::new();
+    for peer in peers::ROOMS {
+        let mut all = rounds_of(peer.name, None);
+        if all.is_empty() {
+            continue;
+        }
+        let least = all.iter().copied().fold(f64::INFINITY, f64::min);
+        let most = all.iter().copied().fold(0.0, f64::max);
+        let ratios: Vec<f64> = (0..repeats)
+            .map(|p| {
+                median(&mut rounds_of(peer.name, Some(p))) / median(&mut rounds_of("web", Some(p)))
+            })
+            .filter(|x| x.is_finite())
+            .collect();
+        let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+        rows.push(vec![
+            peer.name.to_string(),
+            format!("{least:.2}"),
+            format!("{:.2}", median(&mut all)),
+            format!("{most:.2}"),
+            format!("{lo:.2}–{hi:.2}"),
+        ]);
+    }
+    let mut out = format!(
+        "{} WebSocket members, one 32-byte publish a round, {} rounds, {repeats} repeat(s); \
+         server CPU per member (µs), one worker on CPU 0\n",
+        r["members"], r["rounds"]
+    );
+    out.push_str(&report::table(
+        &[
+            "server",
+            "least",
+            "median",
+            "most",
+            "median ÷ web's (per repeat)",
+        ],
+        &rows,
+    ));
+    out
 }
 
 /// Reads and drops whatever the holders have now.

@@ -194,9 +194,31 @@ for the round per member (/proc/PID/task/*/schedstat).\n\
 \n\
 Example (hello serves /events to WebSockets and event streams, POST /events publishes):\n  \
 hello --port 8080 --events news &\n  \
-web-bench fanout --pid $(pidof hello) --url ws://127.0.0.1:8080/events -n 10000";
+web-bench fanout --pid $(pidof hello) --url ws://127.0.0.1:8080/events -n 10000\n\
+\n\
+With --compare, it starts the servers itself, one worker each pinned to CPU 0, and measures\n\
+WebSocket members of each in turn: web (hello --events news), the floor (bench/peers ws_floor:\n\
+one write(2) of the frame per member and nothing else), the floor with its sends batched\n\
+through io_uring, and a tokio-tungstenite room (tokio::sync::broadcast), repeated --repeat\n\
+times in alternating order; prints each server's CPU per member and its ratio to web's:\n  \
+web-bench fanout --compare -n 5000 --rounds 5 --repeat 2";
 
 const FANOUT_OPTS: &[Opt] = &[
+    Opt {
+        name: "--compare",
+        value: None,
+        help: "start web, the floors and the tokio room here and compare them (no --pid/--url)",
+    },
+    Opt {
+        name: "--repeat",
+        value: Some("K"),
+        help: "with --compare: how many times each server is measured (default 2)",
+    },
+    Opt {
+        name: "--no-build",
+        value: None,
+        help: "with --compare: use the binaries as built (default: cargo build --release first)",
+    },
     Opt {
         name: "--pid",
         value: Some("PID[,PID...]"),
@@ -239,8 +261,53 @@ const FANOUT_OPTS: &[Opt] = &[
     },
 ];
 
+fn fanout_compare(given: &args::Given) -> Result<ExitCode, Refused> {
+    let n: usize = given.get_or("-n", 5_000)?;
+    if !(1..=19_000).contains(&n) {
+        return Err(Refused::Usage(
+            "with --compare, -n is 1 to 19000 (one process each)".into(),
+        ));
+    }
+    let rounds: usize = given.get_or("--rounds", 5)?;
+    let repeats: usize = given.get_or("--repeat", 2)?;
+    if !(1..=100).contains(&rounds) || !(1..=20).contains(&repeats) {
+        return Err(Refused::Usage(
+            "--rounds is 1 to 100, --repeat 1 to 20".into(),
+        ));
+    }
+    if !given.has("--no-build")
+        && let Err(e) = peers::build()
+    {
+        eprintln!("web-bench fanout: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    let json: PathBuf = given.get_or(
+        "--json",
+        PathBuf::from("target/web-bench/fanout-compare.json"),
+    )?;
+    let mut progress = report::Progress::new();
+    let record = match fanout::compare(n, rounds, repeats, &mut progress) {
+        Ok(r) => r,
+        Err(e) => {
+            progress.done();
+            eprintln!("web-bench fanout: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    print!("{}", fanout::describe_compare(&record));
+    if let Err(e) = report::write_json(&json, &record) {
+        eprintln!("web-bench fanout: writing {json:?}: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("record: {}", json.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 fn fanout_command(args: &[String]) -> Result<ExitCode, Refused> {
     let given = args::parse(args, FANOUT_OPTS, FANOUT_ABOUT)?;
+    if given.has("--compare") {
+        return fanout_compare(&given);
+    }
     let urls: String = given.need("--url")?;
     let pids: String = given.need("--pid")?;
     let urls: Vec<&str> = urls.split(',').collect();

@@ -16,6 +16,9 @@ pub enum Speaks {
     Ws,
     /// HTTP/2 by prior knowledge (h2c).
     H2,
+    /// A room: WebSocket members at `/events`, a `POST /events` publishes its body to them
+    /// (`web-bench fanout --compare`).
+    Room,
 }
 
 /// A server of the comparison.
@@ -154,6 +157,34 @@ pub const ALL: &[Peer] = &[
             Speaks::Ws,
         )
     },
+];
+
+/// The fan-out servers: `web`'s room, the floor (one `write(2)` per member, nothing else; and
+/// the same with the sends batched through io_uring), and a tokio team's room.
+pub const ROOMS: &[Peer] = &[
+    Peer {
+        candidate: true,
+        args: &["--events", "news"],
+        ..peer("web", "target/release/examples/hello", Speaks::Room)
+    },
+    Peer {
+        ceiling: true,
+        ..peer("floor", "bench/peers/target/release/ws_floor", Speaks::Room)
+    },
+    Peer {
+        ceiling: true,
+        args: &["--io-uring"],
+        ..peer(
+            "floor-io_uring",
+            "bench/peers/target/release/ws_floor",
+            Speaks::Room,
+        )
+    },
+    peer(
+        "tokio-tungstenite",
+        "bench/peers/target/release/tokio_tungstenite_room",
+        Speaks::Room,
+    ),
 ];
 
 /// The repository's root (this crate is `bench/web-bench` in it).
