@@ -19,7 +19,9 @@
 //! as one event (`data: <body>`). A WebSocket upgrade at `/events` is a member of `ROOM` too
 //! (a publish reaches it as a text message): `web-bench fanout` measures a publish to many. `--download BYTES` adds `GET /download`, answered with BYTES
 //! bytes as a streamed body: with both, one HTTP/2 connection can carry a download beside the
-//! event streams of a page (is the connection fair to them?).
+//! event streams of a page (is the connection fair to them?). Built with `--features
+//! io-uring` (Linux), a publish's frames go to the kernel in io_uring batches;
+//! `--no-io-uring` sends each with its own system call, for comparison.
 
 use std::io::Write;
 
@@ -44,7 +46,7 @@ fn serve() -> std::io::Result<()> {
             "--events",
             "--download",
         ],
-        &["--async"],
+        &["--async", "--no-io-uring"],
         "Answers Hello, World! on any path (the benchmark target). --requests N: serve N \
          requests, then exit. --tls-cert FILE --tls-key FILE (PEM): serve HTTPS only. \
          --async: answer from async code on a tokio runtime of one thread. HTTP/2: h2c on \
@@ -52,9 +54,13 @@ fn serve() -> std::io::Result<()> {
          --events ROOM: also an event stream at /events (a WebSocket by an upgrade), each \
          in room ROOM, and POST /events publishes its body to ROOM as one event (a text \
          message to WebSocket members). --download BYTES: GET /download \
-         answers BYTES bytes as a streamed body.",
+         answers BYTES bytes as a streamed body. --no-io-uring: send each publish's frames \
+         with a system call each (built with the feature io-uring, they go to the kernel in \
+         batches).",
     )?;
-    let mut server = options.server(8080)?;
+    let mut server = options
+        .server(8080)?
+        .io_uring(!options.flag("--no-io-uring"));
     if let Some(bytes) = options.get::<u32>("--h2-table")? {
         server = server.http2_config(web::http::Http2Config {
             header_table_size: bytes,

@@ -44,6 +44,7 @@ pub struct Config {
     pub(crate) drain_deadline: Duration,
     pub(crate) accept_retry: Duration,
     pub(crate) accept_batch: usize,
+    pub(crate) io_uring: bool,
 }
 
 impl Default for Config {
@@ -59,6 +60,7 @@ impl Default for Config {
             drain_deadline: DEFAULT_DRAIN_DEADLINE,
             accept_retry: DEFAULT_ACCEPT_RETRY,
             accept_batch: DEFAULT_ACCEPT_BATCH,
+            io_uring: true,
         }
     }
 }
@@ -143,6 +145,20 @@ impl Config {
     /// ```
     pub fn accept_batch(mut self, n: usize) -> Config {
         self.accept_batch = n.max(1);
+        self
+    }
+
+    /// Whether each worker gathers the sends of a pass through many connections (a room's
+    /// publish, a liveness sweep) in an io_uring and hands them to the kernel together
+    /// (default `true`). Only with the feature `io-uring`, on Linux, where the kernel permits
+    /// io_uring (a worker that cannot set one up sends each with its own system call, as
+    /// everywhere else; [`WorkerStats::io_uring`](crate::WorkerStats::io_uring) says which).
+    ///
+    /// ```
+    /// let config = reactor::Config::default().io_uring(false);
+    /// ```
+    pub fn io_uring(mut self, on: bool) -> Config {
+        self.io_uring = on;
         self
     }
 

@@ -27,8 +27,12 @@ impl Flags {
     /// In the worker's `again` list, not yet resumed: a strand handed many messages in one turn
     /// (a publish each) is listed once, not once per message.
     pub(crate) const AGAIN: Flags = Flags(64);
-    /// What the socket has told, which a new `Then` keeps (the rest it says anew).
-    pub(crate) const TOLD: Flags = Flags(1 | 2 | 32 | 64);
+    /// A send of this connection is in the worker's gathered sends (see `sends.rs`), not yet
+    /// answered: nothing else is written to the socket until it is.
+    pub(crate) const IN_FLIGHT: Flags = Flags(128);
+    /// What the socket has told and what the worker holds for it, which a new `Then` keeps
+    /// (the rest it says anew).
+    pub(crate) const TOLD: Flags = Flags(1 | 2 | 32 | 64 | 128);
 
     /// Whether any bit of `bits` is set.
     pub(crate) fn has(self, bits: Flags) -> bool {
@@ -94,7 +98,7 @@ mod tests {
         assert!(!f.has(Flags::READ_READY) && f.has(Flags::WANT_READ));
         assert_eq!(
             f.only(Flags::TOLD),
-            Flags::WRITE_READY | Flags::READ_CLOSED | Flags::AGAIN
+            Flags::WRITE_READY | Flags::READ_CLOSED | Flags::AGAIN | Flags::IN_FLIGHT
         );
     }
 }

@@ -3,11 +3,14 @@
 
 use std::io::{self, IoSlice, Write as _};
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::Instant;
 
 use mio::net::TcpStream;
 
 use crate::flags::Flags;
+use crate::sends::Sends;
 use crate::sys;
 use crate::wheel::{Clock, Link};
 use crate::{ConnId, Remote};
@@ -91,6 +94,9 @@ pub struct Io<'a, M> {
     /// What stands between the socket and the strand (TLS), if anything: reads and writes go
     /// through it.
     pub(crate) layer: Option<&'a mut (dyn SocketLayer + 'a)>,
+    /// The worker's gathered sends, while it passes through many connections (see
+    /// [`Io::send_shared`]).
+    pub(crate) sends: Option<&'a mut Sends>,
 }
 
 impl<'a, M> Io<'a, M> {
@@ -167,6 +173,8 @@ impl<'a, M> Io<'a, M> {
             timer: self.timer,
             clock: self.clock,
             layer: Some(layer),
+            // What a layer writes is its own bytes: never gathered.
+            sends: None,
         }
     }
 
@@ -259,6 +267,12 @@ impl<'a, M> Io<'a, M> {
     /// }
     /// ```
     pub fn shutdown_write(&mut self) -> io::Result<()> {
+        if self.ready.has(Flags::IN_FLIGHT)
+            && let Some(sends) = self.sends.as_deref_mut()
+        {
+            // A send of this connection gathered in this call goes before our end.
+            sends.submit();
+        }
         let mut socket = Socket {
             stream: self.stream,
             ready: self.ready,
@@ -358,6 +372,40 @@ impl<'a, M> Io<'a, M> {
     /// ```
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.output().write(buf)
+    }
+
+    /// Writes `frame[from..]`, a frame shared with other connections (a room's message), as
+    /// [`Io::write`] would. Where the worker gathers the sends of a pass through many
+    /// connections (a publish reaching them, a liveness sweep; feature `io-uring`, Linux), it
+    /// may instead keep a reference to the frame and hand it to the kernel with the other
+    /// connections' sends at the end of the pass (one system call for all), and answer now
+    /// that all of it was taken. What the socket then does not take comes back to the strand
+    /// through [`Strand::unsent`](crate::Strand::unsent), to be written before anything queued
+    /// since; until then every write to this connection takes nothing (as when its socket is
+    /// full). A strand that calls this implements `unsent`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// fn demo(io: &mut reactor::Io<'_, ()>, frame: &Arc<[u8]>) {
+    ///     let taken = io.send_shared(frame, 0).unwrap_or(0); // fewer: keep the rest, park on write
+    ///     let _ = taken;
+    /// }
+    /// ```
+    pub fn send_shared(&mut self, frame: &Arc<[u8]>, from: usize) -> io::Result<usize> {
+        let Some(rest) = frame.get(from..) else {
+            return Ok(0);
+        };
+        if self.layer.is_none()
+            && !rest.is_empty()
+            && self.ready.has(Flags::WRITE_READY)
+            && !self.ready.has(Flags::IN_FLIGHT)
+            && let Some(sends) = self.sends.as_deref_mut()
+            && sends.queue(self.stream.as_raw_fd(), self.id, frame, from)
+        {
+            self.ready.set(Flags::IN_FLIGHT);
+            return Ok(rest.len());
+        }
+        self.write(rest)
     }
 
     /// Writes several buffers in one system call; see [`Output::write_vectored`].
@@ -619,9 +667,10 @@ impl Socket<'_> {
     /// Whether the last send found the socket full and no writable edge came since: a send
     /// now would return `EAGAIN` (the socket is registered for both edges from the start, so
     /// the next one that frees room is never missed). A lagging peer then costs no system
-    /// call per message.
+    /// call per message. Also while a send of the worker's gathered sends is unanswered for
+    /// it: that send comes first.
     fn write_blocked(&self) -> bool {
-        !self.ready.has(Flags::WRITE_READY)
+        !self.ready.has(Flags::WRITE_READY) || self.ready.has(Flags::IN_FLIGHT)
     }
 
     /// Sends what the socket takes now; see [`Output::write`].

@@ -66,6 +66,7 @@ mod flags;
 mod io;
 mod listen;
 mod remote;
+mod sends;
 mod server;
 mod stats;
 mod strand;

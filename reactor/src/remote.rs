@@ -19,6 +19,9 @@ pub(crate) struct Counters {
     /// Messages refused because the worker's inbox was full (counted by senders).
     pub(crate) refused_messages: AtomicU64,
     pub(crate) panics: AtomicU64,
+    pub(crate) io_uring: AtomicBool,
+    pub(crate) gathered_sends: AtomicU64,
+    pub(crate) send_submissions: AtomicU64,
 }
 
 /// Messages a worker's inbox holds at most; past it, sends are refused (they return `false` and
@@ -337,6 +340,9 @@ impl<M: Send + 'static> Remote<M> {
                     dropped_messages: c.dropped_messages.load(Relaxed),
                     refused_messages: c.refused_messages.load(Relaxed),
                     panics: c.panics.load(Relaxed),
+                    io_uring: usize::from(c.io_uring.load(Relaxed)),
+                    gathered_sends: c.gathered_sends.load(Relaxed),
+                    send_submissions: c.send_submissions.load(Relaxed),
                 }
             })
             .collect();

@@ -31,6 +31,15 @@ pub struct WorkerStats {
     pub refused_messages: u64,
     /// Strand calls that panicked (each closed its connection).
     pub panics: u64,
+    /// 1 when the worker gathers the sends of a pass through many connections in io_uring
+    /// (feature `io-uring`, Linux, where the kernel permits it and
+    /// [`Config::io_uring`](crate::Config::io_uring) is on), 0 when it sends each with its own
+    /// system call; in [`Stats::total`], how many workers do.
+    pub io_uring: usize,
+    /// Sends handed to the kernel in io_uring batches ([`Io::send_shared`](crate::Io::send_shared)).
+    pub gathered_sends: u64,
+    /// The system calls (`io_uring_enter`) that handed them over.
+    pub send_submissions: u64,
 }
 
 /// The figures of a server: summed over workers in `total`, and per worker in `workers`.
@@ -81,6 +90,9 @@ impl WorkerStats {
             dropped_messages,
             refused_messages,
             panics,
+            io_uring,
+            gathered_sends,
+            send_submissions,
         } = other;
         self.open += open;
         self.parked += parked;
@@ -91,5 +103,8 @@ impl WorkerStats {
         self.dropped_messages += dropped_messages;
         self.refused_messages += refused_messages;
         self.panics += panics;
+        self.io_uring += io_uring;
+        self.gathered_sends += gathered_sends;
+        self.send_submissions += send_submissions;
     }
 }

@@ -2,6 +2,7 @@
 //! (one per worker, makes strands).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use mio::net::TcpStream;
 
@@ -83,6 +84,28 @@ pub trait Strand: Send + 'static {
         Self: Sized,
     {
         message_each(self, io, streams, msg)
+    }
+
+    /// What a send of [`Io::send_shared`] that the worker gathered did not take, once the
+    /// kernel answered: the bytes of `frame` from `from` on are owed first, before anything
+    /// the strand queued since. Return what comes next, as from [`Strand::resume`] (the socket
+    /// is full now, unless it failed: then a write returns the error). Only strands that call
+    /// `send_shared` are ever called here; by default the connection closes.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// struct Queue(Vec<(Arc<[u8]>, usize)>);
+    /// impl Queue {
+    ///     fn unsent(&mut self, frame: Arc<[u8]>, from: usize) -> reactor::Then {
+    ///         self.0.insert(0, (frame, from)); // first, before what came since
+    ///         reactor::Then::write()
+    ///     }
+    /// }
+    /// # let _ = Queue(Vec::new()).unsent(Arc::from(&b"x"[..]), 0);
+    /// ```
+    fn unsent(&mut self, io: &mut Io<'_, Self::Msg>, frame: Arc<[u8]>, from: usize) -> Then {
+        let _ = (io, frame, from);
+        Then::Close
     }
 
     /// Whether a message sent to every connection of the worker

@@ -13,6 +13,7 @@ use slab::Slab;
 use crate::conn_id::{WAKER, listener_of, split_token};
 use crate::flags::Flags;
 use crate::remote::{AHEAD_EVERY, To, WorkerShared};
+use crate::sends::{self, Done, Sends};
 use crate::trim::{self, Trim};
 use crate::wheel::{Clock, Link, Links, Wheel};
 use crate::{Config, ConnId, Io, Remote, Service, Strand, Then, Wake};
@@ -122,6 +123,13 @@ pub(crate) struct Worker<S: Service> {
     fan_ids: Vec<ConnId>,
     /// The streams of one connection a fan-out reaches, handed over together.
     fan_streams: Vec<u32>,
+    /// The worker's io_uring, where it has one: shared frames sent in a pass through many
+    /// connections are gathered there and handed to the kernel together.
+    sends: Option<Sends>,
+    /// In such a pass: [`Io::send_shared`] may gather.
+    gathering: bool,
+    /// What the kernel answered for gathered sends (kept between uses).
+    sends_done: Vec<Done>,
     parked: usize,
     held: usize,
     /// When free memory goes back to the system.
@@ -182,6 +190,10 @@ impl<S: Service> Worker<S> {
             ahead_spare: Vec::new(),
             fan_ids: Vec::new(),
             fan_streams: Vec::new(),
+            // Set up on the worker's own thread, in `run`.
+            sends: None,
+            gathering: false,
+            sends_done: Vec::new(),
             parked: 0,
             held: 0,
             trim: Trim::default(),
@@ -200,6 +212,12 @@ impl<S: Service> Worker<S> {
     /// The loop: runs until shutdown has drained every strand (or the drain deadline passed).
     pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(self.config.events_capacity);
+        // The ring belongs to the thread that sets it up (the kernel's work for it is queued
+        // to that thread, interrupting its blocking calls): so it is made here, not by the
+        // thread that starts the server.
+        if self.config.io_uring {
+            self.sends = Sends::start();
+        }
         loop {
             let timeout = self.timeout();
             if let Err(e) = self.poll.poll(&mut events, timeout)
@@ -298,11 +316,15 @@ impl<S: Service> Worker<S> {
             return;
         }
         let mut batch = std::mem::replace(&mut self.again, std::mem::take(&mut self.again_spare));
-        // A fan-out's recipients write here, one syscall each: a reply sent ahead meanwhile
-        // does not wait for them all.
+        // A fan-out's recipients write here: a reply sent ahead meanwhile does not wait for
+        // them all. Their shared frames go to the kernel together where the worker has a ring.
+        self.gathering = self.sends.is_some() && batch.len() >= sends::GATHER_FROM;
         let mut calls = 0;
         for &(key, generation) in &batch {
             self.one_more_call(&mut calls);
+            if self.gathering && self.sends.as_ref().is_some_and(Sends::is_full) {
+                self.flush_sends();
+            }
             let Some(entry) = self.slab.get_mut(key as usize) else {
                 continue;
             };
@@ -314,9 +336,55 @@ impl<S: Service> Worker<S> {
                 self.call(key, |strand, io| strand.resume(io, wake));
             }
         }
+        self.gathering = false;
+        self.flush_sends();
         batch.clear();
         shrink_after_burst(&mut batch);
         self.again_spare = batch;
+    }
+
+    /// Hands the gathered sends to the kernel and settles what it answered: each connection
+    /// may write again (and is resumed if it waits to); what a socket did not take goes back
+    /// to its strand ([`Strand::unsent`](crate::Strand::unsent)).
+    fn flush_sends(&mut self) {
+        let Some(sends) = self.sends.as_mut() else {
+            return;
+        };
+        sends.submit();
+        let mut done = std::mem::take(&mut self.sends_done);
+        sends.take(&mut done);
+        if sends.broken() {
+            self.sends = None;
+        }
+        // Every connection is free to write again before any strand is called.
+        for d in &done {
+            let Some(entry) = self.slab.get_mut(d.id.key() as usize) else {
+                continue;
+            };
+            if entry.generation != d.id.generation() {
+                continue;
+            }
+            entry.flags.clear(Flags::IN_FLIGHT);
+            if d.whole() {
+                // Output queued behind the send waits for this resume.
+                if entry.flags.wanted().is_some() && !entry.flags.has(Flags::AGAIN) {
+                    entry.flags.set(Flags::AGAIN);
+                    self.again.push((d.id.key(), d.id.generation()));
+                }
+            } else if d.short() {
+                entry.flags.clear(Flags::WRITE_READY);
+            }
+        }
+        for d in done.drain(..) {
+            if d.whole() || !self.is_current(d.id) {
+                continue;
+            }
+            let from = d.rest_from();
+            let frame = d.frame;
+            self.call(d.id.key(), |strand, io| strand.unsent(io, frame, from));
+        }
+        shrink_after_burst(&mut done);
+        self.sends_done = done;
     }
 
     fn expire_timers(&mut self) {
@@ -377,7 +445,10 @@ impl<S: Service> Worker<S> {
                 }
                 To::All => {
                     // Walked key by key, no list of recipients made: a sweep over every
-                    // connection (a heartbeat, a liveness sweep) allocates nothing.
+                    // connection (a heartbeat, a liveness sweep) allocates nothing. What
+                    // they send of shared frames (pings) goes to the kernel together where
+                    // the worker has a ring.
+                    self.gathering = self.sends.is_some();
                     let mut calls = 0;
                     for key in 0..self.slab.capacity() {
                         let Some(entry) = self.slab.get(key) else {
@@ -389,8 +460,13 @@ impl<S: Service> Worker<S> {
                             let id = ConnId::new(self.index, key as u32, entry.generation);
                             self.deliver(id, msg.clone());
                             self.one_more_call(&mut calls);
+                            if self.sends.as_ref().is_some_and(Sends::is_full) {
+                                self.flush_sends();
+                            }
                         }
                     }
+                    self.gathering = false;
+                    self.flush_sends();
                 }
             }
         }
@@ -583,6 +659,14 @@ impl<S: Service> Worker<S> {
     where
         F: FnOnce(&mut S::Strand, &mut Io<'_, Msg<S>>) -> Then,
     {
+        if self
+            .slab
+            .get(key as usize)
+            .is_some_and(|e| e.flags.has(Flags::IN_FLIGHT))
+        {
+            // Its gathered send is answered before the strand runs again.
+            self.flush_sends();
+        }
         let Some(entry) = self.slab.get_mut(key as usize) else {
             return;
         };
@@ -601,6 +685,10 @@ impl<S: Service> Worker<S> {
                 timer: &entry.link,
                 clock: &self.clock,
                 layer: None,
+                sends: match self.gathering {
+                    true => self.sends.as_mut(),
+                    false => None,
+                },
             };
             let strand = &mut entry.strand;
             catch_unwind(AssertUnwindSafe(|| f(strand, &mut io)))
@@ -685,8 +773,14 @@ impl<S: Service> Worker<S> {
     /// Takes an entry out of the slab, its timer and counters; drops the strand and returns
     /// the socket.
     fn remove(&mut self, key: u32, before: usize) -> Option<TcpStream> {
-        if !self.slab.contains(key as usize) {
-            return None;
+        let entry = self.slab.get(key as usize)?;
+        if entry.flags.has(Flags::IN_FLIGHT)
+            && let Some(sends) = self.sends.as_mut()
+        {
+            // A gathered send names the socket by its descriptor: it goes to the kernel before
+            // the descriptor closes (and may be reused). What it answers is settled later, for
+            // a connection gone by then.
+            sends.submit();
         }
         self.wheel.remove(&mut self.slab, key);
         let Entry {
@@ -768,6 +862,12 @@ impl<S: Service> Worker<S> {
         c.out_of_descriptors.store(self.out_of_descriptors, Relaxed);
         c.dropped_messages.store(self.dropped, Relaxed);
         c.panics.store(self.panics, Relaxed);
+        if let Some(sends) = &self.sends {
+            let (submissions, sent) = sends.figures();
+            c.send_submissions.store(submissions, Relaxed);
+            c.gathered_sends.store(sent, Relaxed);
+        }
+        c.io_uring.store(self.sends.is_some(), Relaxed);
     }
 }
 

@@ -32,6 +32,9 @@ pub(crate) trait LiveConn: Send {
     fn resume(&mut self, io: &mut Io<'_, Command>, timeout: bool) -> Then;
     fn message(&mut self, io: &mut Io<'_, Command>, cmd: Command) -> Then;
     fn drain(&mut self, io: &mut Io<'_, Command>) -> Then;
+    /// What a gathered send of `frame` (see [`write_out`]) did not take, from `from` on: owed
+    /// first.
+    fn unsent(&mut self, io: &mut Io<'_, Command>, frame: Arc<[u8]>, from: usize) -> Then;
     /// The connection left the reactor: it leaves its rooms and the application gets its state
     /// back, if neither happened yet.
     fn closed(&mut self, id: ConnId);
@@ -70,17 +73,28 @@ pub(crate) struct LiveSettings {
 }
 
 /// Writes what `out` holds until the socket takes no more: `Ok(true)` when all of it went.
+///
+/// A shared frame owed alone (a room's message to an idle member) may be `gather`ed: sent by
+/// the worker with other connections' at the end of its pass ([`Io::send_shared`]); what the
+/// socket does not take then comes back through [`LiveConn::unsent`]. A strand about to end
+/// its side once all is written does not gather (its end would overtake the send).
 pub(crate) fn write_out(
     out: &mut Outbox,
     io: &mut Io<'_, Command>,
     progressed: &mut bool,
+    gather: bool,
 ) -> std::io::Result<bool> {
     while out.pending() > 0 {
-        let mut slices = [std::io::IoSlice::new(&[]); WRITE_PIECES];
-        let pieces = out.unsent(&mut slices);
-        let n = match &slices[..pieces] {
-            [one] => io.write(one)?,
-            many => io.write_vectored(many)?,
+        let n = match out.lone_shared() {
+            Some((frame, at)) if gather => io.send_shared(frame, at)?,
+            _ => {
+                let mut slices = [std::io::IoSlice::new(&[]); WRITE_PIECES];
+                let pieces = out.unsent(&mut slices);
+                match &slices[..pieces] {
+                    [one] => io.write(one)?,
+                    many => io.write_vectored(many)?,
+                }
+            }
         };
         if n == 0 {
             return Ok(false);

@@ -58,6 +58,12 @@ impl Pieces {
         }
     }
 
+    fn push_front(&mut self, piece: Piece) {
+        if let Some(first) = self.first.replace(piece) {
+            self.rest.push_front(first);
+        }
+    }
+
     fn pop_front(&mut self) -> Option<Piece> {
         let front = self.first.take();
         self.first = self.rest.pop_front();
@@ -196,6 +202,35 @@ impl Outbox {
         self.pending += frame.len();
         self.pieces
             .push_back(Piece::Shared(Arc::clone(frame), false));
+    }
+
+    /// Puts back, first, what a gathered send of `frame` did not take (from `from` on): owed
+    /// before anything queued since. Nothing of the outbox was written meanwhile (its writes
+    /// wait for the send's answer), so no piece is partly written.
+    pub(crate) fn put_back_shared(&mut self, frame: Arc<[u8]>, from: usize) {
+        let rest = frame.len().saturating_sub(from);
+        if rest == 0 {
+            return;
+        }
+        debug_assert_eq!(
+            self.at, 0,
+            "no piece is written while a gathered send is out"
+        );
+        self.pieces.push_front(Piece::Shared(frame, false));
+        self.at = from;
+        self.pending += rest;
+        // The budget looks at every piece again (the one put back is not charged yet).
+        self.seen = 0;
+    }
+
+    /// What is owed when it is one shared frame alone, and where its unsent part starts: what
+    /// a publish leaves an idle connection, which the worker may send with others'
+    /// ([`Io::send_shared`](reactor::Io::send_shared)).
+    pub(crate) fn lone_shared(&self) -> Option<(&Arc<[u8]>, usize)> {
+        match &self.pieces.first {
+            Some(Piece::Shared(frame, _)) if self.pieces.rest.is_empty() => Some((frame, self.at)),
+            _ => None,
+        }
     }
 
     /// Appends bytes of the connection's own with `f` (a frame written into the buffer), after

@@ -143,6 +143,15 @@ impl Strand for ConnStrand {
         }
     }
 
+    /// A shared frame a live connection handed the worker to send with others, partly taken.
+    fn unsent(&mut self, io: &mut Io<'_, Command>, frame: Arc<[u8]>, from: usize) -> Then {
+        match self {
+            ConnStrand::Live(live) => live.unsent(io, frame, from),
+            // (Only live connections gather their sends.)
+            ConnStrand::Http(_) | ConnStrand::H2(_) => Then::Close,
+        }
+    }
+
     /// A room's message for several streams of an HTTP/2 connection: stepped in one resume.
     fn message_streams(&mut self, io: &mut Io<'_, Command>, streams: &[u32], msg: Command) -> Then {
         match self {

@@ -224,6 +224,9 @@ impl Control {
             http2_streams: answered.http2_streams,
             refused_messages: s.total.refused_messages,
             out_of_descriptors: s.total.out_of_descriptors,
+            io_uring_workers: s.total.io_uring,
+            gathered_sends: s.total.gathered_sends,
+            send_submissions: s.total.send_submissions,
             panics: s.total.panics,
             ..ServerStats::default()
         };

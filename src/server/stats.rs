@@ -70,6 +70,13 @@ pub struct ServerStats {
     /// Deferred replies that did not come within [`Server::reply_timeout`] (the client got a
     /// 503).
     pub replies_timed_out: u64,
+    /// Workers that hand a publish's and a sweep's sends to the kernel through io_uring
+    /// ([`Server::io_uring`], feature `io-uring`); 0 when every send is its own system call.
+    pub io_uring_workers: usize,
+    /// Sends handed to the kernel in io_uring batches since the start.
+    pub gathered_sends: u64,
+    /// The system calls (`io_uring_enter`) that handed them over.
+    pub send_submissions: u64,
     /// Connection steps that panicked (a bug of the library or of a WebSocket handler; each
     /// closed its own connection only). Handler panics answered with 500 are not counted here.
     pub panics: u64,

@@ -226,7 +226,9 @@ impl<H: SseHandler> SseStrand<H> {
         let mut progressed = false;
         let timeouts = self.timeouts();
         if let Some(busy) = self.busy.as_deref_mut() {
-            let written = write_out(&mut busy.out, io, &mut progressed);
+            // An ending body shuts our side once all is written: not behind a gathered send.
+            let gather = busy.stage != Stage::Ending;
+            let written = write_out(&mut busy.out, io, &mut progressed, gather);
             busy.out.reconcile();
             // Checked as output is queued (a history replay at the start, say), not only when
             // more arrives.
@@ -401,6 +403,11 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
             return self.run(io);
         }
         self.b().end();
+        self.run(io)
+    }
+
+    fn unsent(&mut self, io: &mut Io<'_, Command>, frame: Arc<[u8]>, from: usize) -> Then {
+        self.b().out.put_back_shared(frame, from);
         self.run(io)
     }
 

@@ -142,6 +142,11 @@ enum Closing {
     Lingering,
 }
 
+thread_local! {
+    /// A ping frame (no payload), shared by every connection of the worker.
+    static PING: Arc<[u8]> = Arc::from(&[Opcode::Ping.fin(), 0][..]);
+}
+
 /// A WebSocket connection in the reactor, with its application's state: idle, three pointers
 /// and the state (the decoder, unsent output and the closing handshake live in [`WsBusy`],
 /// boxed only while there is something to keep).
@@ -362,19 +367,24 @@ impl<H: WsHandler> WsStrand<H> {
         }
     }
 
-    /// Pings the peer. An idle connection writes the two bytes straight to the socket, so the
-    /// ping costs its system call and nothing else (no busy part, no allocation); only if the
-    /// socket does not take them whole are they queued.
+    /// Pings the peer. An idle connection hands the two bytes straight to the socket (or to
+    /// the worker's sweep, which sends them with the other connections' pings: see
+    /// [`Io::send_shared`]), so the ping costs its send and nothing else (no busy part, no
+    /// allocation); only if the socket does not take them whole are they queued.
     fn ping(&mut self, io: &mut Io<'_, Command>) {
-        const PING: [u8; 2] = [Opcode::Ping.fin(), 0];
         let sent = match &self.busy {
-            None => io.write(&PING).unwrap_or(0),
+            None => PING
+                .try_with(|ping| io.send_shared(ping, 0))
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or(0),
             Some(_) => 0,
         };
-        if sent < PING.len() {
+        let ping = [Opcode::Ping.fin(), 0];
+        if sent < ping.len() {
             self.b()
                 .out
-                .write(|buf| buf.extend_from_slice(&PING[sent..]));
+                .write(|buf| buf.extend_from_slice(&ping[sent..]));
         }
     }
 
@@ -445,7 +455,7 @@ impl<H: WsHandler> WsStrand<H> {
         let Some(busy) = self.busy.as_mut() else {
             return Ok(true);
         };
-        let written = write_out(&mut busy.out, io, progressed);
+        let written = write_out(&mut busy.out, io, progressed, true);
         // What the socket did not take is charged to the server's output budget now.
         busy.out.reconcile();
         written
@@ -671,6 +681,12 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
         }
         self.queue_close(CloseCode::GOING_AWAY);
         self.run(io)
+    }
+
+    fn unsent(&mut self, io: &mut Io<'_, Command>, frame: Arc<[u8]>, from: usize) -> Then {
+        self.b().out.put_back_shared(frame, from);
+        let next = self.run(io);
+        self.settle(next)
     }
 
     fn closed(&mut self, id: ConnId) {

@@ -6,6 +6,7 @@
 #[path = "../wire/mod.rs"]
 mod wire;
 
+mod gathered_sends;
 mod long_polls;
 mod room_history;
 mod sse_streams;

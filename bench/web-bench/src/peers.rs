@@ -159,13 +159,23 @@ pub const ALL: &[Peer] = &[
     },
 ];
 
-/// The fan-out servers: `web`'s room, the floor (one `write(2)` per member, nothing else; and
+/// The fan-out servers: `web`'s room (its publishes sent a system call each, and in io_uring
+/// batches: `hello` is built with the feature `io-uring` on Linux), the floor (one `write(2)` per member, nothing else; and
 /// the same with the sends batched through io_uring), and a tokio team's room.
 pub const ROOMS: &[Peer] = &[
     Peer {
         candidate: true,
-        args: &["--events", "news"],
+        args: &["--events", "news", "--no-io-uring"],
         ..peer("web", "target/release/examples/hello", Speaks::Room)
+    },
+    Peer {
+        candidate: true,
+        args: &["--events", "news"],
+        ..peer(
+            "web-io_uring",
+            "target/release/examples/hello",
+            Speaks::Room,
+        )
     },
     Peer {
         ceiling: true,
@@ -200,7 +210,11 @@ pub fn build() -> io::Result<()> {
             "build",
             "--release",
             "--features",
-            "tls",
+            if cfg!(target_os = "linux") {
+                "tls,io-uring"
+            } else {
+                "tls"
+            },
             "--example",
             "hello",
             "--example",

@@ -101,6 +101,7 @@ pub struct Server {
     pub(super) also: Vec<(TcpListener, Option<super::features::ListenerTls>)>,
     pub(super) limits: Limits,
     pub(super) max_connections: usize,
+    pub(super) io_uring: bool,
     pub(super) drain_timeout: Duration,
     pub(super) share_one_arena: bool,
     pub(super) reply_timeout: Duration,
@@ -239,6 +240,7 @@ impl Server {
             workers: None,
             limits: Limits::default(),
             max_connections: MAX_CONNECTIONS,
+            io_uring: true,
             drain_timeout: DRAIN_TIMEOUT,
             share_one_arena: true,
             reply_timeout: REPLY_TIMEOUT,
@@ -417,6 +419,24 @@ impl Server {
     /// ```
     pub fn max_connections(mut self, n: usize) -> Server {
         self.max_connections = n;
+        self
+    }
+
+    /// Whether each worker hands the sends of a room's publish and of a liveness sweep to the
+    /// kernel together, through io_uring: one system call for up to 256 sockets instead of
+    /// one each (default `true`). Only with the feature `io-uring`, on Linux, where the kernel
+    /// permits io_uring; a worker that cannot set one up (a seccomp profile that forbids it,
+    /// `kernel.io_uring_disabled`) sends each with its own system call, as every worker does
+    /// without the feature. [`ServerStats::io_uring_workers`](crate::http::ServerStats::io_uring_workers)
+    /// says how many do.
+    ///
+    /// ```
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.io_uring(false);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn io_uring(mut self, on: bool) -> Server {
+        self.io_uring = on;
         self
     }
 

@@ -38,6 +38,7 @@ fn reactor(
     let config = Config::default()
         .workers(workers)
         .max_connections(server.max_connections)
+        .io_uring(server.io_uring)
         .drain_deadline(server.drain_timeout);
     server.control.attach_budget(Arc::clone(&budget));
     let bodies = OutputBudget::new(server.limits.max_held_bodies);
