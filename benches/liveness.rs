@@ -1,11 +1,15 @@
-//! What liveness pings cost (asserts nothing; `cargo bench --bench liveness`): 19 000 idle
+//! What liveness costs (asserts nothing; `cargo bench --bench liveness`): 19 000 idle
 //! WebSocket connections to a server with one worker, every one answering pings, held for
-//! 10 s with `ping_interval` 1 s and then with pings off; the server's CPU in each period,
-//! the pings it sent, and its RSS per connection (is an idle connection still what it was).
+//! 10 s with pings every 1 s (`ping_interval` 1 s), then with the kernel's keep-alive probes
+//! every 1 s instead (`Liveness::Kernel`, `ping_interval` 2 s: a probe after 1 s of
+//! silence, then every 1 s), then with neither; the server's CPU in each period, the whole
+//! machine's (the client's side and the kernel's work outside the server's threads included:
+//! probes are sent from the kernel's timers), the pings answered, and the server's RSS per
+//! connection (is an idle connection still what it was).
 //!
 //! The server runs in a child process (this program, re-run with `LIVENESS_BENCH_SERVER=1`;
-//! `LIVENESS_BENCH_PINGS=0` turns its pings off); the client holds the connections in one
-//! `mio` poll and answers each ping with a pong. Everything talks to 127.0.0.0/8 only (client
+//! `LIVENESS_BENCH_PINGS=0` turns its pings off, `kernel` chooses the probes); the client
+//! holds the connections in one `mio` poll and answers each ping with a pong. Everything talks to 127.0.0.0/8 only (client
 //! sockets bound to 127.0.0.2.. so ports never run out); bounded in count and time.
 //! `LIVENESS_BENCH_N` changes the count.
 
@@ -15,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
 use web::http::{Request, Response, Server, text_response};
-use web::ws::{FIXED_MASK, Message, OP_PONG, Ws, WsHandler, write_frame, ws_handshake_request};
+use web::ws::{
+    FIXED_MASK, Liveness, Message, OP_PONG, Ws, WsHandler, write_frame, ws_handshake_request,
+};
 
 mod child;
 
@@ -32,12 +38,18 @@ impl WsHandler for Quiet {
 }
 
 fn serve() {
-    let pings = std::env::var("LIVENESS_BENCH_PINGS").map_or(true, |v| v != "0");
+    let mode = std::env::var("LIVENESS_BENCH_PINGS").unwrap_or_default();
+    let (every, liveness) = match mode.as_str() {
+        "0" => (None, Liveness::Pings),
+        "kernel" => (Some(Duration::from_secs(2)), Liveness::Kernel),
+        _ => (Some(Duration::from_secs(1)), Liveness::Pings),
+    };
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
         .idle_timeout(Duration::from_secs(600))
-        .ping_interval(pings.then_some(Duration::from_secs(1)))
+        .ping_interval(every)
+        .liveness(liveness)
         .websocket("/", Quiet);
     let handle = server
         .spawn(|_req| {
@@ -162,37 +174,59 @@ fn main() {
         .unwrap_or(19_000);
     child::raise_open_files();
     const PERIOD: Duration = Duration::from_secs(10);
-    for pings_on in [true, false] {
-        let vars: &[(&str, &str)] = if pings_on {
-            &[]
-        } else {
-            &[("LIVENESS_BENCH_PINGS", "0")]
-        };
+    for (mode, what) in [
+        ("1", "pings every 1 s"),
+        ("kernel", "the kernel's probes every 1 s"),
+        ("0", "no liveness"),
+    ] {
+        let vars: &[(&str, &str)] = &[("LIVENESS_BENCH_PINGS", mode)];
         child::run_with("LIVENESS_BENCH_SERVER", vars, serve, |port, _| {
             let (_, rss_before) = stats(port);
             let mut held = Held::new();
             held.open(port, n);
-            held.hold(Duration::from_secs(1));
+            // The first probes (after 2 s of silence at most) are under way.
+            held.hold(Duration::from_secs(3));
             let (cpu0, rss_open) = stats(port);
+            let busy0 = machine_busy_ms();
             let pings = held.hold(PERIOD);
+            let busy1 = machine_busy_ms();
             let (cpu1, rss_after) = stats(port);
             let cpu_ms = (cpu1 - cpu0) as f64 / 1000.0;
+            let machine_ms = busy1.saturating_sub(busy0) as f64;
+            let per_conn_second = |ms: f64| ms * 1000.0 / (n as f64 * PERIOD.as_secs_f64());
             println!(
-                "{n} idle WebSockets, pings {}: {} pings answered in {} s; server CPU {:.1} ms ({:.2}% of a core){}; RSS per connection {:.1} B open, {:.1} B after",
-                if pings_on { "every 1 s" } else { "off" },
-                pings,
+                "{n} idle WebSockets, {what}: {pings} pings answered in {} s; server CPU {cpu_ms:.1} ms ({:.3} µs per connection-second{}); the machine's CPU {machine_ms:.0} ms ({:.3} µs per connection-second); RSS per connection {:.1} B open, {:.1} B after",
                 PERIOD.as_secs(),
-                cpu_ms,
-                cpu_ms / PERIOD.as_secs_f64() / 10.0,
+                per_conn_second(cpu_ms),
                 if pings > 0 {
                     format!(", {:.2} µs per ping", cpu_ms * 1000.0 / pings as f64)
                 } else {
                     String::new()
                 },
+                per_conn_second(machine_ms),
                 (rss_open as f64 - rss_before as f64) * 1024.0 / n as f64,
                 (rss_after as f64 - rss_before as f64) * 1024.0 / n as f64,
             );
             drop(held);
         });
     }
+}
+
+/// Milliseconds every CPU of the machine has spent busy since boot (`/proc/stat`: all but
+/// idle and iowait; 0 where it cannot be read).
+fn machine_busy_ms() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    (total - idle) * 1000 / hz
 }

@@ -503,6 +503,27 @@ impl<'a, M> Io<'a, M> {
         sys::give_up_unacknowledged_after(self.stream, after)
     }
 
+    /// Has the kernel check the peer while the connection is silent (`SO_KEEPALIVE`), with no
+    /// wakeup of the worker: after `silent` without a segment from the peer it sends a probe,
+    /// then one every `silent`, and fails the connection (the strand then sees the error)
+    /// after `probes` unanswered in a row. A peer's kernel answers probes, so this finds a
+    /// peer that vanished (a host gone, a path cut, a NAT mapping lost), not one whose
+    /// application hangs. Linux sets the timings (whole seconds, at least one); elsewhere
+    /// only `SO_KEEPALIVE` is set, with the system's timings.
+    ///
+    /// ```
+    /// fn demo(io: &mut reactor::Io<'_, ()>) {
+    ///     let _ = io.probe_when_silent(std::time::Duration::from_secs(15), 2);
+    /// }
+    /// ```
+    pub fn probe_when_silent(
+        &mut self,
+        silent: std::time::Duration,
+        probes: u32,
+    ) -> io::Result<()> {
+        sys::probe_when_silent(self.stream, silent, probes)
+    }
+
     /// The size of the scratch buffer reads land in.
     ///
     /// ```

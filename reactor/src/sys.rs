@@ -185,6 +185,47 @@ pub(crate) fn give_up_unacknowledged_after(stream: &TcpStream, after: Duration) 
     Ok(())
 }
 
+/// Has the kernel check the peer while the connection is silent (`SO_KEEPALIVE`): after
+/// `silent` without a segment from the peer it sends a probe, then one every `silent`, and
+/// fails the connection after `probes` unanswered in a row. Linux sets all three (whole
+/// seconds, at least one); elsewhere only `SO_KEEPALIVE` is set, with the system's timings.
+pub(crate) fn probe_when_silent(
+    stream: &TcpStream,
+    silent: Duration,
+    probes: u32,
+) -> io::Result<()> {
+    let fd = stream.as_raw_fd();
+    let set = |level: libc::c_int, name: libc::c_int, value: libc::c_int| {
+        // SAFETY: `fd` is an open socket, borrowed for the call; the option value is a c_int
+        // passed by pointer with its size, as setsockopt(2) expects for these options.
+        let done = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        match done {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    #[cfg(target_os = "linux")]
+    {
+        let seconds = libc::c_int::try_from(silent.as_secs().max(1)).unwrap_or(libc::c_int::MAX);
+        let probes = libc::c_int::try_from(probes.max(1)).unwrap_or(libc::c_int::MAX);
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, seconds)?;
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, seconds)?;
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, probes)?;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (silent, probes);
+    Ok(())
+}
+
 /// Whether the peer has acknowledged every byte of data written to `stream` (our FIN, once
 /// sent, may still be on its way: it is retransmitted after a close like any unacknowledged
 /// segment). Linux's `SIOCOUTQ` counts what is unacknowledged, the FIN as one; `TCP_INFO`'s

@@ -68,6 +68,8 @@ pub(crate) struct LiveSettings {
     pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
     /// The liveness interval ([`Server::ping_interval`](crate::http::Server::ping_interval)).
     pub(crate) ping_interval: Option<Duration>,
+    /// How WebSocket peers' liveness is checked ([`Server::liveness`](crate::http::Server::liveness)).
+    pub(crate) liveness: crate::ws::Liveness,
     /// How handler calls that hold their worker are counted (the server's, shared with HTTP).
     pub(crate) stalls: Arc<super::Stalls>,
 }

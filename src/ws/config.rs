@@ -18,6 +18,35 @@ use crate::live::CLOSE_TIMEOUT;
 /// 30 s also keeps NAT mappings and proxies of mobile networks from timing the connection out.
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
 
+/// How the liveness of idle WebSocket peers is checked, every
+/// [`ping_interval`](crate::http::Server::ping_interval) ([`Server::liveness`]).
+///
+/// [`Server::liveness`]: crate::http::Server::liveness
+///
+/// ```
+/// use web::ws::Liveness;
+/// let server = web::http::Server::bind("127.0.0.1:0")?.liveness(Liveness::Kernel);
+/// # let _ = server;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Liveness {
+    /// WebSocket pings (the default): a peer silent for half an interval to an interval is
+    /// pinged, and closed if nothing arrives within an interval. Proves the peer's
+    /// application reads, and works through proxies (which answer TCP themselves); each ping
+    /// and its pong cost a send, a wakeup and a read.
+    #[default]
+    Pings,
+    /// The kernel's keep-alive probes (`SO_KEEPALIVE`; on Linux after half an interval of
+    /// silence, then every half interval, two unanswered ones fail the connection —
+    /// 1.5 intervals after the peer's last segment — and `TCP_USER_TIMEOUT` of two
+    /// intervals for output left unacknowledged). No ping, no sweep, no wakeup of a worker:
+    /// the kernel does it all. A peer's kernel answers probes, so this finds a peer that
+    /// vanished (a host gone, a path cut, a NAT mapping lost), not one whose application
+    /// hangs; and behind a proxy, which answers for its clients, it checks only the proxy.
+    Kernel,
+}
+
 /// The WebSocket settings of a server: its largest message, the liveness check of its peers,
 /// how long a closing peer has to answer, and compression. The defaults are in the table of
 /// [`Server`](crate::http::Server).
@@ -37,6 +66,7 @@ pub const PING_INTERVAL: Duration = Duration::from_secs(30);
 pub struct WsConfig {
     pub(crate) max_message: usize,
     pub(crate) ping_interval: Option<Duration>,
+    pub(crate) liveness: Liveness,
     pub(crate) close_timeout: Duration,
     pub(crate) deflate: Option<Deflate>,
 }
@@ -46,6 +76,7 @@ impl Default for WsConfig {
         WsConfig {
             max_message: MAX_MESSAGE,
             ping_interval: Some(PING_INTERVAL),
+            liveness: Liveness::Pings,
             close_timeout: CLOSE_TIMEOUT,
             deflate: None,
         }
@@ -72,6 +103,17 @@ impl WsConfig {
     /// ```
     pub fn ping_interval(mut self, every: Option<Duration>) -> WsConfig {
         self.ping_interval = every.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// How the liveness of idle peers is checked
+    /// ([`Server::liveness`](crate::http::Server::liveness)).
+    ///
+    /// ```
+    /// let config = web::ws::WsConfig::default().liveness(web::ws::Liveness::Kernel);
+    /// ```
+    pub fn liveness(mut self, how: Liveness) -> WsConfig {
+        self.liveness = how;
         self
     }
 

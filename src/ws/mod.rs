@@ -26,7 +26,7 @@ pub use close::{
     CloseCode, GOING_AWAY, INTERNAL_ERROR, INVALID_DATA, NORMAL, POLICY, PROTOCOL_ERROR, TOO_BIG,
     WsError, close_payload, is_valid_code, parse_close,
 };
-pub use config::{PING_INTERVAL, WsConfig};
+pub use config::{Liveness, PING_INTERVAL, WsConfig};
 pub use decoder::{Decoder, Event, MAX_MESSAGE};
 #[cfg(not(feature = "deflate"))]
 pub(crate) use deflate::Deflate;

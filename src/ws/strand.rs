@@ -20,6 +20,7 @@ use reactor::{ConnId, Io, Read, Remote, Then};
 
 use super::app::{Ws, WsHandler};
 use super::close::CloseCode;
+use super::config::Liveness;
 use super::decoder::{Decoder, Event};
 use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
 use super::frame::{Opcode, Role, write_frame};
@@ -565,6 +566,14 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                 .live
                 .open
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let (Some(every), Liveness::Kernel) =
+                (settings.live.ping_interval, settings.live.liveness)
+            {
+                // The kernel probes a silent peer and fails the connection if it is gone
+                // (best effort: a failure leaves the connection as it was).
+                let _ = io.probe_when_silent(every / 2, 2);
+                let _ = io.give_up_unacknowledged_after(every * 2);
+            }
         }
         self.with_ws(id, io.now(), |handler, ws, state| handler.open(ws, state));
         if io.remote().is_shutting_down() {

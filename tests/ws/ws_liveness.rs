@@ -139,3 +139,62 @@ fn without_a_ping_interval_a_silent_peer_is_left_alone() {
     assert!(closes.try_recv().is_err());
     handle.shutdown().unwrap();
 }
+
+/// The timer the kernel has armed for the server's end of a connection, from
+/// `/proc/net/tcp`: 2 is the keep-alive timer (Linux).
+#[cfg(target_os = "linux")]
+fn kernel_timer(server_port: u16, client_port: u16) -> Option<u8> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let port = |field: &str| u16::from_str_radix(field.rsplit(':').next()?, 16).ok();
+        let ours = port(fields.get(1)?)? == server_port && port(fields.get(2)?)? == client_port;
+        ours.then(|| u8::from_str_radix(fields.get(5)?.split(':').next()?, 16).ok())?
+    })
+}
+
+/// `Liveness::Kernel`: no ping and no sweep; the server's socket has the kernel's keep-alive
+/// timer armed instead (the kernel probes the silent peer, answered by the peer's kernel).
+#[cfg(target_os = "linux")]
+#[test]
+fn kernel_liveness_sends_no_ping_and_arms_the_kernels_probes() {
+    let (tx, _rx) = mpsc::channel();
+    let every = Duration::from_secs(2);
+    let handle = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .ping_interval(Some(every))
+        .liveness(web::ws::Liveness::Kernel)
+        .close_timeout(Duration::from_millis(300))
+        .websocket(
+            "/",
+            Watched {
+                closes: Mutex::new(tx),
+            },
+        )
+        .spawn(|_req| text_response(200, ""))
+        .unwrap();
+    let port = handle.local_addr().port();
+    let mut c = Client::connect(port);
+    let client_port = c.conn.local_addr().unwrap().port();
+    wait_until(
+        Duration::from_secs(10),
+        "the keep-alive timer armed",
+        || kernel_timer(port, client_port) == Some(2),
+    );
+    // With pings, a silent peer would be pinged within an interval: nothing comes here (the
+    // kernel's probes carry no data).
+    c.conn.set_read_timeout(Some(every * 3 / 2)).unwrap();
+    let mut byte = [0u8; 1];
+    let read = c.conn.read(&mut byte);
+    assert!(
+        matches!(&read, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "no ping: {read:?}"
+    );
+    assert_eq!(
+        handle.stats().websockets,
+        1,
+        "the peer answers the probes: kept"
+    );
+    handle.shutdown().unwrap();
+}

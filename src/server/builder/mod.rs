@@ -56,6 +56,7 @@ pub(super) enum Listen {
 /// | [`workers`](Server::workers) | available cores | |
 /// | [`heartbeat`](Server::heartbeat): an event stream with nothing to send | [`HEARTBEAT`](crate::http::HEARTBEAT), 15 s | a comment line is sent |
 /// | [`ping_interval`](Server::ping_interval): a WebSocket peer silent | [`PING_INTERVAL`](crate::ws::PING_INTERVAL), 30 s | pinged; closed an interval after an unanswered ping |
+/// | [`liveness`](Server::liveness): how a silent peer is checked | [`Liveness::Pings`](crate::ws::Liveness::Pings) | with [`Liveness::Kernel`](crate::ws::Liveness::Kernel), the kernel's keep-alive probes: closed 1.5 intervals after its last segment |
 /// | [`close_timeout`](Server::close_timeout): a peer answering our close | [`CLOSE_TIMEOUT`](crate::ws::CLOSE_TIMEOUT), 5 s | closed anyway |
 /// | [`max_message`](Server::max_message): a WebSocket message | [`MAX_MESSAGE`](crate::ws::MAX_MESSAGE), 64 KiB | close 1009 |
 /// | [`max_rooms`](Server::max_rooms): rooms of one connection | [`MAX_ROOMS`](crate::ws::MAX_ROOMS), 1 024 | `join` joins nothing, `try_join` answers `false` |
@@ -768,6 +769,22 @@ impl Server {
     /// ```
     pub fn ping_interval(mut self, every: Option<Duration>) -> Server {
         self.ws = self.ws.ping_interval(every);
+        self
+    }
+
+    /// How the liveness of idle WebSocket peers is checked every
+    /// [`ping_interval`](Server::ping_interval): by WebSocket pings (the default), or by the
+    /// kernel's keep-alive probes, which cost the server no wakeup at all — for peers that
+    /// reach the server directly, not through a proxy; see [`Liveness`](crate::ws::Liveness).
+    ///
+    /// ```
+    /// use web::ws::Liveness;
+    /// let server = web::http::Server::bind("127.0.0.1:0")?.liveness(Liveness::Kernel);
+    /// # let _ = server;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn liveness(mut self, how: crate::ws::Liveness) -> Server {
+        self.ws = self.ws.liveness(how);
         self
     }
 

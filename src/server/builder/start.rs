@@ -59,6 +59,7 @@ fn reactor(
         open: server.control.websockets(),
         streams: server.control.streams(),
         ping_interval: server.ws.ping_interval,
+        liveness: server.ws.liveness,
         stalls: Arc::clone(&stalls),
     };
     let shared = Arc::new(ServerShared {
@@ -114,8 +115,11 @@ fn reactor(
             command: Command::Heartbeat,
         });
     }
-    if let (Some(every), false) = (server.ws.ping_interval, shared.websocket.is_empty()) {
-        // Two sweeps an interval: see `PING_INTERVAL`.
+    let pings = server.ws.liveness == crate::ws::Liveness::Pings;
+    if let (Some(every), false, true) =
+        (server.ws.ping_interval, shared.websocket.is_empty(), pings)
+    {
+        // Two sweeps an interval: see `PING_INTERVAL`. (The kernel's probes need none.)
         schedule.push(Tick {
             every: every / 2,
             command: Command::Sweep,
