@@ -68,8 +68,9 @@ pub(crate) struct LiveSettings {
     pub(crate) streams: Arc<std::sync::atomic::AtomicUsize>,
     /// The liveness interval ([`Server::ping_interval`](crate::http::Server::ping_interval)).
     pub(crate) ping_interval: Option<Duration>,
-    /// How WebSocket peers' liveness is checked ([`Server::liveness`](crate::http::Server::liveness)).
-    pub(crate) liveness: crate::ws::Liveness,
+    /// WebSocket peers' liveness is left to the kernel's keep-alive probes, not pings
+    /// ([`Server::liveness`](crate::http::Server::liveness)).
+    pub(crate) kernel_liveness: bool,
     /// How handler calls that hold their worker are counted (the server's, shared with HTTP).
     pub(crate) stalls: Arc<super::Stalls>,
 }

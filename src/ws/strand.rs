@@ -20,7 +20,6 @@ use reactor::{ConnId, Io, Read, Remote, Then};
 
 use super::app::{Ws, WsHandler};
 use super::close::CloseCode;
-use super::config::Liveness;
 use super::decoder::{Decoder, Event};
 use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_inflater};
 use super::frame::{Opcode, Role, write_frame};
@@ -566,8 +565,8 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                 .live
                 .open
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let (Some(every), Liveness::Kernel) =
-                (settings.live.ping_interval, settings.live.liveness)
+            if let (Some(every), true) =
+                (settings.live.ping_interval, settings.live.kernel_liveness)
             {
                 // The kernel probes a silent peer and fails the connection if it is gone
                 // (best effort: a failure leaves the connection as it was).

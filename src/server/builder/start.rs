@@ -59,7 +59,7 @@ fn reactor(
         open: server.control.websockets(),
         streams: server.control.streams(),
         ping_interval: server.ws.ping_interval,
-        liveness: server.ws.liveness,
+        kernel_liveness: server.ws.liveness == crate::ws::Liveness::Kernel,
         stalls: Arc::clone(&stalls),
     };
     let shared = Arc::new(ServerShared {
