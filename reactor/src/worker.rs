@@ -659,17 +659,19 @@ impl<S: Service> Worker<S> {
     where
         F: FnOnce(&mut S::Strand, &mut Io<'_, Msg<S>>) -> Then,
     {
-        if self
-            .slab
-            .get(key as usize)
-            .is_some_and(|e| e.flags.has(Flags::IN_FLIGHT))
-        {
-            // Its gathered send is answered before the strand runs again.
-            self.flush_sends();
-        }
-        let Some(entry) = self.slab.get_mut(key as usize) else {
+        let Some(mut entry) = self.slab.get_mut(key as usize) else {
             return;
         };
+        if entry.flags.has(Flags::IN_FLIGHT) {
+            // Its gathered send is answered before the strand runs again (which clears the
+            // flag; cleared here too, in case the ring went away with it).
+            self.flush_sends();
+            entry = match self.slab.get_mut(key as usize) {
+                Some(entry) => entry,
+                None => return,
+            };
+            entry.flags.clear(Flags::IN_FLIGHT);
+        }
         let before = entry.strand.held_bytes();
         let id = ConnId::new(self.index, key, entry.generation);
         let result = {
