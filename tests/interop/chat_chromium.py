@@ -276,6 +276,10 @@ async def over_http2(page, room):
         "    else finish(text); }, e => finish('metrics: ' + e));"
         "  const check = () => { if (heard.size === 11) figures(15); };"
         "  const send = () => { if (opened === 11) ws.send(text); };"
+        # The HTTP/2 streams answered before the eleven open (read first, on this page's
+        # connection): the figures after must show eleven more.
+        "  fetch('/metrics').then(r => r.text()).then(before => {"
+        "  window.h2Before = Number((before.match(/^web_http2_streams_total (\\d+)/m) || [0, 0])[1]);"
         "  for (let i = 0; i < 10; i++) {"
         "    const es = new EventSource('/sse?room=' + encodeURIComponent(room));"
         "    es.onopen = () => { opened++; send(); };"
@@ -286,20 +290,26 @@ async def over_http2(page, room):
         "    + '&name=carol');"
         "  ws.onopen = () => { opened++; send(); };"
         "  ws.onmessage = e => { if (String(e.data).includes(text)) { heard.add('ws'); check(); } };"
+        "  });"
         "  setTimeout(() => finish('within 15 s: ' + opened + ' open, ' + heard.size + ' heard'),"
         "    15000);"
-        "})"
+        "}).then(text => text + '\\nh2_before ' + window.h2Before)"
     )
     if "web_http2_connections" not in str(got):
         fail(f"ten EventSources and a WebSocket over HTTP/2: {got}")
     print("chat_chromium: ten EventSources and a WebSocket from one HTTP/2 page all got the message")
-    # The figures, fetched by the page while all eleven were open: one connection carried them.
+    # The figures, fetched by the page while all eleven were open: one HTTP/2 connection
+    # carried them — the only one there was, and eleven more streams answered on HTTP/2 since
+    # the page's first read. (Chromium may hold a spare connection with nothing on it, a
+    # preconnect: counted among the connections, never among HTTP/2's.)
     connections = metric(got, "web_open_connections")
     http2 = metric(got, "web_http2_connections")
     streams, websockets = metric(got, "web_event_streams"), metric(got, "web_websockets")
-    print(f"chat_chromium: meanwhile the server had {connections} connection(s), {http2} HTTP/2, "
+    h2_streams = metric(got, "web_http2_streams_total") - metric(got, "h2_before")
+    print(f"chat_chromium: meanwhile the server had {connections} connection(s), {http2} HTTP/2 "
+          f"(with {h2_streams} streams answered since the page's first read), "
           f"{streams} event streams, {websockets} WebSocket(s)")
-    if (connections, http2) != (1, 1) or streams < 10 or websockets < 1:
+    if http2 != 1 or h2_streams < 11 or streams < 10 or websockets < 1:
         fail("the eleven streams were not all on the page's one HTTP/2 connection")
 
 
