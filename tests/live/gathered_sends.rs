@@ -7,8 +7,8 @@ use crate::wire;
 
 use std::time::Duration;
 
-use web::http::{Server, text_response};
-use web::ws::{Message, Ws, WsHandler};
+use web::http::{Server, ServerHandle, text_response};
+use web::ws::{Message, Rooms, Ws, WsHandler};
 use wire::wait_until;
 use wire::ws::Client;
 
@@ -35,19 +35,22 @@ fn gathers() -> bool {
     cfg!(all(feature = "io-uring", target_os = "linux"))
 }
 
-#[test]
-fn a_publish_to_many_members_reaches_each_whole_and_in_order() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .websocket("/", News);
+/// `server` serving room `news` at `/`, started, with `MEMBERS` members in the room.
+fn room_of(server: Server) -> (ServerHandle, Rooms, Vec<Client>) {
+    let server = server.workers(1).websocket("/", News);
     let rooms = server.rooms();
     let handle = server.spawn(|_req| text_response(200, "")).unwrap();
     let port = handle.local_addr().port();
-    let mut members: Vec<Client> = (0..MEMBERS).map(|_| Client::connect(port)).collect();
+    let members: Vec<Client> = (0..MEMBERS).map(|_| Client::connect(port)).collect();
     wait_until(Duration::from_secs(10), "every member in the room", || {
         rooms.members("news") == MEMBERS
     });
+    (handle, rooms, members)
+}
+
+#[test]
+fn a_publish_to_many_members_reaches_each_whole_and_in_order() {
+    let (handle, rooms, mut members) = room_of(Server::bind("127.0.0.1:0").unwrap());
     let before = handle.stats();
     // Short frames and one of 100 KiB (more than a socket may take at once).
     let big = "b".repeat(100 * 1024);
@@ -83,16 +86,8 @@ fn a_publish_to_many_members_reaches_each_whole_and_in_order() {
 fn a_liveness_sweep_pings_every_silent_member() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
-        .workers(1)
-        .ping_interval(Some(Duration::from_millis(200)))
-        .websocket("/", News);
-    let rooms = server.rooms();
-    let handle = server.spawn(|_req| text_response(200, "")).unwrap();
-    let port = handle.local_addr().port();
-    let mut members: Vec<Client> = (0..MEMBERS).map(|_| Client::connect(port)).collect();
-    wait_until(Duration::from_secs(10), "every member in the room", || {
-        rooms.members("news") == MEMBERS
-    });
+        .ping_interval(Some(Duration::from_millis(200)));
+    let (handle, _rooms, mut members) = room_of(server);
     for member in &mut members {
         let (first, payload) = member.frame();
         assert_eq!((first, payload.len()), (0x89, 0), "a ping, empty");

@@ -286,21 +286,8 @@ fn fanout_compare(given: &args::Given) -> Result<ExitCode, Refused> {
         PathBuf::from("target/web-bench/fanout-compare.json"),
     )?;
     let mut progress = report::Progress::new();
-    let record = match fanout::compare(n, rounds, repeats, &mut progress) {
-        Ok(r) => r,
-        Err(e) => {
-            progress.done();
-            eprintln!("web-bench fanout: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    print!("{}", fanout::describe_compare(&record));
-    if let Err(e) = report::write_json(&json, &record) {
-        eprintln!("web-bench fanout: writing {json:?}: {e}");
-        return Ok(ExitCode::FAILURE);
-    }
-    println!("record: {}", json.display());
-    Ok(ExitCode::SUCCESS)
+    let record = fanout::compare(n, rounds, repeats, &mut progress);
+    fanout_report(record, progress, fanout::describe_compare, &json)
 }
 
 fn fanout_command(args: &[String]) -> Result<ExitCode, Refused> {
@@ -358,7 +345,19 @@ fn fanout_command(args: &[String]) -> Result<ExitCode, Refused> {
         PathBuf::from(format!("target/web-bench/fanout-{}.json", kind.name())),
     )?;
     let mut progress = report::Progress::new();
-    let record = match fanout::measure(&plan, &mut progress) {
+    let record = fanout::measure(&plan, &mut progress);
+    fanout_report(record, progress, fanout::describe, &json)
+}
+
+/// A fan-out measurement's end: its table printed and its record written to `json`, or why
+/// it failed.
+fn fanout_report(
+    record: std::io::Result<serde_json::Value>,
+    mut progress: report::Progress,
+    describe: fn(&serde_json::Value) -> String,
+    json: &std::path::Path,
+) -> Result<ExitCode, Refused> {
+    let record = match record {
         Ok(r) => r,
         Err(e) => {
             progress.done();
@@ -366,8 +365,8 @@ fn fanout_command(args: &[String]) -> Result<ExitCode, Refused> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    print!("{}", fanout::describe(&record));
-    if let Err(e) = report::write_json(&json, &record) {
+    print!("{}", describe(&record));
+    if let Err(e) = report::write_json(json, &record) {
         eprintln!("web-bench fanout: writing {json:?}: {e}");
         return Ok(ExitCode::FAILURE);
     }
