@@ -87,6 +87,8 @@ pub struct Io<'a, M> {
     pub(crate) id: ConnId,
     /// The stream a message being handed over was sent to (0 otherwise).
     pub(crate) addressed: u32,
+    /// The message being handed over came alone in the worker's batch.
+    pub(crate) alone: bool,
     pub(crate) remote: &'a Remote<M>,
     /// The connection's timer as the wheel holds it, and the worker's clock to read it.
     pub(crate) timer: &'a Link,
@@ -169,6 +171,7 @@ impl<'a, M> Io<'a, M> {
             now: self.now,
             id: self.id,
             addressed: self.addressed,
+            alone: self.alone,
             remote: self.remote,
             timer: self.timer,
             clock: self.clock,
@@ -198,6 +201,7 @@ impl<'a, M> Io<'a, M> {
         let mut io = self.layered(layer);
         io.id = io.id.with_stream(stream);
         io.addressed = 0;
+        io.alone = false;
         io
     }
 
@@ -212,6 +216,20 @@ impl<'a, M> Io<'a, M> {
     /// ```
     pub fn addressed(&self) -> u32 {
         self.addressed
+    }
+
+    /// Whether the message being handed to [`Strand::message`](crate::Strand::message) came
+    /// alone in the worker's batch — no other message reaches any connection of the worker
+    /// this turn — so what it brings may be written at once: nothing would join it at the end
+    /// of the turn. `false` outside `message`, and whenever other messages came with it.
+    ///
+    /// ```
+    /// fn demo(io: &reactor::Io<'_, ()>) -> bool {
+    ///     io.alone_in_turn() // write now rather than park to write at the end of the turn
+    /// }
+    /// ```
+    pub fn alone_in_turn(&self) -> bool {
+        self.alone
     }
 
     /// The socket's own reads and writes, below any layer: for the layer's owner (to send what

@@ -130,6 +130,9 @@ pub(crate) struct Worker<S: Service> {
     gathering: bool,
     /// What the kernel answered for gathered sends (kept between uses).
     sends_done: Vec<Done>,
+    /// The message being delivered came alone in the worker's batch: nothing more reaches
+    /// any connection this turn ([`Io::alone_in_turn`]).
+    alone: bool,
     parked: usize,
     held: usize,
     /// When free memory goes back to the system.
@@ -194,6 +197,7 @@ impl<S: Service> Worker<S> {
             sends: None,
             gathering: false,
             sends_done: Vec::new(),
+            alone: false,
             parked: 0,
             held: 0,
             trim: Trim::default(),
@@ -410,6 +414,7 @@ impl<S: Service> Worker<S> {
             // What was sent ahead first, in its order; then the rest, in theirs.
             self.deliver_ahead(&mut batch);
         }
+        self.alone = batch.len() == 1;
         for (to, msg) in batch.drain(..) {
             match to {
                 To::Conn(id) | To::Ahead(id) => self.deliver(id, msg),
@@ -427,8 +432,15 @@ impl<S: Service> Worker<S> {
                         // one call.
                         ids.sort_unstable_by_key(|id| (id.key(), id.generation(), id.stream()));
                     }
+                    // Members that write at once (the batch's one message) hand their shared
+                    // frames to the kernel together where the worker has a ring.
+                    self.gathering =
+                        self.alone && self.sends.is_some() && ids.len() >= sends::GATHER_FROM;
                     let mut calls = 0;
                     for group in ids.chunk_by(|a, b| a.connection() == b.connection()) {
+                        if self.gathering && self.sends.as_ref().is_some_and(Sends::is_full) {
+                            self.flush_sends();
+                        }
                         if group.len() > 1 && group.iter().all(|id| id.stream() != 0) {
                             self.deliver_streams(group, msg.clone());
                             self.one_more_call(&mut calls);
@@ -439,6 +451,8 @@ impl<S: Service> Worker<S> {
                             }
                         }
                     }
+                    self.gathering = false;
+                    self.flush_sends();
                     ids.clear();
                     shrink_after_burst(&mut ids);
                     self.fan_ids = ids;
@@ -470,6 +484,7 @@ impl<S: Service> Worker<S> {
                 }
             }
         }
+        self.alone = false;
         shrink_after_burst(&mut batch);
         self.inbox_spare = batch;
     }
@@ -495,6 +510,8 @@ impl<S: Service> Worker<S> {
             return;
         }
         let mut ahead = std::mem::take(&mut self.ahead_spare);
+        // (What was sent ahead did not come alone in the batch being delivered.)
+        let alone = std::mem::replace(&mut self.alone, false);
         {
             let shared = self.shared();
             shared.ahead.store(false, Relaxed);
@@ -502,6 +519,7 @@ impl<S: Service> Worker<S> {
             ahead.extend(inbox.extract_if(.., |(to, _)| matches!(to, To::Ahead(_))));
         }
         self.deliver_ahead(&mut ahead);
+        self.alone = alone;
         self.ahead_spare = ahead;
     }
 
@@ -517,8 +535,10 @@ impl<S: Service> Worker<S> {
     /// Hands `msg` to connection `id` if it is still the one that id named.
     fn deliver(&mut self, id: ConnId, msg: Msg<S>) {
         if self.is_current(id) {
+            let alone = self.alone;
             self.call(id.key(), |strand, io| {
                 io.addressed = id.stream();
+                io.alone = alone;
                 strand.message(io, msg)
             });
         } else {
@@ -687,6 +707,7 @@ impl<S: Service> Worker<S> {
                 timer: &entry.link,
                 clock: &self.clock,
                 layer: None,
+                alone: false,
                 sends: match self.gathering {
                     true => self.sends.as_mut(),
                     false => None,

@@ -108,6 +108,24 @@ pub(crate) fn write_out(
     Ok(true)
 }
 
+/// A shared frame for an idle connection (`idle`: nothing owed, no busy part) when it is the
+/// only message of the worker's turn ([`Io::alone_in_turn`]): nothing would join it at the end
+/// of the turn, so it goes now (or to the worker's gathered sends), and the connection stays
+/// idle — no busy part, no second resume. `None` when it went whole; otherwise the frame and
+/// what of it went, for the connection to queue the rest (`Outbox::put_back_shared`) or, when
+/// it is not to be sent now, all of it (`Some((frame, 0))`, queued as usual by the caller).
+pub(crate) fn send_alone(
+    idle: bool,
+    io: &mut Io<'_, Command>,
+    frame: Arc<[u8]>,
+) -> Option<(Arc<[u8]>, usize)> {
+    if !idle || !io.alone_in_turn() {
+        return Some((frame, 0));
+    }
+    let sent = io.send_shared(&frame, 0).unwrap_or(0);
+    (sent < frame.len()).then_some((frame, sent))
+}
+
 /// The server's timeouts a live connection applies, kept in its busy part so that they
 /// outlive the application's side (the close frame is written after the application was told).
 #[derive(Clone, Copy, Debug)]

@@ -15,7 +15,8 @@ pub(crate) use budget::{Charge, OutputBudget, forget_worker_frames};
 pub(crate) use command::Command;
 pub use conn::{CLOSE_TIMEOUT, WS_MAX_BACKLOG};
 pub(crate) use conn::{
-    DRAIN_LINGER, LiveConn, LiveSettings, Timeouts, drop_unread, linger_until, write_out,
+    DRAIN_LINGER, LiveConn, LiveSettings, Timeouts, drop_unread, linger_until, send_alone,
+    write_out,
 };
 pub(crate) use outbox::Outbox;
 pub use stall::STALL_THRESHOLD;

@@ -19,7 +19,7 @@ use crate::http::event_stream::HEARTBEAT;
 use crate::http::{Request, Response};
 use crate::live::{
     Command, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, Watch, drop_unread,
-    linger_until, write_out,
+    linger_until, send_alone, write_out,
 };
 use crate::rooms::{Delivery, Forms, Joined, Joining, Seat, history_back, join_back, leave_all};
 
@@ -358,7 +358,11 @@ impl<H: SseHandler> LiveConn for SseStrand<H> {
                             event: Some(event), ..
                         },
                     ..
-                }) => self.b().out.push_shared(&event),
+                }) => match send_alone(self.busy.is_none(), io, event) {
+                    None => {}
+                    Some((event, 0)) => self.b().out.push_shared(&event),
+                    Some((event, sent)) => self.b().out.put_back_shared(event, sent),
+                },
                 Command::Heartbeat if !behind => {
                     let out = &mut self.b().out;
                     let _ = BEAT.try_with(|beat| out.push_shared(beat));

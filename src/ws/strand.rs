@@ -25,7 +25,7 @@ use super::deflate::{Agreed, History, SLOTS, queue_owned, queue_shared, worker_i
 use super::frame::{Opcode, Role, write_frame};
 use crate::live::{
     Command, DRAIN_LINGER, LiveConn, LiveSettings, Outbox, OutputBudget, Timeouts, Watch,
-    drop_unread, linger_until, write_out,
+    drop_unread, linger_until, send_alone, write_out,
 };
 use crate::rooms::{
     Delivery, Forms, Joined, Joining, Message, Seat, history_back, join_back, leave_all,
@@ -623,8 +623,16 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                     forms: Forms { message: frame, .. },
                     ..
                 }) => {
-                    let b = self.b();
-                    queue_shared(&mut b.out, &frame, deflate.as_ref(), &mut b.history)
+                    // (A compressed connection's frame is its own: queued as usual.)
+                    let idle = self.busy.is_none() && deflate.is_none();
+                    match send_alone(idle, io, frame) {
+                        None => {}
+                        Some((frame, 0)) => {
+                            let b = self.b();
+                            queue_shared(&mut b.out, &frame, deflate.as_ref(), &mut b.history)
+                        }
+                        Some((frame, sent)) => self.b().out.put_back_shared(frame, sent),
+                    }
                 }
                 Command::Close(code) => self.queue_close(CloseCode::new(code)),
                 Command::Sweep | Command::Swept(_) => {
