@@ -1,6 +1,8 @@
 //! A strand handed many messages in one turn, each time parking to write, is resumed once —
 //! after all of them — so it can write what they brought in one system call (what a WebSocket
-//! member of a busy room relies on). And again on the next turn.
+//! member of a busy room relies on). And again on the next turn. A message that came alone in
+//! the worker's batch says so (`Io::alone_in_turn`: nothing would join what it brings at the
+//! end of the turn); messages that came together do not.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -8,8 +10,8 @@ use std::time::Duration;
 
 use reactor::{Config, ConnId, Io, Reactor, Read, Service, Strand, Then, Wake};
 
-/// Logs `m` for each message and `w` for each resume to write; on that resume writes the log
-/// as a line. Its first line is its id.
+/// Logs `m` for each message (`a` for one that came alone in its batch) and `w` for each
+/// resume to write; on that resume writes the log as a line. Its first line is its id.
 struct Logger {
     log: String,
 }
@@ -44,8 +46,8 @@ impl Strand for Logger {
         Then::Close
     }
 
-    fn message(&mut self, _io: &mut Io<'_, ()>, _msg: ()) -> Then {
-        self.log.push('m');
+    fn message(&mut self, io: &mut Io<'_, ()>, _msg: ()) -> Then {
+        self.log.push(if io.alone_in_turn() { 'a' } else { 'm' });
         Then::read_write()
     }
 
@@ -64,7 +66,7 @@ impl Service for Logs {
 }
 
 #[test]
-fn messages_of_one_turn_are_followed_by_one_resume_to_write() {
+fn messages_of_one_turn_are_followed_by_one_resume_to_write_and_a_lone_one_says_so() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let handle = Reactor::new(listener, Config::default().workers(1), |_| Logs)
         .expect("reactor")
@@ -91,6 +93,11 @@ fn messages_of_one_turn_are_followed_by_one_resume_to_write() {
             "round {round}: fifty messages, then one resume to write"
         );
     }
+    // A message alone in its batch says so; three in one batch do not.
+    assert!(remote.send(id, ()));
+    assert_eq!(line(), "aw", "one message, alone in its batch");
+    assert_eq!(remote.broadcast(&[id; 3], &()), 3);
+    assert_eq!(line(), "mmmw", "three messages in one batch");
     // Reading still works after being woken to write.
     (&stream).write_all(b"x").expect("write");
     assert!(handle.shutdown().is_ok());

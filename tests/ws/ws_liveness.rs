@@ -45,11 +45,19 @@ fn client_frame(first: u8, payload: &[u8]) -> Vec<u8> {
 const INTERVAL: Duration = Duration::from_millis(200);
 
 fn start(every: Option<Duration>) -> (ServerHandle, mpsc::Receiver<Option<u16>>) {
+    start_with(every, web::ws::Liveness::Pings)
+}
+
+fn start_with(
+    every: Option<Duration>,
+    liveness: web::ws::Liveness,
+) -> (ServerHandle, mpsc::Receiver<Option<u16>>) {
     let (tx, rx) = mpsc::channel();
     let handle = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
         .ping_interval(every)
+        .liveness(liveness)
         // Peers left open at the end of a test are not waited for long.
         .close_timeout(Duration::from_millis(300))
         .websocket(
@@ -158,22 +166,8 @@ fn kernel_timer(server_port: u16, client_port: u16) -> Option<u8> {
 #[cfg(target_os = "linux")]
 #[test]
 fn kernel_liveness_sends_no_ping_and_arms_the_kernels_probes() {
-    let (tx, _rx) = mpsc::channel();
     let every = Duration::from_secs(2);
-    let handle = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .ping_interval(Some(every))
-        .liveness(web::ws::Liveness::Kernel)
-        .close_timeout(Duration::from_millis(300))
-        .websocket(
-            "/",
-            Watched {
-                closes: Mutex::new(tx),
-            },
-        )
-        .spawn(|_req| text_response(200, ""))
-        .unwrap();
+    let (handle, _closes) = start_with(Some(every), web::ws::Liveness::Kernel);
     let port = handle.local_addr().port();
     let mut c = Client::connect(port);
     let client_port = c.conn.local_addr().unwrap().port();
