@@ -54,6 +54,12 @@ impl Flags {
         Flags(self.0 & bits.0)
     }
 
+    /// Whether a write may go to the socket now: it was not found full since the last writable
+    /// edge, and no gathered send of it waits for its answer (that send comes first).
+    pub(crate) fn may_write(self) -> bool {
+        self.has(Flags::WRITE_READY) && !self.has(Flags::IN_FLIGHT)
+    }
+
     /// The wake the strand is owed: readiness it wants that has been recorded.
     pub(crate) fn wanted(self) -> Option<Wake> {
         let read = self.has(Flags::WANT_READ) && self.has(Flags::READ_READY);

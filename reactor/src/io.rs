@@ -415,8 +415,7 @@ impl<'a, M> Io<'a, M> {
         };
         if self.layer.is_none()
             && !rest.is_empty()
-            && self.ready.has(Flags::WRITE_READY)
-            && !self.ready.has(Flags::IN_FLIGHT)
+            && self.ready.may_write()
             && let Some(sends) = self.sends.as_deref_mut()
             && sends.queue(self.stream.as_raw_fd(), self.id, frame, from)
         {
@@ -709,7 +708,7 @@ impl Socket<'_> {
     /// call per message. Also while a send of the worker's gathered sends is unanswered for
     /// it: that send comes first.
     fn write_blocked(&self) -> bool {
-        !self.ready.has(Flags::WRITE_READY) || self.ready.has(Flags::IN_FLIGHT)
+        !self.ready.may_write()
     }
 
     /// Sends what the socket takes now; see [`Output::write`].

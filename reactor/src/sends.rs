@@ -183,8 +183,7 @@ mod ring {
                 }
             }
             self.sent += got as u64;
-            let results = std::mem::take(&mut self.results);
-            for (q, result) in self.queued.drain(..).zip(results.iter()) {
+            for (q, result) in self.queued.drain(..).zip(self.results.drain(..)) {
                 if result.is_none() {
                     // The ring failed with this send perhaps still in the kernel's hands: its
                     // frame is never freed (at most a ring's worth, once: the ring is dropped).
@@ -197,8 +196,6 @@ mod ring {
                     result: result.unwrap_or(-libc::EIO),
                 });
             }
-            self.results = results;
-            self.results.clear();
         }
 
         /// What the kernel answered since the last take, into `into` (emptied first).

@@ -326,9 +326,7 @@ impl<S: Service> Worker<S> {
         let mut calls = 0;
         for &(key, generation) in &batch {
             self.one_more_call(&mut calls);
-            if self.gathering && self.sends.as_ref().is_some_and(Sends::is_full) {
-                self.flush_sends();
-            }
+            self.flush_sends_if_full();
             let Some(entry) = self.slab.get_mut(key as usize) else {
                 continue;
             };
@@ -345,6 +343,14 @@ impl<S: Service> Worker<S> {
         batch.clear();
         shrink_after_burst(&mut batch);
         self.again_spare = batch;
+    }
+
+    /// In a pass that gathers sends: hands them over once the ring holds a submission's worth,
+    /// so that the next connection's send finds room.
+    fn flush_sends_if_full(&mut self) {
+        if self.gathering && self.sends.as_ref().is_some_and(Sends::is_full) {
+            self.flush_sends();
+        }
     }
 
     /// Hands the gathered sends to the kernel and settles what it answered: each connection
@@ -438,9 +444,7 @@ impl<S: Service> Worker<S> {
                         self.alone && self.sends.is_some() && ids.len() >= sends::GATHER_FROM;
                     let mut calls = 0;
                     for group in ids.chunk_by(|a, b| a.connection() == b.connection()) {
-                        if self.gathering && self.sends.as_ref().is_some_and(Sends::is_full) {
-                            self.flush_sends();
-                        }
+                        self.flush_sends_if_full();
                         if group.len() > 1 && group.iter().all(|id| id.stream() != 0) {
                             self.deliver_streams(group, msg.clone());
                             self.one_more_call(&mut calls);
@@ -474,9 +478,7 @@ impl<S: Service> Worker<S> {
                             let id = ConnId::new(self.index, key as u32, entry.generation);
                             self.deliver(id, msg.clone());
                             self.one_more_call(&mut calls);
-                            if self.sends.as_ref().is_some_and(Sends::is_full) {
-                                self.flush_sends();
-                            }
+                            self.flush_sends_if_full();
                         }
                     }
                     self.gathering = false;

@@ -142,9 +142,12 @@ enum Closing {
     Lingering,
 }
 
+/// A ping frame, no payload.
+const PING_FRAME: [u8; 2] = [Opcode::Ping.fin(), 0];
+
 thread_local! {
-    /// A ping frame (no payload), shared by every connection of the worker.
-    static PING: Arc<[u8]> = Arc::from(&[Opcode::Ping.fin(), 0][..]);
+    /// The ping frame, shared by every connection of the worker.
+    static PING: Arc<[u8]> = Arc::from(&PING_FRAME[..]);
 }
 
 /// A WebSocket connection in the reactor, with its application's state: idle, three pointers
@@ -380,11 +383,10 @@ impl<H: WsHandler> WsStrand<H> {
                 .unwrap_or(0),
             Some(_) => 0,
         };
-        let ping = [Opcode::Ping.fin(), 0];
-        if sent < ping.len() {
+        if sent < PING_FRAME.len() {
             self.b()
                 .out
-                .write(|buf| buf.extend_from_slice(&ping[sent..]));
+                .write(|buf| buf.extend_from_slice(&PING_FRAME[sent..]));
         }
     }
 
@@ -565,8 +567,8 @@ impl<H: WsHandler> LiveConn for WsStrand<H> {
                 .live
                 .open
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let (Some(every), true) =
-                (settings.live.ping_interval, settings.live.kernel_liveness)
+            if settings.live.kernel_liveness
+                && let Some(every) = settings.live.ping_interval
             {
                 // The kernel probes a silent peer and fails the connection if it is gone
                 // (best effort: a failure leaves the connection as it was).

@@ -115,9 +115,9 @@ fn reactor(
             command: Command::Heartbeat,
         });
     }
-    let pings = server.ws.liveness == crate::ws::Liveness::Pings;
-    if let (Some(every), false, true) =
-        (server.ws.ping_interval, shared.websocket.is_empty(), pings)
+    if let Some(every) = server.ws.ping_interval
+        && !shared.websocket.is_empty()
+        && server.ws.liveness == crate::ws::Liveness::Pings
     {
         // Two sweeps an interval: see `PING_INTERVAL`. (The kernel's probes need none.)
         schedule.push(Tick {
