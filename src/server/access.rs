@@ -2,8 +2,8 @@
 //! exchange with what was really sent — for replies answered at once, deferred, pooled, async
 //! or streamed, and for WebSocket and event-stream sessions when they end.
 //!
-//! A reply answered at once is logged as it is rendered (its method and target were copied on
-//! the stack before the handler took the request). Any other is remembered, per worker, from
+//! A reply answered at once is logged as it is rendered (its method and target read from the
+//! bytes the request came in, which outlive the handler's call). Any other is remembered, per worker, from
 //! the handler's return to its end: the reply complete in the connection's output, the session
 //! or the connection closed. Nothing of this runs without a hook.
 
@@ -160,25 +160,66 @@ thread_local! {
 /// Which exchange a record is of: a connection's (stream 0), or one HTTP/2 stream's.
 pub(crate) type Key = (ConnId, u32);
 
-/// A request's method and target, kept on the stack across its handler call.
-pub(crate) struct Label {
+/// A request's method and target as the log and a stall's report name them
+/// (`GET /a?b=1`): a view of `method SP target` in bytes that outlive the handler's call —
+/// HTTP/1.1's request line in the connection's input, or a [`LabelCopy`] — read as text only
+/// when a log line or a report is written.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Label<'a> {
+    line: &'a [u8],
+    method_len: usize,
+}
+
+impl<'a> Label<'a> {
+    /// `line` is `method SP target`, its first `method_len` bytes the method.
+    pub(crate) fn new(line: &'a [u8], method_len: usize) -> Label<'a> {
+        Label { line, method_len }
+    }
+
+    /// The whole label, `"GET /path?query"`, its target cut after [`TARGET_MAX`] bytes at a
+    /// character's start.
+    pub(crate) fn as_str(&self) -> &'a str {
+        let line = self.line;
+        let mut end = line
+            .len()
+            .min(self.method_len.saturating_add(1 + TARGET_MAX));
+        // A byte `10xx_xxxx` continues a character: the cut goes before its start.
+        while end > 0 && line.get(end).is_some_and(|b| b & 0xC0 == 0x80) {
+            end -= 1;
+        }
+        crate::http::message::text::as_text(&line[..end])
+    }
+
+    fn method(&self) -> &'a str {
+        self.as_str().get(..self.method_len).unwrap_or("")
+    }
+
+    fn target(&self) -> &'a str {
+        self.as_str().get(self.method_len + 1..).unwrap_or("")
+    }
+}
+
+/// A request's method (at most 8 bytes of it) and target (at most [`TARGET_MAX`]), copied
+/// for its [`Label`] where the bytes they came in do not outlive the handler's call (HTTP/2's
+/// decoded header block).
+pub(crate) struct LabelCopy {
     bytes: [u8; 8 + 1 + TARGET_MAX],
     len: usize,
     method_len: usize,
 }
 
-impl Label {
-    pub(crate) fn new(method: &str, target: &str) -> Label {
-        let mut label = Label {
+impl LabelCopy {
+    pub(crate) fn new(method: &str, target: &str) -> LabelCopy {
+        let mut copy = LabelCopy {
             bytes: [0; 8 + 1 + TARGET_MAX],
             len: 0,
             method_len: 0,
         };
-        label.push(method, 8);
-        label.method_len = label.len;
-        label.push(" ", 1);
-        label.push(target, TARGET_MAX);
-        label
+        copy.push(method, 8);
+        copy.method_len = copy.len;
+        copy.push(" ", 1);
+        copy.push(target, TARGET_MAX);
+        copy
     }
 
     /// Appends `part`, at most `max` bytes of it, cut at a character's start.
@@ -191,30 +232,21 @@ impl Label {
         self.len += take;
     }
 
-    /// The whole label, `"GET /path?query"`.
-    pub(crate) fn as_str(&self) -> &str {
-        crate::http::message::text::as_text(&self.bytes[..self.len])
-    }
-
-    fn method(&self) -> &str {
-        self.as_str().get(..self.method_len).unwrap_or("")
-    }
-
-    fn target(&self) -> &str {
-        self.as_str().get(self.method_len + 1..).unwrap_or("")
+    pub(crate) fn label(&self) -> Label<'_> {
+        Label::new(&self.bytes[..self.len], self.method_len)
     }
 }
 
 /// An exchange answered at once: logged now.
 pub(crate) fn now(
     log: &DynAccessLog,
-    label: Option<&Label>,
+    label: Label<'_>,
     (status, bytes): (u16, u64),
     (began, came, route): (Instant, &Came, &str),
 ) {
     log(&Access {
-        method: label.map_or("", Label::method),
-        target: label.map_or("", Label::target),
+        method: label.method(),
+        target: label.target(),
         status,
         bytes,
         duration: began.elapsed(),
@@ -231,7 +263,7 @@ pub(crate) fn now(
 /// [`done`] or [`closed`]. `status` and `bytes` are what was sent already (a session's head).
 pub(crate) fn later(
     id: Key,
-    label: &Label,
+    label: Label<'_>,
     (began, came, route): (Instant, &Came, &str),
     (kind, status, bytes): (AccessKind, u16, u64),
 ) {
@@ -292,13 +324,33 @@ mod tests {
 
     #[test]
     fn a_label_keeps_method_and_target_cut_at_a_character() {
-        let l = Label::new("GET", "/a?b=1");
+        let l = Label::new(b"GET /a?b=1", 3);
         assert_eq!((l.method(), l.target()), ("GET", "/a?b=1"));
+        let long = format!("POST /{}", "é".repeat(200));
+        let l = Label::new(long.as_bytes(), 4);
+        assert_eq!(l.method(), "POST");
+        assert!(l.target().len() <= TARGET_MAX && long[5..].starts_with(l.target()));
+        assert!(
+            TARGET_MAX - l.target().len() < 2,
+            "cut at the last character that fits"
+        );
+        let l = Label::default();
+        assert_eq!((l.method(), l.target(), l.as_str()), ("", "", ""));
+        let l = Label::new(b"\xff /x", 1);
+        assert_eq!((l.method(), l.target()), ("", ""), "not text: nothing");
+    }
+
+    #[test]
+    fn a_copied_label_cuts_method_and_target_at_a_character() {
+        let copy = LabelCopy::new("GET", "/a?b=1");
+        assert_eq!(copy.label().as_str(), "GET /a?b=1");
         let long = format!("/{}", "é".repeat(200));
-        let l = Label::new("POST", &long);
+        let copy = LabelCopy::new("LONGMETHOD", &long);
+        let l = copy.label();
+        assert_eq!(l.method(), "LONGMETH");
         assert!(l.target().len() <= TARGET_MAX && long.starts_with(l.target()));
-        let l = Label::new("", "");
-        assert_eq!((l.method(), l.target()), ("", ""));
+        let copy = LabelCopy::new("", "");
+        assert_eq!((copy.label().method(), copy.label().target()), ("", ""));
     }
 
     #[test]
@@ -318,7 +370,7 @@ mod tests {
         let came = Came::peer(None, Protocol::Http11, false);
         later(
             id,
-            &Label::new("GET", "/x"),
+            Label::new(b"GET /x", 3),
             (Instant::now(), &came, "/:x"),
             (AccessKind::Deferred, 0, 0),
         );

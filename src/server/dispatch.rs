@@ -7,6 +7,7 @@
 use std::os::fd::RawFd;
 use std::time::Instant;
 
+use super::access::Label;
 use super::exchange::{self, App, AsksWebSocket, Origin, Record, Replier, Started, Streamed};
 use super::request_reader::{CONTINUE, RequestReader, Step, empty_lines};
 use super::taken::hand_over;
@@ -226,8 +227,9 @@ fn dispatch(
     tally: &mut Tally,
 ) -> Dispatched {
     let origin = turn.origin;
+    let label = request_line(&request, raw);
     let mut replier = Http1Replier { turn, version, raw };
-    match exchange::start(app, request, rules, &origin, &mut replier, tally) {
+    match exchange::start(app, (request, label), rules, &origin, &mut replier, tally) {
         Started::Answered { keep, body, spent } => Dispatched::Answered { keep, body, spent },
         Started::Deferred(wait, patience) => Dispatched::Deferred(wait, patience),
         Started::Live { conn, websocket } => {
@@ -246,6 +248,19 @@ fn dispatch(
         // never comes of an HTTP/1.1 request.)
         Started::NotServed | Started::Http11Required => Dispatched::Stop(Stop::Close),
     }
+}
+
+/// `request`'s method and target where they came: its request line at the start of `raw`
+/// (what the parser read it from), which outlives the handler's call.
+#[inline]
+fn request_line<'r>(request: &Request, raw: &'r [u8]) -> Label<'r> {
+    let (line, method_len) = request.request_line();
+    let label = Label::new(raw.get(line).unwrap_or_default(), method_len);
+    debug_assert_eq!(
+        label.as_str().split_once(' ').map(|(m, _)| m),
+        Some(request.method())
+    );
+    label
 }
 
 /// How HTTP/1.1 answers a request at once: rendered into the connection's output (a large

@@ -698,7 +698,12 @@ impl Busy {
                 if let Some(log) = conn.shared.access_log.as_deref() {
                     let bytes = (out.len() - before) as u64;
                     let came = Came::peer(conn.peer.get(), Protocol::Http11, io.has_layer());
-                    access::now(log, None, (status, bytes), (io.now(), &came, ""));
+                    access::now(
+                        log,
+                        access::Label::default(),
+                        (status, bytes),
+                        (io.now(), &came, ""),
+                    );
                 }
                 self.state = State::Closing;
                 self.run(conn, io)

@@ -125,6 +125,26 @@ fn replies_answered_at_once_are_logged_with_their_status_bytes_and_peer() {
 }
 
 #[test]
+fn each_pipelined_or_split_request_is_logged_with_its_own_method_and_target() {
+    let (server, log) = start();
+    let mut c = Client::connect(server.local_addr());
+    // Blank lines before a request, three in one write, the last one's head in pieces.
+    c.send("\r\nGET /one HTTP/1.1\r\nHost: t\r\n\r\nPOST /two?x=%C3%A9 HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhiDELETE /thr");
+    raw_reply(&mut c, |b| b.windows(2).filter(|w| w == b"hi").count() == 2);
+    c.send("ee/caf\u{e9} HTTP/1.1\r\nHo");
+    c.send("st: t\r\n\r\n");
+    raw_reply(&mut c, |b| b.ends_with(b"hi"));
+    for (method, target) in [
+        ("GET", "/one"),
+        ("POST", "/two?x=%C3%A9"),
+        ("DELETE", "/three/caf\u{e9}"),
+    ] {
+        assert_eq!(entry(&log, target).method, method, "{target}");
+    }
+    server.shutdown().unwrap();
+}
+
+#[test]
 fn a_deferred_reply_is_logged_with_its_real_status_and_duration() {
     let (server, log) = start();
     let mut c = Client::connect(server.local_addr());

@@ -166,6 +166,13 @@ impl Request {
         super::text::as_text(self.bytes(span))
     }
 
+    /// Where `method SP target` lies in the bytes the head was parsed from (as HTTP/1.1's
+    /// request line has them), and the method's length.
+    pub(crate) fn request_line(&self) -> (std::ops::Range<usize>, usize) {
+        let (method, target) = (self.span(|p| p.method), self.span(|p| p.target));
+        (method.at..target.end(), method.len)
+    }
+
     /// The request method token, as sent (methods are case-sensitive).
     ///
     /// ```

@@ -18,9 +18,8 @@ use crate::server::replies::ReplyTo;
 pub(crate) struct Record<'t> {
     pub(crate) tally: &'t mut Tally,
     log: Option<&'t DynAccessLog>,
-    /// The request's method and target, copied before the handler takes it (for the log and
-    /// a stall's report).
-    pub(crate) label: Label,
+    /// The request's method and target, for the log and a stall's report.
+    pub(crate) label: Label<'t>,
     pub(crate) began: Instant,
     came: Came,
     /// A handler ran with the route kept for the log (see [`Record::handler_runs`]).
@@ -34,12 +33,12 @@ impl<'t> Record<'t> {
     #[inline]
     pub(crate) fn of(
         app: &App<'t>,
-        request: &Request,
+        (request, label): (&Request, Label<'t>),
         rules: ReplyRules,
         origin: &Origin,
         tally: &'t mut Tally,
     ) -> Record<'t> {
-        let mut record = Record::labelled(app, (request.method(), request.path()), origin, tally);
+        let mut record = Record::labelled(app, label, origin, tally);
         if record.log.is_some() {
             record.came.protocol = match (origin.stream, rules.http10) {
                 (0, true) => Protocol::Http10,
@@ -55,14 +54,13 @@ impl<'t> Record<'t> {
     /// For a request refused before it could be read.
     #[inline]
     pub(crate) fn unread(app: &App<'t>, origin: &Origin, tally: &'t mut Tally) -> Record<'t> {
-        Record::labelled(app, ("", ""), origin, tally)
+        Record::labelled(app, Label::default(), origin, tally)
     }
 
-    /// (The label is made in its place: it is a few hundred bytes.)
     #[inline]
     fn labelled(
         app: &App<'t>,
-        (method, target): (&str, &str),
+        label: Label<'t>,
         origin: &Origin,
         tally: &'t mut Tally,
     ) -> Record<'t> {
@@ -73,7 +71,7 @@ impl<'t> Record<'t> {
         Record {
             tally,
             log: app.server().and_then(|s| s.access_log.as_deref()),
-            label: Label::new(method, target),
+            label,
             began: origin.now,
             came: Came::peer(origin.peer, protocol, origin.tls),
             routed: false,
@@ -110,7 +108,7 @@ impl<'t> Record<'t> {
         if let Some(log) = self.log {
             self.route(|route| {
                 let at = (self.began, &self.came, route);
-                access::now(log, Some(&self.label), (status, bytes), at);
+                access::now(log, self.label, (status, bytes), at);
             });
         }
     }
@@ -123,7 +121,7 @@ impl<'t> Record<'t> {
         if let (Some(_), ReplyTo::Conn(id) | ReplyTo::Stream(id)) = (self.log, self.reply_to) {
             self.route(|route| {
                 let at = (self.began, &self.came, route);
-                access::later((id, self.stream), &self.label, at, (kind, status, bytes));
+                access::later((id, self.stream), self.label, at, (kind, status, bytes));
             });
         }
     }

@@ -15,7 +15,7 @@ use crate::ws::{WsApp, agree, extensions_of};
 use super::Origin;
 use super::app::App;
 use super::record::Record;
-use crate::server::access::AccessKind;
+use crate::server::access::{AccessKind, Label};
 use crate::server::deferred::{Deferral, Patience, Wait, answering, nothing_came};
 use crate::server::figures::Tally;
 use crate::server::replies::ReplyTo;
@@ -89,11 +89,11 @@ pub(crate) trait Replier {
     fn hand_over(&mut self, app: &App<'_>) -> Option<Started>;
 }
 
-/// Starts the exchange of a whole `request` (the rules its reply keeps to) from `origin`,
-/// counting it in `tally`.
+/// Starts the exchange of a whole `request` (named `label` in the log; the rules its reply
+/// keeps to) from `origin`, counting it in `tally`.
 pub(crate) fn start(
     app: &App<'_>,
-    mut request: Request,
+    (mut request, label): (Request, Label<'_>),
     rules: ReplyRules,
     origin: &Origin,
     replier: &mut impl Replier,
@@ -103,7 +103,7 @@ pub(crate) fn start(
         return Started::NotServed;
     }
     from_peer(app, &mut request, origin.peer);
-    let mut record = Record::of(app, &request, rules, origin, tally);
+    let mut record = Record::of(app, (&request, label), rules, origin, tally);
     match replier.websocket_route(app, &mut request) {
         AsksWebSocket::Route(route) => {
             return websocket(

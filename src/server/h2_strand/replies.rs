@@ -13,6 +13,7 @@ use crate::http::later::{FlowEnd, HttpMsg};
 use crate::http::render::has_body;
 use crate::http::{Body, Header, Refusal, ReplyRules, Request, Response};
 use crate::live::Command;
+use crate::server::access::LabelCopy;
 use crate::server::deferred::{Patience, Wait};
 use crate::server::exchange::{
     self, App, AsksWebSocket, Framer, Origin, Phase, Replier, Started, Step,
@@ -121,6 +122,8 @@ impl H2Strand {
             ..Tally::default()
         };
         let app = App::Server(shared);
+        let copy = LabelCopy::new(request.method(), request.path());
+        let request = (request, copy.label());
         let started = exchange::start(&app, request, rules, &origin, &mut replier, &mut tally);
         let held = replier.held.take();
         if !matches!(started, Started::NotServed) {
