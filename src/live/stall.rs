@@ -92,7 +92,7 @@ impl Watch {
     /// The call for `label` (`"GET /path?query"`, `"GET /chat (WebSocket message)"`) on
     /// `worker` returned: reads the clock once, and counts and reports a stall (by method and
     /// path, the query left out).
-    pub(crate) fn stop(self, stalls: &Stalls, worker: usize, label: &str) {
+    pub(crate) fn stop<'l>(self, stalls: &Stalls, worker: usize, label: impl FnOnce() -> &'l str) {
         let now = Instant::now();
         LAST_READ.set(Some(now));
         // A comparison of instants on the quick path (a subtraction of two is dearer).
@@ -105,6 +105,7 @@ impl Watch {
         }
         let took = now.saturating_duration_since(self.began);
         stalls.count(worker, took);
+        let label = label();
         let label = label.split_once('?').map_or(label, |(l, _)| l);
         if stalls.first(label) {
             crate::log::warning!(
@@ -124,15 +125,15 @@ mod tests {
     #[test]
     fn a_call_past_the_threshold_is_counted_and_one_under_it_is_not() {
         let relaxed = Stalls::new(Duration::from_secs(3600), 2);
-        Watch::start(Instant::now()).stop(&relaxed, 0, "GET /fast");
+        Watch::start(Instant::now()).stop(&relaxed, 0, || "GET /fast");
         assert_eq!(relaxed.totals().0, 0);
         let stalls = Stalls::new(Duration::from_millis(1), 2);
         let w = Watch::start(Instant::now());
         std::thread::sleep(Duration::from_millis(5));
-        w.stop(&stalls, 1, "GET /slow?secret=1");
+        w.stop(&stalls, 1, || "GET /slow?secret=1");
         let w = Watch::start(Instant::now());
         std::thread::sleep(Duration::from_millis(2));
-        w.stop(&stalls, 0, "GET /slow?other=2");
+        w.stop(&stalls, 0, || "GET /slow?other=2");
         let (n, longest) = stalls.totals();
         assert_eq!(n, 2);
         assert!(longest >= Duration::from_millis(5), "{longest:?}");

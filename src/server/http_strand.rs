@@ -569,8 +569,18 @@ impl Busy {
     /// more than its share while the budget is spent (counted as a connection dropped for
     /// falling behind): every reply, deferred, long-poll or streamed, counts against the one
     /// budget with WebSocket and event-stream output.
+    #[inline]
     fn owes_too_much(&mut self, conn: &Resume<'_>) -> bool {
         let pending = self.output.pending();
+        if pending == 0 && !self.charge.is_held() {
+            return false; // nothing owed, nothing charged: the common case, inlined
+        }
+        self.charge_output(conn, pending)
+    }
+
+    /// [`Busy::owes_too_much`] with something owed or charged.
+    #[cold]
+    fn charge_output(&mut self, conn: &Resume<'_>, pending: usize) -> bool {
         let budget = &conn.shared.ws_settings.live.budget;
         // A reply holds its whole buffer until its last byte is written, however much of it
         // the kernel took: its share is weighed on that.

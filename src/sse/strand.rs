@@ -204,7 +204,7 @@ impl<H: SseHandler> SseStrand<H> {
         let watch = Watch::start(now);
         f(&endpoint.handler, &mut sse, &mut member.state);
         let stalls = &endpoint.settings.stalls;
-        watch.stop(stalls, id.worker() as usize, &endpoint.label);
+        watch.stop(stalls, id.worker() as usize, || &endpoint.label);
         if close {
             busy.end();
         }

@@ -313,7 +313,7 @@ impl<H: WsHandler> WsStrand<H> {
             let watch = Watch::start(now);
             f(&endpoint.handler, &mut ws, &mut member.state);
             let stalls = &endpoint.settings.live.stalls;
-            watch.stop(stalls, id.worker() as usize, &endpoint.label);
+            watch.stop(stalls, id.worker() as usize, || &endpoint.label);
         }
         if let Some(code) = close {
             self.queue_close(code);

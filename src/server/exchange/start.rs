@@ -322,7 +322,7 @@ fn call_handler(
     let called =
         record.handler_runs(|| answering(reply_to, || respond(app.handler(), request, slot)));
     if let Some(shared) = app.server() {
-        watch.stop(&shared.stalls, origin.worker, record.label.as_str());
+        watch.stop(&shared.stalls, origin.worker, || record.label.as_str());
     }
     called
 }
