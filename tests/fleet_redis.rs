@@ -247,7 +247,7 @@ fn a_publish_reaches_members_on_every_instance_exactly_once_in_publish_order() {
     let mut also_on_a = member(&a, "r");
     let mut on_b = member(&b, "r");
     wait_until(Duration::from_secs(5), "both instances subscribed", || {
-        redis.subscribers("order:room:r") == ":2"
+        redis.subscribers("{order:r}:room") == ":2"
     });
     const N: usize = 300;
     for i in 0..N {
@@ -288,23 +288,23 @@ fn an_instance_subscribes_only_to_rooms_with_local_members() {
     let subscribed = |n: &str| {
         let want = format!(":{n}");
         wait_until(Duration::from_secs(5), &format!("{n} subscribers"), || {
-            redis.subscribers("subs:room:x") == want
+            redis.subscribers("{subs:x}:room") == want
         });
     };
-    assert_eq!(redis.subscribers("subs:room:x"), ":0");
+    assert_eq!(redis.subscribers("{subs:x}:room"), ":0");
     let first = member(&a, "x");
     subscribed("1");
     let second = member(&a, "x");
     let elsewhere = member(&a, "y");
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(redis.subscribers("subs:room:x"), ":1", "one per instance");
-    assert_eq!(redis.subscribers("subs:room:y"), ":1");
+    assert_eq!(redis.subscribers("{subs:x}:room"), ":1", "one per instance");
+    assert_eq!(redis.subscribers("{subs:y}:room"), ":1");
     drop(first);
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(redis.subscribers("subs:room:x"), ":1", "a member is left");
+    assert_eq!(redis.subscribers("{subs:x}:room"), ":1", "a member is left");
     drop(second);
     subscribed("0");
-    assert_eq!(redis.subscribers("subs:room:y"), ":1");
+    assert_eq!(redis.subscribers("{subs:y}:room"), ":1");
     drop(elsewhere);
     a.shutdown().unwrap();
 }
@@ -421,7 +421,7 @@ fn a_posted_message_has_one_id_and_one_history_on_every_instance() {
         said.push(text_of(&mut poster));
     }
     wait_until(Duration::from_secs(5), "the history written", || {
-        redis.command(&["LLEN", "hist:history:r"]).as_deref() == Some(":5")
+        redis.command(&["LLEN", "{hist:r}:history"]).as_deref() == Some(":5")
     });
     let mut late = member(&b, "r");
     let history: Vec<String> = (0..5).map(|_| text_of(&mut late)).collect();
@@ -432,7 +432,7 @@ fn a_posted_message_has_one_id_and_one_history_on_every_instance() {
     );
     // From now on B's member gets A's posts live, once each.
     wait_until(Duration::from_secs(5), "B subscribed", || {
-        redis.subscribers("hist:room:r") == ":2"
+        redis.subscribers("{hist:r}:room") == ":2"
     });
     poster.send(&client_frame("live"));
     let live = text_of(&mut poster);
@@ -470,7 +470,7 @@ fn a_followed_room_receives_the_other_instances_posts_without_members() {
     assert_eq!(rooms_b.members("f"), 0, "a follower is no member");
     assert!(rooms_b.list().is_empty());
     wait_until(Duration::from_secs(5), "B subscribed", || {
-        redis.subscribers("follow:room:f") == ":1"
+        redis.subscribers("{follow:f}:room") == ":1"
     });
     let id = posted(&rooms_a, "f", |id| format!("{id} posted on A"));
     wait_until(Duration::from_secs(5), "B's watcher saw it", || {
@@ -483,7 +483,7 @@ fn a_followed_room_receives_the_other_instances_posts_without_members() {
     assert_eq!(rooms_b.since("f", 0, || {}).len(), 1, "and keeps it");
     drop(follow);
     wait_until(Duration::from_secs(5), "B unsubscribed", || {
-        redis.subscribers("follow:room:f") == ":0"
+        redis.subscribers("{follow:f}:room") == ":0"
     });
     a.shutdown().unwrap();
     b.shutdown().unwrap();
@@ -499,9 +499,14 @@ fn presence_counts_every_instance_and_forgets_one_that_stopped_reporting() {
         rooms_a.members_everywhere("p") == 3 && rooms_b.members_everywhere("p") == 3
     });
     // An instance that reports once and never again (as one killed would).
-    redis.command(&["HSET", "pres:presence:00000000000000ff", "p", "10"]);
-    redis.command(&["PEXPIRE", "pres:presence:00000000000000ff", "2500"]);
-    redis.command(&["SADD", "pres:instances", "00000000000000ff"]);
+    redis.command(&[
+        "SET",
+        "{pres:p}:presence:00000000000000ff",
+        "10",
+        "PX",
+        "2500",
+    ]);
+    redis.command(&["SADD", "{pres:p}:presence", "00000000000000ff"]);
     // A count is what was last read, at most a beat old: it shows within a beat.
     wait_until(
         Duration::from_secs(2),
@@ -515,10 +520,10 @@ fn presence_counts_every_instance_and_forgets_one_that_stopped_reporting() {
     );
     assert_eq!(
         redis
-            .command(&["SISMEMBER", "pres:instances", "00000000000000ff"])
+            .command(&["SISMEMBER", "{pres:p}:presence", "00000000000000ff"])
             .as_deref(),
         Some(":0"),
-        "taken out of the instances' set"
+        "taken out of the room's set of instances"
     );
     // A stopping instance says goodbye: its members stop counting at the next read.
     drop(members);
@@ -713,7 +718,7 @@ fn a_room_has_one_order_on_every_instance_and_resuming_anywhere_neither_repeats_
     let (seen_a, seen_b) = (watched(&rooms_a), watched(&rooms_b));
     let (_follow_a, _follow_b) = (rooms_a.follow("o"), rooms_b.follow("o"));
     wait_until(Duration::from_secs(5), "both subscribed", || {
-        redis.subscribers("order:room:o") == ":2"
+        redis.subscribers("{order:o}:room") == ":2"
     });
     for round in 0..3 {
         // Both instances post at once, from several threads each.
@@ -772,7 +777,7 @@ fn a_room_has_one_order_on_every_instance_and_resuming_anywhere_neither_repeats_
     }
     // Redis's history is the same order (its last five).
     let redis_ids: Vec<u64> = redis
-        .list("order:history:o")
+        .list("{order:o}:history")
         .iter()
         .filter_map(|l| l.split(' ').next()?.parse().ok())
         .collect();

@@ -19,8 +19,8 @@ pub(crate) struct Ear(UnixStream);
 /// What ended a wait.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Heard {
-    /// The watched socket has something to read.
-    Readable,
+    /// This one of the watched sockets has something to read.
+    Readable(usize),
     /// The bell rang (every ring since the last wait heard as one).
     Rung,
     /// Neither, within the wait.
@@ -44,24 +44,24 @@ impl Bell {
 }
 
 impl Ear {
-    /// Waits at most `wait` until `socket` is readable or the bell rings.
-    pub(crate) fn wait(&self, socket: RawFd, wait: Duration) -> io::Result<Heard> {
-        let mut fds = [
-            libc::pollfd {
-                fd: socket,
+    /// Waits at most `wait` until one of `sockets` is readable (the first such one in
+    /// `sockets` is named) or the bell rings.
+    pub(crate) fn wait(&self, sockets: &[RawFd], wait: Duration) -> io::Result<Heard> {
+        let mut fds: Vec<libc::pollfd> = sockets
+            .iter()
+            .chain(std::iter::once(&self.0.as_raw_fd()))
+            .map(|&fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
-            },
-            libc::pollfd {
-                fd: self.0.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
+            })
+            .collect();
         let ms = libc::c_int::try_from(wait.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
-        // SAFETY: `fds` is an array of two initialised `pollfd`s that lives across the call,
-        // and the count passed is its length; poll(2) writes only their `revents`.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        let count = libc::nfds_t::try_from(fds.len())
+            .map_err(|_| io::Error::other("too many sockets to wait for"))?;
+        // SAFETY: `fds` holds `count` initialised `pollfd`s and lives across the call; poll(2)
+        // writes only their `revents`.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), count, ms) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
@@ -69,11 +69,14 @@ impl Ear {
                 _ => Err(e),
             };
         }
-        if fds[0].revents != 0 {
+        let (bell, sockets) = fds
+            .split_last()
+            .ok_or_else(|| io::Error::other("no bell"))?;
+        if let Some(at) = sockets.iter().position(|fd| fd.revents != 0) {
             // Readable, closed or failed: the read that follows tells which.
-            return Ok(Heard::Readable);
+            return Ok(Heard::Readable(at));
         }
-        if fds[1].revents != 0 {
+        if bell.revents != 0 {
             let mut rings = [0u8; 64];
             while matches!((&self.0).read(&mut rings), Ok(n) if n > 0) {}
             return Ok(Heard::Rung);
@@ -93,7 +96,7 @@ mod tests {
         let (quiet, _other) = UnixStream::pair().unwrap();
         let t = Instant::now();
         assert_eq!(
-            ear.wait(quiet.as_raw_fd(), Duration::from_millis(30))
+            ear.wait(&[quiet.as_raw_fd()], Duration::from_millis(30))
                 .unwrap(),
             Heard::Quiet
         );
@@ -103,12 +106,13 @@ mod tests {
         }
         let t = Instant::now();
         assert_eq!(
-            ear.wait(quiet.as_raw_fd(), Duration::from_secs(5)).unwrap(),
+            ear.wait(&[quiet.as_raw_fd()], Duration::from_secs(5))
+                .unwrap(),
             Heard::Rung
         );
         assert!(t.elapsed() < Duration::from_secs(1));
         assert_eq!(
-            ear.wait(quiet.as_raw_fd(), Duration::from_millis(1))
+            ear.wait(&[quiet.as_raw_fd()], Duration::from_millis(1))
                 .unwrap(),
             Heard::Quiet
         );
@@ -120,9 +124,19 @@ mod tests {
         let (watched, mut peer) = UnixStream::pair().unwrap();
         peer.write_all(b"+OK\r\n").unwrap();
         assert_eq!(
-            ear.wait(watched.as_raw_fd(), Duration::from_secs(5))
+            ear.wait(&[watched.as_raw_fd()], Duration::from_secs(5))
                 .unwrap(),
-            Heard::Readable
+            Heard::Readable(0)
+        );
+        let (_quiet, _other) = UnixStream::pair().unwrap();
+        assert_eq!(
+            ear.wait(
+                &[_quiet.as_raw_fd(), watched.as_raw_fd()],
+                Duration::from_secs(5)
+            )
+            .unwrap(),
+            Heard::Readable(1),
+            "the readable one of several"
         );
     }
 }

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::resp;
+use super::servers::Session;
 use crate::rooms::history::Entry;
 
 /// Ids a room's counter gives stay below this (exact as a JavaScript number, and as Lua's
@@ -118,6 +119,12 @@ redis.call('PEXPIRE', pending, ARGV[4])
 return published
 ";
 
+/// [`PUBLISH`] publishing with `command` (`PUBLISH`, or `SPUBLISH` on a cluster: the room's
+/// channel shares its keys' slot).
+pub(crate) fn publish_script(command: &str) -> String {
+    PUBLISH.replace("redis.call('PUBLISH',", &format!("redis.call('{command}',"))
+}
+
 /// A history list's entry: the id in decimal, a space, the text.
 pub(crate) fn entry(id: u64, text: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(21 + text.len());
@@ -145,15 +152,12 @@ pub(crate) fn parse_entry(bytes: &[u8]) -> Option<Entry> {
 
 /// The last `n` entries of history list `key`, oldest first (what is not an entry passed
 /// over, and never more than `n`, whatever Redis answers).
-pub(crate) fn read(conn: &mut resp::RedisConn, key: &[u8], n: usize) -> io::Result<Vec<Entry>> {
+pub(crate) fn read(session: &mut Session, key: &[u8], n: usize) -> io::Result<Vec<Entry>> {
     let last = i64::try_from(n).unwrap_or(i64::MAX);
-    let cmd = redis::cmd("LRANGE")
-        .arg(key)
-        .arg(-last)
-        .arg(-1)
-        .get_packed_command();
-    match conn.query(&cmd, 1)?.pop() {
-        Some(redis::Value::Array(items)) => {
+    let mut cmd = redis::cmd("LRANGE");
+    cmd.arg(key).arg(-last).arg(-1);
+    match session.query_one(&cmd)? {
+        redis::Value::Array(items) => {
             let skip = items.len().saturating_sub(n);
             Ok(items[skip..]
                 .iter()

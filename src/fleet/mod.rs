@@ -72,10 +72,12 @@
 
 mod backoff;
 mod bell;
+mod cluster;
 mod counters;
 mod envelope;
 mod history;
 mod link;
+mod listener;
 mod names;
 mod presence;
 mod publisher;
@@ -83,6 +85,7 @@ pub(crate) mod rate;
 mod reader;
 mod reads;
 mod resp;
+mod servers;
 mod subscriber;
 
 use std::hash::BuildHasher;
@@ -130,7 +133,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(1);
 /// ```
 #[derive(Clone)]
 pub struct Fleet {
-    client: redis::Client,
+    servers: Arc<servers::Servers>,
     prefix: Arc<str>,
     timeout: Duration,
     queue: usize,
@@ -141,10 +144,7 @@ pub struct Fleet {
 impl std::fmt::Debug for Fleet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fleet")
-            .field(
-                "redis",
-                &self.client.get_connection_info().addr().to_string(),
-            )
+            .field("redis", &self.servers.describe())
             .field("prefix", &self.prefix)
             .field("instance", &format_args!("{:016x}", self.instance))
             .finish()
@@ -153,30 +153,46 @@ impl std::fmt::Debug for Fleet {
 
 impl Fleet {
     /// A fleet on the Redis server at `url` (`redis://HOST:PORT/`, optionally with a database
-    /// number, user and password: `redis://:secret@10.0.0.5:6379/2`; `redis+unix:///path`).
-    /// An unreadable URL is an [`io::ErrorKind::InvalidInput`] error; an unreachable server
-    /// is not an error here (see the module's notes).
+    /// number, user and password: `redis://:secret@10.0.0.5:6379/2`; `redis+unix:///path`), or
+    /// on a Redis Cluster named by some of its nodes:
+    /// `redis+cluster://HOST:PORT,HOST:PORT/` (see [`Fleet::cluster`]). An unreadable URL is
+    /// an [`io::ErrorKind::InvalidInput`] error; an unreachable server is not an error here
+    /// (see the module's notes).
     ///
     /// ```
     /// assert!(web::fleet::Fleet::new("redis://127.0.0.1:6379/").is_ok());
+    /// assert!(web::fleet::Fleet::new("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/").is_ok());
     /// let bad = web::fleet::Fleet::new("http://127.0.0.1/").unwrap_err();
     /// assert_eq!(bad.kind(), std::io::ErrorKind::InvalidInput);
     /// ```
     pub fn new(url: &str) -> io::Result<Fleet> {
-        let client = redis::Client::open(url).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("not a Redis URL ({url}): {e}"),
-            )
-        })?;
-        Ok(Fleet {
-            client,
+        servers::Servers::parse(url).map(Fleet::on)
+    }
+
+    /// A fleet on the Redis Cluster that `nodes` belong to (`redis://HOST:PORT/` each, a
+    /// password included where the cluster wants one; one reachable node is enough, more keep
+    /// the fleet starting while some are down). Redis 7 or later: a room's messages go through
+    /// sharded pub/sub. How a cluster is used, and what a failover costs, is in the module's
+    /// notes.
+    ///
+    /// ```
+    /// let fleet = web::fleet::Fleet::cluster(&["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"])?;
+    /// assert!(web::fleet::Fleet::cluster(&[]).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cluster(nodes: &[&str]) -> io::Result<Fleet> {
+        servers::Servers::cluster(nodes).map(Fleet::on)
+    }
+
+    fn on(servers: servers::Servers) -> Fleet {
+        Fleet {
+            servers: Arc::new(servers),
             prefix: PREFIX.into(),
             timeout: TIMEOUT,
             queue: QUEUE,
             instance: new_instance_id(),
             counters: Arc::default(),
-        })
+        }
     }
 
     /// How long the rate limit's counter thread gives Redis for the answer to one batch of
@@ -256,7 +272,7 @@ impl Fleet {
         failures: &mut u32,
         salt: u64,
         mut wait: impl FnMut(Duration) -> bool,
-    ) -> Option<resp::RedisConn> {
+    ) -> Option<servers::Session> {
         loop {
             if *failures > 0 {
                 let jitter = self.instance.rotate_left(*failures) ^ salt;
@@ -279,8 +295,8 @@ impl Fleet {
     }
 
     /// A connection to Redis with the fleet threads' limits (see [`resp`]).
-    fn connect(&self) -> io::Result<resp::RedisConn> {
-        resp::RedisConn::open(self.client.get_connection_info(), IO_TIMEOUT)
+    fn connect(&self) -> io::Result<servers::Session> {
+        self.servers.connect(IO_TIMEOUT)
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::link::{Outgoing, Post};
+use super::servers::Session;
 use super::{Counters, Fleet, history, names, presence, resp};
 use crate::rooms::Rooms;
 
@@ -26,15 +27,18 @@ pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, rooms: &Rooms, s
     let counters = &fleet.counters;
     let mut failures = 0u32;
     let mut floor = history::Floor::default();
+    // The rooms counted at the last beat: a room not among them since is deleted.
+    let mut counted: Vec<String> = Vec::new();
     loop {
         let wait = |d| drop_for(outgoing, rooms, counters, stop, d);
         let Some(mut con) = fleet.connect_after(&mut failures, 1, wait) else {
             return;
         };
-        match serve(fleet, &mut con, outgoing, rooms, &mut floor, stop) {
+        let kept = (&mut floor, &mut counted);
+        match serve(fleet, &mut con, outgoing, rooms, kept, stop) {
             Ok(()) => {
                 // Stopping: this instance's members no longer count.
-                let _ = presence::goodbye(&mut con, &fleet.prefix, fleet.instance);
+                let _ = presence::goodbye(&mut con, &fleet.prefix, fleet.instance, &counted);
                 return;
             }
             Err(e) => {
@@ -49,10 +53,10 @@ pub(crate) fn run(fleet: &Fleet, outgoing: &Receiver<Outgoing>, rooms: &Rooms, s
 /// dropped and counted).
 fn serve(
     fleet: &Fleet,
-    con: &mut resp::RedisConn,
+    con: &mut Session,
     outgoing: &Receiver<Outgoing>,
     rooms: &Rooms,
-    floor: &mut history::Floor,
+    (floor, counted): (&mut history::Floor, &mut Vec<String>),
     stop: &AtomicBool,
 ) -> io::Result<()> {
     let counters = &fleet.counters;
@@ -61,7 +65,13 @@ fn serve(
     let mut batch = Vec::with_capacity(16);
     loop {
         if Instant::now() >= next_beat {
-            presence::beat(con, &fleet.prefix, fleet.instance, &rooms.list())?;
+            let now = rooms.list();
+            let left: Vec<String> = counted
+                .drain(..)
+                .filter(|room| !now.iter().any(|(r, _)| r == room))
+                .collect();
+            presence::beat(con, &fleet.prefix, fleet.instance, &now, &left)?;
+            counted.extend(now.into_iter().map(|(room, _)| room));
             next_beat = Instant::now() + presence::BEAT;
         }
         match outgoing.recv_timeout(POLL) {
@@ -108,21 +118,23 @@ struct Ids<'a> {
     floor: &'a mut history::Floor,
 }
 
-/// The two scripts, loaded on each connection (Redis may have restarted since the last).
+/// The two scripts, loaded on each connection (Redis may have restarted since the last), and
+/// the command that publishes.
 struct Scripts {
     reserve: String,
     publish: String,
+    publishes_with: &'static str,
 }
 
 impl Scripts {
-    fn load(con: &mut resp::RedisConn) -> io::Result<Scripts> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("SCRIPT").arg("LOAD").arg(history::RESERVE);
-        pipe.cmd("SCRIPT").arg("LOAD").arg(history::PUBLISH);
-        match con.query(&pipe.get_packed_pipeline(), 2)?.as_slice() {
-            [redis::Value::BulkString(r), redis::Value::BulkString(p)] => Ok(Scripts {
-                reserve: String::from_utf8_lossy(r).into_owned(),
-                publish: String::from_utf8_lossy(p).into_owned(),
+    fn load(con: &mut Session) -> io::Result<Scripts> {
+        let publishes_with = con.publish_command();
+        let publish = history::publish_script(publishes_with);
+        match con.load(&[history::RESERVE, &publish])?.as_slice() {
+            [reserve, publish] => Ok(Scripts {
+                reserve: reserve.clone(),
+                publish: publish.clone(),
+                publishes_with,
             }),
             other => Err(resp::answered("SCRIPT LOAD", &other)),
         }
@@ -146,7 +158,7 @@ impl Posts {
 /// and the posts, in one pipeline; the posts' posters told their ids.
 fn send(
     fleet: &Fleet,
-    con: &mut resp::RedisConn,
+    con: &mut Session,
     scripts: &Scripts,
     ids: Ids<'_>,
     publishes: Vec<(Vec<u8>, Vec<u8>)>,
@@ -168,7 +180,7 @@ fn send(
 /// Round trip 1: the ids of a batch's posts, per room (the first and the one before it).
 fn reserve(
     prefix: &str,
-    con: &mut resp::RedisConn,
+    con: &mut Session,
     scripts: &Scripts,
     ids: Ids<'_>,
     posts: &Posts,
@@ -187,7 +199,7 @@ fn reserve(
                 .arg(of_room.len())
                 .arg(history::millis(ttl));
         }
-        let replies = con.query(&pipe.get_packed_pipeline(), posts.0.len())?;
+        let replies = con.query(&pipe)?;
         replies
             .iter()
             .map(|r| match r {
@@ -218,7 +230,7 @@ fn reserve(
 /// Round trip 2: the publishes, and the posts with their texts made; the posters told.
 fn send_reserved(
     prefix: &str,
-    con: &mut resp::RedisConn,
+    con: &mut Session,
     scripts: &Scripts,
     publishes: Vec<(Vec<u8>, Vec<u8>)>,
     posts: Posts,
@@ -226,10 +238,8 @@ fn send_reserved(
     unplaced: &mut Vec<Post>,
 ) -> io::Result<()> {
     let mut pipe = redis::pipe();
-    let mut replies = 0;
     for (channel, envelope) in &publishes {
-        pipe.cmd("PUBLISH").arg(channel).arg(envelope);
-        replies += 1;
+        pipe.cmd(scripts.publishes_with).arg(channel).arg(envelope);
     }
     let head = super::envelope::posted_head();
     let mut placed = Vec::new();
@@ -255,9 +265,8 @@ fn send_reserved(
             placed.push((id, post));
             before = id;
         }
-        replies += 1;
     }
-    let answered = con.query(&pipe.get_packed_pipeline(), replies);
+    let answered = con.query(&pipe);
     let published = answered
         .as_ref()
         .is_ok_and(|answers| answers.iter().all(|r| matches!(r, redis::Value::Int(_))));

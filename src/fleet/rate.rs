@@ -288,7 +288,7 @@ fn run(fleet: &Fleet, incoming: &Receiver<Report>, known: &Known, up: &AtomicBoo
                 pipe.cmd("INCRBY").arg(key).arg(tally.n);
                 pipe.cmd("EXPIRE").arg(key).arg(EXPIRY);
             }
-            let replies = con.query(&pipe.get_packed_pipeline(), 2 * batch.len());
+            let replies = con.query(&pipe);
             // Every other reply is an INCRBY's total.
             let totals: Option<Vec<i64>> = replies.ok().and_then(|replies| {
                 replies

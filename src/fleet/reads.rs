@@ -11,7 +11,8 @@ use std::io;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Counters, Fleet, resp};
+use super::servers::Session;
+use super::{Counters, Fleet};
 
 /// How long reads are answered "not now" after one failed.
 pub(crate) const RETRY: Duration = Duration::from_secs(1);
@@ -21,7 +22,7 @@ const KEEP: usize = 4;
 /// The kept connections and when reads may be tried again.
 #[derive(Default)]
 pub(crate) struct Reads {
-    idle: Mutex<Vec<resp::RedisConn>>,
+    idle: Mutex<Vec<Session>>,
     paused_until: Mutex<Option<Instant>>,
 }
 
@@ -31,7 +32,7 @@ impl Reads {
     pub(crate) fn read<T>(
         &self,
         fleet: &Fleet,
-        mut read: impl FnMut(&mut resp::RedisConn) -> io::Result<T>,
+        mut read: impl FnMut(&mut Session) -> io::Result<T>,
     ) -> Option<T> {
         let counters = &fleet.counters;
         // One deadline for the whole read, a connection made for it included.
@@ -54,19 +55,19 @@ impl Reads {
             if left.is_zero() {
                 return Err(io::ErrorKind::TimedOut.into());
             }
-            resp::RedisConn::open(fleet.client.get_connection_info(), left)
+            fleet
+                .servers
+                .connect(left)
                 .inspect(|_| Counters::add(&counters.connections, 1))
         };
-        let within =
-            |mut conn: resp::RedisConn,
-             read: &mut dyn FnMut(&mut resp::RedisConn) -> io::Result<T>| {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(io::ErrorKind::TimedOut.into());
-                }
-                conn.set_timeout(left);
-                read(&mut conn).map(|v| (v, conn))
-            };
+        let within = |mut conn: Session, read: &mut dyn FnMut(&mut Session) -> io::Result<T>| {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            conn.set_timeout(left);
+            read(&mut conn).map(|v| (v, conn))
+        };
         let got = match kept {
             // A kept connection Redis has closed (it restarted, say) fails at once: the kept
             // ones go, and the read is made once more on a new connection, within the deadline.

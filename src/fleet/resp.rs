@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, ConnectionInfo, Value};
 
-use super::bell::{Ear, Heard};
-
 /// Longest reply read, in bytes.
 pub(crate) const MAX_REPLY: usize = 16 << 20;
 /// Most elements in one reply, nested ones included.
@@ -104,15 +102,6 @@ impl Write for Stream {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// What [`RedisConn::reply_within`] found.
-pub(crate) enum Awaited {
-    Reply(Value),
-    /// The bell rang first.
-    Rung,
-    /// Nothing came within the wait.
-    Quiet,
 }
 
 /// One connection to Redis.
@@ -211,18 +200,23 @@ impl RedisConn {
         self.reply_until(Instant::now() + self.timeout)
     }
 
-    /// The next reply if one starts within `wait` (then it must be whole within the timeout
-    /// from there), or the bell `ear` hears rang first.
-    pub(crate) fn reply_within(&mut self, wait: Duration, ear: &Ear) -> io::Result<Awaited> {
+    /// Whether bytes of a reply have arrived and not been taken.
+    pub(crate) fn has_buffered(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    /// The socket, to wait for with others (`bell.rs`).
+    pub(crate) fn fd(&self) -> RawFd {
+        self.stream.as_raw_fd()
+    }
+
+    /// The next reply of a connection whose socket was found readable: what has arrived is
+    /// read, and the reply must be whole within the timeout.
+    pub(crate) fn reply_once_readable(&mut self) -> io::Result<Value> {
         if self.buf.is_empty() {
-            match ear.wait(self.stream.as_raw_fd(), wait)? {
-                Heard::Readable => self.fill()?,
-                Heard::Rung => return Ok(Awaited::Rung),
-                Heard::Quiet => return Ok(Awaited::Quiet),
-            }
+            self.fill()?;
         }
-        self.reply_until(Instant::now() + self.timeout)
-            .map(Awaited::Reply)
+        self.reply()
     }
 
     fn reply_until(&mut self, until: Instant) -> io::Result<Value> {

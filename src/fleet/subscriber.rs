@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use super::bell::Ear;
 use super::envelope::Carried;
 use super::link::Changed;
-use super::resp::Awaited;
-use super::{Counters, Fleet, envelope, names, pause, resp};
+use super::listener::{Awaited, Listener, Pushed};
+use super::{Counters, Fleet, envelope, names, pause};
 use crate::rooms::Rooms;
 use crate::rooms::history::Entry;
 
@@ -30,11 +30,11 @@ pub(crate) fn run(fleet: &Fleet, rooms: &Rooms, changed: &Changed, ear: &Ear, st
     let counters = &fleet.counters;
     let mut failures = 0u32;
     while !stop.load(Ordering::Acquire) {
-        let Some(mut con) = fleet.connect_after(&mut failures, 3, |d| !pause(stop, d)) else {
+        let Some(con) = fleet.connect_after(&mut failures, 3, |d| !pause(stop, d)) else {
             return;
         };
         failures = 0;
-        let ended = session(fleet, rooms, changed, ear, stop, &mut con);
+        let ended = session(fleet, rooms, changed, ear, stop, &mut Listener::of(con));
         counters.subscribed.store(false, Ordering::Relaxed);
         if let Err(e) = ended {
             counters.error(&format!("the subscription to Redis ended: {e}"));
@@ -43,14 +43,15 @@ pub(crate) fn run(fleet: &Fleet, rooms: &Rooms, changed: &Changed, ear: &Ear, st
     }
 }
 
-/// Serves one connection until it fails (`Err`) or the thread is stopped (`Ok`).
+/// Serves one connection (on a cluster, one per shard) until it fails (`Err`) or the thread
+/// is stopped (`Ok`).
 fn session(
     fleet: &Fleet,
     rooms: &Rooms,
     changed: &Changed,
     ear: &Ear,
     stop: &AtomicBool,
-    con: &mut resp::RedisConn,
+    listener: &mut Listener,
 ) -> std::io::Result<()> {
     let counters = &fleet.counters;
     let mut subscribed: HashSet<Arc<str>> = HashSet::new();
@@ -71,14 +72,14 @@ fn session(
             let wanted = rooms.followed(&room);
             let channel = names::room_channel(&fleet.prefix, &room);
             if wanted && !subscribed.contains(&room) {
-                con.send(&redis::cmd("SUBSCRIBE").arg(channel).get_packed_command())?;
+                listener.subscribe(&room, &channel)?;
                 subscribed.insert(room);
             } else if !wanted && subscribed.remove(&room) {
-                con.send(&redis::cmd("UNSUBSCRIBE").arg(channel).get_packed_command())?;
+                listener.unsubscribe(&room, &channel)?;
             }
         }
         caught.hand_over_older_than(CATCH_UP_WAIT, rooms);
-        let reply = match con.reply_within(POLL, ear)? {
+        let reply = match listener.next(POLL, ear)? {
             Awaited::Reply(reply) => reply,
             // A room's first member joined or its last left: (un)subscribed at once.
             Awaited::Rung => continue,
@@ -87,22 +88,10 @@ fn session(
                 continue;
             }
         };
-        let redis::Value::Array(parts) = reply else {
-            counters.error("Redis sent a pushed reply that is not an array");
-            continue;
-        };
-        let (channel, payload) = match parts.as_slice() {
-            [
-                redis::Value::BulkString(kind),
-                redis::Value::BulkString(channel),
-                redis::Value::BulkString(payload),
-            ] if kind == b"message" => (channel, payload),
+        let (channel, payload) = match Pushed::of(&reply) {
+            Pushed::Message { channel, payload } => (channel, payload),
             // A subscription's confirmation: from now on the room's messages arrive here.
-            [
-                redis::Value::BulkString(kind),
-                redis::Value::BulkString(channel),
-                redis::Value::Int(_),
-            ] if kind == b"subscribe" => {
+            Pushed::Subscribed { channel } => {
                 if let Some(room) = names::room_of(&fleet.prefix, channel)
                     && let Some(lines) = rooms.catch_up_read(room)
                 {
@@ -110,10 +99,27 @@ fn session(
                 }
                 continue;
             }
-            [redis::Value::BulkString(kind), _, redis::Value::Int(_)] if kind == b"unsubscribe" => {
+            // Asked for (the room is no longer followed), or Redis's own: the room's slot
+            // moved to another master, where it is subscribed again (and caught up on).
+            Pushed::Unsubscribed { channel } => {
+                let room = names::room_of(&fleet.prefix, channel);
+                if let Some(room) = room.filter(|r| subscribed.contains(*r)) {
+                    for again in listener.moved(Some(room))? {
+                        subscribed.remove(&again);
+                        pending.insert(again);
+                    }
+                }
                 continue;
             }
-            _ => {
+            Pushed::Moved => {
+                counters.error("a Redis Cluster master refused a subscription: its slot moved");
+                for again in listener.moved(None)? {
+                    subscribed.remove(&again);
+                    pending.insert(again);
+                }
+                continue;
+            }
+            Pushed::Unknown => {
                 counters.error("Redis sent a pushed reply of no known kind");
                 continue;
             }
