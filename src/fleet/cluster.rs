@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, Value};
@@ -52,10 +53,12 @@ fn crc16(bytes: &[u8]) -> u16 {
 /// A node as the cluster names it: host and port.
 pub(crate) type Node = (String, u16);
 
-/// Which master serves each slot: ranges sorted by their first slot.
+/// Which master serves each slot: ranges sorted by their first slot; and every node named,
+/// replicas included.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Map {
     ranges: Vec<(u16, u16, Node)>,
+    nodes: Vec<Node>,
 }
 
 impl Map {
@@ -73,13 +76,19 @@ impl Map {
                         Value::Int(first),
                         Value::Int(last),
                         Value::Array(master),
-                        ..,
-                    ] => match (u16::try_from(*first), u16::try_from(*last), node_of(master)) {
-                        (Ok(first), Ok(last), Some(node)) if first <= last && last < SLOTS => {
-                            Some((first, last, node))
+                        replicas @ ..,
+                    ] => {
+                        map.nodes.extend(replicas.iter().filter_map(|r| match r {
+                            Value::Array(replica) => node_of(replica),
+                            _ => None,
+                        }));
+                        match (u16::try_from(*first), u16::try_from(*last), node_of(master)) {
+                            (Ok(first), Ok(last), Some(node)) if first <= last && last < SLOTS => {
+                                Some((first, last, node))
+                            }
+                            _ => None,
                         }
-                        _ => None,
-                    },
+                    }
                     _ => None,
                 },
                 _ => None,
@@ -88,6 +97,10 @@ impl Map {
                 .push(parsed.ok_or_else(|| resp::answered("CLUSTER SLOTS", range))?);
         }
         map.ranges.sort_by_key(|(first, _, _)| *first);
+        map.nodes
+            .extend(map.ranges.iter().map(|(_, _, node)| node.clone()));
+        map.nodes.sort();
+        map.nodes.dedup();
         Ok(map)
     }
 
@@ -143,10 +156,63 @@ impl Redirect {
     }
 }
 
+/// The nodes a fleet knows a cluster by: those it was given, and every node (master or
+/// replica) the last map read named — so that losing the nodes it was given, in a failover
+/// say, does not lose it the cluster.
+#[derive(Debug)]
+pub(crate) struct Seeds {
+    given: Vec<ConnectionInfo>,
+    learned: Mutex<Vec<Node>>,
+}
+
+impl Seeds {
+    pub(crate) fn new(given: Vec<ConnectionInfo>) -> Seeds {
+        Seeds {
+            given,
+            learned: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn given(&self) -> &[ConnectionInfo] {
+        &self.given
+    }
+
+    /// How to reach `node`: as the first node given says (its credentials), at its address.
+    pub(crate) fn info(&self, node: &Node) -> ConnectionInfo {
+        let first = self.given.first().cloned().unwrap_or_else(|| {
+            redis::IntoConnectionInfo::into_connection_info((node.0.as_str(), node.1))
+                .unwrap_or_else(|_| unreachable_info())
+        });
+        first.set_addr(ConnectionAddr::Tcp(node.0.clone(), node.1))
+    }
+
+    /// Every node to ask the map of: those given, then those learned.
+    fn all(&self) -> Vec<ConnectionInfo> {
+        let learned = self
+            .learned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut all = self.given.clone();
+        all.extend(learned.iter().map(|node| self.info(node)));
+        all
+    }
+
+    /// The nodes a map named (at most [`MAX_LEARNED`] of them).
+    fn learn(&self, nodes: &[Node]) {
+        let nodes = nodes.iter().take(MAX_LEARNED).cloned().collect();
+        *self.learned.lock().unwrap_or_else(PoisonError::into_inner) = nodes;
+    }
+}
+
+/// The most nodes a fleet remembers of a cluster's map (Redis Cluster's own bound on its size
+/// is about 1 000 nodes).
+const MAX_LEARNED: usize = 1024;
+
 /// One thread's connections to a cluster's masters, made as they are needed.
 pub(crate) struct Masters {
-    /// The nodes the fleet was given: the map is asked of them when no master answers.
-    seeds: Vec<ConnectionInfo>,
+    /// The nodes to ask the map of when no master answers.
+    seeds: Arc<Seeds>,
     map: Map,
     conns: HashMap<Node, RedisConn>,
     timeout: Duration,
@@ -156,9 +222,9 @@ pub(crate) struct Masters {
 
 impl Masters {
     /// Reads the map from the first of `seeds` that answers.
-    pub(crate) fn open(seeds: &[ConnectionInfo], timeout: Duration) -> io::Result<Masters> {
+    pub(crate) fn open(seeds: &Arc<Seeds>, timeout: Duration) -> io::Result<Masters> {
         let mut masters = Masters {
-            seeds: seeds.to_vec(),
+            seeds: Arc::clone(seeds),
             map: Map::default(),
             conns: HashMap::new(),
             timeout,
@@ -199,7 +265,7 @@ impl Masters {
                 }
             }
         }
-        for seed in self.seeds.clone() {
+        for seed in self.seeds.all() {
             let answer = RedisConn::open(&seed, self.timeout)
                 .and_then(|mut conn| conn.query(&ask, 1))
                 .and_then(|mut r| one(&mut r));
@@ -218,6 +284,7 @@ impl Masters {
         }
         let masters = map.masters();
         self.conns.retain(|node, _| masters.contains(node));
+        self.seeds.learn(&map.nodes);
         self.map = map;
         Ok(())
     }
@@ -270,13 +337,9 @@ impl Masters {
             .ok_or_else(|| io::Error::other("a Redis Cluster connection went missing"))
     }
 
-    /// How to reach `node`: as the first seed says, at its address.
+    /// How to reach `node`.
     pub(crate) fn info(&self, node: &Node) -> ConnectionInfo {
-        let seed = self.seeds.first().cloned().unwrap_or_else(|| {
-            redis::IntoConnectionInfo::into_connection_info((node.0.as_str(), node.1))
-                .unwrap_or_else(|_| unreachable_info())
-        });
-        seed.set_addr(ConnectionAddr::Tcp(node.0.clone(), node.1))
+        self.seeds.info(node)
     }
 
     /// Sends every command (its slot, its encoding) to its slot's master, a pipeline per
@@ -435,6 +498,7 @@ mod tests {
             [Some(7000), Some(7000), Some(7001), Some(7002), Some(7002)]
         );
         assert_eq!(map.masters().len(), 3);
+        assert_eq!(map.nodes.len(), 6, "replicas named too");
         let gap = Map::parse(&Value::Array(vec![range(0, 99, "h", 1)])).unwrap();
         assert_eq!(gap.owner(100), None, "a slot no range covers");
         for bad in [

@@ -7,12 +7,13 @@
 //! a script is loaded on every master a thread reaches, not once.
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::{ConnectionInfo, Value};
 use sha1::{Digest, Sha1};
 
-use super::cluster::Masters;
+use super::cluster::{Masters, Seeds};
 use super::resp::{self, RedisConn};
 
 /// A URL of this scheme names a cluster by some of its nodes:
@@ -25,7 +26,7 @@ pub(crate) const CLUSTER_SCHEME: &str = "redis+cluster://";
 pub(crate) enum Servers {
     One(ConnectionInfo),
     /// A cluster's seed nodes: the map of its slots is asked of them.
-    Cluster(Vec<ConnectionInfo>),
+    Cluster(Arc<Seeds>),
 }
 
 impl Servers {
@@ -43,7 +44,7 @@ impl Servers {
                     .split(',')
                     .map(|host| info(&format!("redis://{credentials}{host}/")))
                     .collect::<io::Result<Vec<_>>>()?;
-                Ok(Servers::Cluster(seeds))
+                Ok(Servers::Cluster(Arc::new(Seeds::new(seeds))))
             }
         }
     }
@@ -59,7 +60,7 @@ impl Servers {
         urls.iter()
             .map(|url| info(url))
             .collect::<io::Result<Vec<_>>>()
-            .map(Servers::Cluster)
+            .map(|seeds| Servers::Cluster(Arc::new(Seeds::new(seeds))))
     }
 
     /// The addresses, as a log line shows them.
@@ -67,7 +68,8 @@ impl Servers {
         match self {
             Servers::One(info) => info.addr().to_string(),
             Servers::Cluster(seeds) => {
-                let all: Vec<String> = seeds.iter().map(|s| s.addr().to_string()).collect();
+                let given = seeds.given().iter();
+                let all: Vec<String> = given.map(|s| s.addr().to_string()).collect();
                 format!("cluster {}", all.join(","))
             }
         }
@@ -210,10 +212,11 @@ mod tests {
         else {
             panic!("a cluster");
         };
-        let addrs: Vec<String> = seeds.iter().map(|s| s.addr().to_string()).collect();
+        let addrs: Vec<String> = seeds.given().iter().map(|s| s.addr().to_string()).collect();
         assert_eq!(addrs, ["127.0.0.1:7000", "127.0.0.1:7001"]);
         assert!(
             seeds
+                .given()
                 .iter()
                 .all(|s| s.redis_settings().password() == Some("pw"))
         );
