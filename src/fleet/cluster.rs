@@ -19,9 +19,14 @@ use super::resp::{self, RedisConn};
 /// Hash slots of a cluster.
 const SLOTS: u16 = 16_384;
 
-/// Redirections a command follows before its pipeline fails (a slot migrating twice while
-/// one pipeline is answered is not worth waiting for).
-const REDIRECTS: usize = 3;
+/// Rounds in which a pipeline's commands are sent: those redirected (`MOVED`, `ASK` that
+/// answered `MOVED`) or refused while their slot's keys are moved (`TRYAGAIN`) go again.
+/// Past the last the pipeline fails.
+const ROUNDS: usize = 8;
+
+/// The pause before a round that sends commands refused with `TRYAGAIN`, doubling each round
+/// (10 ms to 640 ms: about 1.3 s in all, what moving a room's few keys takes).
+const PAUSE: Duration = Duration::from_millis(10);
 
 /// The slot of `key`: its hash tag's (the bytes between the first `{` and the next `}`, when
 /// there are any) or, without one, the whole key's.
@@ -131,20 +136,26 @@ fn node_of(parts: &[Value]) -> Option<Node> {
     }
 }
 
-/// Where an answer sends its command instead: `MOVED` (the slot has a new master: read the
-/// map again) or `ASK` (the slot is migrating: ask that node, this once).
+/// Where or when an answer sends its command again: `MOVED` (the slot has a new master: read
+/// the map again), `ASK` (the slot is migrating: ask that node, this once), `TRYAGAIN` (some
+/// of a script's keys are moved already and some not: in a moment).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Redirect {
     Moved(Node),
     Ask(Node),
+    TryAgain,
 }
 
 impl Redirect {
-    /// `-MOVED 3999 127.0.0.1:7002` or `-ASK 3999 127.0.0.1:7002`; `None` for any other answer.
+    /// `-MOVED 3999 127.0.0.1:7002`, `-ASK 3999 127.0.0.1:7002`, `-TRYAGAIN …`; `None` for any
+    /// other answer.
     pub(crate) fn of(reply: &Value) -> Option<Redirect> {
         let Value::ServerError(e) = reply else {
             return None;
         };
+        if e.code() == "TRYAGAIN" {
+            return Some(Redirect::TryAgain);
+        }
         let (_slot, addr) = e.details()?.split_once(' ')?;
         let (host, port) = addr.rsplit_once(':')?;
         let node = (host.to_owned(), port.parse().ok()?);
@@ -345,29 +356,25 @@ impl Masters {
     /// Sends every command (its slot, its encoding) to its slot's master, a pipeline per
     /// master, and answers their replies in the commands' order. `MOVED` reads the map again
     /// and sends the command where it says; `ASK` sends it once to the node named, after
-    /// `ASKING`. A failed connection is dropped (the next command to its node makes it again)
-    /// and fails the call.
+    /// `ASKING`; `TRYAGAIN` sends it again after a pause. A failed connection is dropped (the
+    /// next command to its node makes it again) and fails the call.
     pub(crate) fn query(&mut self, cmds: &[(u16, Vec<u8>)]) -> io::Result<Vec<Value>> {
         let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
         let mut todo: Vec<usize> = (0..cmds.len()).collect();
-        let mut sent_to: HashMap<usize, Node> = HashMap::new();
-        for _ in 0..=REDIRECTS {
+        for round in 0..ROUNDS {
             if todo.is_empty() {
                 break;
             }
             let mut by_node: Vec<(Node, Vec<usize>)> = Vec::new();
             for &i in &todo {
-                let node = match sent_to.remove(&i) {
-                    Some(node) => node,
-                    None => self.owner(cmds[i].0)?,
-                };
+                let node = self.owner(cmds[i].0)?;
                 match by_node.iter_mut().find(|(n, _)| *n == node) {
                     Some((_, of_node)) => of_node.push(i),
                     None => by_node.push((node, vec![i])),
                 }
             }
             let mut again = Vec::new();
-            let mut moved = false;
+            let (mut moved, mut wait) = (false, false);
             for (node, of_node) in by_node {
                 let packed: Vec<u8> = of_node
                     .iter()
@@ -375,24 +382,25 @@ impl Masters {
                     .collect();
                 let answers = self.pipeline(&node, &packed, of_node.len())?;
                 for (i, answer) in of_node.into_iter().zip(answers) {
+                    let answer = match Redirect::of(&answer) {
+                        Some(Redirect::Ask(to)) => self.ask(&to, &cmds[i].1)?,
+                        _ => answer,
+                    };
                     match Redirect::of(&answer) {
                         None => replies[i] = Some(answer),
-                        Some(Redirect::Moved(_)) => {
-                            moved = true;
-                            again.push(i);
-                        }
-                        Some(Redirect::Ask(to)) => match self.ask(&to, &cmds[i].1)? {
-                            answer if Redirect::of(&answer).is_none() => replies[i] = Some(answer),
-                            _ => {
-                                moved = true;
-                                again.push(i);
-                            }
-                        },
+                        Some(Redirect::TryAgain) => wait = true,
+                        Some(Redirect::Moved(_) | Redirect::Ask(_)) => moved = true,
+                    }
+                    if replies[i].is_none() {
+                        again.push(i);
                     }
                 }
             }
             if moved {
                 self.refresh()?;
+            }
+            if wait && !again.is_empty() {
+                std::thread::sleep(PAUSE * (1 << round.min(6)));
             }
             todo = again;
         }
@@ -522,6 +530,12 @@ mod tests {
         assert_eq!(
             Redirect::of(&error("ASK 3999 ::1:7002").unwrap()),
             Some(Redirect::Ask(("::1".into(), 7002)))
+        );
+        assert_eq!(
+            Redirect::of(
+                &error("TRYAGAIN Multiple keys request during rehashing of slot").unwrap()
+            ),
+            Some(Redirect::TryAgain)
         );
         for other in ["ERR wrong", "MOVED nonsense", "MOVED 1 host:port"] {
             assert_eq!(Redirect::of(&error(other).unwrap()), None, "{other}");
