@@ -88,3 +88,10 @@ pub fn h2_connection(data: &[u8]) {
         assert!(conn.held_bytes() < 1 << 20);
     }
 }
+
+/// Reads `data` as Redis's replies to the fleet: framed and bounded as a connection frames
+/// them, then read as a Redis Cluster's map, a redirection and a pushed message.
+#[cfg(feature = "redis")]
+pub fn redis_replies(data: &[u8]) {
+    crate::fleet::fuzz_replies(data);
+}

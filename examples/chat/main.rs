@@ -60,8 +60,8 @@
 //! - SIGINT or SIGTERM: graceful stop (members get close 1001, streams end, polls get 204),
 //!   exit 0.
 //!
-//! With `--redis URL` (built with `--features redis`) this process is one instance of a
-//! fleet: messages reach the room's members on every instance, and the 5 writes a second are
+//! With `--redis URL` (built with `--features redis`; `redis+cluster://HOST:PORT,HOST:PORT/`
+//! for a Redis Cluster) this process is one instance of a fleet: messages reach the room's members on every instance, and the 5 writes a second are
 //! counted across all instances, a room's history is the fleet's (kept in Redis: a member
 //! joining on any instance, a restarted one too, gets the same last 20 messages, with the same
 //! ids), and `/api/rooms` counts every instance's members (each instance reports its own every
@@ -285,7 +285,8 @@ fn serve() -> std::io::Result<()> {
         &[],
         "A chat with live server figures: open http://127.0.0.1:PORT/ (default 8080).\n\
          --redis redis://HOST:PORT shares rooms and rate limits with the other instances\n\
-         using that Redis server (needs a build with --features redis).\n\
+         using that Redis server (needs a build with --features redis); on a Redis Cluster,\n\
+         --redis redis+cluster://HOST:PORT,HOST:PORT/ names some of its nodes.\n\
          --allow-origin ORIGINS lets pages of those origins (comma-separated, or *) open the\n\
          chat's WebSocket; by default only pages of the chat's own host may.\n\
          --proxies N: the proxies in front, each appending to X-Forwarded-For (default 0:\n\

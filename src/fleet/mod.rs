@@ -17,7 +17,7 @@
 //! **Rooms.** [`Rooms::publish`](crate::ws::Rooms::publish) delivers to this instance's
 //! members at once, as without a fleet, and hands the message to a **publisher thread** (a
 //! bounded queue, [`Fleet::queue`]) that `PUBLISH`es it on the room's channel
-//! (`{prefix}:room:{room}`) in an envelope naming this instance. A **subscriber thread**
+//! (`{prefix:room}:room`) in an envelope naming this instance. A **subscriber thread**
 //! holds one subscription per room that has members here (`SUBSCRIBE` when the first local
 //! member joins, `UNSUBSCRIBE` when the last leaves) and hands what other instances published
 //! to the workers' fan-out; it drops its own instance's echo. So every member gets each
@@ -66,6 +66,15 @@
 //! [`ServerStats`](crate::http::ServerStats). Each thread reconnects with a backoff doubling
 //! from 100 ms to 2 s; once Redis is back, rooms cross instances again within about 2 s.
 //! Nothing panics.
+//!
+//! **On a Redis Cluster** ([`Fleet::cluster`], or a `redis+cluster://` URL; Redis 7 or later)
+//! every thread sends each command to the master of its key's slot, as the cluster's map says
+//! (read from any node it knows, every node the map names remembered), following `MOVED`, `ASK`
+//! and `TRYAGAIN`. A room's keys and its channel carry the room in a hash tag, so its scripts
+//! and its one order live on one master; pub/sub is sharded (`SPUBLISH`, `SSUBSCRIBE`: one
+//! subscribing connection per master needed). A master's failover is, for the fleet, Redis away
+//! for the rooms of its slots until the replica is promoted; a slot's migration is followed
+//! without a post Redis placed being lost. See `docs/GUIDE.md` ("On a Redis Cluster").
 //!
 //! [`Server::fleet`]: crate::http::Server::fleet
 //! [`RateLimit::fleet`]: LimitAcrossFleet::fleet
@@ -297,6 +306,28 @@ impl Fleet {
     /// A connection to Redis with the fleet threads' limits (see [`resp`]).
     fn connect(&self) -> io::Result<servers::Session> {
         self.servers.connect(IO_TIMEOUT)
+    }
+}
+
+/// Reads `data` as Redis's replies and each as every reader of the fleet would take it: a
+/// cluster's map (every slot's owner asked), a redirection, a pushed message and its room.
+/// Never a panic; a map's owner of a slot is a range's that holds it.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz_replies(data: &[u8]) {
+    for reply in resp::replies(data) {
+        if let Ok(map) = cluster::Map::parse(&reply) {
+            for slot in (0..16_384).step_by(97) {
+                let _ = map.owner(slot);
+            }
+            let _ = map.masters();
+        }
+        let _ = cluster::Redirect::of(&reply);
+        if let listener::Pushed::Message { channel, .. }
+        | listener::Pushed::Subscribed { channel }
+        | listener::Pushed::Unsubscribed { channel } = listener::Pushed::of(&reply)
+        {
+            let _ = names::room_of(PREFIX, channel);
+        }
     }
 }
 

@@ -265,6 +265,21 @@ impl RedisConn {
     }
 }
 
+/// Every whole reply at the start of `buf`, framed and decoded as a connection's are, up to
+/// the first incomplete or refused one (the fuzz target's way in).
+#[cfg(fuzzing)]
+pub(crate) fn replies(mut buf: &[u8]) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Ok(Some(end)) = Scan::default().frame(buf) {
+        match redis::parse_redis_value(&buf[..end]) {
+            Ok(value) => out.push(value),
+            Err(_) => break,
+        }
+        buf = &buf[end..];
+    }
+    out
+}
+
 /// Framing of one RESP2 reply, resumable: where the value being read starts, and how many
 /// values (it included) are still to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
