@@ -19,10 +19,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use web::fleet::{Fleet, LimitAcrossFleet};
-use web::http::{
-    Header, RateLimit, Request, Server, ServerHandle, param, query_of, text_response, wrap,
-};
+use web::fleet::Fleet;
+use web::http::{Request, Server, ServerHandle, param, query_of, text_response};
 use web::ws::{History, Rooms, Ws, WsHandler};
 use wire::wait_until;
 
@@ -163,32 +161,19 @@ impl Cluster {
             let port = free_port_pair();
             let own = dir.join(port.to_string());
             std::fs::create_dir_all(&own).unwrap();
-            let mut child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"])
-                // A replica in sync at once (not after the default 5 s), so that it can take
-                // over from the start.
-                .args(["--repl-diskless-sync-delay", "0"])
-                .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
-                .arg("--dir")
-                .arg(&own)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server is needed for this test (apt-get install -y redis-server)");
-            let end = Instant::now() + Duration::from_secs(20);
-            while Instant::now() < end {
-                if command(port, &["PING"]).is_some_and(|r| r.text() == "+PONG") {
-                    return Node { child, port };
-                }
-                if let Ok(Some(_)) = child.try_wait() {
-                    break; // exited: the port was taken
-                }
-                std::thread::sleep(Duration::from_millis(5));
+            let extra = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "1000",
+                // A replica in sync at once (not after the default 5 s), so that it can
+                // take over from the start.
+                "--repl-diskless-sync-delay",
+                "0",
+            ];
+            if let Some(child) = wire::redis_server::start(port, &own, &extra) {
+                return Node { child, port };
             }
-            let _ = child.kill();
-            let _ = child.wait();
         }
         panic!("redis-server did not start on any of 5 ports");
     }
@@ -465,35 +450,7 @@ fn posts_cross_instances_in_one_order_in_rooms_on_every_master() {
 fn rate_limits_count_a_caller_once_across_instances_on_a_cluster() {
     let cluster = Cluster::start();
     let (fa, fb) = (fleet(&cluster, 1, "rate"), fleet(&cluster, 2, "rate"));
-    let app = |f: &Fleet| {
-        wrap(vec![RateLimit::new(5, 2, 1).fleet(f).layer()], |_req| {
-            text_response(201, "")
-        })
-    };
-    let (a, b) = (app(&fa), app(&fb));
-    wait_until(Duration::from_secs(5), "both limiters connected", || {
-        fa.stats().connections >= 1 && fb.stats().connections >= 1
-    });
-    let req =
-        |from: &str| Request::new("POST", "/", vec![Header::new("X-Forwarded-For", from)], "");
-    let spaced = |f: &dyn Fn(Request) -> web::http::Response, r: Request| {
-        let status = f(r).status;
-        std::thread::sleep(Duration::from_millis(15));
-        status
-    };
-    // 7 writes of one caller over both instances in one second (the case), and one of
-    // another caller.
-    let (writes, other) = wire::within_one_second(|_| {
-        let writes: Vec<u16> = (0..7)
-            .map(|i| spaced([&a, &b][i % 2], req("10.0.0.1")))
-            .collect();
-        (writes, b(req("10.0.0.2")).status)
-    });
-    let admitted = writes.iter().filter(|&&s| s == 201).count();
-    assert!((5..=6).contains(&admitted), "{writes:?}");
-    assert_eq!(writes.last(), Some(&429), "{writes:?}");
-    assert_eq!(other, 201, "another caller: its own count");
-    assert_eq!(fa.stats().local_decisions + fb.stats().local_decisions, 0);
+    wire::fleet::a_caller_is_counted_once_across_two_instances(&fa, &fb);
 }
 
 #[test]

@@ -13,7 +13,7 @@ mod wire;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -52,29 +52,8 @@ impl Redis {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let dir = std::env::temp_dir();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is needed for this test (apt-get install -y redis-server)");
-        let mut redis = Redis { child, port };
-        let end = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < end {
-            if redis.command(&["PING"]).as_deref() == Some("+PONG") {
-                return Some(redis);
-            }
-            if let Ok(Some(_)) = redis.child.try_wait() {
-                return None; // exited: the port was taken
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        None
+        let child = wire::redis_server::start(port, &std::env::temp_dir(), &[])?;
+        Some(Redis { child, port })
     }
 
     fn url(&self) -> String {
@@ -314,48 +293,7 @@ fn an_instance_subscribes_only_to_rooms_with_local_members() {
 fn rate_limits_count_a_caller_once_across_instances() {
     let redis = Redis::start();
     let (fa, fb) = (fleet(&redis, "rate"), fleet(&redis, "rate"));
-    let app = |f: &Fleet| {
-        wrap(vec![RateLimit::new(5, 2, 1).fleet(f).layer()], |_req| {
-            text_response(201, "")
-        })
-    };
-    let (a, b) = (app(&fa), app(&fb));
-    wait_until(Duration::from_secs(5), "both limiters connected", || {
-        fa.stats().connections >= 1 && fb.stats().connections >= 1
-    });
-    let req = |method: &str, from: &str| {
-        Request::new(method, "/", vec![Header::new("X-Forwarded-For", from)], "")
-    };
-    // Requests a Redis round trip apart: each instance decides at once on its own count and
-    // what the other had counted as of its own last report, one step old — a caller spread
-    // over two instances gets its allowance and at most one request more (README: the bound).
-    let spaced = |f: &dyn Fn(Request) -> web::http::Response, r: Request| {
-        let status = f(r).status;
-        std::thread::sleep(Duration::from_millis(15));
-        status
-    };
-    // 10 writes and 4 reads of one caller alternating over the two instances, and one write of
-    // another caller, all in one wall-clock second.
-    let (writes, reads, other) = wire::within_one_second(|_| {
-        let writes: Vec<u16> = (0..10)
-            .map(|i| spaced([&a, &b][i % 2], req("POST", "10.0.0.1")))
-            .collect();
-        let reads: Vec<u16> = (0..4)
-            .map(|i| spaced([&a, &b][i % 2], req("GET", "10.0.0.1")))
-            .collect();
-        (writes, reads, b(req("POST", "10.0.0.2")).status)
-    });
-    let admitted = writes.iter().filter(|&&s| s == 201).count();
-    assert!((5..=6).contains(&admitted), "{writes:?}");
-    assert!(writes[..5].iter().all(|&s| s == 201), "{writes:?}");
-    assert!(writes[6..].iter().all(|&s| s == 429), "{writes:?}");
-    let read = reads.iter().filter(|&&s| s == 201).count();
-    assert!(
-        (2..=3).contains(&read),
-        "reads: their own bucket: {reads:?}"
-    );
-    assert_eq!(other, 201, "another caller: its own bucket");
-    assert_eq!(fa.stats().local_decisions + fb.stats().local_decisions, 0);
+    wire::fleet::a_caller_is_counted_once_across_two_instances(&fa, &fb);
 }
 
 #[test]

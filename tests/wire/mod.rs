@@ -10,6 +10,9 @@ pub mod chat;
 pub mod drive;
 pub mod examples;
 pub mod fake_redis;
+#[cfg(feature = "redis")]
+pub mod fleet;
+pub mod redis_server;
 #[cfg(feature = "tls")]
 pub mod tls_drive;
 #[cfg(feature = "tls")]
