@@ -21,7 +21,8 @@ pub(crate) struct Record<'t> {
     /// The request's method and target, for the log and a stall's report.
     pub(crate) label: Label<'t>,
     pub(crate) began: Instant,
-    came: Came,
+    /// Where it came from (made only for the log).
+    came: Option<Came>,
     /// A handler ran with the route kept for the log (see [`Record::handler_runs`]).
     routed: bool,
     reply_to: ReplyTo,
@@ -39,14 +40,14 @@ impl<'t> Record<'t> {
         tally: &'t mut Tally,
     ) -> Record<'t> {
         let mut record = Record::labelled(app, label, origin, tally);
-        if record.log.is_some() {
-            record.came.protocol = match (origin.stream, rules.http10) {
+        if let Some(came) = &mut record.came {
+            came.protocol = match (origin.stream, rules.http10) {
                 (0, true) => Protocol::Http10,
                 (0, false) => Protocol::Http11,
                 _ => Protocol::Http2,
             };
             // (Read only for the log: what proxies forwarded is parsed then alone.)
-            record.came.client_addr = request.client_addr();
+            came.client_addr = request.client_addr();
         }
         record
     }
@@ -68,12 +69,13 @@ impl<'t> Record<'t> {
             0 => Protocol::Http11,
             _ => Protocol::Http2,
         };
+        let log = app.server().and_then(|s| s.access_log.as_deref());
         Record {
             tally,
-            log: app.server().and_then(|s| s.access_log.as_deref()),
+            log,
             label,
             began: origin.now,
-            came: Came::peer(origin.peer, protocol, origin.tls),
+            came: log.map(|_| Came::peer(origin.peer, protocol, origin.tls)),
             routed: false,
             reply_to: origin.reply_to,
             stream: origin.stream,
@@ -105,9 +107,9 @@ impl<'t> Record<'t> {
     /// The reply is complete in the output: `status`, `bytes` of it.
     pub(crate) fn now(&mut self, status: u16, bytes: u64) {
         self.tally.replied(status);
-        if let Some(log) = self.log {
+        if let (Some(log), Some(came)) = (self.log, &self.came) {
             self.route(|route| {
-                let at = (self.began, &self.came, route);
+                let at = (self.began, came, route);
                 access::now(log, self.label, (status, bytes), at);
             });
         }
@@ -118,9 +120,9 @@ impl<'t> Record<'t> {
         if status > 0 {
             self.tally.replied(status);
         }
-        if let (Some(_), ReplyTo::Conn(id) | ReplyTo::Stream(id)) = (self.log, self.reply_to) {
+        if let (Some(came), ReplyTo::Conn(id) | ReplyTo::Stream(id)) = (&self.came, self.reply_to) {
             self.route(|route| {
-                let at = (self.began, &self.came, route);
+                let at = (self.began, came, route);
                 access::later((id, self.stream), self.label, at, (kind, status, bytes));
             });
         }
