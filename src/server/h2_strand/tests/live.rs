@@ -157,7 +157,11 @@ fn ten_event_streams_and_a_websocket_share_one_connection_and_each_gets_the_room
     // moment before the connection is.)
     let start = Instant::now();
     while server.stats().open_connections != 1 {
-        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", server.stats());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            server.stats()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     rooms.publish_event("news", &Event::new("first").id("1"));
