@@ -6,6 +6,7 @@
 //! keeping it, so no message reaches other instances late. Between batches it writes this
 //! instance's presence.
 
+use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -66,12 +67,14 @@ fn serve(
     loop {
         if Instant::now() >= next_beat {
             let now = rooms.list();
+            let here: HashSet<&str> = now.iter().map(|(room, _)| room.as_str()).collect();
             let left: Vec<String> = counted
-                .drain(..)
-                .filter(|room| !now.iter().any(|(r, _)| r == room))
+                .iter()
+                .filter(|room| !here.contains(room.as_str()))
+                .cloned()
                 .collect();
             presence::beat(con, &fleet.prefix, fleet.instance, &now, &left)?;
-            counted.extend(now.into_iter().map(|(room, _)| room));
+            *counted = now.into_iter().map(|(room, _)| room).collect();
             next_beat = Instant::now() + presence::BEAT;
         }
         match outgoing.recv_timeout(POLL) {
