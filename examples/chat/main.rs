@@ -61,10 +61,10 @@
 //!   exit 0.
 //!
 //! With `--redis URL` (built with `--features redis`; `redis+cluster://HOST:PORT,HOST:PORT/`
-//! for a Redis Cluster) this process is one instance of a fleet: messages reach the room's members on every instance, and the 5 writes a second are
-//! counted across all instances, a room's history is the fleet's (kept in Redis: a member
-//! joining on any instance, a restarted one too, gets the same last 20 messages, with the same
-//! ids), and `/api/rooms` counts every instance's members (each instance reports its own every
+//! for a Redis Cluster) this process is one instance of a fleet: messages reach the room's
+//! members on every instance, and the 5 writes a second are counted across all instances, a
+//! room's history is the fleet's (kept in Redis: a member joining on any instance, a restarted
+//! one too, gets the same last 20 messages, with the same ids), and `/api/rooms` counts every instance's members (each instance reports its own every
 //! second; a dead one's stop counting within 3 s). See `web::fleet` for what happens while
 //! Redis is unreachable: each instance serves its own history and counts, and says so in
 //! `/api/stats` (`fleet_local_reads`).

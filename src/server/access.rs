@@ -3,9 +3,9 @@
 //! or streamed, and for WebSocket and event-stream sessions when they end.
 //!
 //! A reply answered at once is logged as it is rendered (its method and target read from the
-//! bytes the request came in, which outlive the handler's call). Any other is remembered, per worker, from
-//! the handler's return to its end: the reply complete in the connection's output, the session
-//! or the connection closed. Nothing of this runs without a hook.
+//! bytes the request came in, which outlive the handler's call). Any other is remembered, per
+//! worker, from the handler's return to its end: the reply complete in the connection's output,
+//! the session or the connection closed. Nothing of this runs without a hook.
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -17,12 +17,11 @@ use crate::server::replies::ReplyTo;
 /// What is counted and logged of one request's answer.
 pub(crate) struct Record<'t> {
     pub(crate) tally: &'t mut Tally,
-    log: Option<&'t DynAccessLog>,
+    /// The access log, and where the exchange came from (made only when there is a log).
+    log: Option<(&'t DynAccessLog, Came)>,
     /// The request's method and target, for the log and a stall's report.
     pub(crate) label: Label<'t>,
     pub(crate) began: Instant,
-    /// Where it came from (made only for the log).
-    came: Option<Came>,
     /// A handler ran with the route kept for the log (see [`Record::handler_runs`]).
     routed: bool,
     reply_to: ReplyTo,
@@ -40,7 +39,7 @@ impl<'t> Record<'t> {
         tally: &'t mut Tally,
     ) -> Record<'t> {
         let mut record = Record::labelled(app, label, origin, tally);
-        if let Some(came) = &mut record.came {
+        if let Some((_, came)) = &mut record.log {
             came.protocol = match (origin.stream, rules.http10) {
                 (0, true) => Protocol::Http10,
                 (0, false) => Protocol::Http11,
@@ -72,10 +71,9 @@ impl<'t> Record<'t> {
         let log = app.server().and_then(|s| s.access_log.as_deref());
         Record {
             tally,
-            log,
+            log: log.map(|log| (log, Came::peer(origin.peer, protocol, origin.tls))),
             label,
             began: origin.now,
-            came: log.map(|_| Came::peer(origin.peer, protocol, origin.tls)),
             routed: false,
             reply_to: origin.reply_to,
             stream: origin.stream,
@@ -107,9 +105,9 @@ impl<'t> Record<'t> {
     /// The reply is complete in the output: `status`, `bytes` of it.
     pub(crate) fn now(&mut self, status: u16, bytes: u64) {
         self.tally.replied(status);
-        if let (Some(log), Some(came)) = (self.log, &self.came) {
+        if let Some((log, came)) = self.log {
             self.route(|route| {
-                let at = (self.began, came, route);
+                let at = (self.began, &came, route);
                 access::now(log, self.label, (status, bytes), at);
             });
         }
@@ -120,7 +118,9 @@ impl<'t> Record<'t> {
         if status > 0 {
             self.tally.replied(status);
         }
-        if let (Some(came), ReplyTo::Conn(id) | ReplyTo::Stream(id)) = (&self.came, self.reply_to) {
+        if let (Some((_, came)), ReplyTo::Conn(id) | ReplyTo::Stream(id)) =
+            (&self.log, self.reply_to)
+        {
             self.route(|route| {
                 let at = (self.began, came, route);
                 access::later((id, self.stream), self.label, at, (kind, status, bytes));
