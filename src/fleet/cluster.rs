@@ -8,6 +8,7 @@
 //! room's scripts run on one master, and a room's order is that master's.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -319,12 +320,8 @@ impl Masters {
             return Ok(());
         }
         self.scripts.push(script.to_owned());
-        let load = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(script)
-            .get_packed_command();
         for conn in self.conns.values_mut() {
-            expect_loaded(conn.query(&load, 1))?;
+            conn.load_scripts(&[script])?;
         }
         Ok(())
     }
@@ -332,20 +329,16 @@ impl Masters {
     /// The connection to `node`, made if there is none (with the seeds' credentials), the
     /// scripts loaded on it.
     pub(crate) fn conn(&mut self, node: &Node) -> io::Result<&mut RedisConn> {
-        if !self.conns.contains_key(node) {
-            let mut conn = RedisConn::open(&self.info(node), self.timeout)?;
-            if !self.scripts.is_empty() {
-                let mut pipe = redis::pipe();
-                for script in &self.scripts {
-                    pipe.cmd("SCRIPT").arg("LOAD").arg(script);
+        match self.conns.entry(node.clone()) {
+            Entry::Occupied(kept) => Ok(kept.into_mut()),
+            Entry::Vacant(slot) => {
+                let mut conn = RedisConn::open(&self.seeds.info(node), self.timeout)?;
+                if !self.scripts.is_empty() {
+                    conn.load_scripts(&self.scripts)?;
                 }
-                expect_loaded(conn.query(&pipe.get_packed_pipeline(), self.scripts.len()))?;
+                Ok(slot.insert(conn))
             }
-            self.conns.insert(node.clone(), conn);
         }
-        self.conns
-            .get_mut(node)
-            .ok_or_else(|| io::Error::other("a Redis Cluster connection went missing"))
     }
 
     /// How to reach `node`.
@@ -426,14 +419,6 @@ impl Masters {
         packed.extend_from_slice(cmd);
         let mut answers = self.pipeline(node, &packed, 2)?;
         one(&mut answers)
-    }
-}
-
-/// Every `SCRIPT LOAD` answered with a SHA-1.
-fn expect_loaded(answers: io::Result<Vec<Value>>) -> io::Result<()> {
-    match answers?.iter().find(|a| !matches!(a, Value::BulkString(_))) {
-        None => Ok(()),
-        Some(other) => Err(resp::answered("SCRIPT LOAD", other)),
     }
 }
 

@@ -211,6 +211,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_publish_script_publishes_with_the_command_given_and_only_that_changes() {
+        let sharded = publish_script("SPUBLISH");
+        assert_eq!(sharded.matches("redis.call('SPUBLISH',").count(), 1);
+        assert!(!sharded.contains("redis.call('PUBLISH',"));
+        assert_eq!(sharded.replace("SPUBLISH", "PUBLISH"), PUBLISH);
+        assert_eq!(publish_script("PUBLISH"), PUBLISH);
+    }
+
+    #[test]
     fn entries_read_back_and_foreign_ones_are_passed_over() {
         for (id, text) in [
             (0, ""),

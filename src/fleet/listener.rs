@@ -161,28 +161,19 @@ impl Listener {
     /// The next pushed reply of any connection if one starts within `wait` (it must then be
     /// whole within the connection's timeout), or the bell `ear` hears rang first.
     pub(crate) fn next(&mut self, wait: Duration, ear: &Ear) -> io::Result<Awaited> {
-        let conns: Vec<&mut RedisConn> = match self {
+        let mut conns: Vec<&mut RedisConn> = match self {
             Listener::One(conn) => vec![conn],
             Listener::Shards(shards) => shards.conns.iter_mut().map(|(_, c)| c).collect(),
         };
-        if let Some(buffered) = conns.into_iter().find(|c| c.has_buffered()) {
+        if let Some(buffered) = conns.iter_mut().find(|c| c.has_buffered()) {
             return buffered.reply().map(Awaited::Reply);
         }
-        let fds: Vec<_> = match self {
-            Listener::One(conn) => vec![conn.fd()],
-            Listener::Shards(shards) => shards.conns.iter().map(|(_, c)| c.fd()).collect(),
-        };
+        let fds: Vec<_> = conns.iter().map(|c| c.fd()).collect();
         match ear.wait(&fds, wait)? {
-            Heard::Readable(at) => {
-                let conn = match self {
-                    Listener::One(conn) => Some(conn),
-                    Listener::Shards(shards) => shards.conns.get_mut(at).map(|(_, c)| c),
-                };
-                match conn {
-                    Some(conn) => conn.reply_once_readable().map(Awaited::Reply),
-                    None => Ok(Awaited::Quiet),
-                }
-            }
+            Heard::Readable(at) => match conns.get_mut(at) {
+                Some(conn) => conn.reply_once_readable().map(Awaited::Reply),
+                None => Ok(Awaited::Quiet),
+            },
             Heard::Rung => Ok(Awaited::Rung),
             Heard::Quiet => Ok(Awaited::Quiet),
         }

@@ -200,6 +200,22 @@ impl RedisConn {
         self.reply_until(Instant::now() + self.timeout)
     }
 
+    /// Loads `scripts` (`SCRIPT LOAD`, one pipeline): their SHA-1s, as Redis answers them.
+    pub(crate) fn load_scripts<S: AsRef<str>>(&mut self, scripts: &[S]) -> io::Result<Vec<String>> {
+        let mut pipe = redis::pipe();
+        for script in scripts {
+            pipe.cmd("SCRIPT").arg("LOAD").arg(script.as_ref());
+        }
+        let answers = self.query(&pipe.get_packed_pipeline(), scripts.len())?;
+        answers
+            .iter()
+            .map(|a| match a {
+                Value::BulkString(sha) => Ok(String::from_utf8_lossy(sha).into_owned()),
+                other => Err(answered("SCRIPT LOAD", other)),
+            })
+            .collect()
+    }
+
     /// Whether bytes of a reply have arrived and not been taken.
     pub(crate) fn has_buffered(&self) -> bool {
         !self.buf.is_empty()

@@ -14,7 +14,7 @@ use redis::{ConnectionInfo, Value};
 use sha1::{Digest, Sha1};
 
 use super::cluster::{Masters, Seeds};
-use super::resp::{self, RedisConn};
+use super::resp::RedisConn;
 
 /// A URL of this scheme names a cluster by some of its nodes:
 /// `redis+cluster://HOST:PORT,HOST:PORT/` (a user and password before the first host apply to
@@ -143,20 +143,7 @@ impl Session {
     /// reached): their SHA-1s, for `EVALSHA`.
     pub(crate) fn load(&mut self, scripts: &[&str]) -> io::Result<Vec<String>> {
         match self {
-            Session::One(conn) => {
-                let mut pipe = redis::pipe();
-                for script in scripts {
-                    pipe.cmd("SCRIPT").arg("LOAD").arg(*script);
-                }
-                let answers = conn.query(&pipe.get_packed_pipeline(), scripts.len())?;
-                answers
-                    .iter()
-                    .map(|a| match a {
-                        Value::BulkString(sha) => Ok(String::from_utf8_lossy(sha).into_owned()),
-                        other => Err(resp::answered("SCRIPT LOAD", other)),
-                    })
-                    .collect()
-            }
+            Session::One(conn) => conn.load_scripts(scripts),
             Session::Cluster(masters) => {
                 for script in scripts {
                     masters.keep_loaded(script)?;
@@ -188,17 +175,15 @@ fn sha1_hex(script: &str) -> String {
 /// fleet's scripts take their room's keys, all on one slot), or the first argument (the key
 /// or channel of every other command the fleet sends).
 fn routing_key(cmd: &redis::Cmd) -> &[u8] {
-    let args: Vec<&[u8]> = cmd
-        .args_iter()
-        .map(|a| match a {
-            redis::Arg::Simple(bytes) => bytes,
-            _ => &b""[..],
-        })
-        .collect();
-    let name = args.first().copied().unwrap_or_default();
+    let mut args = cmd.args_iter().map(|a| match a {
+        redis::Arg::Simple(bytes) => bytes,
+        _ => &b""[..],
+    });
+    let name = args.next().unwrap_or_default();
     let scripted = name.eq_ignore_ascii_case(b"EVAL") || name.eq_ignore_ascii_case(b"EVALSHA");
-    let at = if scripted { 3 } else { 1 };
-    args.get(at).copied().unwrap_or_default()
+    // (The script and the number of keys come before a script's first key.)
+    let skip = if scripted { 2 } else { 0 };
+    args.nth(skip).unwrap_or_default()
 }
 
 #[cfg(test)]
