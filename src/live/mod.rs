@@ -9,6 +9,7 @@ mod command;
 mod conn;
 mod outbox;
 mod stall;
+mod stall_clock;
 
 pub use budget::MAX_QUEUED_OUTPUT;
 pub(crate) use budget::{Charge, OutputBudget, forget_worker_frames};

@@ -1,14 +1,14 @@
 //! A handler that holds its worker is never silent — an HTTP handler, or a WebSocket or event
-//! stream's callback: each call is timed with one clock read (the start is the latest read the
-//! worker already made — its loop turn's, or the end of the call before), one that held the
-//! worker past `Server::stall_threshold` is counted and reported once per method and path
-//! through the log.
+//! stream's callback: each call is timed by two reads of the stall clock ([`StallClock`], the
+//! CPU's counter where the kernel's clock is that counter); one that held the worker past
+//! `Server::stall_threshold` is counted and reported once per method and path through the log.
 
-use std::cell::Cell;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use super::stall_clock::StallClock;
 
 /// The default threshold: a handler that holds a worker this long delays every other
 /// connection of the worker as long — tens of milliseconds is already felt.
@@ -17,16 +17,14 @@ pub const STALL_THRESHOLD: Duration = Duration::from_millis(50);
 /// Distinct method-and-path pairs reported per server; stalls past them are counted only.
 const REPORTED_MAX: usize = 256;
 
-thread_local! {
-    /// The latest clock read of this worker's handlers' timing.
-    static LAST_READ: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
 /// A server's rule for stalls and their count: the threshold, each worker's stalls and the
 /// longest (on a cache line of its own), and what was reported already (locked only when a
 /// call stalled).
 pub(crate) struct Stalls {
     pub(crate) threshold: Duration,
+    clock: StallClock,
+    /// The threshold in the clock's ticks.
+    threshold_ticks: u64,
     workers: Box<[Count]>,
     reported: Mutex<HashSet<Box<str>>>,
 }
@@ -42,8 +40,14 @@ struct Count {
 
 impl Stalls {
     pub(crate) fn new(threshold: Duration, workers: usize) -> Stalls {
+        Stalls::timed_by(StallClock::get(), threshold, workers)
+    }
+
+    fn timed_by(clock: StallClock, threshold: Duration, workers: usize) -> Stalls {
         Stalls {
             threshold,
+            clock,
+            threshold_ticks: clock.ticks(threshold),
             workers: (0..workers.max(1)).map(|_| Count::default()).collect(),
             reported: Mutex::new(HashSet::new()),
         }
@@ -77,35 +81,45 @@ impl Stalls {
 /// A handler call being timed.
 #[derive(Clone, Copy)]
 pub(crate) struct Watch {
-    /// When the call began, as far as the worker's clock reads tell.
-    pub(crate) began: Instant,
+    /// The stall clock when the call began.
+    began: u64,
+    /// The worker's latest read of the monotonic clock before the call (its loop turn's).
+    turn: Instant,
 }
 
 impl Watch {
-    /// Starts timing a call; `turn` is the loop turn's clock read.
-    pub(crate) fn start(turn: Instant) -> Watch {
+    /// Starts timing a call by `stalls`' clock; `turn` is the loop turn's clock read.
+    #[inline]
+    pub(crate) fn start(stalls: &Stalls, turn: Instant) -> Watch {
         Watch {
-            began: LAST_READ.get().map_or(turn, |last| last.max(turn)),
+            began: stalls.clock.read(),
+            turn,
         }
     }
 
     /// The call for `label` (`"GET /path?query"`, `"GET /chat (WebSocket message)"`) on
-    /// `worker` returned: reads the clock once, and counts and reports a stall (by method and
-    /// path, the query left out).
+    /// `worker` returned: reads the stall clock once, and counts and reports a stall (by
+    /// method and path, the query left out).
+    #[inline]
     pub(crate) fn stop<'l>(self, stalls: &Stalls, worker: usize, label: impl FnOnce() -> &'l str) {
-        let now = Instant::now();
-        LAST_READ.set(Some(now));
-        // A comparison of instants on the quick path (a subtraction of two is dearer).
-        if self
-            .began
-            .checked_add(stalls.threshold)
-            .is_none_or(|stalls_at| now < stalls_at)
-        {
+        let ticks = stalls.clock.read().wrapping_sub(self.began);
+        if ticks < stalls.threshold_ticks {
             return;
         }
-        let took = now.saturating_duration_since(self.began);
+        self.stalled(stalls, worker, ticks, label());
+    }
+
+    /// The stall clock counted `ticks` past the threshold: a stall if the monotonic clock
+    /// agrees (time since the turn began, at least the call's), counted and reported.
+    #[cold]
+    #[inline(never)]
+    fn stalled(self, stalls: &Stalls, worker: usize, ticks: u64, label: &str) {
+        let at_most = self.turn.elapsed();
+        if at_most < stalls.threshold {
+            return;
+        }
+        let took = stalls.clock.duration(ticks).min(at_most);
         stalls.count(worker, took);
-        let label = label();
         let label = label.split_once('?').map_or(label, |(l, _)| l);
         if stalls.first(label) {
             crate::log::warning!(
@@ -125,22 +139,37 @@ mod tests {
     #[test]
     fn a_call_past_the_threshold_is_counted_and_one_under_it_is_not() {
         let relaxed = Stalls::new(Duration::from_secs(3600), 2);
-        Watch::start(Instant::now()).stop(&relaxed, 0, || "GET /fast");
+        Watch::start(&relaxed, Instant::now()).stop(&relaxed, 0, || "GET /fast");
         assert_eq!(relaxed.totals().0, 0);
         let stalls = Stalls::new(Duration::from_millis(1), 2);
-        let w = Watch::start(Instant::now());
+        let w = Watch::start(&stalls, Instant::now());
         std::thread::sleep(Duration::from_millis(5));
         w.stop(&stalls, 1, || "GET /slow?secret=1");
-        let w = Watch::start(Instant::now());
+        let w = Watch::start(&stalls, Instant::now());
         std::thread::sleep(Duration::from_millis(2));
         w.stop(&stalls, 0, || "GET /slow?other=2");
         let (n, longest) = stalls.totals();
         assert_eq!(n, 2);
-        assert!(longest >= Duration::from_millis(5), "{longest:?}");
+        assert!(longest >= Duration::from_micros(4_500), "{longest:?}");
         assert!(
             !stalls.first("GET /slow"),
             "reported once, the query left out"
         );
         assert!(stalls.first("GET /other"));
+    }
+
+    #[test]
+    fn a_quick_call_late_in_a_long_turn_is_not_a_stall() {
+        for clock in [StallClock::get(), StallClock::monotonic()] {
+            let stalls = Stalls::timed_by(clock, Duration::from_millis(5), 1);
+            let turn = Instant::now();
+            std::thread::sleep(Duration::from_millis(10));
+            Watch::start(&stalls, turn).stop(&stalls, 0, || "GET /quick");
+            assert_eq!(stalls.totals().0, 0, "{clock:?}");
+            let w = Watch::start(&stalls, turn);
+            std::thread::sleep(Duration::from_millis(6));
+            w.stop(&stalls, 0, || "GET /slow");
+            assert_eq!(stalls.totals().0, 1, "{clock:?}");
+        }
     }
 }

@@ -201,7 +201,7 @@ impl<H: SseHandler> SseStrand<H> {
             },
         };
         // Timed: a callback holds its worker as an HTTP handler does.
-        let watch = Watch::start(now);
+        let watch = Watch::start(&endpoint.settings.stalls, now);
         f(&endpoint.handler, &mut sse, &mut member.state);
         let stalls = &endpoint.settings.stalls;
         watch.stop(stalls, id.worker() as usize, || &endpoint.label);

@@ -310,7 +310,7 @@ impl<H: WsHandler> WsStrand<H> {
                 },
             };
             // Timed: a callback holds its worker as an HTTP handler does.
-            let watch = Watch::start(now);
+            let watch = Watch::start(&endpoint.settings.live.stalls, now);
             f(&endpoint.handler, &mut ws, &mut member.state);
             let stalls = &endpoint.settings.live.stalls;
             watch.stop(stalls, id.worker() as usize, || &endpoint.label);

@@ -75,6 +75,16 @@ impl Request {
     pub fn set_proxies(&mut self, n: usize) {
         self.caller_mut().proxies = u8::try_from(n).unwrap_or(u8::MAX);
     }
+
+    /// Sets both at once, as the server does for every request it receives: the connection's
+    /// `peer` (left as it is when `None`) and how many of `proxies` are trusted for it.
+    pub(crate) fn set_caller(&mut self, peer: Option<SocketAddr>, proxies: &Proxies) {
+        let caller = self.caller_mut();
+        if peer.is_some() {
+            caller.peer = peer;
+        }
+        caller.proxies = proxies.hops_for(peer);
+    }
 }
 
 /// The proxies a server trusts: how many stand in front of it, and the networks they connect
@@ -118,10 +128,10 @@ impl Proxies {
 
     /// The proxies [`Request::client_addr`] trusts for a request from `peer`: all of them if
     /// the peer is one, else none.
-    pub(crate) fn hops_for(&self, peer: Option<SocketAddr>) -> usize {
+    pub(crate) fn hops_for(&self, peer: Option<SocketAddr>) -> u8 {
         let trusted =
             self.hops > 0 && peer.is_some_and(|p| self.from.iter().any(|n| n.contains(p.ip())));
-        if trusted { usize::from(self.hops) } else { 0 }
+        if trusted { self.hops } else { 0 }
     }
 }
 

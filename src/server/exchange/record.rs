@@ -3,7 +3,7 @@
 //! it came from (the peer, the client through trusted proxies, the protocol, TLS) and the
 //! route a router matched.
 
-use std::time::Instant;
+use std::net::IpAddr;
 
 use crate::http::router::matched;
 use crate::http::{ReplyRules, Request};
@@ -17,16 +17,16 @@ use crate::server::replies::ReplyTo;
 /// What is counted and logged of one request's answer.
 pub(crate) struct Record<'t> {
     pub(crate) tally: &'t mut Tally,
-    /// The access log, and where the exchange came from (made only when there is a log).
-    log: Option<(&'t DynAccessLog, Came)>,
+    /// The access log, and the client's address through trusted proxies (read only when
+    /// there is a log: what proxies forwarded is parsed then alone).
+    log: Option<(&'t DynAccessLog, Option<IpAddr>)>,
     /// The request's method and target, for the log and a stall's report.
     pub(crate) label: Label<'t>,
-    pub(crate) began: Instant,
+    origin: &'t Origin,
+    /// HTTP/1.0 (an HTTP/1.1 connection's exchange otherwise, or an HTTP/2 stream's).
+    http10: bool,
     /// A handler ran with the route kept for the log (see [`Record::handler_runs`]).
     routed: bool,
-    reply_to: ReplyTo,
-    /// The HTTP/2 stream (0 for a connection's one exchange).
-    stream: u32,
 }
 
 impl<'t> Record<'t> {
@@ -35,25 +35,20 @@ impl<'t> Record<'t> {
         app: &App<'t>,
         (request, label): (&Request, Label<'t>),
         rules: ReplyRules,
-        origin: &Origin,
+        origin: &'t Origin,
         tally: &'t mut Tally,
     ) -> Record<'t> {
         let mut record = Record::labelled(app, label, origin, tally);
-        if let Some((_, came)) = &mut record.log {
-            came.protocol = match (origin.stream, rules.http10) {
-                (0, true) => Protocol::Http10,
-                (0, false) => Protocol::Http11,
-                _ => Protocol::Http2,
-            };
-            // (Read only for the log: what proxies forwarded is parsed then alone.)
-            came.client_addr = request.client_addr();
+        record.http10 = rules.http10;
+        if let Some((_, client_addr)) = &mut record.log {
+            *client_addr = request.client_addr();
         }
         record
     }
 
     /// For a request refused before it could be read.
     #[inline]
-    pub(crate) fn unread(app: &App<'t>, origin: &Origin, tally: &'t mut Tally) -> Record<'t> {
+    pub(crate) fn unread(app: &App<'t>, origin: &'t Origin, tally: &'t mut Tally) -> Record<'t> {
         Record::labelled(app, Label::default(), origin, tally)
     }
 
@@ -61,22 +56,17 @@ impl<'t> Record<'t> {
     fn labelled(
         app: &App<'t>,
         label: Label<'t>,
-        origin: &Origin,
+        origin: &'t Origin,
         tally: &'t mut Tally,
     ) -> Record<'t> {
-        let protocol = match origin.stream {
-            0 => Protocol::Http11,
-            _ => Protocol::Http2,
-        };
         let log = app.server().and_then(|s| s.access_log.as_deref());
         Record {
             tally,
-            log: log.map(|log| (log, Came::peer(origin.peer, protocol, origin.tls))),
+            log: log.map(|log| (log, origin.peer.map(|p| p.ip()))),
             label,
-            began: origin.now,
+            origin,
+            http10: false,
             routed: false,
-            reply_to: origin.reply_to,
-            stream: origin.stream,
         }
     }
 
@@ -102,15 +92,36 @@ impl<'t> Record<'t> {
         }
     }
 
+    /// Where the exchange came from, for the log.
+    fn came(&self, client_addr: Option<IpAddr>) -> Came {
+        let origin = self.origin;
+        Came {
+            peer: origin.peer,
+            client_addr,
+            protocol: match (origin.stream, self.http10) {
+                (0, true) => Protocol::Http10,
+                (0, false) => Protocol::Http11,
+                _ => Protocol::Http2,
+            },
+            tls: origin.tls,
+        }
+    }
+
     /// The reply is complete in the output: `status`, `bytes` of it.
+    #[inline]
     pub(crate) fn now(&mut self, status: u16, bytes: u64) {
         self.tally.replied(status);
-        if let Some((log, came)) = self.log {
-            self.route(|route| {
-                let at = (self.began, &came, route);
-                access::now(log, self.label, (status, bytes), at);
-            });
+        if let Some((log, client_addr)) = self.log {
+            self.log_now(log, client_addr, (status, bytes));
         }
+    }
+
+    #[cold]
+    fn log_now(&self, log: &DynAccessLog, client_addr: Option<IpAddr>, sent: (u16, u64)) {
+        let came = self.came(client_addr);
+        self.route(|route| {
+            access::now(log, self.label, sent, (self.origin.now, &came, route));
+        });
     }
 
     /// The exchange goes on past the handler (`status` and `bytes` sent so far, 0 for none).
@@ -118,12 +129,18 @@ impl<'t> Record<'t> {
         if status > 0 {
             self.tally.replied(status);
         }
-        if let (Some((_, came)), ReplyTo::Conn(id) | ReplyTo::Stream(id)) =
-            (&self.log, self.reply_to)
+        if let (Some((_, client_addr)), ReplyTo::Conn(id) | ReplyTo::Stream(id)) =
+            (self.log, self.origin.reply_to)
         {
+            let came = self.came(client_addr);
             self.route(|route| {
-                let at = (self.began, came, route);
-                access::later((id, self.stream), self.label, at, (kind, status, bytes));
+                let at = (self.origin.now, &came, route);
+                access::later(
+                    (id, self.origin.stream),
+                    self.label,
+                    at,
+                    (kind, status, bytes),
+                );
             });
         }
     }

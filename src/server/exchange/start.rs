@@ -307,8 +307,8 @@ fn stream_headers() -> Vec<crate::http::Header> {
     ]
 }
 
-/// Calls the handler as the answer to the exchange from `origin`, timed from `record.began`
-/// by the stall rule (one clock read); whether it panicked, and the reply it deferred.
+/// Calls the handler as the answer to the exchange from `origin`, timed by the stall rule;
+/// whether it panicked, and the reply it deferred.
 fn call_handler(
     app: &App<'_>,
     request: Request,
@@ -316,12 +316,11 @@ fn call_handler(
     record: &mut Record<'_>,
     slot: &mut Option<Response>,
 ) -> (bool, Option<Deferral>) {
-    let watch = Watch::start(record.began);
-    record.began = watch.began;
+    let watch = app.server().map(|s| Watch::start(&s.stalls, origin.now));
     let reply_to: ReplyTo = origin.reply_to;
     let called =
         record.handler_runs(|| answering(reply_to, || respond(app.handler(), request, slot)));
-    if let Some(shared) = app.server() {
+    if let (Some(watch), Some(shared)) = (watch, app.server()) {
         watch.stop(&shared.stalls, origin.worker, || record.label.as_str());
     }
     called
@@ -346,11 +345,10 @@ fn panic_reply() -> Response {
 /// Who sent `request`: its connection's `peer`, and the proxies trusted for it (none unless
 /// the peer is one of the server's proxies).
 fn from_peer(app: &App, request: &mut Request, peer: Option<std::net::SocketAddr>) {
-    if let Some(peer) = peer {
-        request.set_peer(peer);
-    }
-    if let Some(shared) = app.server() {
-        request.set_proxies(shared.proxies.hops_for(peer));
+    match (app.server(), peer) {
+        (Some(shared), _) => request.set_caller(peer, &shared.proxies),
+        (None, Some(peer)) => request.set_peer(peer),
+        (None, None) => {}
     }
 }
 
