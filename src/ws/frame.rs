@@ -275,6 +275,9 @@ pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
 /// assert_eq!(out, [0x81, 0x02, b'h', b'i']);
 /// ```
 pub fn write_frame(out: &mut Vec<u8>, first: u8, payload: &[u8], mask: Option<[u8; 4]>) {
+    // Room for the whole frame at once (the longest head is 14 bytes with its key): one
+    // allocation for an empty buffer, where growing by the head and then the payload took two.
+    out.reserve(payload.len().saturating_add(14));
     write_head(out, first, payload.len(), mask.is_some());
     match mask {
         Some(key) => {
