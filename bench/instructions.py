@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Server instructions per exchange under callgrind: steady where wall-clock figures are not.
 
-    python3 bench/instructions.py [TARGET_DIR ...]
+    python3 bench/instructions.py [--baseline REV | --no-baseline] [TARGET_DIR ...]
 
 For each build (a `target` directory holding `release/examples/hello` and `ws_echo`; default
-`target`), runs the server with one worker under `valgrind --tool=callgrind`, drives it from
+`target`) and the baseline commit (default 99850bc, the figure issue 53 holds the tree to:
+built once into `target/instructions-baseline/REV` from a `git worktree` of it), runs the server with one worker under `valgrind --tool=callgrind`, drives it from
 this process over 127.0.0.1 and reads the instructions it executed. Each scenario runs twice,
 with FEW and MANY exchanges; the difference over the difference in exchanges is the cost of
 one, start and stop cancelled out:
@@ -13,7 +14,7 @@ one, start and stop cancelled out:
 - pipelined: 16 `GET /` written at once, their replies read, on one connection;
 - ws-echo: a 32-byte text message and its echo on one WebSocket.
 
-Prints one line per scenario and build. The servers run on free ports of 127.0.0.1 and are
+Prints one line per scenario and build, and the tree's count over the baseline's. The servers run on free ports of 127.0.0.1 and are
 ended by their PIDs; every wait is bounded.
 """
 
@@ -139,14 +140,48 @@ def instructions(target, example, drive, n, counts_requests):
     return int(total.group(1))
 
 
+BASELINE = "99850bc"
+EXAMPLES = ["hello", "ws_echo"]
+
+
+def build_baseline(rev):
+    """The target directory of `rev` built in release (made once, then reused)."""
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    home = os.path.join(root, "target", "instructions-baseline", rev)
+    tree, target = os.path.join(home, "tree"), os.path.join(home, "target")
+    if not os.path.isdir(tree):
+        os.makedirs(home, exist_ok=True)
+        subprocess.run(["git", "-C", root, "worktree", "add", "--detach", tree, rev], check=True,
+                       stdout=subprocess.DEVNULL)
+    if not all(os.path.exists(os.path.join(target, "release", "examples", e)) for e in EXAMPLES):
+        args = ["cargo", "build", "--release"] + [a for e in EXAMPLES for a in ("--example", e)]
+        subprocess.run(args, cwd=tree, check=True, env={**os.environ, "CARGO_TARGET_DIR": target})
+    return target
+
+
 def main():
-    targets = sys.argv[1:] or ["target"]
+    args = sys.argv[1:]
+    baseline = BASELINE
+    if args[:1] == ["--no-baseline"]:
+        baseline, args = None, args[1:]
+    elif args[:1] == ["--baseline"] and len(args) > 1:
+        baseline, args = args[1], args[2:]
+    targets = args or ["target"]
+    base = build_baseline(baseline) if baseline else None
     for name, example, drive, counts in SCENARIOS:
-        for target in targets:
+        figures = {}
+        for target in targets + ([base] if base else []):
             few = instructions(target, example, drive, FEW, counts)
             many = instructions(target, example, drive, MANY, counts)
-            per = (many - few) / (MANY - FEW)
-            print(f"{name:28} {target:40} {per:8.0f} instructions per exchange", flush=True)
+            figures[target] = (many - few) / (MANY - FEW)
+            label = f"{baseline} (baseline)" if target == base else target
+            print(f"{name:28} {label:40} {figures[target]:8.0f} instructions per exchange",
+                  flush=True)
+        if base:
+            for target in targets:
+                ratio = figures[target] / figures[base]
+                print(f"{name:28} {target + ' / baseline':40} {ratio:8.3f}", flush=True)
 
 
 if __name__ == "__main__":
