@@ -493,7 +493,9 @@ impl Server {
     /// [`ServerStats::stalls`] and [`ServerStats::longest_stall`], and the first for each
     /// method and path is reported as a `warn` event (feature `tracing`). Answer slow work
     /// later instead: [`defer`] and a thread, a [`Pool`], or async code
-    /// (`web::http::answer_async`, feature `tokio`). Timing costs one clock read per request.
+    /// (`web::http::answer_async`, feature `tokio`). Timing costs two reads of the CPU's
+    /// time-stamp counter per call where the kernel's clock is that counter (x86-64 Linux,
+    /// most machines), two monotonic clock reads elsewhere.
     ///
     /// ```
     /// let server = web::http::Server::bind("127.0.0.1:0")?.stall_threshold(std::time::Duration::from_millis(20));
