@@ -116,7 +116,8 @@ impl<'t> Record<'t> {
         }
     }
 
-    #[cold]
+    /// Writes the exchange's line (out of line: the path without a log stays short).
+    #[inline(never)]
     fn log_now(&self, log: &DynAccessLog, client_addr: Option<IpAddr>, sent: (u16, u64)) {
         let came = self.came(client_addr);
         self.route(|route| {
