@@ -107,6 +107,10 @@ impl Event {
 
     /// Appends the event's bytes to `out`.
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        // Room for a one-line event at once (an empty buffer grown field by field would be
+        // reallocated on the way).
+        let named = |v: &Option<String>, name: usize| v.as_ref().map_or(0, |v| v.len() + name);
+        out.reserve(self.data.len() + named(&self.id, 5) + named(&self.event, 8) + 36);
         if let Some(id) = &self.id {
             field(out, "id", id);
         }
