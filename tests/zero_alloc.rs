@@ -3,7 +3,9 @@
 //! reply is rendered into a pooled output buffer, and the response borrows its body.
 //!
 //! A counting global allocator sees every allocation of the process; the test's own client
-//! allocates nothing while it measures (a fixed request, a stack buffer for replies).
+//! allocates nothing while it measures (a fixed request, a stack buffer for replies). A
+//! WebSocket message, which an idle connection holds no buffer for, costs a bounded few, none
+//! of them a reallocation.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
@@ -18,6 +20,8 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Of them, the reallocations (a buffer grown after it was made).
+static REALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
 // SAFETY: every call is forwarded unchanged to the system allocator; counting touches only an
 // atomic.
@@ -36,6 +40,7 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        REALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -312,5 +317,76 @@ fn a_request_on_a_kept_http2_connection_costs_the_server_no_allocation_in_steady
     assert_eq!(
         allocations, 0,
         "{allocations} allocations for {requests} HTTP/2 requests"
+    );
+}
+
+/// A WebSocket peer that echoes each message with `send_owned`.
+struct Echo;
+
+impl web::ws::WsHandler for Echo {
+    type State = ();
+
+    fn accept(&self, _req: &Request) -> Result<(), Response> {
+        Ok(())
+    }
+
+    fn message(&self, ws: &mut web::ws::Ws<'_>, _state: &mut (), msg: web::ws::Message) {
+        ws.send_owned(msg);
+    }
+}
+
+#[test]
+fn a_websocket_echo_costs_its_busy_part_message_and_frame_and_no_reallocation() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .websocket("/", Echo)
+        .spawn(|_req| text_response(404, ""))
+        .unwrap();
+    let mut conn = TcpStream::connect(server.local_addr()).unwrap();
+    conn.set_nodelay(true).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    conn.write_all(
+        b"GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    )
+    .unwrap();
+    let mut buf = [0u8; 1024];
+    let mut have = 0;
+    while !buf[..have].ends_with(b"\r\n\r\n") {
+        let n = conn.read(&mut buf[have..]).unwrap();
+        assert!(n > 0, "the server closed the connection");
+        have += n;
+    }
+    assert!(buf.starts_with(b"HTTP/1.1 101 "));
+    // A masked 32-byte text message (the key is zero: the payload goes as it is).
+    let mut frame = [b'x'; 2 + 4 + 32];
+    frame[..6].copy_from_slice(&[0x81, 0x80 | 32, 0, 0, 0, 0]);
+    let mut echo = |conn: &mut TcpStream, buf: &mut [u8; 1024]| {
+        conn.write_all(&frame).unwrap();
+        let mut have = 0;
+        while have < 2 + 32 {
+            let n = conn.read(&mut buf[have..]).unwrap();
+            assert!(n > 0, "the server closed the connection");
+            have += n;
+        }
+        assert_eq!(&buf[..2], &[0x81, 32]);
+    };
+    for _ in 0..200 {
+        echo(&mut conn, &mut buf);
+    }
+    let reallocations = REALLOCATIONS.load(Ordering::SeqCst);
+    let (allocations, messages) = measure(|| echo(&mut conn, &mut buf));
+    let reallocations = REALLOCATIONS.load(Ordering::SeqCst) - reallocations;
+    drop(conn);
+    server.shutdown().unwrap();
+    // An idle WebSocket holds no buffer: each message makes its busy part, the message and
+    // the frame of its echo, each at its size.
+    assert_eq!(reallocations, 0, "{reallocations} for {messages} messages");
+    assert!(
+        allocations <= 3 * messages,
+        "{allocations} allocations for {messages} messages"
     );
 }
