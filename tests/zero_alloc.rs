@@ -364,7 +364,7 @@ fn a_websocket_echo_costs_its_busy_part_message_and_frame_and_no_reallocation() 
     // A masked 32-byte text message (the key is zero: the payload goes as it is).
     let mut frame = [b'x'; 2 + 4 + 32];
     frame[..6].copy_from_slice(&[0x81, 0x80 | 32, 0, 0, 0, 0]);
-    let mut echo = |conn: &mut TcpStream, buf: &mut [u8; 1024]| {
+    let echo = |conn: &mut TcpStream, buf: &mut [u8; 1024]| {
         conn.write_all(&frame).unwrap();
         let mut have = 0;
         while have < 2 + 32 {
