@@ -87,11 +87,7 @@ fn steady_state_of(
     let server = settings(Server::bind("127.0.0.1:0").unwrap().workers(1))
         .spawn(handler)
         .unwrap();
-    let mut conn = TcpStream::connect(server.local_addr()).unwrap();
-    conn.set_nodelay(true).unwrap();
-    // A reply that never comes fails the test rather than hanging it.
-    conn.set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .unwrap();
+    let mut conn = connect(&server);
     let mut buf = [0u8; 1024];
     // Warm-up: pools filled, the date cache formatted, lazily made state made.
     for _ in 0..200 {
@@ -101,6 +97,16 @@ fn steady_state_of(
     drop(conn);
     server.shutdown().unwrap();
     counted
+}
+
+/// A connection to `server` that sends at once, and fails the test rather than hang it when
+/// a reply never comes.
+fn connect(server: &web::http::ServerHandle) -> TcpStream {
+    let conn = TcpStream::connect(server.local_addr()).unwrap();
+    conn.set_nodelay(true).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    conn
 }
 
 /// Allocations during exchanges over a second or more — so the Date header is re-formatted at
@@ -287,8 +293,7 @@ fn a_request_on_a_kept_http2_connection_costs_the_server_no_allocation_in_steady
         .workers(1)
         .spawn(|_req| text_response(200, "Hello, World!"))
         .unwrap();
-    let mut conn = TcpStream::connect(server.local_addr()).unwrap();
-    conn.set_nodelay(true).unwrap();
+    let mut conn = connect(&server);
     // The preface, empty SETTINGS, and the connection's window opened to its most (each reply
     // takes 13 bytes of it, and this client sends no other WINDOW_UPDATE).
     conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
@@ -344,10 +349,7 @@ fn a_websocket_echo_costs_its_busy_part_message_and_frame_and_no_reallocation() 
         .websocket("/", Echo)
         .spawn(|_req| text_response(404, ""))
         .unwrap();
-    let mut conn = TcpStream::connect(server.local_addr()).unwrap();
-    conn.set_nodelay(true).unwrap();
-    conn.set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .unwrap();
+    let mut conn = connect(&server);
     conn.write_all(
         b"GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
           Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
