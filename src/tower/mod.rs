@@ -32,7 +32,7 @@ use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use tower_service::Service;
 
-use crate::http::{BodySender, Header, Reply, Request, Response};
+use crate::http::{BodySender, Header, ParseError, Refusal, Reply, Request, Response};
 use crate::server::{poll_first, spawn_reply};
 
 /// What puts the peer's address into a request's extensions (see
@@ -102,7 +102,9 @@ where
 
     /// Answers `req` with the service (see the [module](self)).
     pub fn call(&self, req: Request) -> Response {
-        let request = self.http_request(req);
+        let Some(request) = self.http_request(req) else {
+            return Refusal::Malformed(ParseError::TooManyHeaders).response();
+        };
         let mut service = self.service.clone();
         let called = async move {
             std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
@@ -129,7 +131,9 @@ where
     /// The service's view of `req`: its method, target and header lines as `web` read them
     /// (a line `http` refuses — it is stricter about a few bytes — is left out), its whole
     /// body, and the peer's address if [`connect_info`](TowerHandler::connect_info) asked.
-    fn http_request(&self, req: Request) -> http::Request<RequestBody> {
+    /// `None` when `http` cannot hold its lines (32 768 at most, where the server's
+    /// `max_headers` may allow more): answered 431, as a head past the server's own limit is.
+    fn http_request(&self, req: Request) -> Option<http::Request<RequestBody>> {
         let mut request = http::Request::new(RequestBody::default());
         if let Ok(method) = http::Method::from_bytes(req.method().as_bytes()) {
             *request.method_mut() = method;
@@ -138,11 +142,12 @@ where
             *request.uri_mut() = uri;
         }
         let headers = request.headers_mut();
+        headers.try_reserve(req.headers().len()).ok()?;
         for header in req.headers() {
             let name = http::HeaderName::from_bytes(header.name().as_bytes());
             let value = http::HeaderValue::from_bytes(header.value());
             if let (Ok(name), Ok(value)) = (name, value) {
-                headers.append(name, value);
+                headers.try_append(name, value).ok()?;
             }
         }
         if let (Some(info), Some(peer)) = (&self.connect_info, req.peer()) {
@@ -152,7 +157,7 @@ where
         if !body.is_empty() {
             *request.body_mut() = RequestBody(Some(Bytes::from(body)));
         }
-        request
+        Some(request)
     }
 
     /// The service's response: whole if its body is all ready now (and has no trailers),
@@ -189,16 +194,41 @@ where
 fn response_head(parts: &http::response::Parts) -> Response {
     let mut head = Response::new(parts.status.as_u16(), "", Vec::new(), "");
     for (name, value) in &parts.headers {
-        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
         match name {
-            &http::header::CONTENT_TYPE => head.content_type = value.into(),
+            &http::header::CONTENT_TYPE => head.content_type = content_type(value),
             &http::header::CONTENT_LENGTH
             | &http::header::TRANSFER_ENCODING
             | &http::header::CONNECTION => {}
-            _ => head.headers.push(Header::new(name.as_str(), value)),
+            _ => head.headers.push(Header::new(name.as_str(), text(value))),
         }
     }
     head
+}
+
+/// The content types axum and tower-http set themselves: borrowed, not copied, when a
+/// response carries one of them.
+const COMMON_TYPES: [&str; 6] = [
+    "text/plain; charset=utf-8",
+    "application/json",
+    "text/html; charset=utf-8",
+    "application/octet-stream",
+    "text/event-stream",
+    "application/x-www-form-urlencoded",
+];
+
+/// A `Content-Type` value: one of [`COMMON_TYPES`] borrowed, any other copied as text.
+fn content_type(value: &http::HeaderValue) -> std::borrow::Cow<'static, str> {
+    let bytes = value.as_bytes();
+    match COMMON_TYPES.iter().find(|t| t.as_bytes() == bytes) {
+        Some(common) => std::borrow::Cow::Borrowed(common),
+        None => std::borrow::Cow::Owned(text(value)),
+    }
+}
+
+/// A header value as text (bytes that are not UTF-8 replaced, as a header line can carry
+/// only text here).
+fn text(value: &http::HeaderValue) -> String {
+    String::from_utf8_lossy(value.as_bytes()).into_owned()
 }
 
 /// What was taken of a body so far: its data, and its trailers once they came.
@@ -221,10 +251,11 @@ fn take_frame<D: bytes::Buf>(frame: Frame<D>, into: &mut Taken) {
         }
         Err(frame) => {
             if let Ok(trailers) = frame.into_trailers() {
-                into.trailers.extend(trailers.iter().map(|(name, value)| {
-                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-                    Header::new(name.as_str(), value)
-                }));
+                into.trailers.extend(
+                    trailers
+                        .iter()
+                        .map(|(name, value)| Header::new(name.as_str(), text(value))),
+                );
             }
         }
     }

@@ -212,3 +212,30 @@ fn a_body_with_trailers_ends_a_chunked_reply_with_them() {
     );
     handle.shutdown().expect("stops");
 }
+
+#[test]
+fn more_header_lines_than_http_can_hold_are_answered_431_not_a_panic() {
+    // The server allows 40 000 lines; `http`'s map holds 32 768 at most.
+    let runtime = runtime();
+    let app = web::tower::handler(runtime.handle(), router());
+    let server = bound().max_headers(40_000).max_head_bytes(1 << 20);
+    let (handle, url) = serve(server, move |req| app.call(req));
+    let mut head = String::from("GET /orders HTTP/1.1\r\nHost: t\r\n");
+    for i in 0..40_000 - 1 {
+        head.push_str(&format!("x-{i}: v\r\n"));
+    }
+    head.push_str("\r\n");
+    let addr = url.trim_start_matches("http://");
+    let mut conn = std::net::TcpStream::connect(addr).expect("connects");
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("a timeout");
+    std::io::Write::write_all(&mut conn, head.as_bytes()).expect("sent");
+    let mut reply = [0u8; 12];
+    std::io::Read::read_exact(&mut conn, &mut reply).expect("a reply");
+    assert_eq!(&reply, b"HTTP/1.1 431");
+    assert_eq!(handle.stats().panics, 0);
+    // Within http's bound the lines all reach the service.
+    let listed = ask("GET", &format!("{url}/orders"), &[("x-a", "1")], "");
+    assert_eq!(listed.status(), 200);
+    handle.shutdown().expect("stops");
+}
