@@ -205,15 +205,17 @@ fn response_head(parts: &http::response::Parts) -> Response {
     head
 }
 
-/// The content types axum and tower-http set themselves: borrowed, not copied, when a
-/// response carries one of them.
-const COMMON_TYPES: [&str; 6] = [
+/// The content types axum and tower-http set themselves, and the plainest ones a handler
+/// names: borrowed, not copied, when a response carries one of them.
+const COMMON_TYPES: [&str; 8] = [
     "text/plain; charset=utf-8",
     "application/json",
     "text/html; charset=utf-8",
     "application/octet-stream",
     "text/event-stream",
     "application/x-www-form-urlencoded",
+    "text/plain",
+    "text/html",
 ];
 
 /// A `Content-Type` value: one of [`COMMON_TYPES`] borrowed, any other copied as text.
