@@ -250,9 +250,10 @@ impl Request {
         self.bytes(self.span(|p| p.body))
     }
 
-    /// The body as an owned vector. When the body is the end of the buffer (always, for a
-    /// received request) the buffer itself is reused: the body is moved to its front, no new
-    /// allocation is made.
+    /// The body as an owned vector. A body that is most of the request's buffer, at its end
+    /// (a large upload), takes the buffer itself: the body is moved to its front, no new
+    /// allocation is made. A smaller one is copied, and an empty one allocates nothing: the
+    /// buffer, sized for the head, goes back to the worker's pool for the next request.
     ///
     /// ```
     /// let req = web::http::parse_request(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi").unwrap();
@@ -264,6 +265,13 @@ impl Request {
             return Vec::new();
         };
         let body = parts.body;
+        if body.len <= parts.bytes.capacity() / 2 {
+            return parts
+                .bytes
+                .get(body.at..body.end())
+                .unwrap_or_default()
+                .to_vec();
+        }
         let mut bytes = std::mem::take(&mut parts.bytes);
         if body.end() == bytes.len() {
             bytes.copy_within(body.at.., 0);
@@ -556,14 +564,38 @@ mod tests {
     }
 
     #[test]
-    fn into_body_reuses_the_buffer_when_the_body_ends_it() {
+    fn into_body_takes_the_buffer_when_the_body_is_most_of_it() {
+        let upload = vec![b'u'; 4096];
+        let req = Request::new(
+            "POST",
+            "/up",
+            vec![Header::new("Host", "x")],
+            upload.clone(),
+        );
+        let ptr = req.bytes(Span::new(0, 1)).as_ptr();
+        let body = req.into_body();
+        assert_eq!((body.as_slice(), body.as_ptr()), (&upload[..], ptr));
+        let mut moved = Request::new("POST", "/up", vec![], upload.clone());
+        moved.set_path("/a/path/longer/than/before");
+        assert_eq!(moved.into_body(), upload);
+    }
+
+    #[test]
+    fn into_body_copies_a_small_body_and_allocates_nothing_for_none() {
         let req = sample();
         let ptr = req.bytes(Span::new(0, 1)).as_ptr();
         let body = req.into_body();
-        assert_eq!((body.as_slice(), body.as_ptr()), (&b"body"[..], ptr));
+        assert_eq!(body, b"body");
+        assert_ne!(
+            body.as_ptr(),
+            ptr,
+            "copied: the buffer stays with the request"
+        );
         let mut moved = sample();
         moved.set_path("/a/path/longer/than/before");
         assert_eq!(moved.into_body(), b"body");
+        let empty = Request::new("GET", "/", vec![Header::new("Host", "x")], "").into_body();
+        assert_eq!((empty.len(), empty.capacity()), (0, 0));
     }
 
     #[test]
