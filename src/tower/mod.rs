@@ -138,14 +138,30 @@ where
         if let Ok(method) = http::Method::from_bytes(req.method().as_bytes()) {
             *request.method_mut() = method;
         }
-        if let Ok(uri) = http::Uri::try_from(req.path()) {
+        // The target and the values share one copy of the head (one allocation for all of
+        // them, where each took its own).
+        let raw = req.head_bytes();
+        let head = Bytes::copy_from_slice(raw);
+        let share = |part: &[u8]| match (part.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)
+        {
+            Some(at)
+                if at
+                    .checked_add(part.len())
+                    .is_some_and(|end| end <= raw.len()) =>
+            {
+                head.slice(at..at + part.len())
+            }
+            // (A part a middleware set lies elsewhere.)
+            _ => Bytes::copy_from_slice(part),
+        };
+        if let Ok(uri) = http::Uri::from_maybe_shared(share(req.path().as_bytes())) {
             *request.uri_mut() = uri;
         }
         let headers = request.headers_mut();
         headers.try_reserve(req.headers().len()).ok()?;
         for header in req.headers() {
             let name = http::HeaderName::from_bytes(header.name().as_bytes());
-            let value = http::HeaderValue::from_bytes(header.value());
+            let value = http::HeaderValue::from_maybe_shared(share(header.value()));
             if let (Ok(name), Ok(value)) = (name, value) {
                 headers.try_append(name, value).ok()?;
             }

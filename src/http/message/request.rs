@@ -166,6 +166,14 @@ impl Request {
         super::text::as_text(self.bytes(span))
     }
 
+    /// The bytes before the body (the head as received, its lines in place): for a reader
+    /// that shares them rather than copy each part (the tower bridge).
+    pub(crate) fn head_bytes(&self) -> &[u8] {
+        self.parts
+            .as_deref()
+            .map_or(&[], |p| p.bytes.get(..p.body.at).unwrap_or_default())
+    }
+
     /// Where `method SP target` lies in the bytes the head was parsed from (as HTTP/1.1's
     /// request line has them), and the method's length.
     pub(crate) fn request_line(&self) -> (std::ops::Range<usize>, usize) {
