@@ -168,6 +168,7 @@ impl Request {
 
     /// The bytes before the body (the head as received, its lines in place): for a reader
     /// that shares them rather than copy each part (the tower bridge).
+    #[cfg(feature = "tower")]
     pub(crate) fn head_bytes(&self) -> &[u8] {
         self.parts
             .as_deref()
