@@ -18,11 +18,8 @@ pub(crate) struct StallClock {
 
 #[derive(Clone, Copy, Debug)]
 enum Source {
-    /// The CPU's time-stamp counter.
-    #[cfg_attr(
-        not(all(target_arch = "x86_64", target_os = "linux")),
-        allow(dead_code)
-    )]
+    /// The CPU's time-stamp counter (where it may be chosen).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     Tsc,
     /// Nanoseconds since this instant.
     Monotonic(Instant),
@@ -73,8 +70,6 @@ impl StallClock {
         match self.source {
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             Source::Tsc => tsc::read(),
-            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-            Source::Tsc => 0,
             Source::Monotonic(base) => u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX),
         }
     }
