@@ -130,6 +130,50 @@ fn the_request_reaches_the_service_whole() {
 }
 
 #[test]
+fn requests_waiting_together_keep_their_own_target_and_headers() {
+    // Every request waits until all of them have come, so their heads, copied into one
+    // shared buffer of the worker, are all alive at once; each must still read its own.
+    const N: usize = 24;
+    let runtime = runtime();
+    let together = std::sync::Arc::new(tokio::sync::Barrier::new(N));
+    let echo = tower::service_fn(move |req: http::Request<web::tower::RequestBody>| {
+        let together = together.clone();
+        async move {
+            together.wait().await;
+            let trace = req.headers().get("x-trace").cloned();
+            let said = format!(
+                "{} {}",
+                req.uri(),
+                trace.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-")
+            );
+            Ok::<_, Infallible>(http::Response::new(said))
+        }
+    });
+    let app = web::tower::handler(runtime.handle(), echo);
+    let (handle, url) = serve(bound().workers(1), move |req| app.call(req));
+    let askers: Vec<_> = (0..N)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let trace = format!("trace-{i}-{}", "x".repeat(i * 7));
+                let answer = ask(
+                    "GET",
+                    &format!("{url}/item/{i}?n={i}"),
+                    &[("X-Trace", &trace)],
+                    "",
+                );
+                (answer.text(), format!("/item/{i}?n={i} {trace}"))
+            })
+        })
+        .collect();
+    for asker in askers {
+        let (got, wanted) = asker.join().expect("an asker");
+        assert_eq!(got, wanted);
+    }
+    handle.shutdown().expect("stops");
+}
+
+#[test]
 fn web_routes_and_the_router_share_one_port() {
     use web::sse::{Event, Sse, SseHandler};
     struct Greeter;

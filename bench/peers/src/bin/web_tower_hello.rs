@@ -17,7 +17,7 @@ fn main() {
     let app = Router::new().fallback(get(|| async {
         ([(header::CONTENT_TYPE, "text/plain")], web_bench_peers::BODY)
     }));
-    let app = web::tower::handler(runtime.handle(), app);
+    let app = web::tower::handler(runtime.handle(), app.with_state(()));
     web::http::Server::bind(args.addr())
         .expect("bind")
         .workers(args.workers)
