@@ -26,6 +26,7 @@ mod example;
 #[allow(dead_code)] // the examples' builder, shared with the other test binaries
 #[path = "../wire/examples.rs"]
 mod examples;
+mod over_h2;
 mod paths;
 
 #[derive(Clone, Default)]
@@ -159,6 +160,23 @@ impl http_body::Body for Pieces {
         Poll::Ready(Some(Ok(http_body::Frame::data(bytes::Bytes::from_static(
             piece.as_bytes(),
         )))))
+    }
+}
+
+/// A body of one piece of data and then trailers, all ready at once.
+struct WithTrailers(Vec<http_body::Frame<bytes::Bytes>>);
+
+impl http_body::Body for WithTrailers {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, std::convert::Infallible>>>
+    {
+        let next = (!self.0.is_empty()).then(|| Ok(self.0.remove(0)));
+        std::task::Poll::Ready(next)
     }
 }
 

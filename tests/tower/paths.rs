@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use web::http::Server;
 
-use super::{ask, on_web, router, runtime, serve};
+use super::{WithTrailers, ask, on_web, router, runtime, serve};
 
 /// A server on a free port of 127.0.0.1.
 fn bound() -> Server {
@@ -208,22 +208,6 @@ fn web_routes_and_the_router_share_one_port() {
     }
     assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"));
     handle.shutdown().expect("stops");
-}
-
-/// A body of one piece of data and then trailers, all ready at once.
-struct WithTrailers(Vec<http_body::Frame<bytes::Bytes>>);
-
-impl http_body::Body for WithTrailers {
-    type Data = bytes::Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Infallible>>> {
-        let next = (!self.0.is_empty()).then(|| Ok(self.0.remove(0)));
-        std::task::Poll::Ready(next)
-    }
 }
 
 #[test]
