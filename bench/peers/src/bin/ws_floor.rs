@@ -1,11 +1,11 @@
 //! `ws_floor`: the fan-out floor for `web-bench fanout`. One thread, one mio (epoll) loop: a
-//! WebSocket upgrade (any path) makes a member (a fixed 101, only Sec-WebSocket-Key read; what
-//! a member sends is read and dropped); a `POST` with a body writes one unmasked text frame of
-//! that body to every member with one `write(2)` each, then answers `200` and closes. No
-//! rooms, no queues, no limits: what sending one frame to N idle sockets costs, and nothing
-//! else. `--workers` is accepted and ignored. With `--io-uring` the sends of a publish go to
-//! the kernel as io_uring batches (one `io_uring_enter` for up to 1 024 sockets) instead of a
-//! `write(2)` each: the floor of that path.
+//! WebSocket upgrade (any path) makes a member (a fixed 101, only Sec-WebSocket-Key read; what a
+//! member sends is read and dropped); a `POST` with a body is answered `200` (and closed), then one
+//! unmasked text frame of that body is written to every member with one `write(2)` each. No rooms,
+//! no queues, no limits: what sending one frame to N idle sockets costs, and nothing else.
+//! `--workers` is accepted and ignored. With `--io-uring` the sends of a publish go to the kernel
+//! as io_uring batches (one `io_uring_enter` for up to 1 024 sockets) instead of a `write(2)` each:
+//! the floor of that path.
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 
@@ -134,6 +134,14 @@ fn main() -> std::io::Result<()> {
                     }
                 }
                 frame.extend_from_slice(&body);
+                // The publisher is answered first, as web's room and the tokio room answer
+                // theirs: the client then reads its members while the frames go out, and
+                // waking it (on loopback, on this CPU) is part of every server's figure.
+                if let Some(c) = conns.get_mut(at) {
+                    let _ = c.sock.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\npublished",
+                    );
+                }
                 match ring.as_mut() {
                     Some(ring) => send_batched(ring, &mut conns, &frame)?,
                     None => {
@@ -141,11 +149,6 @@ fn main() -> std::io::Result<()> {
                             let _ = member.sock.write(&frame);
                         }
                     }
-                }
-                if let Some(c) = conns.get_mut(at) {
-                    let _ = c.sock.write(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\npublished",
-                    );
                 }
                 close = true;
             }
