@@ -7,8 +7,11 @@ use std::cell::RefCell;
 
 use bytes::{Bytes, BytesMut};
 
-/// The buffer heads are copied into; a head longer than what is left gets a buffer of its own.
-const HEAD_BUFFER: usize = 4096;
+/// The buffer heads are copied into; a head longer than this gets a buffer of its own. A
+/// request that waits (a long-poll) holds the buffer it shares with its neighbours, so this is
+/// also what one waiting request may keep alive at most, beyond its own bytes: small, where
+/// hyper's requests share their connection's read buffer of 8 KiB or more.
+const HEAD_BUFFER: usize = 2048;
 
 /// A map with room for more lines than this is not kept (one peer's long head, one handler's
 /// long answer, would otherwise stay held by the thread).
