@@ -180,6 +180,26 @@ impl http_body::Body for WithTrailers {
     }
 }
 
+/// What a request asked, as a service echoes it: `METHOD TARGET X-TRACE BODY` (`-` for no
+/// `x-trace`).
+async fn said(req: http::Request<web::tower::RequestBody>) -> String {
+    use http_body_util::BodyExt;
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let trace = parts.headers.get("x-trace").and_then(|v| v.to_str().ok());
+    format!(
+        "{} {} {} {}",
+        parts.method,
+        parts.uri,
+        trace.unwrap_or("-"),
+        String::from_utf8_lossy(&body),
+    )
+}
+
 /// A multi-threaded runtime of the test's own.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

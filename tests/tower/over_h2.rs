@@ -6,7 +6,7 @@ use std::convert::Infallible;
 
 use web::http::Server;
 
-use super::{WithTrailers, runtime, serve};
+use super::{WithTrailers, runtime, said, serve};
 
 /// A service that answers what it was asked — method, target, `x-trace`, body — as the data
 /// of a body that ends with the trailer `grpc-status: 0`.
@@ -19,25 +19,8 @@ fn echo_with_trailers() -> impl tower::Service<
 + Send
 + Sync
 + 'static {
-    tower::service_fn(|req: http::Request<web::tower::RequestBody>| async move {
-        use http_body_util::BodyExt;
-        let (parts, body) = req.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let said = format!(
-            "{} {} {} {}",
-            parts.method,
-            parts.uri,
-            parts
-                .headers
-                .get("x-trace")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-"),
-            String::from_utf8_lossy(&body),
-        );
+    tower::service_fn(|req| async move {
+        let said = said(req).await;
         let mut trailers = http::HeaderMap::new();
         trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
         Ok::<_, Infallible>(http::Response::new(WithTrailers(vec![

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use web::http::Server;
 
-use super::{WithTrailers, ask, on_web, router, runtime, serve};
+use super::{WithTrailers, ask, on_web, router, runtime, said, serve};
 
 /// A server on a free port of 127.0.0.1.
 fn bound() -> Server {
@@ -96,26 +96,8 @@ fn a_service_error_answers_500_whether_at_once_or_later() {
 #[test]
 fn the_request_reaches_the_service_whole() {
     let runtime = runtime();
-    let echo = tower::service_fn(|req: http::Request<web::tower::RequestBody>| async move {
-        use http_body_util::BodyExt;
-        let (parts, body) = req.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let said = format!(
-            "{} {} {} {}",
-            parts.method,
-            parts.uri,
-            parts
-                .headers
-                .get("x-trace")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-"),
-            String::from_utf8_lossy(&body),
-        );
-        Ok::<_, Infallible>(http::Response::new(said))
+    let echo = tower::service_fn(|req| async move {
+        Ok::<_, Infallible>(http::Response::new(said(req).await))
     });
     let app = web::tower::handler(runtime.handle(), echo);
     let (handle, url) = serve(bound(), move |req| app.call(req));
