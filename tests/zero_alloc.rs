@@ -149,6 +149,36 @@ fn an_async_answer_ready_at_once_costs_its_boxed_future_and_no_task() {
     );
 }
 
+#[cfg(feature = "tower")]
+#[test]
+fn a_tower_service_ready_at_once_costs_what_its_http_types_need_and_no_task() {
+    // A runtime that nothing drives: every answer came from the first poll, on the worker.
+    let idle = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let service = tower::service_fn(|_req: http::Request<web::tower::RequestBody>| async {
+        let mut res = http::Response::new(http_body_util::Full::new(bytes::Bytes::from_static(
+            b"Hello, World!",
+        )));
+        res.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/plain"),
+        );
+        Ok::<_, std::convert::Infallible>(res)
+    });
+    let app = web::tower::handler(idle.handle(), service);
+    let (allocations, requests) = steady_state(move |req| app.call(req));
+    // The bridge's three: the service's future boxed (it would move to the runtime if it
+    // waited), its body boxed (the same), the body's bytes taken into the reply. The
+    // service's own two: the response's header map (its indices and its entries). None for
+    // the request's head: its header map is the last response's, its bytes share a buffer
+    // that comes back.
+    assert!(
+        allocations <= 5 * requests,
+        "{allocations} allocations for {requests} requests: more than five each"
+    );
+}
+
 #[test]
 fn a_request_counted_by_its_callers_address_allocates_nothing_either() {
     let limiter = RateLimit::per_address(1, u32::MAX).layer();
