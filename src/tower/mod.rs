@@ -145,8 +145,8 @@ where
         if let Ok(method) = http::Method::from_bytes(req.method().as_bytes()) {
             *request.method_mut() = method;
         }
-        // The target and the values share one copy of the head (one allocation for all of
-        // them, where each took its own).
+        // The target and the values share one copy of the head, made in the worker's head
+        // buffer (no allocation once that buffer's space comes back: see `reuse`).
         let raw = req.head_bytes();
         let head = reuse::share_head(raw);
         let share = |part: &[u8]| match (part.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)
