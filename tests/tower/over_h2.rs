@@ -32,7 +32,7 @@ fn echo_with_trailers() -> impl tower::Service<
 
 /// What one request over `client` got: status, body and trailers.
 async fn ask_h2(
-    client: &mut h2::client::SendRequest<bytes::Bytes>,
+    client: &h2::client::SendRequest<bytes::Bytes>,
     method: &str,
     path: &str,
     trace: &str,
@@ -80,9 +80,9 @@ fn a_request_over_h2c_reaches_the_service_whole_and_its_trailers_come_back_as_he
         let tcp = tokio::net::TcpStream::connect(addr)
             .await
             .expect("connects");
-        let (mut client, connection) = h2::client::handshake(tcp).await.expect("h2c");
+        let (client, connection) = h2::client::handshake(tcp).await.expect("h2c");
         tokio::spawn(connection);
-        ask_h2(&mut client, "PUT", "/a/b?c=d", "t1", b"the body").await
+        ask_h2(&client, "PUT", "/a/b?c=d", "t1", b"the body").await
     });
     assert_eq!(status, 200);
     assert_eq!(body, "PUT /a/b?c=d t1 the body");
@@ -111,11 +111,11 @@ fn streams_at_once_on_one_h2c_connection_each_get_their_own_answer() {
         tokio::spawn(connection);
         let asks: Vec<_> = (0..STREAMS)
             .map(|i| {
-                let mut client = client.clone();
+                let client = client.clone();
                 tokio::spawn(async move {
                     let path = format!("/item/{i}?n={i}");
                     let trace = format!("trace-{i}");
-                    let got = ask_h2(&mut client, "GET", &path, &trace, b"").await;
+                    let got = ask_h2(&client, "GET", &path, &trace, b"").await;
                     (got, format!("GET {path} {trace} "))
                 })
             })
