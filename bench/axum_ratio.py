@@ -19,11 +19,11 @@ servers listen on free ports of 127.0.0.1 and are ended by their PIDs; every wai
 
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
-import time
+
+from instructions import connect, free_port  # bench/instructions.py, beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEERS = os.path.join(ROOT, "bench", "peers", "target", "release")
@@ -35,24 +35,6 @@ SERVERS = {
 }
 TURN_SECONDS = 1
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port, limit=30):
-    until = time.time() + limit
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()
-            return
-        except OSError:
-            if time.time() > until:
-                raise
-            time.sleep(0.05)
 
 
 def cpu_seconds(pid):
@@ -100,7 +82,7 @@ def main():
                 ["taskset", "-c", "0", binary, "--port", str(port), "--workers", "1"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             running[name] = (proc, port)
-            wait_for(port)
+            connect(port, limit=30).close()
         done = {name: [0, 0.0] for name in SERVERS}
         per_turn = {name: [] for name in SERVERS}
         names = list(SERVERS)
