@@ -146,12 +146,30 @@ fn write_head_cached(
     let Some(key) = HeadKey::of(res, keep, body_len) else {
         return date::with_date(now, |date| write_head(out, res, keep, date, body_len));
     };
-    LAST_HEAD.with(|cell| {
-        let mut last = cell.borrow_mut();
-        if last.key == Some(key) && last.stale_at.is_some_and(|t| now < t) {
+    // A hit is a copy; a miss formats the head out of line, so the hit's path stays short.
+    let hit = LAST_HEAD.with_borrow(|last| {
+        let fresh = last.key == Some(key) && last.stale_at.is_some_and(|t| now < t);
+        fresh.then(|| {
             out.extend_from_slice(&last.bytes[..last.len]);
-            return last.keep;
-        }
+            last.keep
+        })
+    });
+    match hit {
+        Some(keep) => keep,
+        None => write_head_and_keep(out, res, (keep, body_len), key, now),
+    }
+}
+
+/// The miss of [`write_head_cached`]: formats the head and keeps it for the next reply.
+#[inline(never)]
+fn write_head_and_keep(
+    out: &mut Vec<u8>,
+    res: &Response,
+    (keep, body_len): (bool, u64),
+    key: HeadKey,
+    now: Instant,
+) -> bool {
+    LAST_HEAD.with_borrow_mut(|last| {
         date::with_date_until(now, |date, stale_at| {
             let start = out.len();
             let keep = write_head(out, res, keep, date, body_len);
