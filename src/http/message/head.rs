@@ -385,7 +385,7 @@ impl HeadParser {
         let (method, rest) = (&line[..sp1], &line[sp1 + 1..]);
         let sp2 = version_space(rest).ok_or(ParseError::RequestLine)?;
         let (target, version) = (&rest[..sp2], &rest[sp2 + 1..]);
-        // `method = token` (RFC 9110 §9.1): a common method is one without a look.
+        // `method = token` (RFC 9110 §9.1), known already of a common one.
         if !common && !is_token(method) {
             return Err(ParseError::Method);
         }

@@ -78,6 +78,7 @@ fn rejections_each_with_its_kind_and_status() {
         ("asterisk for GET", b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", Target, 400),
         ("bad method char", b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", Method, 400),
         ("empty method", b" / HTTP/1.1\r\nHost: a\r\n\r\n", Method, 400),
+        ("a common method's start, then not a token", b"GET( / HTTP/1.1\r\nHost: a\r\n\r\n", Method, 400),
         ("target not UTF-8", b"GET /\xff HTTP/1.1\r\nHost: a\r\n\r\n", NotUtf8, 400),
         ("other expectation", b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", Expectation, 417),
     ];
@@ -151,6 +152,14 @@ fn accepted_forms() {
 
     let h = head("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!((h.request.method(), h.request.path()), ("OPTIONS", "*"));
+
+    // Each common method, and tokens that are not one of them.
+    for method in [
+        "GET", "PUT", "POST", "HEAD", "DELETE", "PATCH", "GETS", "M-SEARCH",
+    ] {
+        let h = head(&format!("{method} / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assert_eq!(h.request.method(), method);
+    }
 
     let h = head("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
     assert_eq!(h.request.path(), "example.com:443");
