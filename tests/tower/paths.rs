@@ -122,13 +122,7 @@ fn requests_waiting_together_keep_their_own_target_and_headers() {
         let together = together.clone();
         async move {
             together.wait().await;
-            let trace = req.headers().get("x-trace").cloned();
-            let said = format!(
-                "{} {}",
-                req.uri(),
-                trace.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("-")
-            );
-            Ok::<_, Infallible>(http::Response::new(said))
+            Ok::<_, Infallible>(http::Response::new(said(req).await))
         }
     });
     let app = web::tower::handler(runtime.handle(), echo);
@@ -144,7 +138,7 @@ fn requests_waiting_together_keep_their_own_target_and_headers() {
                     &[("X-Trace", &trace)],
                     "",
                 );
-                (answer.text(), format!("/item/{i}?n={i} {trace}"))
+                (answer.text(), format!("GET /item/{i}?n={i} {trace} "))
             })
         })
         .collect();
