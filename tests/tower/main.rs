@@ -213,9 +213,12 @@ fn runtime() -> tokio::runtime::Runtime {
 /// the server and its URL.
 fn on_web(runtime: &tokio::runtime::Runtime, router: Router) -> (ServerHandle, String) {
     let app = web::tower::handler(runtime.handle(), router).connect_info(ConnectInfo);
-    serve(Server::bind("127.0.0.1:0").expect("a port"), move |req| {
-        app.call(req)
-    })
+    serve(bound(), move |req| app.call(req))
+}
+
+/// A server on a free port of 127.0.0.1.
+fn bound() -> Server {
+    Server::bind("127.0.0.1:0").expect("a port")
 }
 
 /// `server` (given one worker) answering with `handler`: the server and its URL.

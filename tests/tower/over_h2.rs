@@ -4,9 +4,7 @@
 
 use std::convert::Infallible;
 
-use web::http::Server;
-
-use super::{WithTrailers, runtime, said, serve};
+use super::{WithTrailers, bound, runtime, said, serve};
 
 /// A service that answers what it was asked — method, target, `x-trace`, body — as the data
 /// of a body that ends with the trailer `grpc-status: 0`.
@@ -28,6 +26,16 @@ fn echo_with_trailers() -> impl tower::Service<
             http_body::Frame::trailers(trailers),
         ])))
     })
+}
+
+/// An HTTP/2 connection to `addr` by prior knowledge, driven on the runtime.
+async fn h2c(addr: std::net::SocketAddr) -> h2::client::SendRequest<bytes::Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let (client, connection) = h2::client::handshake(tcp).await.expect("h2c");
+    tokio::spawn(connection);
+    client
 }
 
 /// What one request over `client` got: status, body and trailers.
@@ -72,16 +80,10 @@ async fn ask_h2(
 fn a_request_over_h2c_reaches_the_service_whole_and_its_trailers_come_back_as_headers() {
     let runtime = runtime();
     let app = web::tower::handler(runtime.handle(), echo_with_trailers());
-    let (handle, _url) = serve(Server::bind("127.0.0.1:0").expect("a port"), move |req| {
-        app.call(req)
-    });
+    let (handle, _url) = serve(bound(), move |req| app.call(req));
     let addr = handle.local_addr();
     let (status, body, trailers) = runtime.block_on(async move {
-        let tcp = tokio::net::TcpStream::connect(addr)
-            .await
-            .expect("connects");
-        let (client, connection) = h2::client::handshake(tcp).await.expect("h2c");
-        tokio::spawn(connection);
+        let client = h2c(addr).await;
         ask_h2(&client, "PUT", "/a/b?c=d", "t1", b"the body").await
     });
     assert_eq!(status, 200);
@@ -99,16 +101,10 @@ fn streams_at_once_on_one_h2c_connection_each_get_their_own_answer() {
     const STREAMS: usize = 40;
     let runtime = runtime();
     let app = web::tower::handler(runtime.handle(), echo_with_trailers());
-    let (handle, _url) = serve(Server::bind("127.0.0.1:0").expect("a port"), move |req| {
-        app.call(req)
-    });
+    let (handle, _url) = serve(bound(), move |req| app.call(req));
     let addr = handle.local_addr();
     let answers = runtime.block_on(async move {
-        let tcp = tokio::net::TcpStream::connect(addr)
-            .await
-            .expect("connects");
-        let (client, connection) = h2::client::handshake(tcp).await.expect("h2c");
-        tokio::spawn(connection);
+        let client = h2c(addr).await;
         let asks: Vec<_> = (0..STREAMS)
             .map(|i| {
                 let client = client.clone();

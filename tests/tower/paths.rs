@@ -3,14 +3,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use web::http::Server;
-
-use super::{WithTrailers, ask, on_web, router, runtime, said, serve};
-
-/// A server on a free port of 127.0.0.1.
-fn bound() -> Server {
-    Server::bind("127.0.0.1:0").expect("a port")
-}
+use super::{WithTrailers, ask, bound, on_web, router, runtime, said, serve};
 
 #[test]
 fn a_router_ready_at_once_answers_in_the_workers_turn_without_a_task() {
